@@ -1,0 +1,133 @@
+"""Fixed-size KV blocks with reference counts and prefix caching.
+
+A block is `block_size` token slots in every layer's cache. A full block whose KV has
+been computed is registered under a chained hash (hash of the previous block's hash
+and this block's tokens), so a later sequence whose prompt starts with the same
+tokens reuses it instead of recomputing it. Freed blocks keep their hash until they
+are handed out again (LRU order), so a shared system prompt survives between
+batches while memory allows.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from engine.sequence import Sequence
+
+
+def chain_hash(prev_hash: int | None, tokens) -> int:
+    # Python's tuple hash is fast and, with the previous hash folded in, collisions
+    # would need two equal 64-bit hashes; the token check in `lookup` guards anyway.
+    return hash((prev_hash, tuple(tokens)))
+
+
+class BlockManager:
+    """Hands out KV blocks to sequences.
+
+    >>> bm = BlockManager(num_blocks=4, block_size=2)
+    >>> bm.num_free_blocks
+    4
+    """
+
+    def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True):
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.enable_prefix_caching = enable_prefix_caching
+        self.ref_counts = [0] * num_blocks
+        self.block_hash: list[int | None] = [None] * num_blocks
+        self.block_tokens: list[tuple | None] = [None] * num_blocks
+        self.hash_to_block: dict[int, int] = {}
+        self.hit_tokens = 0      # tokens served from the prefix cache, over the lifetime
+        # Free blocks in eviction order (oldest first); values unused.
+        self.free: OrderedDict[int, None] = OrderedDict((i, None) for i in range(num_blocks))
+
+    @property
+    def num_free_blocks(self) -> int:
+        return len(self.free)
+
+    def blocks_needed(self, seq: Sequence, num_new_tokens: int) -> int:
+        total = seq.num_computed_tokens + num_new_tokens
+        need = -(-total // self.block_size)
+        return max(0, need - len(seq.block_table))
+
+    # -- prefix cache -----------------------------------------------------------
+    def match_prefix(self, seq: Sequence) -> None:
+        """Attach cached blocks for the longest cached prefix of a fresh sequence.
+
+        At least one token is always left to compute: the last position's logits
+        are needed to sample from.
+        """
+        assert not seq.block_table and seq.num_computed_tokens == 0
+        if not self.enable_prefix_caching:
+            return
+        bs = self.block_size
+        max_blocks = (seq.num_tokens - 1) // bs
+        prev = None
+        for i in range(max_blocks):
+            tokens = tuple(seq.token_ids[i * bs:(i + 1) * bs])
+            h = chain_hash(prev, tokens)
+            block = self.hash_to_block.get(h)
+            if block is None or self.block_tokens[block] != tokens:
+                break
+            if self.ref_counts[block] == 0:
+                del self.free[block]
+            self.ref_counts[block] += 1
+            seq.block_table.append(block)
+            seq.block_hashes.append(h)
+            prev = h
+        seq.num_computed_tokens = seq.num_cached_tokens = len(seq.block_table) * bs
+        self.hit_tokens += seq.num_cached_tokens
+        if seq.num_preemptions == 0:
+            seq.prefix_hit_tokens = seq.num_cached_tokens
+
+    def register_computed_blocks(self, seq: Sequence) -> None:
+        """Hash the blocks that became full and computed in the last step."""
+        if not self.enable_prefix_caching:
+            return
+        bs = self.block_size
+        full = seq.num_computed_tokens // bs
+        while len(seq.block_hashes) < full:
+            i = len(seq.block_hashes)
+            tokens = tuple(seq.token_ids[i * bs:(i + 1) * bs])
+            h = chain_hash(seq.block_hashes[-1] if seq.block_hashes else None, tokens)
+            seq.block_hashes.append(h)
+            block = seq.block_table[i]
+            if h not in self.hash_to_block and self.block_hash[block] is None:
+                self.block_hash[block] = h
+                self.block_tokens[block] = tokens
+                self.hash_to_block[h] = block
+
+    # -- allocation -------------------------------------------------------------
+    def allocate(self, seq: Sequence, num_new_tokens: int) -> bool:
+        """Grow `seq`'s block table to hold `num_new_tokens` more tokens; False if out of blocks."""
+        need = self.blocks_needed(seq, num_new_tokens)
+        if need > len(self.free):
+            return False
+        for _ in range(need):
+            block, _ = self.free.popitem(last=False)   # least recently freed first
+            h = self.block_hash[block]
+            if h is not None:                           # evict its cached prefix
+                if self.hash_to_block.get(h) == block:
+                    del self.hash_to_block[h]
+                self.block_hash[block] = None
+                self.block_tokens[block] = None
+            self.ref_counts[block] = 1
+            seq.block_table.append(block)
+        return True
+
+    def free_sequence(self, seq: Sequence) -> None:
+        """Release all of `seq`'s blocks (finish or preemption)."""
+        # Free in reverse so a sequence's tail blocks are evicted before its head:
+        # the head (e.g. a shared system prompt) is the part most likely reused.
+        for block in reversed(seq.block_table):
+            self.ref_counts[block] -= 1
+            assert self.ref_counts[block] >= 0
+            if self.ref_counts[block] == 0:
+                if self.block_hash[block] is None:
+                    self.free[block] = None
+                    self.free.move_to_end(block, last=False)   # unhashed: reuse first
+                else:
+                    self.free[block] = None
+        seq.block_table = []
+        seq.block_hashes = []
+        seq.num_computed_tokens = 0
+        seq.num_cached_tokens = 0

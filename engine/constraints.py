@@ -1,0 +1,96 @@
+"""Constraints in the decode loop: specs compiled lazily through fsm and cached.
+
+A request's `SamplingParams.constraint` is either an object with `.matcher()` (an
+fsm compiled constraint, or anything honouring the matcher contract) or a spec:
+
+    ("regex", pattern)    ("json", schema)    ("grammar", lark_text)    ("choice", [str, ...])
+
+The matcher contract (fsm): `accept_token(id) -> bool`, `fill_next_token_bitmask(row)`
+(row: int32 [ceil(V/32)]), `is_terminated()`, `rollback(n)`, `forced_tokens() -> list[int]`.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from typing import Any
+
+
+class ConstraintError(ValueError):
+    """A constraint spec that could not be compiled; fails its own request only."""
+
+
+def spec_key(spec) -> str:
+    kind, value = spec
+    return kind + ":" + (value if isinstance(value, str) else json.dumps(value, sort_keys=True))
+
+
+class ConstraintCompiler:
+    """Compile specs against one vocabulary, caching by spec (LRU).
+
+    >>> cc = ConstraintCompiler(hf_tokenizer, vocab_size=49152)       # doctest: +SKIP
+    >>> m = cc.get(("regex", r"[0-9]{3}")).matcher()                   # doctest: +SKIP
+    """
+
+    def __init__(self, tokenizer, vocab_size: int, max_size: int = 256):
+        self.tokenizer = tokenizer
+        self.vocab_size = vocab_size
+        self.max_size = max_size
+        self._vocab = None
+        self._cache: OrderedDict[str, Any] = OrderedDict()
+
+    @property
+    def vocabulary(self):
+        if self._vocab is None:
+            import fsm  # imported here: fsm is optional for unconstrained use
+            self._vocab = fsm.Vocabulary.from_tokenizer(self.tokenizer, vocab_size=self.vocab_size)
+        return self._vocab
+
+    def get(self, constraint):
+        """Return an object with `.matcher()`; raise ConstraintError if it cannot be built."""
+        if hasattr(constraint, "matcher"):
+            return constraint
+        if not (isinstance(constraint, (tuple, list)) and len(constraint) == 2
+                and isinstance(constraint[0], str)):
+            raise ConstraintError(
+                f"constraint must have .matcher() or be (kind, value); got {constraint!r:.200}")
+        try:
+            key = spec_key(constraint)
+        except TypeError as e:
+            raise ConstraintError(f"constraint spec is not serialisable: {e}") from e
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        compiled = self._compile(*constraint)
+        self._cache[key] = compiled
+        if len(self._cache) > self.max_size:
+            self._cache.popitem(last=False)
+        return compiled
+
+    def _compile(self, kind: str, value):
+        try:
+            import fsm
+            vocab = self.vocabulary
+            if kind == "regex":
+                return fsm.compile_regex(value, vocab)
+            if kind == "json":
+                if isinstance(value, str):
+                    value = json.loads(value)
+                elif hasattr(value, "model_json_schema"):      # a Pydantic model class
+                    value = value.model_json_schema()
+                return fsm.compile_json_schema(value, vocab)
+            if kind == "grammar":
+                return fsm.compile_grammar(value, vocab)
+            if kind == "choice":
+                choices = list(value)
+                if not choices or not all(isinstance(c, str) for c in choices):
+                    raise ValueError("choice needs a non-empty list of strings")
+                compile_choice = getattr(fsm, "compile_choice", None)
+                if compile_choice is not None:
+                    return compile_choice(choices, vocab)
+                return fsm.compile_regex("(" + "|".join(re.escape(c) for c in choices) + ")", vocab)
+        except ConstraintError:
+            raise
+        except Exception as e:   # any failure in compilation belongs to this request alone
+            raise ConstraintError(f"cannot compile {kind} constraint: {type(e).__name__}: {e}") from e
+        raise ConstraintError(f"unknown constraint kind {kind!r} (regex, json, grammar, choice)")

@@ -1,0 +1,335 @@
+"""The offline API: `LLM(model).generate(prompts, params)`."""
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import torch
+
+from engine import detokenizer
+from engine.block_manager import BlockManager
+from engine.config import EngineConfig, available_memory_bytes
+from engine.constraints import ConstraintCompiler, ConstraintError
+from engine.loader import resolve_model
+from engine.model import ModelConfig, load_model
+from engine.model_runner import ModelRunner
+from engine.sampling_params import SamplingParams
+from engine.scheduler import Scheduler
+from engine.sequence import Sequence, SequenceStatus
+
+_DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+           "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
+
+
+@dataclass
+class CompletionOutput:
+    """One sample of a request."""
+    index: int
+    text: str
+    token_ids: list[int]
+    finish_reason: str | None          # "stop" | "length" | "constraint" | "error"
+    stop_reason: object = None         # the stop string / token id that ended it
+    logprobs: list | None = None       # per token {id: logprob}; None for jump-forward tokens
+    error: str | None = None
+
+
+@dataclass
+class RequestOutput:
+    """What `generate` returns per prompt; `.text` etc. are the first sample's.
+
+    >>> out = llm.generate("Hi", SamplingParams(max_tokens=4))[0]   # doctest: +SKIP
+    >>> out.text, out.finish_reason                                  # doctest: +SKIP
+    (' there!', 'length')
+    """
+    request_id: int
+    prompt: str | None
+    prompt_token_ids: list[int]
+    outputs: list[CompletionOutput] = field(default_factory=list)
+    num_cached_tokens: int = 0
+
+    @property
+    def text(self) -> str:
+        return self.outputs[0].text
+
+    @property
+    def token_ids(self) -> list[int]:
+        return self.outputs[0].token_ids
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self.outputs[0].finish_reason
+
+    @property
+    def logprobs(self):
+        return self.outputs[0].logprobs
+
+    @property
+    def error(self):
+        return self.outputs[0].error
+
+
+class LLM:
+    """A batched decode engine over a paged KV cache.
+
+    `model`: None or "smollm2" (the embedded SmolLM2-135M-Instruct), a Hugging Face
+    folder, or a .gguf file. Keyword arguments are `EngineConfig` fields.
+
+    >>> llm = LLM(max_num_seqs=16)                                          # doctest: +SKIP
+    >>> outs = llm.generate(["The capital of France is"], SamplingParams(max_tokens=8))  # doctest: +SKIP
+    >>> outs[0].text                                                         # doctest: +SKIP
+    ' Paris.'
+    """
+
+    def __init__(self, model=None, tokenizer=None, **config):
+        self.config = cfg = EngineConfig(**config)
+        self.folder = resolve_model(model)
+        if tokenizer is None:
+            from transformers import AutoTokenizer
+            tokenizer = AutoTokenizer.from_pretrained(self.folder)
+        self.tokenizer = tokenizer
+        self.device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        if cfg.dtype is None:
+            self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+        else:
+            self.dtype = _DTYPES[cfg.dtype] if isinstance(cfg.dtype, str) else cfg.dtype
+        self.model_config = mcfg = ModelConfig.from_folder(self.folder)
+        self.model = load_model(self.folder, self.dtype, self.device, mcfg)
+        self.max_model_len = min(cfg.max_model_len or min(mcfg.max_position_embeddings, 8192),
+                                 mcfg.max_position_embeddings)
+        num_blocks = self._num_kv_blocks()
+        self.block_manager = BlockManager(num_blocks, cfg.block_size, cfg.enable_prefix_caching)
+        self.scheduler = Scheduler(cfg, self.block_manager)
+        self.runner = ModelRunner(self.model, num_blocks, cfg.block_size, self.device, self.dtype,
+                                  seed=cfg.seed)
+        self.eos_token_ids = set(mcfg.eos_token_ids)
+        if getattr(tokenizer, "eos_token_id", None) is not None:
+            self.eos_token_ids.add(tokenizer.eos_token_id)
+        self.constraints = ConstraintCompiler(tokenizer, mcfg.vocab_size, cfg.constraint_cache_size)
+        self._seq_ids = itertools.count()
+        self._request_ids = itertools.count()
+        self.stats = {"prefill_tokens": 0, "decode_tokens": 0, "steps": 0, "forced_tokens": 0}
+
+    def _num_kv_blocks(self) -> int:
+        cfg, m = self.config, self.model_config
+        per_block = (2 * m.num_layers * cfg.block_size * m.num_kv_heads * m.head_dim
+                     * torch.empty((), dtype=self.dtype).element_size())
+        # No point in more blocks than max_num_seqs full-length sequences need.
+        cap = cfg.max_num_seqs * (-(-self.max_model_len // cfg.block_size)) + 1
+        if cfg.num_kv_blocks is not None:
+            return cfg.num_kv_blocks
+        budget = cfg.kv_cache_bytes
+        if budget is None:
+            budget = int(available_memory_bytes(self.device) * cfg.kv_cache_fraction)
+        n = min(budget // per_block, cap)
+        if n < 1:
+            raise ValueError(f"KV budget of {budget} bytes is under one block ({per_block} bytes)")
+        return int(n)
+
+    # -- requests --------------------------------------------------------------------------
+    def _add_request(self, prompt, params: SamplingParams) -> tuple[RequestOutput, list[Sequence]]:
+        text = None
+        if isinstance(prompt, str):
+            text = prompt
+            prompt_ids = list(self.tokenizer(prompt).input_ids)
+        else:
+            prompt_ids = [int(t) for t in prompt]
+        rid = next(self._request_ids)
+        out = RequestOutput(rid, text, prompt_ids)
+        error = None
+        compiled = None
+        if not prompt_ids:
+            error = "empty prompt"
+        elif len(prompt_ids) >= self.max_model_len:
+            error = f"prompt of {len(prompt_ids)} tokens reaches max_model_len={self.max_model_len}"
+        elif (not self.config.enable_chunked_prefill
+              and len(prompt_ids) > self.config.max_num_batched_tokens):
+            error = (f"prompt of {len(prompt_ids)} tokens exceeds max_num_batched_tokens="
+                     f"{self.config.max_num_batched_tokens} and chunked prefill is off")
+        elif any(t < 0 or t >= self.model_config.vocab_size for t in prompt_ids):
+            error = "prompt token id out of range"
+        if error is None and params.constraint is not None:
+            try:
+                compiled = self.constraints.get(params.constraint)
+            except ConstraintError as e:
+                error = str(e)
+        seqs = []
+        for i in range(params.n):
+            seq = Sequence(next(self._seq_ids), rid, i, list(prompt_ids), len(prompt_ids), params)
+            seq.logprobs = [] if params.logprobs is not None else None
+            detokenizer.start(seq)
+            if error is None and compiled is not None:
+                try:
+                    seq.matcher = compiled.matcher()
+                except Exception as e:  # noqa: BLE001 - a broken constraint fails its request only
+                    error = f"cannot create matcher: {type(e).__name__}: {e}"
+            if params.seed is not None:
+                seq.generator = torch.Generator(device=self.device).manual_seed(params.seed + i)
+            seqs.append(seq)
+        for seq in seqs:
+            if error is not None:
+                seq.status = SequenceStatus.FINISHED
+                seq.finish_reason, seq.error = "error", error
+            else:
+                self.scheduler.add(seq)
+        return out, seqs
+
+    # -- the loop ------------------------------------------------------------------------
+    def step(self) -> list[Sequence]:
+        """Schedule, run one forward, sample and post-process. Returns sequences that finished."""
+        batch = self.scheduler.schedule()
+        finished = list(self.scheduler.failed)
+        self.scheduler.failed.clear()
+        if not batch:
+            return finished
+        self.stats["steps"] += 1
+        for seq, n in batch:
+            self.stats["prefill_tokens" if n > 1 else "decode_tokens"] += n
+        results = self.runner.execute(batch, self.eos_token_ids)
+        for seq, _ in batch:
+            self.block_manager.register_computed_blocks(seq)
+        for r in results:
+            seq = r.seq
+            if r.token is None:
+                self._finish(seq, "error", error="the constraint allows no token here")
+            else:
+                self._append(seq, r.token, r.logprobs)
+                if (seq.finish_reason is None and seq.matcher is not None
+                        and self.config.enable_jump_forward):
+                    for t in seq.matcher.forced_tokens():
+                        self.stats["forced_tokens"] += 1
+                        self._append(seq, int(t), None)
+                        if seq.finish_reason is not None:
+                            break
+            if seq.finish_reason is not None:
+                finished.append(seq)
+        return finished
+
+    def _append(self, seq: Sequence, token: int, logprobs) -> None:
+        p = seq.params
+        seq.token_ids.append(token)
+        if seq.logprobs is not None:
+            seq.logprobs.append(logprobs)
+        if seq.matcher is not None:
+            if not seq.matcher.accept_token(token):
+                return self._finish(seq, "error", error=f"the constraint rejected token {token}")
+            if seq.matcher.is_terminated():
+                return self._finish(seq, "constraint")
+        if token in p.stop_token_ids:
+            return self._finish(seq, "stop", stop_reason=token)
+        if not p.ignore_eos and token in self.eos_token_ids:
+            return self._finish(seq, "stop", stop_reason=token)
+        delta = detokenizer.decode_next(self.tokenizer, seq, p.skip_special_tokens)
+        if p.stop and delta:
+            longest = max(len(s) for s in p.stop)
+            start = max(0, len(seq.text) - len(delta) - longest + 1)
+            hits = [(seq.text.find(s, start), s) for s in p.stop]
+            hits = [(i, s) for i, s in hits if i >= 0]
+            if hits:
+                i, s = min(hits)
+                seq.text = seq.text[:i + len(s)] if p.include_stop_str_in_output else seq.text[:i]
+                return self._finish(seq, "stop", stop_reason=s, flush=False)
+        if seq.num_output_tokens >= p.max_tokens or seq.num_tokens >= self.max_model_len:
+            return self._finish(seq, "length")
+
+    def _finish(self, seq: Sequence, reason: str, stop_reason=None, error=None, flush=True):
+        if flush:
+            detokenizer.flush(self.tokenizer, seq, seq.params.skip_special_tokens)
+        seq.finish_reason, seq.stop_reason, seq.error = reason, stop_reason, error
+        self.scheduler.finish(seq)
+
+    # -- public API ---------------------------------------------------------------------
+    def generate(self, prompts, params: SamplingParams | list[SamplingParams] | None = None,
+                 use_tqdm: bool | None = None) -> list[RequestOutput]:
+        """Generate for a prompt or a batch: strings or lists of token ids.
+
+        Returns one `RequestOutput` per prompt, in order. `use_tqdm=None` shows a
+        progress bar (requests done, output tokens/s) for 16 prompts or more.
+
+        >>> llm.generate(["a", "b"], SamplingParams(max_tokens=8, temperature=0.8, seed=0))  # doctest: +SKIP
+        """
+        if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
+            prompts = [prompts]
+        if params is None:
+            params = SamplingParams()
+        if isinstance(params, SamplingParams):
+            params = [params] * len(prompts)
+        if len(params) != len(prompts):
+            raise ValueError("need one SamplingParams per prompt (or one for all)")
+        if self.scheduler.has_unfinished():
+            raise RuntimeError("generate() called while another generation is running")
+        requests = [self._add_request(p, sp) for p, sp in zip(prompts, params)]
+        pending = {seq.seq_id for _, seqs in requests for seq in seqs if not seq.is_finished}
+        show = use_tqdm if use_tqdm is not None else len(prompts) >= 16
+        bar = None
+        if show:
+            from tqdm.auto import tqdm
+            bar = tqdm(total=len(pending), desc="generate", unit="seq", dynamic_ncols=True)
+        t0, out_tokens = time.perf_counter(), 0
+        try:
+            while self.scheduler.has_unfinished():
+                for seq in self.step():
+                    if seq.seq_id in pending:
+                        pending.discard(seq.seq_id)
+                        out_tokens += seq.num_output_tokens
+                        if bar is not None:
+                            bar.update(1)
+                            bar.set_postfix(out_tok_s=f"{out_tokens / (time.perf_counter() - t0):.1f}")
+        finally:
+            if bar is not None:
+                bar.close()
+            if self.scheduler.has_unfinished():     # interrupted: drop what is left
+                self.abort_all()
+        return [self._output(out, seqs) for out, seqs in requests]
+
+    def generate_stream(self, prompt, params: SamplingParams | None = None) -> Iterator[str]:
+        """Yield text pieces of one request as they are decoded (n must be 1).
+
+        Never yields half a UTF-8 character; with stop strings, text that could
+        begin a stop string is held back until it is known not to.
+
+        >>> for piece in llm.generate_stream("Count: 1, 2,", SamplingParams(max_tokens=8)):  # doctest: +SKIP
+        ...     print(piece, end="")
+        """
+        params = params or SamplingParams()
+        if params.n != 1:
+            raise ValueError("generate_stream needs n == 1")
+        if self.scheduler.has_unfinished():
+            raise RuntimeError("generate_stream() called while another generation is running")
+        out, (seq,) = self._add_request(prompt, params)
+        hold = max((len(s) for s in params.stop), default=1) - 1
+        sent = 0
+        try:
+            while not seq.is_finished:
+                self.step()
+                end = len(seq.text) if seq.is_finished else max(sent, len(seq.text) - hold)
+                if end > sent:
+                    yield seq.text[sent:end]
+                    sent = end
+        finally:
+            if self.scheduler.has_unfinished():
+                self.abort_all()
+        if seq.error:
+            raise RuntimeError(seq.error)
+
+    def abort_all(self) -> None:
+        """Drop every queued or running sequence and free its blocks."""
+        for seq in list(self.scheduler.running) + list(self.scheduler.waiting):
+            seq.finish_reason = seq.finish_reason or "abort"
+            self.scheduler.finish(seq)
+        self.scheduler.waiting.clear()
+
+    def _output(self, out: RequestOutput, seqs: list[Sequence]) -> RequestOutput:
+        out.num_cached_tokens = seqs[0].prefix_hit_tokens
+        out.outputs = [CompletionOutput(s.sample_index, s.text, s.output_token_ids, s.finish_reason,
+                                        s.stop_reason, s.logprobs, s.error) for s in seqs]
+        return out
+
+    def chat(self, messages, params: SamplingParams | None = None, **kw) -> list[RequestOutput]:
+        """Apply the tokenizer's chat template to one conversation (or a list) and generate."""
+        convs = [messages] if messages and isinstance(messages[0], dict) else messages
+        prompts = [self.tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True)
+                   for c in convs]
+        ids = [self.tokenizer(p, add_special_tokens=False).input_ids for p in prompts]
+        return self.generate(ids, params, **kw)

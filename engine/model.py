@@ -1,0 +1,288 @@
+"""Llama-family decoder (Llama 2/3, SmolLM2, Qwen2, Mistral) over the paged KV cache.
+
+One module covers the family; the differences are config flags: qkv bias (Qwen2),
+sliding window (Mistral, Qwen2 sliding layers), rope scaling (Llama 3), tied
+embeddings (SmolLM2, small Qwen2). The numerics follow transformers' implementation
+step by step (RMSNorm in fp32, rotate-half rope, residual order) so greedy output
+is token-identical in fp32.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+from engine.attention import AttentionMetadata, paged_attention, store_kv_cache
+
+SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "Qwen2ForCausalLM", "MistralForCausalLM")
+
+
+@dataclass
+class ModelConfig:
+    architecture: str
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    rms_norm_eps: float
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+    qkv_bias: bool
+    o_bias: bool
+    mlp_bias: bool
+    sliding_windows: list          # per layer: None or a window length
+    rope: dict                     # rope_theta, rope_type and its parameters
+    eos_token_ids: list
+    hf_config: object = None
+
+    @classmethod
+    def from_folder(cls, folder: str | Path) -> "ModelConfig":
+        """Read a Hugging Face config.json (+ generation_config.json for EOS ids)."""
+        from transformers import AutoConfig
+        folder = Path(folder)
+        hf = AutoConfig.from_pretrained(folder)
+        return cls.from_hf(hf, folder)
+
+    @classmethod
+    def from_hf(cls, hf, folder: Path | None = None) -> "ModelConfig":
+        arch = (getattr(hf, "architectures", None) or [""])[0]
+        if arch not in SUPPORTED_ARCHITECTURES:
+            mt = getattr(hf, "model_type", "")
+            arch = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
+                    "mistral": "MistralForCausalLM"}.get(mt, arch)
+        if arch not in SUPPORTED_ARCHITECTURES:
+            raise ValueError(f"unsupported architecture {arch!r}; supported: {SUPPORTED_ARCHITECTURES}")
+        heads = hf.num_attention_heads
+        head_dim = getattr(hf, "head_dim", None) or hf.hidden_size // heads
+        # transformers >= 5 keeps rope settings in `rope_parameters`; older in rope_theta/rope_scaling.
+        rope = dict(getattr(hf, "rope_parameters", None) or {})
+        if "rope_theta" not in rope:
+            rope["rope_theta"] = getattr(hf, "rope_theta", 10000.0)
+        scaling = getattr(hf, "rope_scaling", None)
+        if scaling and rope.get("rope_type", "default") == "default":
+            rope.update(scaling)
+            rope["rope_type"] = scaling.get("rope_type", scaling.get("type", "default"))
+        rope.setdefault("rope_type", "default")
+        qkv_bias = arch == "Qwen2ForCausalLM" or bool(getattr(hf, "attention_bias", False))
+        o_bias = arch == "LlamaForCausalLM" and bool(getattr(hf, "attention_bias", False))
+        window = getattr(hf, "sliding_window", None)
+        layer_types = getattr(hf, "layer_types", None)
+        if arch == "MistralForCausalLM":
+            windows = [window] * hf.num_hidden_layers
+        elif layer_types is not None:
+            windows = [window if t == "sliding_attention" else None for t in layer_types]
+        else:
+            windows = [None] * hf.num_hidden_layers
+        eos = getattr(hf, "eos_token_id", None)
+        if folder is not None and (folder / "generation_config.json").is_file():
+            gen = json.loads((folder / "generation_config.json").read_text())
+            eos = gen.get("eos_token_id", eos)
+        eos = [eos] if isinstance(eos, int) else list(eos or [])
+        return cls(
+            architecture=arch, vocab_size=hf.vocab_size, hidden_size=hf.hidden_size,
+            intermediate_size=hf.intermediate_size, num_layers=hf.num_hidden_layers,
+            num_heads=heads, num_kv_heads=getattr(hf, "num_key_value_heads", None) or heads,
+            head_dim=head_dim, rms_norm_eps=hf.rms_norm_eps,
+            max_position_embeddings=hf.max_position_embeddings,
+            tie_word_embeddings=bool(getattr(hf, "tie_word_embeddings", False)),
+            qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=bool(getattr(hf, "mlp_bias", False)),
+            sliding_windows=windows, rope=rope, eos_token_ids=eos, hf_config=hf)
+
+
+def rope_inv_freq(cfg: ModelConfig) -> tuple[torch.Tensor, float]:
+    """Inverse frequencies and the cos/sin scaling factor for the configured rope type."""
+    rope, dim = cfg.rope, cfg.head_dim
+    base = float(rope["rope_theta"])
+    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+    kind = rope.get("rope_type", "default")
+    if kind == "default":
+        return inv_freq, 1.0
+    if kind == "linear":
+        return inv_freq / rope["factor"], 1.0
+    if kind == "llama3":
+        # Llama 3.1: long wavelengths slowed by `factor`, short ones kept, a smooth ramp between.
+        factor, lo, hi = rope["factor"], rope["low_freq_factor"], rope["high_freq_factor"]
+        old_len = rope["original_max_position_embeddings"]
+        lo_wavelen, hi_wavelen = old_len / lo, old_len / hi
+        wavelen = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelen > lo_wavelen, inv_freq / factor, inv_freq)
+        smooth = (old_len / wavelen - lo) / (hi - lo)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < hi_wavelen) & ~(wavelen > lo_wavelen)
+        return torch.where(medium, smoothed, scaled), 1.0
+    # Other schemes (yarn, longrope, dynamic...): transformers' own formulas.
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    if kind not in ROPE_INIT_FUNCTIONS or cfg.hf_config is None:
+        raise ValueError(f"unsupported rope type {kind!r}")
+    inv, factor = ROPE_INIT_FUNCTIONS[kind](cfg.hf_config, "cpu")
+    return inv.float(), float(factor)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        x = x.float()
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x.to(dtype)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+        self.q_size = self.num_heads * self.head_dim
+        self.kv_size = self.num_kv_heads * self.head_dim
+        # q, k and v in one matmul: fewer, larger kernels are what a CPU wants.
+        self.qkv_proj = nn.Linear(cfg.hidden_size, self.q_size + 2 * self.kv_size, bias=cfg.qkv_bias)
+        self.o_proj = nn.Linear(self.q_size, cfg.hidden_size, bias=cfg.o_bias)
+        self.scale = self.head_dim ** -0.5
+        self.sliding_window = cfg.sliding_windows[layer]
+        self.k_cache = self.v_cache = None   # set by the model runner
+
+    def forward(self, x, cos, sin, meta: AttentionMetadata):
+        T = x.shape[0]
+        q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+        q = q.view(T, self.num_heads, self.head_dim)
+        k = k.view(T, self.num_kv_heads, self.head_dim)
+        v = v.view(T, self.num_kv_heads, self.head_dim)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        store_kv_cache(k, v, self.k_cache, self.v_cache, meta.slot_mapping)
+        o = paged_attention(q, self.k_cache, self.v_cache, meta, self.scale, self.sliding_window)
+        return self.o_proj(o.reshape(T, self.q_size))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.intermediate = cfg.intermediate_size
+        self.gate_up_proj = nn.Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=cfg.mlp_bias)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=cfg.mlp_bias)
+
+    def forward(self, x):
+        gate, up = self.gate_up_proj(x).split(self.intermediate, dim=-1)
+        return self.down_proj(F.silu(gate) * up)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig, layer: int):
+        super().__init__()
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.self_attn = Attention(cfg, layer)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.mlp = MLP(cfg)
+
+    def forward(self, h, cos, sin, meta):
+        h = h + self.self_attn(self.input_layernorm(h), cos, sin, meta)
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class CausalLM(nn.Module):
+    """The decoder stack plus LM head. `forward` works on a flattened batch of tokens.
+
+    >>> cfg = ModelConfig.from_folder(folder)           # doctest: +SKIP
+    >>> model = load_model(folder, torch.float32, "cpu")  # doctest: +SKIP
+    """
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.config = cfg
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(cfg, i) for i in range(cfg.num_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        self.cos_cache = self.sin_cache = None
+
+    def build_rope_cache(self, max_positions: int) -> None:
+        inv_freq, factor = rope_inv_freq(self.config)
+        pos = torch.arange(max_positions, dtype=torch.float32)
+        freqs = torch.outer(pos, inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        dtype, device = self.embed_tokens.weight.dtype, self.embed_tokens.weight.device
+        self.cos_cache = (emb.cos() * factor).to(device=device, dtype=dtype)
+        self.sin_cache = (emb.sin() * factor).to(device=device, dtype=dtype)
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor,
+                meta: AttentionMetadata) -> torch.Tensor:
+        """Hidden states [T, hidden] for a flattened batch of T new tokens."""
+        h = self.embed_tokens(input_ids)
+        cos = self.cos_cache[positions].unsqueeze(1)
+        sin = self.sin_cache[positions].unsqueeze(1)
+        for layer in self.layers:
+            h = layer(h, cos, sin, meta)
+        return self.norm(h)
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(hidden)
+
+
+def _safetensors_files(folder: Path) -> list[Path]:
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"no .safetensors files in {folder}")
+    return files
+
+
+@torch.inference_mode()
+def load_model(folder: str | Path, dtype: torch.dtype = torch.float32, device="cpu",
+               cfg: ModelConfig | None = None) -> CausalLM:
+    """Build the model for a Hugging Face folder and load its safetensors weights."""
+    from safetensors import safe_open
+    folder = Path(folder)
+    cfg = cfg or ModelConfig.from_folder(folder)
+    with torch.device("meta"):
+        model = CausalLM(cfg)
+    model = model.to_empty(device=device).to(dtype)
+    params = dict(model.named_parameters())
+    q, kv, inter = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim, cfg.intermediate_size
+    # Fused parameters: (our name, row offset) for each of transformers' names.
+    fused = {"q_proj": ("qkv_proj", 0), "k_proj": ("qkv_proj", q), "v_proj": ("qkv_proj", q + kv),
+             "gate_proj": ("gate_up_proj", 0), "up_proj": ("gate_up_proj", inter)}
+    loaded = set()
+    for file in _safetensors_files(folder):
+        with safe_open(str(file), framework="pt") as f:
+            for name in f.keys():
+                if "rotary_emb" in name:
+                    continue
+                ours = name[len("model."):] if name.startswith("model.") else name
+                tensor = f.get_tensor(name)
+                parts = ours.split(".")
+                if len(parts) >= 2 and parts[-2] in fused:
+                    target, offset = fused[parts[-2]]
+                    ours = ".".join(parts[:-2] + [target, parts[-1]])
+                    param = params[ours]
+                    param[offset:offset + tensor.shape[0]].copy_(tensor)
+                    loaded.add((ours, offset))
+                    continue
+                if ours not in params:
+                    raise KeyError(f"unexpected weight {name!r} in {file.name}")
+                params[ours].copy_(tensor)
+                loaded.add((ours, 0))
+    if ("lm_head.weight", 0) not in loaded:
+        if not cfg.tie_word_embeddings:
+            raise KeyError("lm_head.weight missing and embeddings are not tied")
+        model.lm_head.weight = model.embed_tokens.weight
+        loaded.add(("lm_head.weight", 0))
+    missing = [n for n in params if not any(l[0] == n for l in loaded)]
+    if missing:
+        raise KeyError(f"weights missing from {folder}: {missing[:5]}")
+    model.build_rope_cache(cfg.max_position_embeddings)
+    return model.eval()

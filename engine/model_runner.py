@@ -1,0 +1,175 @@
+"""Flatten a scheduled batch, run the model once, and sample the next tokens.
+
+One forward per step covers every scheduled sequence: decodes (one token each,
+batched in attention) first, then prefill chunks (any length, possibly after
+cached context). Logits are computed only at each sequence's last position, and
+only for sequences whose whole known token list is now in the cache (a partial
+prefill chunk samples nothing).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from engine.attention import AttentionMetadata
+from engine.model import CausalLM
+from engine.sampler import SamplingBatch, apply_penalties, apply_token_bitmask, sample
+from engine.sequence import Sequence
+
+
+@dataclass
+class SampleResult:
+    seq: Sequence
+    token: int | None               # None when the row had no allowed token
+    logprobs: dict | None = None    # {token_id: logprob} (chosen first), when requested
+
+
+class ModelRunner:
+    def __init__(self, model: CausalLM, num_blocks: int, block_size: int, device, dtype,
+                 seed: int = 0):
+        cfg = model.config
+        self.model = model
+        self.device = torch.device(device)
+        self.block_size = block_size
+        self.vocab_size = cfg.vocab_size
+        # One preallocated tensor for every layer's K and V: [2, layers, blocks, block, kv_heads, dim].
+        # torch.empty: on CPU the OS maps pages only as blocks are first written.
+        self.kv_cache = torch.empty(2, cfg.num_layers, num_blocks, block_size, cfg.num_kv_heads,
+                                    cfg.head_dim, dtype=dtype, device=self.device)
+        for i, layer in enumerate(model.layers):
+            layer.self_attn.k_cache = self.kv_cache[0, i]
+            layer.self_attn.v_cache = self.kv_cache[1, i]
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.mask_words = (self.vocab_size + 31) // 32
+
+    # -- inputs -----------------------------------------------------------------------
+    def _prepare(self, batch: list[tuple[Sequence, int]]):
+        bs = self.block_size
+        input_ids: list[int] = []
+        positions: list[int] = []
+        slots: list[int] = []
+        seq_lens: list[int] = []
+        query_lens: list[int] = []
+        for seq, n in batch:
+            c = seq.num_computed_tokens
+            input_ids.extend(seq.token_ids[c:c + n])
+            bt = seq.block_table
+            for p in range(c, c + n):
+                slots.append(bt[p // bs] * bs + p % bs)
+            positions.extend(range(c, c + n))
+            seq_lens.append(c + n)
+            query_lens.append(n)
+        max_blocks = max(len(seq.block_table) for seq, _ in batch)
+        tables = [seq.block_table + [0] * (max_blocks - len(seq.block_table)) for seq, _ in batch]
+        qsl = np.zeros(len(batch) + 1, dtype=np.int32)
+        np.cumsum(query_lens, out=qsl[1:])
+        dev = self.device
+        meta = AttentionMetadata(
+            slot_mapping=torch.tensor(slots, dtype=torch.int64, device=dev),
+            block_tables=torch.tensor(tables, dtype=torch.int32, device=dev),
+            seq_lens=torch.tensor(seq_lens, dtype=torch.int32, device=dev),
+            query_start_loc=torch.from_numpy(qsl).to(dev),
+            num_decodes=sum(1 for q in query_lens if q == 1),   # sorted first by execute()
+            seq_lens_host=seq_lens, query_lens_host=query_lens, block_size=bs)
+        return (torch.tensor(input_ids, dtype=torch.int64, device=dev),
+                torch.tensor(positions, dtype=torch.int64, device=dev), meta, qsl)
+
+    # -- one step -----------------------------------------------------------------------
+    @torch.inference_mode()
+    def execute(self, batch: list[tuple[Sequence, int]], eos_ids: set[int]) -> list[SampleResult]:
+        """Run the forward for `batch` and sample for sequences that reach their end.
+
+        Updates each sequence's `num_computed_tokens`; does not append tokens.
+        """
+        # Decodes first, so attention can batch them.
+        batch = sorted(batch, key=lambda sn: sn[1] != 1)
+        input_ids, positions, meta, qsl = self._prepare(batch)
+        hidden = self.model(input_ids, positions, meta)
+
+        rows, seqs = [], []
+        for i, (seq, n) in enumerate(batch):
+            seq.num_computed_tokens += n
+            if seq.num_computed_tokens == seq.num_tokens:
+                rows.append(int(qsl[i + 1]) - 1)
+                seqs.append(seq)
+        if not seqs:
+            return []
+        logits = self.model.compute_logits(hidden[rows]).float()
+        return self._sample(logits, seqs, eos_ids)
+
+    def _sample(self, logits: torch.Tensor, seqs: list[Sequence], eos_ids: set[int]) -> list[SampleResult]:
+        B, V = logits.shape
+        dev = logits.device
+        params = [s.params for s in seqs]
+        want_logprobs = [p.logprobs is not None for p in params]
+        raw_logprobs = torch.log_softmax(logits, dim=-1) if any(want_logprobs) else None
+
+        if any(p.has_penalties for p in params):
+            prompt_mask = torch.zeros(B, V, dtype=torch.bool, device=dev)
+            counts = torch.zeros(B, V, dtype=logits.dtype, device=dev)
+            for i, s in enumerate(seqs):
+                if not s.params.has_penalties:
+                    continue
+                if s.params.repetition_penalty != 1.0:
+                    prompt_mask[i, torch.tensor(s.token_ids[:s.num_prompt_tokens], device=dev)] = True
+                out = s.output_token_ids
+                if out:
+                    idx = torch.tensor(out, device=dev)
+                    counts[i].index_add_(0, idx, torch.ones(len(out), device=dev))
+            f = lambda attr, d: torch.tensor([getattr(p, attr) for p in params], device=dev,  # noqa: E731
+                                             dtype=logits.dtype)
+            apply_penalties(logits, prompt_mask, counts, f("repetition_penalty", 1.0),
+                            f("presence_penalty", 0.0), f("frequency_penalty", 0.0))
+
+        # min_tokens: no EOS / stop ids yet.
+        for i, s in enumerate(seqs):
+            if s.params.min_tokens and s.num_output_tokens < s.params.min_tokens:
+                banned = set(s.params.stop_token_ids) | (set() if s.params.ignore_eos else eos_ids)
+                banned = [t for t in banned if t < V]
+                if banned:
+                    logits[i, banned] = float("-inf")
+
+        matched = [i for i, s in enumerate(seqs) if s.matcher is not None]
+        dead = set()
+        if matched:
+            mask = np.full((B, self.mask_words), -1, dtype=np.int32)
+            for i in matched:
+                seqs[i].matcher.fill_next_token_bitmask(mask[i])
+            apply_token_bitmask(logits, torch.from_numpy(mask).to(dev))
+            ok = torch.isfinite(logits[matched]).any(dim=-1).tolist()
+            dead = {i for i, good in zip(matched, ok) if not good}
+            if dead:
+                logits[list(dead)] = 0.0   # keep sampling well-defined; the row is discarded
+
+        temps = [p.temperature for p in params]
+        all_greedy = all(t == 0 for t in temps)
+        sb = SamplingBatch(temperature=torch.tensor(temps, device=dev, dtype=logits.dtype),
+                           all_greedy=all_greedy)
+        if not all_greedy:
+            if any(p.top_k > 0 for p in params):
+                sb.top_k = torch.tensor([p.top_k if p.top_k > 0 else V for p in params], device=dev)
+            if any(p.top_p < 1 for p in params):
+                sb.top_p = torch.tensor([p.top_p for p in params], device=dev, dtype=logits.dtype)
+            if any(p.min_p > 0 for p in params):
+                sb.min_p = torch.tensor([p.min_p for p in params], device=dev, dtype=logits.dtype)
+            sb.generators = [s.generator for s in seqs]
+        tokens = sample(logits, sb, self.generator).tolist()
+
+        results = []
+        for i, s in enumerate(seqs):
+            if i in dead:
+                results.append(SampleResult(s, None))
+                continue
+            lp = None
+            if want_logprobs[i]:
+                t = tokens[i]
+                lp = {t: float(raw_logprobs[i, t])}
+                k = params[i].logprobs
+                if k:
+                    top = torch.topk(raw_logprobs[i], k)
+                    for tid, val in zip(top.indices.tolist(), top.values.tolist()):
+                        lp.setdefault(tid, val)
+            results.append(SampleResult(s, tokens[i], lp))
+        return results

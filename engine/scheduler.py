@@ -1,0 +1,117 @@
+"""Continuous batching: which sequences run in the next forward, and how many tokens each.
+
+Every step has a token budget (`max_num_batched_tokens`). Running sequences go first
+(one token each when decoding; more when a prefill is chunked or a constraint forced
+tokens in); then waiting ones join in FCFS order while budget, `max_num_seqs` and KV
+blocks allow. With chunked prefill a long prompt is computed over several steps
+alongside the decodes. When blocks run out, the latest-arrived running sequence is
+preempted: its blocks are freed and it goes back to the front of the waiting queue to
+be recomputed later (tokens, matcher state and outputs are kept, nothing is lost).
+"""
+from __future__ import annotations
+
+import bisect
+from collections import deque
+
+from engine.block_manager import BlockManager
+from engine.config import EngineConfig
+from engine.sequence import Sequence, SequenceStatus
+
+
+class Scheduler:
+    def __init__(self, config: EngineConfig, block_manager: BlockManager):
+        self.config = config
+        self.block_manager = block_manager
+        self.waiting: deque[Sequence] = deque()
+        self.running: list[Sequence] = []     # kept sorted by seq_id (arrival order)
+        self.num_preemptions = 0
+        self.failed: list[Sequence] = []      # finished with an error by the scheduler
+
+    def add(self, seq: Sequence) -> None:
+        seq.status = SequenceStatus.WAITING
+        self.waiting.append(seq)
+
+    def has_unfinished(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def schedule(self) -> list[tuple[Sequence, int]]:
+        """Pick this step's (sequence, number of new tokens) pairs."""
+        cfg, bm = self.config, self.block_manager
+        budget = cfg.max_num_batched_tokens
+        scheduled: list[tuple[Sequence, int]] = []
+        preempted = False
+
+        i = 0
+        while i < len(self.running) and budget > 0:
+            seq = self.running[i]
+            n = seq.num_uncomputed_tokens
+            if n > budget:
+                if not cfg.enable_chunked_prefill and scheduled:
+                    i += 1
+                    continue
+                n = budget
+            while not bm.allocate(seq, n):
+                victim = self.running.pop()       # latest arrival loses its blocks
+                self._preempt(victim)
+                preempted = True
+                if victim is seq:
+                    break
+            else:
+                scheduled.append((seq, n))
+                budget -= n
+                i += 1
+                continue
+            break   # seq itself was preempted: nothing after it is left in running
+
+        # Admit waiting sequences (FCFS) unless this step already had to preempt.
+        while (self.waiting and not preempted and budget > 0
+               and len(self.running) < cfg.max_num_seqs):
+            seq = self.waiting[0]
+            if not seq.block_table:
+                bm.match_prefix(seq)
+            n = seq.num_uncomputed_tokens
+            if n > budget:
+                if not cfg.enable_chunked_prefill:
+                    if scheduled:
+                        break      # whole prompts only: wait for a fresh step
+                    # A prompt longer than the budget is refused at add time, so this
+                    # only happens after preemption grew the sequence; run it whole.
+                else:
+                    n = budget
+            if not bm.allocate(seq, n):
+                if not scheduled and not self.running:
+                    # Not even this one sequence fits in the whole cache.
+                    bm.free_sequence(seq)
+                    self.waiting.popleft()
+                    seq.status = SequenceStatus.FINISHED
+                    seq.finish_reason = "error"
+                    seq.error = (f"sequence of {seq.num_tokens} tokens does not fit in the KV "
+                                 f"cache ({bm.num_blocks} blocks of {bm.block_size})")
+                    self.failed.append(seq)
+                    continue
+                break
+            self.waiting.popleft()
+            seq.status = SequenceStatus.RUNNING
+            bisect.insort(self.running, seq, key=lambda s: s.seq_id)
+            scheduled.append((seq, n))
+            budget -= n
+        return scheduled
+
+    def _preempt(self, seq: Sequence) -> None:
+        self.block_manager.free_sequence(seq)
+        seq.status = SequenceStatus.WAITING
+        seq.num_preemptions += 1
+        self.num_preemptions += 1
+        # Front of the queue, in arrival order among the preempted.
+        idx = 0
+        while idx < len(self.waiting) and self.waiting[idx].seq_id < seq.seq_id \
+                and self.waiting[idx].num_preemptions > 0:
+            idx += 1
+        self.waiting.insert(idx, seq)
+
+    def finish(self, seq: Sequence) -> None:
+        """Remove a finished sequence and free its blocks."""
+        seq.status = SequenceStatus.FINISHED
+        if seq in self.running:
+            self.running.remove(seq)
+        self.block_manager.free_sequence(seq)

@@ -1,0 +1,65 @@
+"""One sequence being generated: its tokens, KV blocks and output state.
+
+A request with `n > 1` becomes n sequences that share the prompt (and, with prefix
+caching, the prompt's KV blocks).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum, auto
+from typing import Any
+
+from engine.sampling_params import SamplingParams
+
+
+class SequenceStatus(Enum):
+    WAITING = auto()
+    RUNNING = auto()
+    FINISHED = auto()
+
+
+@dataclass(eq=False)
+class Sequence:
+    seq_id: int                 # also the FCFS order
+    request_id: int
+    sample_index: int
+    token_ids: list[int]        # prompt + output (sampled and forced tokens)
+    num_prompt_tokens: int
+    params: SamplingParams
+    matcher: Any = None
+    generator: Any = None       # torch.Generator when the request has a seed
+    status: SequenceStatus = SequenceStatus.WAITING
+    num_computed_tokens: int = 0     # tokens whose KV is in the cache
+    num_cached_tokens: int = 0       # of those, how many came from the prefix cache
+    block_table: list[int] = field(default_factory=list)
+    block_hashes: list[int] = field(default_factory=list)   # chained hashes of full, computed blocks
+    finish_reason: str | None = None  # "stop" | "length" | "constraint" | "error"
+    stop_reason: Any = None           # the stop string or token id that ended it
+    error: str | None = None
+    logprobs: list | None = None      # per output token: {token_id: logprob}, or None when forced
+    # Incremental detokenisation state (engine.detokenizer).
+    text: str = ""
+    prefix_offset: int = 0
+    read_offset: int = 0
+    num_preemptions: int = 0
+    prefix_hit_tokens: int = 0        # prompt tokens served by the prefix cache at first admission
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def num_output_tokens(self) -> int:
+        return len(self.token_ids) - self.num_prompt_tokens
+
+    @property
+    def output_token_ids(self) -> list[int]:
+        return self.token_ids[self.num_prompt_tokens:]
+
+    @property
+    def num_uncomputed_tokens(self) -> int:
+        return len(self.token_ids) - self.num_computed_tokens
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status is SequenceStatus.FINISHED
