@@ -1,0 +1,64 @@
+"""Compile regexes, choices, JSON Schemas and grammars into token automata.
+
+    >>> import fsm
+    >>> vocab = fsm.Vocabulary.from_tokenizer(tokenizer)           # doctest: +SKIP
+    >>> m = fsm.compile_regex(r"\\d{4}-\\d{2}-\\d{2}", vocab).matcher()  # doctest: +SKIP
+
+numpy only: this package never imports torch.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from .automaton import TokenAutomaton
+from .errors import ConstraintError, RegexError, TooLargeError
+from .matcher import Matcher
+from .regex import regex_to_term
+from .terms import TermBuilder
+from .vocabulary import Vocabulary
+
+__all__ = ["Vocabulary", "TokenAutomaton", "Matcher", "compile_regex", "compile_choice",
+           "ConstraintError", "RegexError", "TooLargeError"]
+
+CACHE_SIZE = 128  # compiled constraints kept per vocabulary
+
+
+def _cached(vocab: Vocabulary, key: tuple, build):
+    cache = vocab._cache.setdefault("compiled", OrderedDict())
+    hit = cache.get(key)
+    if hit is not None:
+        cache.move_to_end(key)
+        return hit
+    value = build()
+    cache[key] = value
+    if len(cache) > CACHE_SIZE:
+        cache.popitem(last=False)
+    return value
+
+
+def compile_regex(pattern: str, vocab: Vocabulary, flags: int = 0,
+                  max_states: int | None = None) -> TokenAutomaton:
+    """Compile a Python-syntax regex; outputs are its full matches (re.fullmatch).
+
+    `flags`: re.IGNORECASE, re.DOTALL, re.VERBOSE, re.ASCII, re.MULTILINE.
+    `max_states`: cap on DFA states (default 200,000); exceeding it raises TooLargeError.
+    Compiled constraints are cached per vocabulary by (pattern, flags, max_states).
+    """
+    def build():
+        tb = TermBuilder()
+        return TokenAutomaton(tb, regex_to_term(tb, pattern, flags), vocab,
+                              f"regex {pattern!r}", max_states)
+    return _cached(vocab, ("regex", pattern, flags, max_states), build)
+
+
+def compile_choice(options, vocab: Vocabulary) -> TokenAutomaton:
+    """Exactly one of the given strings."""
+    options = tuple(options)
+    if not options or not all(isinstance(o, str) for o in options):
+        raise ConstraintError("choice needs a non-empty list of strings")
+
+    def build():
+        tb = TermBuilder()
+        root = tb.alt(tb.literal(o.encode("utf-8")) for o in options)
+        return TokenAutomaton(tb, root, vocab, f"choice {list(options)!r}")
+    return _cached(vocab, ("choice", options), build)

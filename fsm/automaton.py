@@ -1,0 +1,152 @@
+"""A byte DFA lifted to the tokens of one vocabulary: the compiled constraint.
+
+Per-state token masks are computed on a state's first visit by walking every token
+through the DFA at once, one byte column at a time (numpy), dropping tokens as soon
+as they die; most die at their first byte. Masks are cached per state, so a state's
+later visits cost a copy.
+
+A TokenAutomaton is logically immutable: its lazy caches are filled under a lock, so
+one instance is shared by any number of requests and threads.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from .dfa import DEAD, UNKNOWN, LazyDFA
+from .terms import Term, TermBuilder
+from .vocabulary import Vocabulary
+
+
+class TokenAutomaton:
+    """A compiled constraint. Create per-request matchers with `.matcher()`.
+
+    >>> m = compile_regex(r"[0-9]+", vocab).matcher()     # doctest: +SKIP
+    >>> m.accept_token(vocab_id_of("12"))                 # doctest: +SKIP
+    True
+    """
+
+    def __init__(self, tb: TermBuilder, root: Term, vocab: Vocabulary, description: str = "",
+                 max_states: int | None = None):
+        self.vocab, self.description = vocab, description
+        self.dfa = LazyDFA(tb, root, max_states) if max_states else LazyDFA(tb, root)
+        self._eos = np.array(vocab.eos_ids, dtype=np.int64)
+        self._eos_set = frozenset(vocab.eos_ids)
+        self._masks: dict[int, np.ndarray] = {}
+        self._counts: dict[int, int] = {}
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"TokenAutomaton({self.description!r}, states={self.dfa.num_states})"
+
+    @property
+    def start(self) -> int:
+        return self.dfa.start
+
+    def matcher(self) -> "Matcher":
+        from .matcher import Matcher
+        return Matcher(self)
+
+    # -- queries used by Matcher ---------------------------------------------------
+    def is_accepting(self, s: int) -> bool:
+        return bool(self.dfa.accepting[s])
+
+    def is_eos(self, token_id: int) -> bool:
+        return token_id in self._eos_set
+
+    def next_state(self, s: int, token_id: int) -> int:
+        """State after `token_id` (an ordinary token) from `s`; 0 when not allowed."""
+        if not 0 <= token_id < len(self.vocab.token_bytes):
+            return 0
+        data = self.vocab.token_bytes[token_id]
+        if not data:
+            return 0
+        with self._lock:
+            return self.dfa.walk(s, data)
+
+    def mask(self, s: int) -> np.ndarray:
+        """The int32 bitmask row of tokens allowed in state s (EOS where accepting)."""
+        m = self._masks.get(s)
+        if m is None:
+            with self._lock:
+                m = self._masks.get(s)
+                if m is None:
+                    m = self._compute_mask(s)
+        return m
+
+    def allowed_count(self, s: int) -> int:
+        self.mask(s)
+        return self._counts[s]
+
+    def allowed_tokens(self, s: int) -> np.ndarray:
+        bits = np.unpackbits(self.mask(s).view(np.uint8), bitorder="little")
+        return np.flatnonzero(bits[: self.vocab.size])
+
+    def _compute_mask(self, s: int) -> np.ndarray:
+        vocab, dfa = self.vocab, self.dfa
+        bits = np.zeros(vocab.num_words * 32, dtype=bool)
+        if s != DEAD and vocab.trie.num_nodes:
+            trie = vocab.trie
+            node_states = self._walk(s)
+            bits[trie.token_ids[node_states[trie.token_node] != DEAD]] = True
+        if dfa.accepting[s] and len(self._eos):
+            bits[self._eos] = True
+        count = int(bits.sum())
+        mask = np.packbits(bits, bitorder="little").view("<i4")
+        mask.setflags(write=False)
+        self._counts[s] = count
+        self._masks[s] = mask
+        return mask
+
+    def _walk(self, s: int) -> np.ndarray:
+        """The DFA state reached at every trie node from state s (0 where dead or
+        not visited), one trie level per step.
+
+        While many nodes live, a level is computed whole (dead parents sit in state 0,
+        whose row is all 0); once few live, only the children of live nodes."""
+        trie, dfa = self.vocab.trie, self.dfa
+        states = np.zeros(trie.num_nodes, dtype=np.int32)
+        dfa.expand(s)
+        cur = dfa.table[s][trie.byte[0]]
+        states[: len(cur)] = cur
+        live = None  # indices of live nodes in the current level; None: whole level
+        for j in range(1, len(trie.byte)):
+            if live is None:
+                alive = np.count_nonzero(cur)
+                if alive == 0:
+                    break
+                if alive * 4 < len(cur):
+                    live = np.flatnonzero(cur)
+                    cur = cur[live]
+            if live is None:
+                nxt = self._step(cur[trie.parent[j]], trie.byte[j])
+                states[trie.offset[j]: trie.offset[j] + len(nxt)] = nxt
+                cur = nxt
+                continue
+            starts, ends = trie.child_start[j - 1][live], trie.child_end[j - 1][live]
+            sizes = ends - starts
+            total = int(sizes.sum())
+            if total == 0:
+                break
+            parent_states = np.repeat(cur, sizes)
+            first = np.cumsum(sizes) - sizes
+            children = np.repeat(starts - first, sizes) + np.arange(total, dtype=np.int32)
+            nxt = self._step(parent_states, trie.byte[j][children])
+            keep = np.flatnonzero(nxt)
+            live, cur = children[keep], nxt[keep]
+            states[trie.offset[j] + live] = cur
+            if not live.size:
+                break
+        return states
+
+    def _step(self, st: np.ndarray, col: np.ndarray) -> np.ndarray:
+        """One byte column: next states, expanding rows met for the first time."""
+        dfa = self.dfa
+        nxt = dfa.table[st, col]
+        unknown = nxt == UNKNOWN
+        if unknown.any():
+            for u in np.unique(st[unknown]).tolist():
+                dfa.expand(u)
+            nxt[unknown] = dfa.table[st[unknown], col[unknown]]
+        return nxt

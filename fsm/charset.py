@@ -1,0 +1,120 @@
+"""Sets of Unicode code points, and their UTF-8 encoding as byte-level terms.
+
+A set is a sorted tuple of disjoint inclusive (lo, hi) ranges. Surrogates
+(U+D800..U+DFFF) are never members: they have no UTF-8 encoding.
+
+Python's `re` decides what `\\d`, `\\w`, `\\s` and case-insensitive matching mean; we ask
+it directly (one C-speed scan of every code point, cached) instead of restating the
+Unicode tables, so the automaton agrees with `re.fullmatch` by construction.
+"""
+from __future__ import annotations
+
+import functools
+import re
+
+from .terms import Term, TermBuilder
+
+MAX_CP = 0x10FFFF
+SURROGATES = (0xD800, 0xDFFF)
+Ranges = tuple
+
+
+def normalize(ranges) -> Ranges:
+    """Sort, merge, and drop surrogates."""
+    out: list[list[int]] = []
+    for lo, hi in sorted(ranges):
+        if lo > hi:
+            continue
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    clipped = []
+    for lo, hi in out:
+        if lo <= SURROGATES[1] and hi >= SURROGATES[0]:
+            if lo < SURROGATES[0]:
+                clipped.append((lo, SURROGATES[0] - 1))
+            if hi > SURROGATES[1]:
+                clipped.append((SURROGATES[1] + 1, hi))
+        else:
+            clipped.append((lo, hi))
+    return tuple(clipped)
+
+
+def complement(ranges: Ranges) -> Ranges:
+    out, pos = [], 0
+    for lo, hi in ranges:
+        if pos < lo:
+            out.append((pos, lo - 1))
+        pos = hi + 1
+    if pos <= MAX_CP:
+        out.append((pos, MAX_CP))
+    return normalize(out)
+
+
+def union(*sets: Ranges) -> Ranges:
+    return normalize([r for s in sets for r in s])
+
+
+@functools.lru_cache(maxsize=1)
+def _all_chars() -> str:
+    return "".join(map(chr, range(MAX_CP + 1)))
+
+
+@functools.lru_cache(maxsize=4096)
+def by_python_re(class_regex: str, flags: int = 0) -> Ranges:
+    """The code points that the one-character regex `class_regex` matches under `flags`."""
+    rx = re.compile(f"(?:{class_regex})+", flags)
+    return normalize((m.start(), m.end() - 1) for m in rx.finditer(_all_chars()))
+
+
+def to_term(tb: TermBuilder, ranges: Ranges) -> Term:
+    """The byte-level term matching the UTF-8 encoding of exactly one member."""
+    seqs: list[list[tuple[int, int]]] = []
+    for lo, hi in ranges:
+        _split(lo, hi, seqs)
+    return _trie(tb, seqs)
+
+
+def _trie(tb: TermBuilder, seqs: list) -> Term:
+    # Group sequences by their leading byte range so the term branches once per lead
+    # byte (a byte trie), then merge neighbouring leads whose tails are the same term.
+    groups: dict[tuple[int, int], list] = {}
+    for s in seqs:
+        groups.setdefault(s[0], []).append(s[1:])
+    branches: list[tuple[int, int, Term]] = []
+    for (lo, hi) in sorted(groups):
+        tails = groups[(lo, hi)]
+        tail = tb.empty if all(not t for t in tails) else _trie(tb, [t for t in tails if t])
+        if branches and branches[-1][1] + 1 == lo and branches[-1][2] is tail:
+            branches[-1] = (branches[-1][0], hi, tail)
+        else:
+            branches.append((lo, hi, tail))
+    return tb.alt(tb.concat(tb.byte_range(lo, hi), tail) for lo, hi, tail in branches)
+
+
+def _split(lo: int, hi: int, out: list) -> None:
+    """Split [lo, hi] into ranges each encodable as a product of UTF-8 byte ranges."""
+    if lo > hi:
+        return
+    for bound in (0x7F, 0x7FF, 0xFFFF):
+        if lo <= bound < hi:
+            _split(lo, bound, out)
+            _split(bound + 1, hi, out)
+            return
+    if hi <= 0x7F:
+        out.append([(lo, hi)])
+        return
+    for i in (1, 2, 3):
+        m = (1 << (6 * i)) - 1
+        if lo & ~m != hi & ~m:
+            if lo & m:
+                _split(lo, lo | m, out)
+                _split((lo | m) + 1, hi, out)
+                return
+            if hi & m != m:
+                _split(lo, (hi & ~m) - 1, out)
+                _split(hi & ~m, hi, out)
+                return
+    a, b = chr(lo).encode(), chr(hi).encode()
+    out.append(list(zip(a, b)))

@@ -1,0 +1,121 @@
+"""A DFA over bytes, built lazily from a term's derivatives.
+
+State 0 is dead, state 1 is UNKNOWN, a sentinel, and the start state is 2.
+`table[s, b]` is the next state; the row of a state not yet expanded is all UNKNOWN
+(as is UNKNOWN's own row), so a vectorised walk detects missing rows with one
+comparison and expands just those. Arrays grow by doubling, so callers must read
+`dfa.table` afresh after calling `expand`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import TooLargeError
+from .terms import Term, TermBuilder
+
+DEFAULT_MAX_STATES = 200_000
+DEAD, UNKNOWN = 0, 1
+
+
+class LazyDFA:
+    def __init__(self, tb: TermBuilder, root: Term, max_states: int = DEFAULT_MAX_STATES):
+        self.tb, self.max_states = tb, max_states
+        self.terms: list[Term] = []
+        self._index: dict[int, int] = {}
+        self._empty: dict[int, bool] = {}
+        cap = 64
+        self.table = np.full((cap, 256), UNKNOWN, dtype=np.int32)
+        self.expanded = np.zeros(cap, dtype=bool)
+        self.accepting = np.zeros(cap, dtype=bool)
+        self.state_of(tb.nothing)
+        self.terms.append(tb.nothing)  # UNKNOWN: never interned, never expanded
+        self.table[DEAD] = DEAD
+        self.expanded[DEAD] = True
+        self.start = self.state_of(root)
+
+    @property
+    def num_states(self) -> int:
+        return len(self.terms)
+
+    def state_of(self, t: Term) -> int:
+        s = self._index.get(t.id)
+        if s is not None:
+            return s
+        if t.boolean and t is not self.tb.nothing and self.is_empty(t):
+            s = 0
+        else:
+            s = len(self.terms)
+            if s >= self.max_states:
+                raise TooLargeError(
+                    f"automaton exceeds max_states={self.max_states} DFA states; simplify the "
+                    "constraint (e.g. bounded repeats nested in alternations) or raise max_states")
+            if s >= len(self.expanded):
+                self._grow()
+            self.terms.append(t)
+            self.accepting[s] = t.nullable
+        self._index[t.id] = s
+        return s
+
+    def _grow(self) -> None:
+        cap = 2 * len(self.expanded)
+        table = np.full((cap, 256), UNKNOWN, dtype=np.int32)
+        table[: len(self.table)] = self.table
+        self.table = table
+        self.expanded = np.concatenate([self.expanded, np.zeros(cap - len(self.expanded), bool)])
+        self.accepting = np.concatenate([self.accepting, np.zeros(cap - len(self.accepting), bool)])
+
+    def expand(self, s: int) -> None:
+        if s == UNKNOWN:
+            raise AssertionError("UNKNOWN is a sentinel, not a state")
+        if self.expanded[s]:
+            return
+        segments = [(a, b, self.state_of(t)) for a, b, t in self.tb.row(self.terms[s])]
+        row = self.table[s]  # read after state_of: it may have grown the table
+        row[:] = DEAD
+        for a, b, nxt in segments:
+            row[a:b] = nxt
+        self.expanded[s] = True
+
+    def step(self, s: int, byte: int) -> int:
+        if not self.expanded[s]:
+            self.expand(s)
+        return int(self.table[s, byte])
+
+    def walk(self, s: int, data: bytes) -> int:
+        for b in data:
+            if s == 0:
+                return 0
+            s = self.step(s, b)
+        return s
+
+    def live_bytes(self, s: int) -> list[int]:
+        self.expand(s)
+        return np.flatnonzero(self.table[s]).tolist()
+
+    def is_empty(self, t: Term) -> bool:
+        """True when no string matches t (only needs a search for AND/NOT terms)."""
+        cached = self._empty.get(t.id)
+        if cached is not None:
+            return cached
+        seen, stack, found = {t.id}, [t], False
+        while stack and not found:
+            x = stack.pop()
+            if x.nullable:
+                found = True
+                break
+            for _, _, y in self.tb.row(x):
+                if y.id not in seen:
+                    known = self._empty.get(y.id)
+                    if known is False:
+                        found = True
+                        break
+                    if known is None:
+                        seen.add(y.id)
+                        stack.append(y)
+            if len(seen) > self.max_states:
+                raise TooLargeError(f"emptiness check exceeds max_states={self.max_states}")
+        if not found:  # everything explored is empty too
+            for i in seen:
+                self._empty[i] = True
+        self._empty[t.id] = not found
+        return not found

@@ -1,0 +1,116 @@
+"""Per-request cursor over a compiled constraint (the Matcher contract of DESIGN.md)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .automaton import TokenAutomaton
+
+
+class Matcher:
+    """Tracks one output against a constraint.
+
+    >>> m = automaton.matcher()                        # doctest: +SKIP
+    >>> m.fill_next_token_bitmask(bitmask[0])          # doctest: +SKIP
+    >>> m.accept_token(next_id)                        # doctest: +SKIP
+    True
+    """
+
+    __slots__ = ("automaton", "state", "_history", "_terminated")
+
+    def __init__(self, automaton: TokenAutomaton):
+        self.automaton = automaton
+        self.state = automaton.start
+        self._history: list[int] = []
+        self._terminated = False
+
+    def accept_token(self, token_id: int) -> bool:
+        """Advance by one token. Returns False (and changes nothing) if it is not allowed."""
+        a = self.automaton
+        if self._terminated:
+            return False
+        if a.is_eos(token_id):
+            if not a.is_accepting(self.state):
+                return False
+            self._history.append(self.state)
+            self._terminated = True
+            return True
+        nxt = a.next_state(self.state, token_id)
+        if nxt == 0:
+            return False
+        self._history.append(self.state)
+        self.state = nxt
+        return True
+
+    def accept_tokens(self, token_ids) -> bool:
+        """Accept several tokens; on the first refusal, undo them all and return False."""
+        done = 0
+        for t in token_ids:
+            if not self.accept_token(int(t)):
+                self.rollback(done)
+                return False
+            done += 1
+        return True
+
+    def fill_next_token_bitmask(self, row) -> None:
+        """Write the allowed-token bitmask (int32, bit j of word i = token 32*i+j) into
+        `row`: a 1-D numpy int32 array or CPU torch int32 tensor of ceil(vocab/32) words.
+        After termination only EOS stays allowed."""
+        out = np.asarray(row)
+        if self._terminated:
+            out[:] = 0
+            for e in self.automaton.vocab.eos_ids:
+                out[e >> 5] |= np.int32(np.uint32(1 << (e & 31)).view(np.int32))
+            return
+        out[:] = self.automaton.mask(self.state)
+
+    def next_token_mask(self) -> np.ndarray:
+        """The current bitmask (read-only, shared: copy before changing it)."""
+        return self.automaton.mask(self.state)
+
+    def is_terminated(self) -> bool:
+        return self._terminated
+
+    def is_accepting(self) -> bool:
+        """The output so far is a complete match (EOS would be accepted)."""
+        return not self._terminated and self.automaton.is_accepting(self.state)
+
+    def rollback(self, n: int) -> None:
+        """Undo the last n accepted tokens (EOS included)."""
+        if n < 0 or n > len(self._history):
+            raise ValueError(f"cannot roll back {n} tokens: {len(self._history)} accepted")
+        if n == 0:
+            return
+        self.state = self._history[-n]
+        del self._history[-n:]
+        self._terminated = False
+
+    def forced_bytes(self, limit: int = 4096) -> bytes:
+        """The bytes that every completion starts with (empty where there is a choice
+        or the output could end here)."""
+        dfa, s, out = self.automaton.dfa, self.state, bytearray()
+        if self._terminated:
+            return b""
+        while len(out) < limit and not dfa.accepting[s]:
+            live = dfa.live_bytes(s)
+            if len(live) != 1:
+                break
+            out.append(live[0])
+            s = dfa.step(s, live[0])
+        return bytes(out)
+
+    def forced_tokens(self, limit: int = 256) -> list[int]:
+        """Tokens that are the only way forward: each is the single allowed token (EOS
+        not allowed) in the state the previous one leads to."""
+        a, s, out = self.automaton, self.state, []
+        if self._terminated:
+            return out
+        while len(out) < limit and not a.is_accepting(s) and a.allowed_count(s) == 1:
+            t = int(a.allowed_tokens(s)[0])
+            out.append(t)
+            s = a.next_state(s, t)
+        return out
+
+    def copy(self) -> "Matcher":
+        m = Matcher(self.automaton)
+        m.state, m._history, m._terminated = self.state, list(self._history), self._terminated
+        return m

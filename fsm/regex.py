@@ -1,0 +1,198 @@
+"""Python `re` syntax -> byte-level term (fsm/terms.py), with full-match semantics.
+
+We let Python's own regex parser read the pattern, so escapes, classes, flags and
+error positions are exactly those of `re`; this module only maps the parse tree to
+terms. Constructs that are not regular, or whose meaning under full matching would
+need context (backreferences, lookaround, conditionals, atomic groups, possessive
+repeats, word boundaries, anchors in the middle) raise RegexError with the position
+of the construct.
+
+    >>> from fsm.terms import TermBuilder
+    >>> tb = TermBuilder()
+    >>> t = regex_to_term(tb, r"\\d{2}-[a-z]+")
+    >>> t.nullable
+    False
+"""
+from __future__ import annotations
+
+import re
+
+from . import charset
+from .errors import RegexError
+from .terms import Term, TermBuilder
+
+try:  # Python >= 3.11
+    import re._constants as C
+    import re._parser as P
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as C  # type: ignore
+    import sre_parse as P  # type: ignore
+
+_SUPPORTED_FLAGS = re.IGNORECASE | re.DOTALL | re.VERBOSE | re.ASCII | re.UNICODE | re.MULTILINE
+_CATEGORY_RE = {
+    C.CATEGORY_DIGIT: r"\d", C.CATEGORY_NOT_DIGIT: r"\D",
+    C.CATEGORY_WORD: r"\w", C.CATEGORY_NOT_WORD: r"\W",
+    C.CATEGORY_SPACE: r"\s", C.CATEGORY_NOT_SPACE: r"\S",
+}
+_UNSUPPORTED = {
+    C.GROUPREF: "backreference",
+    C.GROUPREF_EXISTS: "conditional group (?(...)...)",
+    C.ASSERT: "lookaround assertion",
+    C.ASSERT_NOT: "negative lookaround assertion",
+}
+for _name, _what in (("ATOMIC_GROUP", "atomic group (?>...)"),
+                     ("POSSESSIVE_REPEAT", "possessive quantifier")):
+    if hasattr(C, _name):
+        _UNSUPPORTED[getattr(C, _name)] = _what
+
+
+def regex_to_term(tb: TermBuilder, pattern: str, flags: int = 0) -> Term:
+    """Parse `pattern` (Python `re` syntax) into a term matching its full matches, as UTF-8."""
+    if isinstance(pattern, bytes):
+        raise RegexError("bytes patterns are not supported; pass a str", repr(pattern), None)
+    if flags & ~_SUPPORTED_FLAGS:
+        raise RegexError(f"unsupported regex flags {flags & ~_SUPPORTED_FLAGS:#x} "
+                         "(LOCALE and DEBUG are not supported)", pattern, None)
+    try:
+        parsed = P.parse(pattern, flags)
+    except re.error as e:
+        raise RegexError(f"invalid regex: {e.msg}", pattern, e.pos) from None
+    return _Converter(tb, pattern).sequence(parsed, parsed.state.flags, True, True)
+
+
+class _Converter:
+    def __init__(self, tb: TermBuilder, pattern: str):
+        self.tb, self.pattern = tb, pattern
+        self._seen: dict[str, int] = {}
+
+    def visit(self, kind: str) -> int:
+        n = self._seen.get(kind, 0)
+        self._seen[kind] = n + 1
+        return n
+
+    def fail(self, what: str, kind: str, n: int | None = None) -> None:
+        # The parse tree keeps no offsets: find the n-th occurrence of this kind of
+        # construct in the source (the tree is walked in source order).
+        if n is None:
+            n = self.visit(kind)
+        positions = _construct_positions(self.pattern).get(kind, [])
+        pos = positions[n] if n < len(positions) else (positions[0] if positions else None)
+        raise RegexError(f"{what} is not supported in constraints", self.pattern, pos)
+
+    def sequence(self, items, flags: int, at_start: bool, at_end: bool) -> Term:
+        items = list(items)
+        terms = []
+        for k, (op, av) in enumerate(items):
+            before = all(o == C.AT for o, _ in items[:k])
+            after = all(o == C.AT for o, _ in items[k + 1:])
+            terms.append(self.node(op, av, flags, at_start and before, at_end and after))
+        return self.tb.seq(terms)
+
+    def node(self, op, av, flags: int, at_start: bool, at_end: bool) -> Term:
+        tb = self.tb
+        if op == C.LITERAL:
+            if flags & re.IGNORECASE:
+                return self.chars(_class_regex([(C.LITERAL, av)]), flags)
+            return tb.literal(chr(av).encode("utf-8", "surrogatepass")) if not 0xD800 <= av <= 0xDFFF else tb.nothing
+        if op == C.NOT_LITERAL:
+            return self.chars(_class_regex([(C.NEGATE, None), (C.LITERAL, av)]), flags)
+        if op == C.ANY:
+            ranges = ((0, charset.MAX_CP),) if flags & re.DOTALL else charset.complement(((10, 10),))
+            return charset.to_term(tb, charset.normalize(ranges))
+        if op == C.IN:
+            return self.chars(_class_regex(av), flags, av)
+        if op == C.BRANCH:
+            return tb.alt(self.sequence(b, flags, at_start, at_end) for b in av[1])
+        if op == C.SUBPATTERN:
+            _group, add, delete, sub = av
+            return self.sequence(sub, (flags | add) & ~delete, at_start, at_end)
+        if op in (C.MAX_REPEAT, C.MIN_REPEAT):  # lazy or greedy: same full matches
+            lo, hi, sub = av
+            body = self.sequence(sub, flags, False, False)
+            return tb.repeat(body, lo, None if hi == C.MAXREPEAT else hi)
+        if op == C.AT:
+            if av in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY):
+                self.fail("word boundary (\\b, \\B)", "boundary")
+            n = self.visit("anchor")
+            if av in (C.AT_BEGINNING, C.AT_BEGINNING_STRING) and at_start:
+                return tb.empty
+            if av in (C.AT_END, C.AT_END_STRING) and at_end:
+                return tb.empty
+            self.fail("an anchor (^, $, \\A, \\Z) that is not at the start or end of the pattern",
+                      "anchor", n)
+        if op in _UNSUPPORTED:
+            self.fail(_UNSUPPORTED[op], _UNSUPPORTED[op])
+        self.fail(f"regex construct {op}", str(op))
+        raise AssertionError  # unreachable: fail raises
+
+    def chars(self, class_regex: str, flags: int, items=None) -> Term:
+        rel = flags & (re.IGNORECASE | re.ASCII)
+        if items is not None and not rel and all(o in (C.LITERAL, C.RANGE) for o, _ in items):
+            ranges = [(a, a) if o == C.LITERAL else a for o, a in items]  # fast path
+            return charset.to_term(self.tb, charset.normalize(ranges))
+        return charset.to_term(self.tb, charset.by_python_re(class_regex, rel))
+
+
+def _class_regex(items) -> str:
+    parts = []
+    for op, av in items:
+        if op == C.NEGATE:
+            parts.insert(0, "^")
+        elif op == C.LITERAL:
+            parts.append(f"\\U{av:08x}")
+        elif op == C.RANGE:
+            parts.append(f"\\U{av[0]:08x}-\\U{av[1]:08x}")
+        elif op == C.CATEGORY:
+            parts.append(_CATEGORY_RE[av])
+        else:  # pragma: no cover - sre emits nothing else inside a class
+            raise AssertionError(op)
+    return "[" + "".join(parts) + "]"
+
+
+def _construct_positions(pattern: str) -> dict[str, list[int]]:
+    """Source offsets of the constructs we refuse, in order, by kind."""
+    out: dict[str, list[int]] = {}
+    add = lambda kind, pos: out.setdefault(kind, []).append(pos)  # noqa: E731
+    i, n, in_class = 0, len(pattern), False
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            d = pattern[i + 1]
+            if not in_class:
+                if d in "bB":
+                    add("boundary", i)
+                elif d in "AZ":
+                    add("anchor", i)
+                elif d.isdigit() and d != "0":
+                    add("backreference", i)
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+            i += 1
+            continue
+        if c == "[":
+            in_class = True
+            i += 1
+            if i < n and pattern[i] == "^":
+                i += 1
+            if i < n and pattern[i] == "]":  # a leading ] is a literal
+                i += 1
+            continue
+        if c in "^$":
+            add("anchor", i)
+        elif pattern.startswith("(?P=", i):
+            add("backreference", i)
+        elif pattern.startswith("(?=", i) or pattern.startswith("(?<=", i):
+            add("lookaround assertion", i)
+        elif pattern.startswith("(?!", i) or pattern.startswith("(?<!", i):
+            add("negative lookaround assertion", i)
+        elif pattern.startswith("(?(", i):
+            add("conditional group (?(...)...)", i)
+        elif pattern.startswith("(?>", i):
+            add("atomic group (?>...)", i)
+        elif c in "*+?}" and i + 1 < n and pattern[i + 1] == "+":
+            add("possessive quantifier", i + 1)
+        i += 1
+    return out

@@ -1,0 +1,252 @@
+"""Byte-level regular expressions as hash-consed terms, with Brzozowski derivatives.
+
+Every constraint compiles to a `Term` over bytes. A term's derivative by a byte is
+again a term; the distinct derivatives reachable from a term are the states of its
+DFA, built lazily (fsm/dfa.py). Derivatives make compile time nearly free (nothing
+is expanded up front), keep bounded repeats compact (`x{0,10000}` is one node whose
+derivative is `d(x) . x{0,9999}`), and give intersection and complement for free,
+which JSON Schema needs ("any key except the declared ones").
+
+Terms are interned by a `TermBuilder`: equal terms are the same object, so a term's
+identity is its `id` and derivative rows are memoised on the term itself.
+
+    >>> tb = TermBuilder()
+    >>> t = tb.concat(tb.literal(b"ab"), tb.star(tb.byte_range(0x30, 0x39)))
+    >>> [(s, e, tb.nullable(x)) for s, e, x in tb.row(t)]
+    [(97, 98, False)]
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+NOTHING, EMPTY, BYTES, CONCAT, ALT, REPEAT, AND, NOT = range(8)
+
+# A derivative row: sorted, disjoint (start, end_exclusive, target) byte segments
+# whose target is not NOTHING. Bytes not covered lead to NOTHING.
+Row = tuple
+
+
+class Term:
+    __slots__ = ("kind", "args", "id", "nullable", "boolean", "row", "size")
+
+    def __init__(self, kind: int, args: tuple, tid: int, nullable: bool, boolean: bool, size: int):
+        self.kind, self.args, self.id = kind, args, tid
+        self.nullable, self.boolean, self.size = nullable, boolean, size
+        self.row: Row | None = None
+
+    def __repr__(self) -> str:
+        return f"Term#{self.id}({_NAMES[self.kind]})"
+
+
+_NAMES = ["NOTHING", "EMPTY", "BYTES", "CONCAT", "ALT", "REPEAT", "AND", "NOT"]
+
+
+class TermBuilder:
+    """Creates interned terms. One builder per compiled constraint (not thread-safe
+    by itself: callers that share one hold their own lock)."""
+
+    def __init__(self) -> None:
+        self._interned: dict[tuple, Term] = {}
+        self._terms: list[Term] = []
+        self.nothing = self._make(NOTHING, (), False, False, 1)
+        self.empty = self._make(EMPTY, (), True, False, 1)
+        self.any_byte = self.byte_range(0, 255)
+        self.anything = self.repeat(self.any_byte, 0, None)
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    # -- construction -------------------------------------------------------------
+    def _make(self, kind: int, args: tuple, nullable: bool, boolean: bool, size: int) -> Term:
+        key = (kind, args)
+        t = self._interned.get(key)
+        if t is None:
+            t = Term(kind, args, len(self._terms), nullable, boolean, size)
+            self._interned[key] = t
+            self._terms.append(t)
+        return t
+
+    def byte_range(self, lo: int, hi: int) -> Term:
+        if lo > hi:
+            return self.nothing
+        return self._make(BYTES, (lo, hi), False, False, 1)
+
+    def literal(self, data: bytes) -> Term:
+        out = self.empty
+        for b in reversed(data):
+            out = self.concat(self.byte_range(b, b), out)
+        return out
+
+    def concat(self, a: Term, b: Term) -> Term:
+        if a.kind == NOTHING or b.kind == NOTHING:
+            return self.nothing
+        if a.kind == EMPTY:
+            return b
+        if b.kind == EMPTY:
+            return a
+        if a.kind == CONCAT:  # keep concatenations right-nested: derivatives touch the head only
+            return self.concat(a.args[0], self.concat(a.args[1], b))
+        return self._make(CONCAT, (a, b), a.nullable and b.nullable, a.boolean or b.boolean,
+                          a.size + b.size)
+
+    def seq(self, items: Iterable[Term]) -> Term:
+        out = self.empty
+        for t in reversed(list(items)):
+            out = self.concat(t, out)
+        return out
+
+    def alt(self, items: Iterable[Term]) -> Term:
+        seen: dict[int, Term] = {}
+        for t in items:
+            if t.kind == ALT:
+                for c in t.args:
+                    seen[c.id] = c
+            elif t.kind != NOTHING:
+                seen[t.id] = t
+        if not seen:
+            return self.nothing
+        if self.anything.id in seen:
+            return self.anything
+        if len(seen) == 1:
+            return next(iter(seen.values()))
+        kids = tuple(seen[k] for k in sorted(seen))
+        return self._make(ALT, kids, any(c.nullable for c in kids), any(c.boolean for c in kids),
+                          1 + sum(c.size for c in kids))
+
+    def repeat(self, x: Term, lo: int, hi: int | None) -> Term:
+        """x{lo,hi}; hi=None means unbounded."""
+        if hi is not None and hi < lo:
+            return self.nothing
+        if hi == 0 or x.kind == EMPTY:
+            return self.empty
+        if x.kind == NOTHING:
+            return self.empty if lo == 0 else self.nothing
+        if x.nullable:  # x{m,n} == x{0,n} when x accepts the empty string
+            lo = 0
+        if lo == 1 and hi == 1:
+            return x
+        return self._make(REPEAT, (x, lo, hi), lo == 0 or x.nullable, x.boolean, x.size + 1)
+
+    def star(self, x: Term) -> Term:
+        return self.repeat(x, 0, None)
+
+    def optional(self, x: Term) -> Term:
+        return self.repeat(x, 0, 1)
+
+    def intersect(self, items: Iterable[Term]) -> Term:
+        seen: dict[int, Term] = {}
+        for t in items:
+            if t.kind == NOTHING:
+                return self.nothing
+            for c in (t.args if t.kind == AND else (t,)):
+                if c is not self.anything:
+                    seen[c.id] = c
+        if not seen:
+            return self.anything
+        if len(seen) == 1:
+            return next(iter(seen.values()))
+        kids = tuple(seen[k] for k in sorted(seen))
+        return self._make(AND, kids, all(c.nullable for c in kids), True,
+                          1 + sum(c.size for c in kids))
+
+    def complement(self, x: Term) -> Term:
+        """All byte strings not in x (not only valid UTF-8: intersect as needed)."""
+        if x.kind == NOT:
+            return x.args[0]
+        return self._make(NOT, (x,), not x.nullable, True, x.size + 1)
+
+    # -- derivatives -----------------------------------------------------------------
+    def nullable(self, t: Term) -> bool:
+        return t.nullable
+
+    def row(self, t: Term) -> Row:
+        """The derivative of t by every byte, as segments (memoised on t)."""
+        r = t.row
+        if r is None:
+            r = t.row = self._compute_row(t)
+        return r
+
+    def _compute_row(self, t: Term) -> Row:
+        k = t.kind
+        if k == BYTES:
+            return ((t.args[0], t.args[1] + 1, self.empty),)
+        if k == CONCAT:
+            a, b = t.args
+            head = tuple((s, e, self.concat(x, b)) for s, e, x in self.row(a))
+            return self._union((head, self.row(b))) if a.nullable else head
+        if k == ALT:
+            return self._union([self.row(c) for c in t.args])
+        if k == REPEAT:
+            x, lo, hi = t.args
+            rest = self.repeat(x, max(lo - 1, 0), None if hi is None else hi - 1)
+            return tuple((s, e, self.concat(d, rest)) for s, e, d in self.row(x))
+        if k == AND:
+            return self._intersect_rows([self.row(c) for c in t.args])
+        if k == NOT:
+            return self._complement_row(self.row(t.args[0]))
+        return ()  # NOTHING, EMPTY
+
+    def _union(self, rows: Sequence[Row]) -> Row:
+        rows = [r for r in rows if r]
+        if len(rows) <= 1:
+            return rows[0] if rows else ()
+        events: list[tuple[int, int, Term]] = []
+        for r in rows:
+            for s, e, x in r:
+                events.append((s, 1, x))
+                events.append((e, 0, x))
+        events.sort(key=lambda ev: ev[0])
+        active: dict[int, list] = {}  # term id -> [term, count]
+        out: list = []
+        i, n = 0, len(events)
+        while i < n:
+            pos = events[i][0]
+            while i < n and events[i][0] == pos:
+                _, start, x = events[i]
+                slot = active.get(x.id)
+                if start:
+                    if slot is None:
+                        active[x.id] = [x, 1]
+                    else:
+                        slot[1] += 1
+                elif slot[1] == 1:
+                    del active[x.id]
+                else:
+                    slot[1] -= 1
+                i += 1
+            if active and i < n:
+                nxt = events[i][0]
+                target = self.alt(v[0] for v in active.values())
+                if out and out[-1][1] == pos and out[-1][2] is target:
+                    out[-1] = (out[-1][0], nxt, target)
+                else:
+                    out.append((pos, nxt, target))
+        return tuple(out)
+
+    def _intersect_rows(self, rows: Sequence[Row]) -> Row:
+        out = rows[0]
+        for r in rows[1:]:
+            merged = []
+            i = j = 0
+            while i < len(out) and j < len(r):
+                s = max(out[i][0], r[j][0])
+                e = min(out[i][1], r[j][1])
+                if s < e:
+                    merged.append((s, e, self.intersect((out[i][2], r[j][2]))))
+                if out[i][1] < r[j][1]:
+                    i += 1
+                else:
+                    j += 1
+            out = tuple(m for m in merged if m[2].kind != NOTHING)
+        return out
+
+    def _complement_row(self, r: Row) -> Row:
+        out, pos = [], 0
+        for s, e, x in r:
+            if pos < s:
+                out.append((pos, s, self.anything))
+            out.append((s, e, self.complement(x)))
+            pos = e
+        if pos < 256:
+            out.append((pos, 256, self.anything))
+        return tuple(out)
