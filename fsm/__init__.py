@@ -18,6 +18,7 @@ from .terms import TermBuilder
 from .vocabulary import Vocabulary
 
 __all__ = ["Vocabulary", "TokenAutomaton", "Matcher", "compile_regex", "compile_choice",
+           "compile_json_schema", "compile_grammar",
            "ConstraintError", "RegexError", "TooLargeError"]
 
 CACHE_SIZE = 128  # compiled constraints kept per vocabulary
@@ -46,8 +47,8 @@ def compile_regex(pattern: str, vocab: Vocabulary, flags: int = 0,
     """
     def build():
         tb = TermBuilder()
-        return TokenAutomaton(tb, regex_to_term(tb, pattern, flags), vocab,
-                              f"regex {pattern!r}", max_states)
+        return TokenAutomaton.from_term(tb, regex_to_term(tb, pattern, flags), vocab,
+                                        f"regex {pattern!r}", max_states)
     return _cached(vocab, ("regex", pattern, flags, max_states), build)
 
 
@@ -60,5 +61,17 @@ def compile_choice(options, vocab: Vocabulary) -> TokenAutomaton:
     def build():
         tb = TermBuilder()
         root = tb.alt(tb.literal(o.encode("utf-8")) for o in options)
-        return TokenAutomaton(tb, root, vocab, f"choice {list(options)!r}")
+        return TokenAutomaton.from_term(tb, root, vocab, f"choice {list(options)!r}")
     return _cached(vocab, ("choice", options), build)
+
+
+def compile_json_schema(schema, vocab: Vocabulary, **options) -> TokenAutomaton:
+    """Compile a JSON Schema (dict, JSON text, or Pydantic model class); see fsm/json_schema.py."""
+    from .json_schema import compile_json_schema as compile_
+    return compile_(schema, vocab, **options)
+
+
+def compile_grammar(grammar: str, vocab: Vocabulary, start: str = "start", **options) -> TokenAutomaton:
+    """Compile a Lark grammar; see fsm/grammar.py."""
+    from .grammar import compile_grammar as compile_
+    return compile_(grammar, vocab, start=start, **options)

@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from .dfa import DEAD, UNKNOWN, LazyDFA
+from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA, StateSource, TermSource
 from .terms import Term, TermBuilder
 from .vocabulary import Vocabulary
 
@@ -27,10 +27,10 @@ class TokenAutomaton:
     True
     """
 
-    def __init__(self, tb: TermBuilder, root: Term, vocab: Vocabulary, description: str = "",
+    def __init__(self, source: StateSource, start_key, vocab: Vocabulary, description: str = "",
                  max_states: int | None = None):
         self.vocab, self.description = vocab, description
-        self.dfa = LazyDFA(tb, root, max_states) if max_states else LazyDFA(tb, root)
+        self.dfa = LazyDFA(source, start_key, max_states or DEFAULT_MAX_STATES)
         self._eos = np.array(vocab.eos_ids, dtype=np.int64)
         self._eos_set = frozenset(vocab.eos_ids)
         self._masks: dict[int, np.ndarray] = {}
@@ -43,6 +43,13 @@ class TokenAutomaton:
     @property
     def start(self) -> int:
         return self.dfa.start
+
+    @classmethod
+    def from_term(cls, tb: TermBuilder, root: Term, vocab: Vocabulary, description: str = "",
+                  max_states: int | None = None) -> "TokenAutomaton":
+        """The automaton of a byte-level regular term (see fsm/terms.py)."""
+        max_states = max_states or DEFAULT_MAX_STATES
+        return cls(TermSource(tb, max_states), root, vocab, description, max_states)
 
     def matcher(self) -> "Matcher":
         from .matcher import Matcher

@@ -1,4 +1,10 @@
-"""A DFA over bytes, built lazily from a term's derivatives.
+"""A DFA over bytes, built lazily from any source of derivatives.
+
+A source (see `StateSource`) names states by hashable keys and gives, for a key, its
+derivative row: sorted byte segments (start, end_exclusive, next_key) of the bytes
+that keep the output alive. Regexes use terms as keys (`TermSource`); grammars use
+sets of (parser stack, lexeme) pairs. Everything above this module (token masks,
+matchers, the engine) is the same for both.
 
 State 0 is dead, state 1 is UNKNOWN, a sentinel, and the start state is 2.
 `table[s, b]` is the next state; the row of a state not yet expanded is all UNKNOWN
@@ -10,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from typing import Hashable, Protocol
+
 from .errors import TooLargeError
 from .terms import Term, TermBuilder
 
@@ -17,83 +25,32 @@ DEFAULT_MAX_STATES = 200_000
 DEAD, UNKNOWN = 0, 1
 
 
-class LazyDFA:
-    def __init__(self, tb: TermBuilder, root: Term, max_states: int = DEFAULT_MAX_STATES):
+class StateSource(Protocol):
+    dead: Hashable  # the key of the empty language
+
+    def row(self, key) -> tuple: ...
+    def accepting(self, key) -> bool: ...
+    def is_empty(self, key) -> bool: ...  # may be expensive; called once per new key
+
+
+class TermSource:
+    """Regex states: interned terms and their derivative rows."""
+
+    def __init__(self, tb: TermBuilder, max_states: int = DEFAULT_MAX_STATES):
         self.tb, self.max_states = tb, max_states
-        self.terms: list[Term] = []
-        self._index: dict[int, int] = {}
+        self.dead = tb.nothing
         self._empty: dict[int, bool] = {}
-        cap = 64
-        self.table = np.full((cap, 256), UNKNOWN, dtype=np.int32)
-        self.expanded = np.zeros(cap, dtype=bool)
-        self.accepting = np.zeros(cap, dtype=bool)
-        self.state_of(tb.nothing)
-        self.terms.append(tb.nothing)  # UNKNOWN: never interned, never expanded
-        self.table[DEAD] = DEAD
-        self.expanded[DEAD] = True
-        self.start = self.state_of(root)
 
-    @property
-    def num_states(self) -> int:
-        return len(self.terms)
+    def row(self, t: Term) -> tuple:
+        return self.tb.row(t)
 
-    def state_of(self, t: Term) -> int:
-        s = self._index.get(t.id)
-        if s is not None:
-            return s
-        if t.boolean and t is not self.tb.nothing and self.is_empty(t):
-            s = 0
-        else:
-            s = len(self.terms)
-            if s >= self.max_states:
-                raise TooLargeError(
-                    f"automaton exceeds max_states={self.max_states} DFA states; simplify the "
-                    "constraint (e.g. bounded repeats nested in alternations) or raise max_states")
-            if s >= len(self.expanded):
-                self._grow()
-            self.terms.append(t)
-            self.accepting[s] = t.nullable
-        self._index[t.id] = s
-        return s
-
-    def _grow(self) -> None:
-        cap = 2 * len(self.expanded)
-        table = np.full((cap, 256), UNKNOWN, dtype=np.int32)
-        table[: len(self.table)] = self.table
-        self.table = table
-        self.expanded = np.concatenate([self.expanded, np.zeros(cap - len(self.expanded), bool)])
-        self.accepting = np.concatenate([self.accepting, np.zeros(cap - len(self.accepting), bool)])
-
-    def expand(self, s: int) -> None:
-        if s == UNKNOWN:
-            raise AssertionError("UNKNOWN is a sentinel, not a state")
-        if self.expanded[s]:
-            return
-        segments = [(a, b, self.state_of(t)) for a, b, t in self.tb.row(self.terms[s])]
-        row = self.table[s]  # read after state_of: it may have grown the table
-        row[:] = DEAD
-        for a, b, nxt in segments:
-            row[a:b] = nxt
-        self.expanded[s] = True
-
-    def step(self, s: int, byte: int) -> int:
-        if not self.expanded[s]:
-            self.expand(s)
-        return int(self.table[s, byte])
-
-    def walk(self, s: int, data: bytes) -> int:
-        for b in data:
-            if s == 0:
-                return 0
-            s = self.step(s, b)
-        return s
-
-    def live_bytes(self, s: int) -> list[int]:
-        self.expand(s)
-        return np.flatnonzero(self.table[s]).tolist()
+    def accepting(self, t: Term) -> bool:
+        return t.nullable
 
     def is_empty(self, t: Term) -> bool:
         """True when no string matches t (only needs a search for AND/NOT terms)."""
+        if not t.boolean:
+            return t.kind == 0
         cached = self._empty.get(t.id)
         if cached is not None:
             return cached
@@ -119,3 +76,78 @@ class LazyDFA:
                 self._empty[i] = True
         self._empty[t.id] = not found
         return not found
+
+
+class LazyDFA:
+    def __init__(self, source: StateSource, start_key, max_states: int = DEFAULT_MAX_STATES):
+        self.source, self.max_states = source, max_states
+        self.keys: list = []
+        self._index: dict = {}
+        cap = 64
+        self.table = np.full((cap, 256), UNKNOWN, dtype=np.int32)
+        self.expanded = np.zeros(cap, dtype=bool)
+        self.accepting = np.zeros(cap, dtype=bool)
+        self.state_of(source.dead)
+        self.keys.append(source.dead)  # UNKNOWN: never interned, never expanded
+        self.table[DEAD] = DEAD
+        self.expanded[DEAD] = True
+        self.start = self.state_of(start_key)
+
+    @property
+    def num_states(self) -> int:
+        return len(self.keys)
+
+    def state_of(self, key) -> int:
+        s = self._index.get(key)
+        if s is not None:
+            return s
+        if key != self.source.dead and self.source.is_empty(key):
+            s = DEAD
+        else:
+            s = len(self.keys)
+            if s >= self.max_states:
+                raise TooLargeError(
+                    f"automaton exceeds max_states={self.max_states} DFA states; simplify the "
+                    "constraint (e.g. bounded repeats nested in alternations) or raise max_states")
+            if s >= len(self.expanded):
+                self._grow()
+            self.keys.append(key)
+            self.accepting[s] = self.source.accepting(key)
+        self._index[key] = s
+        return s
+
+    def _grow(self) -> None:
+        cap = 2 * len(self.expanded)
+        table = np.full((cap, 256), UNKNOWN, dtype=np.int32)
+        table[: len(self.table)] = self.table
+        self.table = table
+        self.expanded = np.concatenate([self.expanded, np.zeros(cap - len(self.expanded), bool)])
+        self.accepting = np.concatenate([self.accepting, np.zeros(cap - len(self.accepting), bool)])
+
+    def expand(self, s: int) -> None:
+        if s == UNKNOWN:
+            raise AssertionError("UNKNOWN is a sentinel, not a state")
+        if self.expanded[s]:
+            return
+        segments = [(a, b, self.state_of(k)) for a, b, k in self.source.row(self.keys[s])]
+        row = self.table[s]  # read after state_of: it may have grown the table
+        row[:] = DEAD
+        for a, b, nxt in segments:
+            row[a:b] = nxt
+        self.expanded[s] = True
+
+    def step(self, s: int, byte: int) -> int:
+        if not self.expanded[s]:
+            self.expand(s)
+        return int(self.table[s, byte])
+
+    def walk(self, s: int, data: bytes) -> int:
+        for b in data:
+            if s == 0:
+                return 0
+            s = self.step(s, b)
+        return s
+
+    def live_bytes(self, s: int) -> list[int]:
+        self.expand(s)
+        return np.flatnonzero(self.table[s]).tolist()
