@@ -67,7 +67,11 @@ class ConstraintCompiler:
             self._cache.popitem(last=False)
         return compiled
 
+    KINDS = ("regex", "json", "grammar", "choice")
+
     def _compile(self, kind: str, value):
+        if kind not in self.KINDS:
+            raise ConstraintError(f"unknown constraint kind {kind!r} (one of {', '.join(self.KINDS)})")
         try:
             import fsm
             vocab = self.vocabulary
@@ -93,4 +97,3 @@ class ConstraintCompiler:
             raise
         except Exception as e:   # any failure in compilation belongs to this request alone
             raise ConstraintError(f"cannot compile {kind} constraint: {type(e).__name__}: {e}") from e
-        raise ConstraintError(f"unknown constraint kind {kind!r} (regex, json, grammar, choice)")

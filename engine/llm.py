@@ -82,20 +82,24 @@ class LLM:
     ' Paris.'
     """
 
-    def __init__(self, model=None, tokenizer=None, **config):
+    def __init__(self, model=None, tokenizer=None, *, _shared=None, **config):
         self.config = cfg = EngineConfig(**config)
-        self.folder = resolve_model(model)
+        if _shared is not None:          # with_config(): same weights, fresh cache and queues
+            self.folder, tokenizer, self.device, self.dtype, self.model_config, self.model = _shared
+        else:
+            self.folder = resolve_model(model)
+            self.device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+            if cfg.dtype is None:
+                self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+            else:
+                self.dtype = _DTYPES[cfg.dtype] if isinstance(cfg.dtype, str) else cfg.dtype
+            self.model_config = ModelConfig.from_folder(self.folder)
+            self.model = load_model(self.folder, self.dtype, self.device, self.model_config)
         if tokenizer is None:
             from transformers import AutoTokenizer
             tokenizer = AutoTokenizer.from_pretrained(self.folder)
         self.tokenizer = tokenizer
-        self.device = torch.device(cfg.device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        if cfg.dtype is None:
-            self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
-        else:
-            self.dtype = _DTYPES[cfg.dtype] if isinstance(cfg.dtype, str) else cfg.dtype
-        self.model_config = mcfg = ModelConfig.from_folder(self.folder)
-        self.model = load_model(self.folder, self.dtype, self.device, mcfg)
+        mcfg = self.model_config
         self.max_model_len = min(cfg.max_model_len or min(mcfg.max_position_embeddings, 8192),
                                  mcfg.max_position_embeddings)
         num_blocks = self._num_kv_blocks()
@@ -110,6 +114,18 @@ class LLM:
         self._seq_ids = itertools.count()
         self._request_ids = itertools.count()
         self.stats = {"prefill_tokens": 0, "decode_tokens": 0, "steps": 0, "forced_tokens": 0}
+
+    def with_config(self, **overrides) -> "LLM":
+        """A new engine on the same weights and tokenizer, with some config changed.
+
+        The two must not generate at the same time (they share the model's modules).
+
+        >>> small = llm.with_config(num_kv_blocks=16, enable_prefix_caching=False)  # doctest: +SKIP
+        """
+        from dataclasses import asdict
+        cfg = {**asdict(self.config), **overrides}
+        return LLM(_shared=(self.folder, self.tokenizer, self.device, self.dtype,
+                            self.model_config, self.model), **cfg)
 
     def _num_kv_blocks(self) -> int:
         cfg, m = self.config, self.model_config

@@ -38,9 +38,6 @@ class ModelRunner:
         # torch.empty: on CPU the OS maps pages only as blocks are first written.
         self.kv_cache = torch.empty(2, cfg.num_layers, num_blocks, block_size, cfg.num_kv_heads,
                                     cfg.head_dim, dtype=dtype, device=self.device)
-        for i, layer in enumerate(model.layers):
-            layer.self_attn.k_cache = self.kv_cache[0, i]
-            layer.self_attn.v_cache = self.kv_cache[1, i]
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.mask_words = (self.vocab_size + 31) // 32
 
@@ -77,12 +74,20 @@ class ModelRunner:
                 torch.tensor(positions, dtype=torch.int64, device=dev), meta, qsl)
 
     # -- one step -----------------------------------------------------------------------
-    @torch.inference_mode()
-    def execute(self, batch: list[tuple[Sequence, int]], eos_ids: set[int]) -> list[SampleResult]:
-        """Run the forward for `batch` and sample for sequences that reach their end.
+    def bind_cache(self) -> None:
+        # Rebound every step: engines may share one model's weights (LLM.with_config).
+        for i, layer in enumerate(self.model.layers):
+            layer.self_attn.k_cache = self.kv_cache[0, i]
+            layer.self_attn.v_cache = self.kv_cache[1, i]
 
-        Updates each sequence's `num_computed_tokens`; does not append tokens.
+    @torch.inference_mode()
+    def forward_logits(self, batch: list[tuple[Sequence, int]]) -> tuple[torch.Tensor, list[Sequence]]:
+        """Run the forward for `batch`; return fp32 logits for the sequences that reached
+        their last known token (a finished prefill or a decode), and those sequences.
+
+        Updates each sequence's `num_computed_tokens`.
         """
+        self.bind_cache()
         # Decodes first, so attention can batch them.
         batch = sorted(batch, key=lambda sn: sn[1] != 1)
         input_ids, positions, meta, qsl = self._prepare(batch)
@@ -95,8 +100,15 @@ class ModelRunner:
                 rows.append(int(qsl[i + 1]) - 1)
                 seqs.append(seq)
         if not seqs:
+            return hidden.new_empty(0, self.vocab_size, dtype=torch.float32), []
+        return self.model.compute_logits(hidden[rows]).float(), seqs
+
+    @torch.inference_mode()
+    def execute(self, batch: list[tuple[Sequence, int]], eos_ids: set[int]) -> list[SampleResult]:
+        """Forward `batch` and sample a token for each sequence that reached its end."""
+        logits, seqs = self.forward_logits(batch)
+        if not seqs:
             return []
-        logits = self.model.compute_logits(hidden[rows]).float()
         return self._sample(logits, seqs, eos_ids)
 
     def _sample(self, logits: torch.Tensor, seqs: list[Sequence], eos_ids: set[int]) -> list[SampleResult]:
