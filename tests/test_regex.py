@@ -1,0 +1,265 @@
+"""Regex automata agree with Python's re.fullmatch, at the byte and the token level."""
+from __future__ import annotations
+
+import itertools
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import fsm
+from fsm.dfa import LazyDFA, TermSource
+from fsm.regex import regex_to_term
+from fsm.terms import TermBuilder
+
+from .conftest import small_vocab
+
+ALPHABET = "ab0-. é中😀\n_"
+ATOMS = ["a", "b", "0", "é", "中", "😀", r"\.", "-", " ", ".", r"\d", r"\w", r"\s", r"\D", r"\W",
+         r"\S", "[ab]", "[^a]", "[a-z]", "[0-9é]", "[^ab0]", "[é-😀]", r"[\d.]", r"\n", r"[\s\S]"]
+
+
+def patterns():
+    atom = st.sampled_from(ATOMS)
+
+    def extend(inner):
+        return st.one_of(
+            st.tuples(inner, inner).map(lambda t: t[0] + t[1]),
+            st.tuples(inner, inner).map(lambda t: f"{t[0]}|{t[1]}"),
+            inner.map(lambda p: f"({p})"),
+            inner.map(lambda p: f"(?:{p})"),
+            inner.map(lambda p: f"(?P<g>{p})"),
+            st.tuples(inner, st.sampled_from(["*", "+", "?", "{2}", "{1,3}", "{0,2}", "{2,}",
+                                              "*?", "+?", "??", "{1,2}?"]))
+              .map(lambda t: f"(?:{t[0]}){t[1]}"),
+        )
+    return st.recursive(atom, extend, max_leaves=8).map(_number_groups)
+
+
+def _number_groups(pattern: str) -> str:
+    """Give each named group its own name (re rejects duplicates)."""
+    parts = pattern.split("(?P<g>")
+    return parts[0] + "".join(f"(?P<g{i}>{p}" for i, p in enumerate(parts[1:]))
+
+
+def byte_dfa(pattern, flags=0):
+    tb = TermBuilder()
+    return LazyDFA(TermSource(tb), regex_to_term(tb, pattern, flags))
+
+
+def dfa_fullmatch(dfa, text: str) -> bool:
+    s = dfa.walk(dfa.start, text.encode())
+    return bool(dfa.accepting[s])
+
+
+def strings_near(pattern: str, rng) -> list[str]:
+    out = ["".join(rng.choice(list(ALPHABET), size=int(rng.integers(0, 7)))) for _ in range(40)]
+    for n in range(0, 3):  # every short string over a small alphabet
+        out += ["".join(p) for p in itertools.product("a0é.\n", repeat=n)]
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(patterns(), st.integers(0, 2**32 - 1))
+def test_bytes_agree_with_re(pattern, seed):
+    rng = np.random.default_rng(seed)
+    dfa = byte_dfa(pattern)
+    rx = re.compile(pattern)
+    for text in strings_near(pattern, rng):
+        assert dfa_fullmatch(dfa, text) == bool(rx.fullmatch(text)), (pattern, text)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(patterns(), st.data())
+def test_matches_from_hypothesis_are_accepted_and_prefixes_live(pattern, data):
+    """Matching strings drawn by hypothesis' own regex generator (another oracle)."""
+    text = data.draw(st.from_regex(pattern, fullmatch=True))
+    try:
+        raw = text.encode()
+    except UnicodeEncodeError:
+        assume(False)  # lone surrogates have no UTF-8 form
+    assert re.fullmatch(pattern, text)
+    dfa = byte_dfa(pattern)
+    s = dfa.start
+    for b in raw:  # byte by byte, also inside multi-byte characters
+        s = dfa.step(s, b)
+        assert s != 0, (pattern, text)
+    assert dfa.accepting[s]
+
+
+@pytest.mark.parametrize("flags,pattern,text", [
+    (re.IGNORECASE, "straße", "STRASSE"), (re.IGNORECASE, "straße", "STRAßE"),
+    (re.IGNORECASE, "[a-c]+x", "AbCX"), (re.IGNORECASE, "k", "\u212a"),  # Kelvin sign
+    (re.DOTALL, "a.b", "a\nb"), (0, "a.b", "a\nb"), (re.ASCII, r"\w+", "é"), (0, r"\w+", "é"),
+    (re.VERBOSE, "a b # comment\n c", "abc"), (re.MULTILINE, "^ab$", "ab"),
+    (0, r"\Aab\Z", "ab"), (0, "^(a|^b)$", "b"), (0, r"\x41\u00e9\U0001F600", "Aé😀"),
+    (0, r"[^\x00-\x7f]", "é"), (0, "(?i:a)b", "Ab"), (0, "(?i:a)b", "AB"),
+    (0, "a{0}", ""), (0, "(a|)+", ""), (0, "[\ud800-\udfff]", "\ud800"),
+])
+def test_flags_and_escapes(flags, pattern, text):
+    dfa = byte_dfa(pattern, flags)
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:  # surrogates: no UTF-8 form, so no token can produce them
+        assert dfa.table is not None and byte_dfa(pattern, flags).accepting.sum() == 0
+        return
+    s = dfa.walk(dfa.start, data)
+    assert bool(dfa.accepting[s]) == bool(re.fullmatch(pattern, text, flags))
+
+
+@pytest.mark.parametrize("pattern,construct,pos", [
+    (r"(a)\1", "backreference", 3), ("a(?=b)b", "lookaround", 1), ("a(?!c)b", "lookaround", 1),
+    ("(?<=a)b", "lookaround", 0), (r"a\bb", "word boundary", 1), ("a^b", "anchor", 1),
+    ("ab$c", "anchor", 2), ("(?P<x>a)(?P=x)", "backreference", 8), ("(a)?(?(1)b|c)", "conditional", 4),
+    ("(?>ab)", "atomic", 0), ("a*+", "possessive", 2),
+])
+def test_unsupported_constructs_name_position(pattern, construct, pos):
+    with pytest.raises(fsm.RegexError) as err:
+        byte_dfa(pattern)
+    assert construct in str(err.value) and err.value.pos == pos
+
+
+@pytest.mark.parametrize("pattern", ["a(b", "[a-", "a{2,1}", "*a", "a)"])
+def test_invalid_regex_names_position(pattern):
+    with pytest.raises(re.error) as want:
+        re.compile(pattern)
+    with pytest.raises(fsm.RegexError, match="invalid regex") as err:
+        byte_dfa(pattern)
+    assert err.value.pos == want.value.pos
+
+
+def test_state_cap_raises_clear_error():
+    vocab = small_vocab([b"a", b"b"])
+    a = fsm.compile_regex("(a|b)*a(a|b){14}", vocab, max_states=500)
+    rng = np.random.default_rng(0)
+    with pytest.raises(fsm.TooLargeError, match="max_states=500"):
+        for _ in range(200):  # 2**15 states exist; random walks meet 500 soon
+            m = a.matcher()
+            for _ in range(20):
+                m.fill_next_token_bitmask(np.zeros(vocab.num_words, np.int32))
+                assert m.accept_token(int(rng.integers(0, 2)))
+
+
+def test_large_bounded_repeat_is_cheap():
+    dfa = byte_dfa("[^\"]{0,10000}x")
+    assert dfa_fullmatch(dfa, "é" * 9999 + "x") and not dfa_fullmatch(dfa, "a" * 10001 + "x")
+
+
+# -- token level -------------------------------------------------------------------------
+
+def token_vocab():
+    """All strings of 1..2 characters over a small alphabet, plus split UTF-8 pieces."""
+    chars = ["a", "b", "0", ".", " ", "é", "中", "\n"]
+    toks = [c.encode() for c in chars] + [(x + y).encode() for x in chars for y in chars]
+    toks += [b"\xc3", b"\xa9", b"\xe4", b"\xb8\xad", b"\xe4\xb8", b"\xad", b"a\xc3", b"\xa9a"]
+    return small_vocab(toks)
+
+
+def tokenizations(data: bytes, vocab, limit=60):
+    """Every way to write data as vocabulary tokens (up to limit)."""
+    by_bytes = {}
+    for i, b in enumerate(vocab.token_bytes):
+        if b:
+            by_bytes.setdefault(b, []).append(i)
+    out = []
+
+    def rec(pos, acc):
+        if len(out) >= limit:
+            return
+        if pos == len(data):
+            out.append(list(acc))
+            return
+        for k in range(1, min(3, len(data) - pos) + 1):
+            for t in by_bytes.get(data[pos: pos + k], []):
+                rec(pos + k, acc + [t])
+    rec(0, [])
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(patterns(), st.lists(st.text(alphabet="ab0. é中\n", max_size=5), min_size=1, max_size=6))
+def test_tokens_agree_with_re(pattern, texts):
+    vocab = token_vocab()
+    a = fsm.compile_regex(pattern, vocab)
+    eos = vocab.eos_ids[0]
+    for text in texts:
+        want = bool(re.fullmatch(pattern, text))
+        for toks in tokenizations(text.encode(), vocab):
+            m = a.matcher()
+            ok = True
+            for t in toks:
+                row = np.zeros(vocab.num_words, np.int32)
+                m.fill_next_token_bitmask(row)
+                allowed = bool((int(row[t >> 5]) >> (t & 31)) & 1)
+                accepted = m.accept_token(t)
+                assert allowed == accepted
+                if not accepted:
+                    ok = False
+                    break
+            if ok:
+                assert m.accept_token(eos) == want, (pattern, text, toks)
+            else:
+                assert not want
+
+
+@settings(max_examples=80, deadline=None)
+@given(patterns(), st.text(alphabet="ab0. é中\n", max_size=4))
+def test_mask_is_exactly_the_live_tokens(pattern, prefix):
+    """Brute force: token t is allowed iff walking its bytes keeps a live state."""
+    vocab = token_vocab()
+    a = fsm.compile_regex(pattern, vocab)
+    tb = TermBuilder()
+    oracle = LazyDFA(TermSource(tb), regex_to_term(tb, pattern))
+    s = oracle.walk(oracle.start, prefix.encode())
+    assume(s != 0)
+    m = a.matcher()
+    for t in tokenizations(prefix.encode(), vocab, limit=1)[0] if prefix else []:
+        assert m.accept_token(t)
+    allowed = set(a.allowed_tokens(m.state).tolist())
+    expect = {i for i, b in enumerate(vocab.token_bytes) if b and oracle.walk(s, b) != 0}
+    if oracle.accepting[s]:
+        expect |= set(vocab.eos_ids)
+    assert allowed == expect
+
+
+# -- the real vocabulary -------------------------------------------------------------
+
+REAL_PATTERNS = {
+    r"\d{4}-\d{2}-\d{2}": ["2024-01-31", "1999-12-01"],
+    r"[a-z]+@[a-z]+\.(com|org)": ["john@example.com", "a@b.org"],
+    r"(中文|日本語|😀+)( [a-z]+)?": ["中文 abc", "😀😀😀", "日本語"],
+    r"\(\d{3}\) \d{3}-\d{4}": ["(555) 123-4567"],
+    r"\$\d+(\.\d\d)?": ["$12.50", "$7"],
+}
+
+
+@pytest.mark.parametrize("pattern", list(REAL_PATTERNS))
+def test_real_vocab_canonical_tokenizations(pattern, smol_tokenizer, smol_vocab):
+    a = fsm.compile_regex(pattern, smol_vocab)
+    for text in REAL_PATTERNS[pattern]:
+        m = a.matcher()
+        for t in smol_tokenizer.encode(text, add_special_tokens=False):
+            row = np.zeros(smol_vocab.num_words, np.int32)
+            m.fill_next_token_bitmask(row)
+            assert (int(row[t >> 5]) >> (t & 31)) & 1
+            assert m.accept_token(t)
+        assert m.is_accepting() and m.accept_token(smol_vocab.eos_ids[0]) and m.is_terminated()
+
+
+def test_real_vocab_random_walks_fullmatch(smol_vocab):
+    rng = np.random.default_rng(0)
+    for pattern in REAL_PATTERNS:
+        a = fsm.compile_regex(pattern, smol_vocab)
+        for _ in range(5):
+            m, out = a.matcher(), b""
+            for _ in range(40):
+                allowed = a.allowed_tokens(m.state)
+                t = int(rng.choice(allowed))
+                assert m.accept_token(t)
+                if m.is_terminated():
+                    break
+                out += smol_vocab.token_bytes[t]
+            if m.is_terminated():
+                assert re.fullmatch(pattern, out.decode()), (pattern, out)

@@ -1,0 +1,79 @@
+"""Token bytes are exact: concatenations equal what the tokenizer itself decodes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fsm
+
+TEXTS = ["Hello, world!", "  indented\n\ttabs\r\n", "价格是 42 元。中文测试", "emoji 😀🎉👍🏽 mixed ü é ß",
+         "日本語のテキストと한국어", "code: def f(x):\n    return x**2  # ok", "\u200b zero width \ufeff"]
+
+
+def test_smollm2_canonical_tokenizations(smol_tokenizer, smol_vocab):
+    for text in TEXTS:
+        ids = smol_tokenizer.encode(text, add_special_tokens=False)
+        assert b"".join(smol_vocab.token_bytes[i] for i in ids) == text.encode()
+
+
+def test_smollm2_random_sequences_match_decode(smol_tokenizer, smol_vocab):
+    rng = np.random.default_rng(0)
+    ordinary = [i for i, b in enumerate(smol_vocab.token_bytes) if b is not None]
+    for _ in range(300):
+        ids = rng.choice(ordinary, size=int(rng.integers(1, 12))).tolist()
+        data = b"".join(smol_vocab.token_bytes[i] for i in ids)
+        assert data.decode("utf-8", "replace") == smol_tokenizer.decode(ids)
+
+
+def test_smollm2_special_tokens_have_no_bytes(smol_tokenizer, smol_vocab):
+    assert smol_vocab.eos_ids == (smol_tokenizer.eos_token_id,)
+    for tid in smol_tokenizer.all_special_ids:
+        assert smol_vocab.token_bytes[tid] is None
+    assert smol_vocab.token_bytes[smol_tokenizer.convert_tokens_to_ids("<|im_start|>")] is None
+
+
+def test_sentencepiece_byte_fallback(sp_tokenizer, sp_vocab):
+    import sentencepiece as spm
+    assert len(sp_vocab.token_bytes) == 32000
+    byte_tok = sp_tokenizer.convert_tokens_to_ids("<0xE4>")
+    assert sp_vocab.token_bytes[byte_tok] == b"\xe4"
+    for text in TEXTS:
+        ids = sp_tokenizer.encode(text, add_special_tokens=False)
+        # SentencePiece adds a dummy-prefix space that decoding strips again.
+        data = b"".join(sp_vocab.token_bytes[i] for i in ids)
+        assert data == b" " + text.encode() or data == text.encode()
+        assert data.decode().removeprefix(" ") == sp_tokenizer.decode(ids)
+    rng = np.random.default_rng(1)
+    ordinary = [i for i, b in enumerate(sp_vocab.token_bytes) if b is not None]
+    for _ in range(300):
+        ids = rng.choice(ordinary, size=int(rng.integers(1, 10))).tolist()
+        data = b"".join(sp_vocab.token_bytes[i] for i in ids)
+        # decode() strips one leading space and maps invalid UTF-8 to U+FFFD
+        assert data.decode("utf-8", "replace").removeprefix(" ") == sp_tokenizer.decode(ids).removeprefix(" ")
+
+
+def test_tekken_matches_tiktoken(tekken_vocab, tekken_encoding):
+    enc, nspecial = tekken_encoding
+    assert tekken_vocab.size == 131072 and all(b is None for b in tekken_vocab.token_bytes[:nspecial])
+    for text in TEXTS:
+        ids = [nspecial + r for r in enc.encode(text)]
+        assert b"".join(tekken_vocab.token_bytes[i] for i in ids) == text.encode()
+    rng = np.random.default_rng(2)
+    for _ in range(300):
+        ranks = rng.integers(0, enc.n_vocab, size=int(rng.integers(1, 10))).tolist()
+        assert b"".join(tekken_vocab.token_bytes[nspecial + r] for r in ranks) == enc.decode_bytes(ranks)
+
+
+def test_logits_width_padding_is_never_allowed(smol_tokenizer):
+    vocab = fsm.Vocabulary.from_tokenizer(smol_tokenizer, vocab_size=49152 + 64)
+    a = fsm.compile_regex(r"(.|\n)*", vocab)
+    allowed = a.allowed_tokens(a.start)
+    assert allowed.max() < 49152 and vocab.num_words == (49152 + 64 + 31) // 32
+    specials = set(smol_tokenizer.all_special_ids) - set(vocab.eos_ids)
+    assert not specials & set(allowed.tolist())
+    assert set(vocab.eos_ids) <= set(allowed.tolist())  # the empty string matches
+
+
+def test_vocab_size_smaller_than_tokenizer_is_an_error(smol_tokenizer):
+    with pytest.raises(ValueError, match="smaller"):
+        fsm.Vocabulary.from_tokenizer(smol_tokenizer, vocab_size=100)
