@@ -1,0 +1,467 @@
+"""Context-free constraints: Lark grammars (and plain BNF with regular terminals).
+
+Supported class: context-free grammars whose BNF (after Lark's EBNF expansion,
+templates, `?rule`/`_rule` inlining and `%import`s) is LALR(1) without conflicts.
+A shift/reduce or reduce/reduce conflict raises `GrammarError` naming the rule and
+the terminal (Lark's own analysis, run in strict mode: resolving a conflict as
+Lark's LALR parser does would silently shrink the language).
+
+The language: a string is a sentence iff it splits into terminal lexemes, with lexemes
+of `%ignore`d terminals anywhere between (and around) them, such that the grammar
+derives the terminal sequence, under ANY split, not only Lark's longest match. That
+is what Lark's Earley parser with `lexer="dynamic_complete"` accepts. Masks are
+exact: a token is allowed iff the output so far plus the token is a prefix of a
+sentence; EOS iff the output is a sentence. Tokens that span several terminals, end
+inside one, or can be lexed more than one way are all handled.
+
+Terminals are regular languages: a regex terminal means its full matches. Terminal
+priorities do not change the language (any split counts). Two refinements follow
+what Lark's lexers do with a non-greedy regex: a terminal whose pattern contains a lazy
+quantifier (`*?`, `+?`, `??`, `{m,n}?`) matches only its shortest matches (no proper
+prefix of the lexeme is also a match: `/\\/\\*(.|\\n)*?\\*\\//` ends at the first `*/`);
+and `common.ESCAPED_STRING`, whose lookbehind is not regular, is read as the language
+it means, `"(?:[^"\\\\\\n]|\\\\[^\\n])*"`. Other lookaround, backreferences and
+zero-width terminals raise `GrammarError` naming the terminal.
+
+How: the byte DFA of fsm/dfa.py is built lazily over keys that are frozensets of
+elements `(stack, terminal, lexeme)`: `stack` is an interned persistent LR stack (the
+parser before the terminal being lexed), `terminal` the index of the terminal being
+lexed (an ignored one leaves the stack alone), `lexeme` the derivative of that
+terminal's term by the bytes lexed so far. A byte continues each element's lexeme;
+where a lexeme is complete, the parser takes the terminal (reductions, then a shift)
+and every terminal the new stack can take next (plus the ignored ones) starts. The
+set holds every way of lexing and parsing the output, so masks are exact, and equal
+configurations share one DFA state, so a configuration seen before costs a mask copy.
+
+Lower level, used by recursive JSON Schemas: `compile_cfg` takes BNF rules over
+terminals given as terms.
+
+    >>> from fsm.terms import TermBuilder
+    >>> from fsm.regex import regex_to_term
+    >>> tb = TermBuilder()
+    >>> rules = {"value": [["NUM"], ["LB", "items", "RB"], ["LB", "RB"]],
+    ...          "items": [["value"], ["items", "COMMA", "value"]]}
+    >>> terms = {"NUM": regex_to_term(tb, r"[0-9]+"), "LB": tb.literal(b"["),
+    ...          "RB": tb.literal(b"]"), "COMMA": tb.literal(b","),
+    ...          "WS": regex_to_term(tb, r"[ \\n]+")}
+    >>> auto = compile_cfg(rules, terms, "value", vocab, tb, ignore=("WS",))  # doctest: +SKIP
+    >>> auto.matcher()                                                     # doctest: +SKIP
+
+Rules map nonterminal names to alternatives (lists of symbol names; [] is the empty
+alternative); a symbol that is not a rule name must be a key of `terminals`. The terms
+must come from `tb`, which the automaton keeps using (do not share `tb` with another
+thread while the automaton is in use; one builder per compiled constraint).
+"""
+from __future__ import annotations
+
+import re
+
+from .automaton import TokenAutomaton
+from .dfa import DEFAULT_MAX_STATES, TermSource
+from .errors import ConstraintError, RegexError
+from .regex import regex_to_term
+from .terms import Term, TermBuilder
+from .vocabulary import Vocabulary
+
+try:  # Python >= 3.11
+    import re._constants as _C
+    import re._parser as _P
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as _C  # type: ignore
+    import sre_parse as _P  # type: ignore
+
+__all__ = ["GrammarError", "compile_grammar", "compile_cfg", "GrammarSource"]
+
+
+class GrammarError(ConstraintError):
+    """A grammar cannot be compiled: bad syntax, an LALR(1) conflict, an unsupported
+    terminal, an undefined symbol."""
+
+
+# lark's common.ESCAPED_STRING (lookbehind) and the regular language it denotes
+_LARK_ESCAPED_STRING = r'".*?(?<!\\)(\\\\)*?"'
+_ESCAPED_STRING_RE = r'"(?:[^"\\\n]|\\[^\n])*"'
+_LARK_FLAGS = {"i": re.IGNORECASE, "s": re.DOTALL, "m": re.MULTILINE, "x": re.VERBOSE,
+               "u": 0, "l": 0}
+
+
+# ---------------------------------------------------------------------------------
+# LR tables
+# ---------------------------------------------------------------------------------
+class _Stack:
+    """An interned persistent LR stack node: equal stacks are the same object."""
+    __slots__ = ("state", "parent", "feed", "starts", "end", "__weakref__")
+
+    def __init__(self, state: int, parent: "_Stack | None"):
+        self.state, self.parent = state, parent
+        self.feed: dict = {}      # terminal index -> resulting stack (None: error)
+        self.starts = None        # merged start row (see GrammarSource._start_row)
+        self.end = None           # accepts $END here?
+
+
+class _Tables:
+    """LALR(1) tables in plain dicts: action[state][terminal index] is
+    (True, next_state) for a shift or (False, (lhs, length)) for a reduction;
+    goto[state][lhs] is the next state; end accepts like lark's parser."""
+
+    def __init__(self, parse_table, term_index: dict[str, int], start: str):
+        self.action: dict[int, dict[int, tuple]] = {}
+        self.end_action: dict[int, tuple] = {}
+        self.goto: dict[int, dict[str, int]] = {}
+        from lark.parsers.lalr_analysis import Shift
+        for st, acts in parse_table.states.items():
+            a, g = {}, {}
+            for sym, (kind, arg) in acts.items():
+                if kind is Shift:
+                    if sym in term_index:
+                        a[term_index[sym]] = (True, arg)
+                    elif sym != "$END":
+                        g[sym] = arg
+                else:
+                    red = (False, (arg.origin.name, len(arg.expansion)))
+                    if sym == "$END":
+                        self.end_action[st] = red
+                    elif sym in term_index:
+                        a[term_index[sym]] = red
+            self.action[st], self.goto[st] = a, g
+        self.start_state = parse_table.start_states[start]
+        self.end_state = parse_table.end_states[start]
+
+
+# ---------------------------------------------------------------------------------
+# The state source
+# ---------------------------------------------------------------------------------
+class GrammarSource:
+    """A `StateSource` (fsm/dfa.py) for an LALR(1) grammar over regular terminals.
+
+    `terms[i]` is terminal i's term, `ignored[i]` whether it is %ignore'd, `names[i]`
+    its name. Keys are frozensets of (stack, terminal, lexeme) elements; terminal -1 is
+    the "boundary" pseudo-element: nothing being lexed, the next lexeme starts here."""
+
+    def __init__(self, tb: TermBuilder, tables: _Tables, names, terms, ignored,
+                 max_states: int = DEFAULT_MAX_STATES):
+        self.tb, self.t = tb, tables
+        self.names, self.terms, self.ignored = list(names), list(terms), list(ignored)
+        self.dead = frozenset()
+        self._stacks: dict[tuple, _Stack] = {}
+        self._terms = TermSource(tb, max_states)
+        self._ignored_idx = [i for i, ig in enumerate(self.ignored) if ig]
+        self.root = self._push(tables.start_state, None)
+        self.start_key = frozenset({(self.root, -1, tb.empty)})
+
+    # -- LR stacks ------------------------------------------------------------------
+    def _push(self, state: int, parent) -> _Stack:
+        k = (state, parent)
+        s = self._stacks.get(k)
+        if s is None:
+            s = self._stacks[k] = _Stack(state, parent)
+        return s
+
+    def _reduce(self, stack: _Stack, lhs: str, n: int) -> _Stack:
+        for _ in range(n):
+            stack = stack.parent
+        return self._push(self.t.goto[stack.state][lhs], stack)
+
+    def feed(self, stack: _Stack, term: int):
+        """The stack after shifting terminal `term` (reductions first); None on error."""
+        cache = stack.feed
+        if term in cache:
+            return cache[term]
+        action, s = self.t.action, stack
+        while True:
+            act = action[s.state].get(term)
+            if act is None:
+                out = None
+                break
+            if act[0]:
+                out = self._push(act[1], s)
+                break
+            s = self._reduce(s, *act[1])
+        cache[term] = out
+        return out
+
+    def accepts_end(self, stack: _Stack) -> bool:
+        if stack.end is None:
+            s, ok = stack, False
+            while True:
+                act = self.t.end_action.get(s.state)
+                if act is None or act[0]:
+                    break
+                s = self._reduce(s, *act[1])
+                if s.state == self.t.end_state:
+                    ok = True
+                    break
+            stack.end = ok
+        return stack.end
+
+    # -- rows -------------------------------------------------------------------------
+    def _start_row(self, stack: _Stack) -> tuple:
+        """Merged row of every terminal that can start at `stack`."""
+        r = stack.starts
+        if r is None:
+            parts = []
+            tb_row = self.tb.row
+            for i in list(self.t.action[stack.state]) + self._ignored_idx:
+                if self.ignored[i] or self.feed(stack, i) is not None:
+                    seg = tb_row(self.terms[i])
+                    if seg:
+                        parts.append(self._lift(seg, stack, i))
+            r = stack.starts = _merge(parts)
+        return r
+
+    def _lift(self, seg, stack, i) -> tuple:
+        out = []
+        for a, b, x in seg:
+            if x.boolean and self._terms.is_empty(x):
+                continue
+            out.append((a, b, frozenset(((stack, i, x),))))
+        return tuple(out)
+
+    def row(self, key) -> tuple:
+        parts = []
+        tb_row = self.tb.row
+        for el in key:
+            stack, i, x = el
+            seg = tb_row(x)
+            if seg:
+                parts.append(self._lift(seg, stack, i))
+            if x.nullable:
+                nxt = stack if i < 0 or self.ignored[i] else self.feed(stack, i)
+                r = self._start_row(nxt)
+                if r:
+                    parts.append(r)
+        return _merge(parts)
+
+    def accepting(self, key) -> bool:
+        for stack, i, x in key:
+            if x.nullable:
+                nxt = stack if i < 0 or self.ignored[i] else self.feed(stack, i)
+                if self.accepts_end(nxt):
+                    return True
+        return False
+
+    def is_empty(self, key) -> bool:
+        # Elements are only created live: the terminal was acceptable when started
+        # (so the stack is a viable prefix of a productive grammar: completable) and
+        # lexemes with an empty language are dropped in `_lift`.
+        return not key
+
+
+def _merge(parts: list) -> tuple:
+    """Union of rows whose targets are frozensets: sorted disjoint segments."""
+    if not parts:
+        return ()
+    if len(parts) == 1:
+        return parts[0]
+    bounds = sorted({b for p in parts for s, e, _ in p for b in (s, e)})
+    pos = {b: k for k, b in enumerate(bounds)}
+    acc: list = [None] * (len(bounds) - 1)
+    for p in parts:
+        for s, e, x in p:
+            for k in range(pos[s], pos[e]):
+                y = acc[k]
+                acc[k] = x if y is None else (y | x)
+    out: list = []
+    for k, x in enumerate(acc):
+        if x is None:
+            continue
+        s = bounds[k]
+        if out and out[-1][1] == s and out[-1][2] == x:
+            out[-1] = (out[-1][0], bounds[k + 1], out[-1][2])
+        else:
+            out.append((s, bounds[k + 1], x))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------
+# Building
+# ---------------------------------------------------------------------------------
+def _lalr(rules, start: str):
+    """Lark's LALR(1) analysis in strict mode; conflicts become GrammarError."""
+    from lark.common import ParserConf
+    from lark.exceptions import GrammarError as LarkGrammarError
+    from lark.parsers.lalr_analysis import LALR_Analyzer
+    try:
+        analyzer = LALR_Analyzer(ParserConf(rules, None, [start]), strict=True)
+        analyzer.compute_lalr()
+    except LarkGrammarError as e:
+        msg = str(e).replace("[strict-mode]", "").strip()
+        raise GrammarError(f"grammar is not LALR(1) (only conflict-free LALR(1) grammars are "
+                           f"supported): {msg}") from None
+    return analyzer.parse_table
+
+
+def _productive(rules, terminals: set) -> set:
+    """Nonterminals that derive some terminal string."""
+    prod: set = set()
+    changed = True
+    while changed:
+        changed = False
+        for r in rules:
+            o = r.origin.name
+            if o not in prod and all(s.name in terminals if s.is_term else s.name in prod
+                                     for s in r.expansion):
+                prod.add(o)
+                changed = True
+    return prod
+
+
+def _prune(rules, start: str, live_terminals: set):
+    """Drop rules using unproductive symbols (they derive no sentence: keeping them
+    would leave LR prefixes that cannot be completed)."""
+    prod = _productive(rules, live_terminals)
+    if start not in prod:
+        raise GrammarError(f"start rule {start!r} derives no finite string of terminals")
+    return [r for r in rules if r.origin.name in prod and
+            all(s.name in live_terminals if s.is_term else s.name in prod for s in r.expansion)]
+
+
+def _has_lazy(pattern: str, flags: int) -> bool:
+    try:
+        parsed = _P.parse(pattern, flags)
+    except re.error:
+        return False
+
+    def walk(items) -> bool:
+        for op, av in items:
+            if op == _C.MIN_REPEAT:
+                return True
+            if op in (_C.MAX_REPEAT, _C.MIN_REPEAT) and walk(av[2]):
+                return True
+            if op == _C.SUBPATTERN and walk(av[3]):
+                return True
+            if op == _C.BRANCH and any(walk(b) for b in av[1]):
+                return True
+        return False
+    return walk(parsed)
+
+
+def _terminal_term(tb: TermBuilder, tdef) -> Term:
+    from lark.lexer import PatternStr
+    p = tdef.pattern
+    flags = 0
+    for f in p.flags:
+        flags |= _LARK_FLAGS.get(f, 0)
+    value = p.value
+    try:
+        if isinstance(p, PatternStr):
+            if flags & re.IGNORECASE:
+                return regex_to_term(tb, re.escape(value), re.IGNORECASE)
+            return tb.literal(value.encode("utf-8"))
+        if value == _LARK_ESCAPED_STRING:
+            return regex_to_term(tb, _ESCAPED_STRING_RE, flags)
+        t = regex_to_term(tb, value, flags)
+    except RegexError as e:
+        raise GrammarError(f"terminal {tdef.name}: {e}") from None
+    if _has_lazy(value, flags):
+        # shortest matches only: no proper prefix of the lexeme is a match
+        longer = tb.concat(t, tb.concat(tb.any_byte, tb.anything))
+        t = tb.intersect((t, tb.complement(longer)))
+    return t
+
+
+def _build(tb, rules, term_names: list, terms: list, ignored: list, start: str,
+           max_states: int) -> GrammarSource:
+    live = set()
+    for name, t in zip(term_names, terms):
+        if t.nullable:
+            raise GrammarError(f"terminal {name} matches the empty string (zero-width "
+                               "terminals are not supported)")
+        if not TermSource(tb, max_states).is_empty(t):
+            live.add(name)
+    rules = _prune(rules, start, live)
+    table = _lalr(rules, start)
+    index = {n: i for i, n in enumerate(term_names)}
+    tables = _Tables(table, index, start)
+    ign = [ig and n in live for n, ig in zip(term_names, ignored)]
+    return GrammarSource(tb, tables, term_names, terms, ign, max_states)
+
+
+def load_lark(grammar: str, start: str = "start"):
+    """Lark text -> (rules, terminal defs, ignore names), via lark's own loader."""
+    from lark.exceptions import LarkError
+    from lark.load_grammar import load_grammar
+    if not isinstance(grammar, str):
+        raise GrammarError("grammar must be Lark grammar text (a str)")
+    try:
+        g, _ = load_grammar(grammar, "<grammar>", None, False)
+        terminals, rules, ignore = g.compile([start], set())
+    except LarkError as e:
+        raise GrammarError(f"invalid grammar: {e}".rstrip()) from None
+    return rules, terminals, ignore
+
+
+def grammar_source(grammar: str, start: str = "start", tb: TermBuilder | None = None,
+                   max_states: int = DEFAULT_MAX_STATES) -> GrammarSource:
+    """The StateSource of a Lark grammar (start key: `source.start_key`)."""
+    tb = tb or TermBuilder()
+    rules, terminals, ignore = load_lark(grammar, start)
+    names, terms = [], []
+    for td in terminals:
+        if td.pattern is None:  # pragma: no cover - lark keeps declared terminals aside
+            raise GrammarError(f"terminal {td.name} has no pattern (%declare'd terminals "
+                               "cannot be generated)")
+        names.append(td.name)
+        terms.append(_terminal_term(tb, td))
+    used = {s.name for r in rules for s in r.expansion if s.is_term}
+    missing = sorted(used - set(names))
+    if missing:
+        raise GrammarError(f"terminals {', '.join(missing)} are declared but not defined "
+                           "(%declare'd terminals cannot be generated)")
+    ignored = [n in ignore for n in names]
+    return _build(tb, rules, names, terms, ignored, start, max_states)
+
+
+def compile_grammar(grammar: str, vocab: Vocabulary, start: str = "start",
+                    max_states: int | None = None) -> TokenAutomaton:
+    """Compile a Lark grammar (see the module docstring for the supported class and
+    the exact language). `max_states` caps DFA states (default 200,000; each distinct
+    parser-stack-and-lexer configuration reached is one state): TooLargeError beyond.
+    Cached per vocabulary by (grammar, start, max_states)."""
+    from . import _cached
+
+    def build():
+        ms = max_states or DEFAULT_MAX_STATES
+        src = grammar_source(grammar, start, TermBuilder(), ms)
+        return TokenAutomaton(src, src.start_key, vocab, f"grammar (start={start!r})", ms)
+    return _cached(vocab, ("grammar", grammar, start, max_states), build)
+
+
+def compile_cfg(rules: dict, terminals: dict, start: str, vocab: Vocabulary, tb: TermBuilder,
+                ignore=(), max_states: int | None = None) -> TokenAutomaton:
+    """BNF rules over regular terminals (terms of `tb`) -> TokenAutomaton.
+
+    `rules`: {nonterminal: [alternative, ...]}, an alternative a list of symbol names
+    ([] is empty); `terminals`: {name: Term} (non-nullable); `ignore`: names of terminals
+    allowed anywhere between (and around) lexemes. Same language and exactness as
+    `compile_grammar`; LALR(1) conflicts raise GrammarError. Not cached (terms are not
+    hashable across builders): cache the result yourself."""
+    from lark.grammar import NonTerminal, Rule, Terminal
+    ms = max_states or DEFAULT_MAX_STATES
+    if start not in rules:
+        raise GrammarError(f"start symbol {start!r} has no rules")
+    for name in ignore:
+        if name not in terminals:
+            raise GrammarError(f"ignored terminal {name!r} is not defined")
+    lark_rules = []
+    for lhs, alts in rules.items():
+        if lhs in terminals:
+            raise GrammarError(f"{lhs!r} is both a rule and a terminal")
+        for k, alt in enumerate(alts):
+            syms = []
+            for s in alt:
+                if s in rules:
+                    syms.append(NonTerminal(s))
+                elif s in terminals:
+                    syms.append(Terminal(s))
+                else:
+                    raise GrammarError(f"rule {lhs!r} uses undefined symbol {s!r}")
+            lark_rules.append(Rule(NonTerminal(lhs), syms, k))
+    return _cfg_automaton(tb, lark_rules, list(terminals), terminals, ignore, start, vocab, ms)
+
+
+def _cfg_automaton(tb, lark_rules, names, terminals, ignore, start, vocab, ms):
+    ign = set(ignore)
+    src = _build(tb, lark_rules, names, [terminals[n] for n in names],
+                 [n in ign for n in names], start, ms)
+    return TokenAutomaton(src, src.start_key, vocab, f"cfg (start={start!r})", ms)
