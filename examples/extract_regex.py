@@ -1,0 +1,32 @@
+"""Regex-constrained extraction from a paragraph: dates, phone numbers, amounts.
+
+Run: .venv/bin/python examples/extract_regex.py
+"""
+import re
+
+import guided
+
+PARAGRAPH = (
+    "Invoice 2291 was issued on 2024-03-15 to Dana Whitfield, who can be reached at "
+    "(415) 555-0198. The total due is $1,249.50, payable by 2024-04-14; a late fee of "
+    "$35.00 applies after that. Questions go to the billing desk at (415) 555-0100."
+)
+
+FIELDS = {
+    "the invoice issue date": r"\d{4}-\d{2}-\d{2}",
+    "the customer's phone number": r"\(\d{3}\) \d{3}-\d{4}",
+    "the total amount due": r"\$\d{1,3}(,\d{3})*\.\d{2}",
+}
+
+
+def main(model=None):
+    model = guided.load(model)
+    for what, pattern in FIELDS.items():
+        prompt = f"{PARAGRAPH}\n\nWhat is {what}? Answer with the value only."
+        value = guided.regex(model, pattern)(prompt, max_tokens=24)
+        assert re.fullmatch(pattern, value)
+        print(f"{what:>30}: {value}")
+
+
+if __name__ == "__main__":
+    main()
