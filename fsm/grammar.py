@@ -146,6 +146,7 @@ class GrammarSource:
         self._stacks: dict[tuple, _Stack] = {}
         self._terms = TermSource(tb, max_states)
         self._ignored_idx = [i for i, ig in enumerate(self.ignored) if ig]
+        self._live: dict[int, tuple] = {}
         self.root = self._push(tables.start_state, None)
         self.start_key = frozenset({(self.root, -1, tb.empty)})
 
@@ -200,34 +201,46 @@ class GrammarSource:
         r = stack.starts
         if r is None:
             parts = []
-            tb_row = self.tb.row
+            live_row = self._live_row
             for i in list(self.t.action[stack.state]) + self._ignored_idx:
                 if self.ignored[i] or self.feed(stack, i) is not None:
-                    seg = tb_row(self.terms[i])
+                    seg = live_row(self.terms[i])
                     if seg:
                         parts.append(self._lift(seg, stack, i))
             r = stack.starts = _merge(parts)
         return r
 
     def _lift(self, seg, stack, i) -> tuple:
-        out = []
-        for a, b, x in seg:
-            if x.boolean and self._terms.is_empty(x):
-                continue
-            out.append((a, b, frozenset(((stack, i, x),))))
-        return tuple(out)
+        return tuple((a, b, frozenset(((stack, i, x),))) for a, b, x in seg)
+
+    def _live_row(self, x: Term) -> tuple:
+        """x's derivative row without targets whose language is empty (only AND/NOT
+        terms can be empty without being NOTHING)."""
+        if not x.boolean:
+            return self.tb.row(x)
+        r = self._live.get(x.id)
+        if r is None:
+            r = self._live[x.id] = tuple(seg for seg in self.tb.row(x)
+                                         if not self._terms.is_empty(seg[2]))
+        return r
 
     def row(self, key) -> tuple:
         parts = []
-        tb_row = self.tb.row
+        live_row = self._live_row
         for el in key:
             stack, i, x = el
-            seg = tb_row(x)
+            seg = live_row(x)
             if seg:
                 parts.append(self._lift(seg, stack, i))
             if x.nullable:
-                nxt = stack if i < 0 or self.ignored[i] else self.feed(stack, i)
-                r = self._start_row(nxt)
+                if i < 0:
+                    r = self._start_row(stack)
+                elif self.ignored[i]:  # longest match: no lexeme starts where it goes on
+                    r = self._start_row(stack)
+                    if seg and r:
+                        r = _subtract(r, seg)
+                else:
+                    r = self._start_row(self.feed(stack, i))
                 if r:
                     parts.append(r)
         return _merge(parts)
@@ -245,6 +258,22 @@ class GrammarSource:
         # (so the stack is a viable prefix of a productive grammar: completable) and
         # lexemes with an empty language are dropped in `_lift`.
         return not key
+
+
+def _subtract(row: tuple, cover: tuple) -> tuple:
+    """The segments of `row` outside the bytes that `cover` covers."""
+    out, j = [], 0
+    for s, e, x in row:
+        while s < e:
+            while j < len(cover) and cover[j][1] <= s:
+                j += 1
+            if j == len(cover) or cover[j][0] >= e:
+                out.append((s, e, x))
+                break
+            if cover[j][0] > s:
+                out.append((s, cover[j][0], x))
+            s = cover[j][1]
+    return tuple(out)
 
 
 def _merge(parts: list) -> tuple:
@@ -326,7 +355,7 @@ def _has_lazy(pattern: str, flags: int) -> bool:
         for op, av in items:
             if op == _C.MIN_REPEAT:
                 return True
-            if op in (_C.MAX_REPEAT, _C.MIN_REPEAT) and walk(av[2]):
+            if op == _C.MAX_REPEAT and walk(av[2]):
                 return True
             if op == _C.SUBPATTERN and walk(av[3]):
                 return True
@@ -334,6 +363,61 @@ def _has_lazy(pattern: str, flags: int) -> bool:
                 return True
         return False
     return walk(parsed)
+
+
+def _top_branches(p: str) -> list[str]:
+    """Split a pattern at its top-level `|` (looking inside one enclosing `(?:...)`)."""
+    def split(p):
+        parts, depth, start, i, n = [], 0, 0, 0, len(p)
+        while i < n:
+            c = p[i]
+            if c == "\\":
+                i += 2
+                continue
+            if c == "[":
+                j = i + 1
+                if j < n and p[j] == "^":
+                    j += 1
+                if j < n and p[j] == "]":
+                    j += 1
+                while j < n and p[j] != "]":
+                    j += 2 if p[j] == "\\" else 1
+                i = j + 1
+                continue
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+                if depth == 0 and i == n - 1 and parts == [] and start == 0 and p.startswith("(?:"):
+                    return split(p[3:-1]) if _balanced(p[3:-1]) else [p]
+            elif c == "|" and depth == 0:
+                parts.append(p[start:i])
+                start = i + 1
+            i += 1
+        parts.append(p[start:])
+        return parts
+    return split(p)
+
+
+def _balanced(p: str) -> bool:
+    try:
+        re.compile(p)
+        return True
+    except re.error:
+        return False
+
+
+def _regex_term(tb: TermBuilder, pattern: str, flags: int) -> Term:
+    """A terminal regex: full matches, except that a top-level alternative with a lazy
+    quantifier keeps only its shortest matches (what Python's `re.match` returns)."""
+    if not _has_lazy(pattern, flags):
+        return regex_to_term(tb, pattern, flags)
+    branches = _top_branches(pattern)
+    if len(branches) > 1 and all(_balanced(b) for b in branches):
+        return tb.alt(_regex_term(tb, b, flags) for b in branches)
+    t = regex_to_term(tb, pattern, flags)
+    longer = tb.concat(t, tb.concat(tb.any_byte, tb.anything))
+    return tb.intersect((t, tb.complement(longer)))
 
 
 def _terminal_term(tb: TermBuilder, tdef) -> Term:
@@ -350,14 +434,9 @@ def _terminal_term(tb: TermBuilder, tdef) -> Term:
             return tb.literal(value.encode("utf-8"))
         if value == _LARK_ESCAPED_STRING:
             return regex_to_term(tb, _ESCAPED_STRING_RE, flags)
-        t = regex_to_term(tb, value, flags)
+        return _regex_term(tb, value, flags)
     except RegexError as e:
         raise GrammarError(f"terminal {tdef.name}: {e}") from None
-    if _has_lazy(value, flags):
-        # shortest matches only: no proper prefix of the lexeme is a match
-        longer = tb.concat(t, tb.concat(tb.any_byte, tb.anything))
-        t = tb.intersect((t, tb.complement(longer)))
-    return t
 
 
 def _build(tb, rules, term_names: list, terms: list, ignored: list, start: str,

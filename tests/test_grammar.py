@@ -1,0 +1,496 @@
+"""Lark grammar constraints (fsm/grammar.py) against independent oracles.
+
+Oracles: lark's Earley parser with lexer="dynamic_complete" decides sentences (any
+split into lexemes); prefix-ness is decided by `Oracle` below, which lexes with the
+third-party `regex` module's partial matching and parses with lark's own LALR
+interactive parser, sharing no code with fsm/grammar.py.
+"""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import regex
+from lark import Lark, Token
+from lark.exceptions import LarkError
+
+import fsm
+from fsm.grammar import GrammarError, compile_cfg, compile_grammar
+from fsm.regex import regex_to_term
+from fsm.terms import TermBuilder
+
+from .conftest import small_vocab
+
+# -- the grammars (also used by benchmarks/grammar_bench.py) ---------------------------
+ARITH = r"""
+?start: sum
+?sum: product | sum "+" product -> add | sum "-" product -> sub
+?product: atom | product "*" atom -> mul | product "/" atom -> div
+?atom: NUMBER -> number | "-" atom -> neg | "(" sum ")"
+%import common.NUMBER
+%import common.WS_INLINE
+%ignore WS_INLINE
+"""
+
+JSON = r"""
+?start: value
+?value: object | array | string | SIGNED_NUMBER -> number
+      | "true" -> true | "false" -> false | "null" -> null
+array  : "[" [value ("," value)*] "]"
+object : "{" [pair ("," pair)*] "}"
+pair   : string ":" value
+string : ESCAPED_STRING
+%import common.ESCAPED_STRING
+%import common.SIGNED_NUMBER
+%import common.WS
+%ignore WS
+"""
+
+SQL = r"""
+start: select_stmt [";"]
+select_stmt: SELECT [DISTINCT] select_list FROM table_ref join* [where] [group] [order] [limit]
+select_list: "*" | item ("," item)*
+item: expr [[AS] NAME]
+table_ref: NAME [[AS] NAME]
+join: JOIN table_ref ON cond
+where: WHERE cond
+group: GROUP BY column ("," column)*
+order: ORDER BY order_item ("," order_item)*
+order_item: column [ASC | DESC]
+limit: LIMIT INT
+?cond: cond OR conj | conj
+?conj: conj AND neg | neg
+?neg: NOT neg | comparison | "(" cond ")"
+comparison: expr CMP expr | expr IS [NOT] NULL
+?expr: column | INT | STRING | FUNC "(" (expr | "*") ")"
+column: NAME ["." NAME]
+CMP: "=" | "<>" | "!=" | "<" | ">" | "<=" | ">="
+FUNC: "count"i | "sum"i | "avg"i | "min"i | "max"i
+SELECT: "select"i
+DISTINCT: "distinct"i
+FROM: "from"i
+AS: "as"i
+JOIN: "join"i
+ON: "on"i
+WHERE: "where"i
+GROUP: "group"i
+ORDER: "order"i
+BY: "by"i
+ASC: "asc"i
+DESC: "desc"i
+LIMIT: "limit"i
+AND: "and"i
+OR: "or"i
+NOT: "not"i
+IS: "is"i
+NULL: "null"i
+NAME: /[a-z_][a-z0-9_]*/i
+STRING: /'[^']*'/
+%import common.INT
+%import common.WS
+%ignore WS
+"""
+
+TOY = r"""
+start: stmt*
+?stmt: assign | if_stmt | while_stmt | block | print_stmt
+assign: NAME "=" expr ";"
+print_stmt: "print" "(" expr ")" ";"
+if_stmt: "if" "(" expr ")" block ["else" block]
+while_stmt: "while" "(" expr ")" block
+block: "{" stmt* "}"
+?expr: expr CMP sum | sum
+?sum: sum ADD term | term
+?term: term MUL atom | atom
+?atom: NUMBER | NAME | STRING | "(" expr ")" | NAME "(" [expr ("," expr)*] ")"
+CMP: "==" | "!=" | "<" | ">" | "<=" | ">="
+ADD: "+" | "-"
+MUL: "*" | "/" | "%"
+NAME: /[a-zA-Z_][a-zA-Z0-9_]*/
+STRING: /"[^"\n]*"/
+COMMENT: "//" /[^\n]*/ | "/*" /(.|\n)*?/ "*/"
+%import common.NUMBER
+%import common.WS
+%ignore WS
+%ignore COMMENT
+"""
+
+GRAMMARS = {"arith": ARITH, "json": JSON, "sql": SQL, "toy": TOY}
+
+DOCUMENTS = {
+    "arith": ["1 + 2 * (3 - 4.5) / -6", "((1))", "-(-2e3)*7", "12"],
+    "json": ['{"a": [1, 2.5e-3, true, null], "b": {"c": "x\\"y\\u00e9 \u00e9"}}', "[]",
+             ' [ {} , "" ] ', "-0.5"],
+    "sql": ["SELECT a, b AS c FROM t WHERE a = 1 AND NOT b <> 'x' ORDER BY a DESC LIMIT 5;",
+            "select count(*) from users u join orders o on u.id = o.uid group by u.id",
+            "Select Distinct x From y Where (x Is Not Null Or z >= 3)"],
+    "toy": ["x = 1 + 2 * y; // comment\nif (x > 2) { print(x); } else { /* c */ y = f(x, 3); }",
+            "while (a < 10) { a = a + 1; { b = \"s\"; } }", "", "/* a */ // b"],
+}
+
+INVALID = {
+    "arith": ["1 +", "(1", "1 2", "+1", "1 * * 2", ""],
+    "json": ['{"a" 1}', "[1,]", '{"a":1,}', '"abc', "tru", ""],
+    "sql": ["SELECT FROM t", "SELECT a FROM", "SELECT a FROM t LIMIT x", "select a from t where x ="],
+    "toy": ["x = 1", "if (x) print(x);", "{", "/* unterminated", "x = 1; */"],
+}
+
+
+# -- the oracle ---------------------------------------------------------------------------
+class Oracle:
+    """Prefix and sentence decisions that share no code with fsm/grammar.py."""
+
+    def __init__(self, text: str, start: str = "start"):
+        self.earley = Lark(text, parser="earley", lexer="dynamic_complete", start=start)
+        self.lalr = Lark(text, parser="lalr", start=start)
+        self.terms = {}
+        for t in self.lalr.terminals:
+            lazy = bool(regex.search(r"(?<!\\)[*+?}]\?", t.pattern.value))
+            self.terms[t.name] = (regex.compile(t.pattern.to_regexp()), lazy)
+        self.ignore = list(self.lalr.ignore_tokens)
+        self._parsers = {}
+        self._accepts = {}
+        root = self.lalr.parse_interactive("")
+        self.root = self._key(root)
+
+    def _key(self, ip):
+        k = tuple(ip.parser_state.state_stack)
+        self._parsers.setdefault(k, ip)
+        return k
+
+    def accepts(self, k):
+        a = self._accepts.get(k)
+        if a is None:
+            a = self._accepts[k] = self._parsers[k].accepts()
+        return a
+
+    def feed(self, k, name):
+        ip = self._parsers[k].copy()
+        ip.feed_token(Token(name, ""))
+        return self._key(ip)
+
+    def full(self, name, s):
+        """s is a lexeme: Python's preferred match of the pattern on s is all of s (what
+        Earley's dynamic_complete lexer takes, from truncations of the input)."""
+        pat, _ = self.terms[name]
+        m = pat.match(s)
+        return m is not None and m.group() == s
+
+    def partial(self, name, s):
+        """s is a prefix of a lexeme (regex partial matching; for a lazy pattern, a
+        lexeme must also be found by one of a few completions)."""
+        pat, lazy = self.terms[name]
+        if not pat.fullmatch(s, partial=True):
+            return False
+        return not lazy or any(self.full(name, s + c) for c in CLOSERS)
+
+    def start_configs(self, k, ch):
+        out = set()
+        for name in sorted(self.accepts(k) - {"$END"}) + self.ignore:
+            if self.partial(name, ch):
+                out.add((k, name, ch))
+        return out
+
+    def step(self, configs, ch):
+        out = set()
+        for k, name, lex in configs:
+            if name is None:
+                out |= self.start_configs(k, ch)
+                continue
+            if self.partial(name, lex + ch):
+                out.add((k, name, lex + ch))
+            if self.full(name, lex):
+                if name in self.ignore:  # Earley takes the longest match of an ignored terminal
+                    if not self.partial(name, lex + ch):
+                        out |= self.start_configs(k, ch)
+                else:
+                    out |= self.start_configs(self.feed(k, name), ch)
+        return out
+
+    def configs(self, text: str):
+        c = {(self.root, None, "")}
+        for ch in text:
+            c = self.step(c, ch)
+            if not c:
+                break
+        return c
+
+    def is_prefix(self, data: bytes) -> bool:
+        try:
+            return bool(self.configs(data.decode("utf-8")))
+        except UnicodeDecodeError as e:
+            if e.end != len(data) or len(data) - e.start != 1 or not 0xC2 <= data[-1] <= 0xDF:
+                return False  # invalid UTF-8, or a split we do not enumerate
+            return any(self.is_prefix(data + bytes([c])) for c in range(0x80, 0xC0))
+
+    def is_sentence(self, data: bytes) -> bool:
+        try:
+            self.earley.parse(data.decode("utf-8"))
+            return True
+        except (LarkError, UnicodeDecodeError):
+            return False
+
+
+CLOSERS = ["", "*/", "/", '"', 'x"', "\n", "x*/"]
+_ORACLES: dict = {}
+
+
+def oracle(name) -> Oracle:
+    if name not in _ORACLES:
+        _ORACLES[name] = Oracle(GRAMMARS[name])
+    return _ORACLES[name]
+
+
+ALPHABET = {
+    "arith": "0123456789.e+-*/() ",
+    "json": '{}[]:,"\\ 0123456789.-+eEtrufalsn\u00e9x',
+    "sql": "selctfromwhSELCTFROMWH abnd*,=<>'();0123._",
+    "toy": 'xyif(){}=;+-*/<>"0123 \nelswhpnt_',
+}
+MULTI = {
+    "arith": ["12", "3.5", "+ (", ") *", "e-", "1e", " -", "((", "))"],
+    "json": ['{"', '":', '",', '"}', "true", "null", "false", ', "', '": "', "},{", "[[", "]]",
+             '"\u00e9\u00e9"', "\u00e9", "\\u00e9", "12.5", "e+3", "\xc3", "\xa9"],
+    "sql": ["SELECT", "select", " FROM", "from", " WHERE", " AND ", "ORDER BY", " order",
+            " by ", "LIMIT ", "count(*)", "'abc'", " AS ", "as", "a.b", "NOT ", "IS NULL",
+            "join", " on ", "selecta", "DESC"],
+    "toy": ["if", "if (", "while", "print(", "else", "{ ", "} ", "//", "/*", "*/", "\n}",
+            "x = ", "==", "<=", "abc", '"s"', "f(", ", ", "/**/", "= 1;"],
+}
+
+
+def grammar_vocab(name, seed=0):
+    rng = random.Random(seed)
+    alpha = ALPHABET[name]
+    toks = {c.encode() for c in alpha}
+    pairs = [(a + b).encode() for a in alpha for b in alpha]
+    toks |= set(rng.sample(pairs, 150))
+    for m in MULTI[name]:
+        toks.add(m.encode("latin-1") if m in ("\xc3", "\xa9") else m.encode())
+    for _ in range(10):
+        toks.add("".join(rng.choice(alpha) for _ in range(rng.randint(3, 6))).encode())
+    return small_vocab(sorted(toks))
+
+
+def allowed_ids(mask: np.ndarray, size: int) -> set:
+    bits = np.unpackbits(mask.view(np.uint8), bitorder="little")
+    return set(np.flatnonzero(bits[:size]).tolist())
+
+
+# -- exact masks -----------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_masks_equal_brute_force(name):
+    """At states reached by random walks, the mask is exactly the set of tokens t
+    with prefix+t a prefix of a sentence, plus EOS iff the prefix is a sentence."""
+    orc = oracle(name)
+    vocab = grammar_vocab(name)
+    auto = compile_grammar(GRAMMARS[name], vocab)
+    eos = vocab.eos_ids[0]
+    rng = random.Random(1)
+    checked = 0
+    for walk in range(3):
+        m, prefix = auto.matcher(), b""
+        for _ in range(14):
+            got = allowed_ids(m.next_token_mask(), vocab.size)
+            want = {i for i, t in enumerate(vocab.token_bytes) if t and orc.is_prefix(prefix + t)}
+            if orc.is_sentence(prefix):
+                want.add(eos)
+            assert got == want, (prefix, sorted(vocab.token_bytes[i] for i in got ^ want
+                                               if vocab.token_bytes[i]), eos in got, eos in want)
+            checked += 1
+            choices = sorted(want - {eos})
+            if not choices:
+                break
+            t = rng.choice(choices)
+            assert m.accept_token(t)
+            prefix += vocab.token_bytes[t]
+    assert checked >= 20
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_documents_accepted_and_prefixes_live(name):
+    orc = oracle(name)
+    auto = compile_grammar(GRAMMARS[name], grammar_vocab(name))
+    dfa = auto.dfa
+    for doc in DOCUMENTS[name]:
+        data = doc.encode()
+        assert orc.is_sentence(data), doc  # the oracle agrees the document is valid
+        s = dfa.start
+        for k, b in enumerate(data):
+            s = dfa.step(s, b)
+            assert s != 0, (doc, data[: k + 1])
+        assert dfa.accepting[s], doc
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_invalid_documents_rejected(name):
+    orc = oracle(name)
+    auto = compile_grammar(GRAMMARS[name], grammar_vocab(name))
+    dfa = auto.dfa
+    for doc in INVALID[name]:
+        data = doc.encode()
+        assert not orc.is_sentence(data), doc
+        s = dfa.walk(dfa.start, data)
+        assert not (s and dfa.accepting[s]), doc
+        assert (s != 0) == orc.is_prefix(data), doc
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_random_strings_agree_with_earley(name):
+    """Short random strings over the grammar's alphabet: accepted iff Earley parses,
+    alive iff the oracle says prefix."""
+    orc = oracle(name)
+    auto = compile_grammar(GRAMMARS[name], grammar_vocab(name))
+    dfa = auto.dfa
+    rng = random.Random(7)
+    docs = DOCUMENTS[name]
+    for _ in range(150):
+        if rng.random() < 0.5:  # mutate a valid document
+            d = list(rng.choice(docs))
+            for _ in range(rng.randint(1, 3)):
+                op, pos = rng.random(), rng.randint(0, len(d))
+                if op < 0.4 and pos < len(d):
+                    del d[pos]
+                elif op < 0.8:
+                    d.insert(pos, rng.choice(ALPHABET[name]))
+                else:
+                    d = d[:pos]
+            text = "".join(d)
+        else:
+            text = "".join(rng.choice(ALPHABET[name]) for _ in range(rng.randint(0, 8)))
+        data = text.encode()
+        s = dfa.walk(dfa.start, data)
+        assert bool(s and dfa.accepting[s]) == orc.is_sentence(data), text
+        assert (s != 0) == orc.is_prefix(data), text
+
+
+def test_tokens_spanning_terminals_and_lexing_ambiguity():
+    vocab = small_vocab([b"SELECT", b"selecta", b" a", b" FROM", b" t", b"FROM", b"t;", b"a"])
+    auto = compile_grammar(SQL, vocab)
+    m = auto.matcher()
+    # "selecta" lexes as SELECT + NAME(a): any split counts, as in Earley dynamic_complete
+    assert m.accept_token(1) and m.accept_token(3) and m.accept_token(4)
+    assert m.is_accepting()
+    assert oracle("sql").is_sentence(b"selecta FROM t")
+
+
+# -- errors ----------------------------------------------------------------------------
+def test_bad_grammar_text_names_line():
+    with pytest.raises(GrammarError, match="line 3"):
+        compile_grammar('start: "a"\n\nfoo: bar: baz\n', small_vocab([b"a"]))
+
+
+def test_lalr_conflict_names_rule():
+    ambiguous = 'start: e\ne: e "+" e | "1"\n'
+    with pytest.raises(GrammarError, match=r"not LALR\(1\).*Shift/Reduce.*PLUS[\s\S]*<e : e PLUS e>"):
+        compile_grammar(ambiguous, small_vocab([b"1", b"+"]))
+    rr = 'start: a "x" | b "x"\na: "y"\nb: "y"\n'
+    with pytest.raises(GrammarError, match=r"Reduce/Reduce[\s\S]*<a : Y>[\s\S]*<b : Y>|"
+                                           r"Reduce/Reduce[\s\S]*<b : Y>[\s\S]*<a : Y>"):
+        compile_grammar(rr, small_vocab([b"y", b"x"]))
+
+
+def test_unsupported_terminal_regex_names_terminal():
+    g = 'start: WORD\nWORD: /a(?=b)b/\n'
+    with pytest.raises(GrammarError, match="terminal WORD: .*lookaround"):
+        compile_grammar(g, small_vocab([b"a", b"b"]))
+
+
+def test_undefined_declared_terminal():
+    with pytest.raises(GrammarError, match="INDENT"):
+        compile_grammar('start: INDENT "a"\n%declare INDENT\n', small_vocab([b"a"]))
+
+
+def test_zero_width_terminal():
+    with pytest.raises(GrammarError, match="A matches the empty string"):
+        compile_grammar('start: A "b"\nA: /a*/\n', small_vocab([b"a", b"b"]))
+
+
+def test_state_cap():
+    with pytest.raises(fsm.TooLargeError):
+        auto = compile_grammar(JSON, small_vocab([b"[", b"]", b"1"]), max_states=20)
+        m = auto.matcher()
+        for _ in range(30):
+            m.accept_token(0)
+
+
+def test_unproductive_rules_are_dropped():
+    g = 'start: "a" | "b" loop\nloop: "c" loop\n'
+    vocab = small_vocab([b"a", b"b", b"c"])
+    m = compile_grammar(g, vocab).matcher()
+    assert allowed_ids(m.next_token_mask(), vocab.size) == {0}
+
+
+# -- compile_cfg -----------------------------------------------------------------------
+def test_compile_cfg_matches_equivalent_lark_grammar():
+    tb = TermBuilder()
+    rules = {"value": [["NUM"], ["LB", "items", "RB"], ["LB", "RB"]],
+             "items": [["value"], ["items", "COMMA", "value"]]}
+    terms = {"NUM": regex_to_term(tb, r"[0-9]+"), "LB": tb.literal(b"["),
+             "RB": tb.literal(b"]"), "COMMA": tb.literal(b","), "WS": regex_to_term(tb, r"[ \n]+")}
+    vocab = small_vocab([b"[", b"]", b",", b"1", b"23", b" ", b"[1", b"],[", b"1 2"])
+    auto = compile_cfg(rules, terms, "value", vocab, tb, ignore=("WS",))
+    lark_text = ('value: NUM | "[" items "]" | "[" "]"\nitems: value | items "," value\n'
+                 'NUM: /[0-9]+/\nWS: /[ \\n]+/\n%ignore WS\n')
+    orc = Oracle(lark_text, start="value")
+    rng = random.Random(3)
+    alpha = "[],12 "
+    dfa = auto.dfa
+    for _ in range(300):
+        data = "".join(rng.choice(alpha) for _ in range(rng.randint(0, 9))).encode()
+        s = dfa.walk(dfa.start, data)
+        assert bool(s and dfa.accepting[s]) == orc.is_sentence(data), data
+        assert (s != 0) == orc.is_prefix(data), data
+    with pytest.raises(GrammarError, match="undefined symbol 'X'"):
+        compile_cfg({"s": [["X"]]}, terms, "s", vocab, tb)
+
+
+# -- the real vocabulary ---------------------------------------------------------------
+def _whole_chars(data: bytes) -> bytes:
+    """data without a trailing incomplete UTF-8 character (the oracle enumerates only
+    2-byte completions)."""
+    for cut in range(0, 4):
+        try:
+            (data[: len(data) - cut] if cut else data).decode("utf-8")
+            return data[: len(data) - cut] if cut else data
+        except UnicodeDecodeError:
+            continue
+    return data
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_real_vocab_documents_and_random_walks(name, smol_tokenizer, smol_vocab):
+    auto = compile_grammar(GRAMMARS[name], smol_vocab)
+    orc = oracle(name)
+    eos = smol_vocab.eos_ids[0]
+    for doc in DOCUMENTS[name]:  # the tokenizer's own tokenization is accepted
+        m = auto.matcher()
+        for t in smol_tokenizer.encode(doc, add_special_tokens=False):
+            mask = m.next_token_mask()
+            assert (mask[t >> 5] >> (t & 31)) & 1, (doc, t)
+            assert m.accept_token(t)
+        assert m.accept_token(eos), doc
+    rng = random.Random(11)
+    done = 0
+    for walk in range(6):
+        m, out = auto.matcher(), b""
+        for step in range(60):
+            ids = np.flatnonzero(np.unpackbits(m.next_token_mask().view(np.uint8),
+                                               bitorder="little")[: smol_vocab.size])
+            assert len(ids), out
+            if eos in ids and (step > 10 or rng.random() < 0.2):
+                t = eos
+            else:
+                # prefer short tokens so that structure, not one long string, is explored
+                short = [i for i in rng.sample(list(ids), min(40, len(ids)))
+                         if i != eos and len(smol_vocab.token_bytes[i]) <= 3]
+                t = rng.choice(short) if short else int(rng.choice(list(ids)))
+            assert m.accept_token(int(t))
+            if t == eos:
+                break
+            out += smol_vocab.token_bytes[t]
+            assert orc.is_prefix(_whole_chars(out)), out
+        if m.is_terminated():
+            assert orc.is_sentence(out), out
+            done += 1
+    assert done >= 1
