@@ -133,7 +133,8 @@ INVALID = {
     "arith": ["1 +", "(1", "1 2", "+1", "1 * * 2", ""],
     "json": ['{"a" 1}', "[1,]", '{"a":1,}', '"abc', "tru", ""],
     "sql": ["SELECT FROM t", "SELECT a FROM", "SELECT a FROM t LIMIT x", "select a from t where x ="],
-    "toy": ["x = 1", "if (x) print(x);", "{", "/* unterminated", "x = 1; */"],
+    "toy": ["x = 1", "if (x) print(x);", "{", "/* unterminated", "x = 1; */", "{ //}",
+            "{ /* */ */ }"],
 }
 
 
