@@ -97,6 +97,9 @@ def paged_attention(query: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
             valid = pos[None, :] < lens[:, None]
             if sliding_window is not None:
                 valid &= pos[None, :] > (lens[:, None] - 1 - sliding_window)
+            # Padding reads the sequence's first slot instead of unwritten cache memory,
+            # which may hold NaN (0 * NaN would poison the output despite the mask).
+            idx = torch.where(pos[None, :] < lens[:, None], idx, idx[:, :1])
             bias = torch.zeros(valid.shape, dtype=query.dtype, device=query.device)
             bias.masked_fill_(~valid, float("-inf"))
             meta.cache[key] = (idx.view(-1), bias[:, None, None, :], max_len)
