@@ -1,5 +1,7 @@
 """Regex-constrained extraction from a paragraph: dates, phone numbers, amounts.
 
+Patterns say [0-9], not \d: as in Python's re, \d also matches other scripts' digits.
+
 Run: .venv/bin/python examples/extract_regex.py
 """
 import re
@@ -13,9 +15,9 @@ PARAGRAPH = (
 )
 
 FIELDS = {
-    "the invoice issue date": r"\d{4}-\d{2}-\d{2}",
-    "the customer's phone number": r"\(\d{3}\) \d{3}-\d{4}",
-    "the total amount due": r"\$\d{1,3}(,\d{3})*\.\d{2}",
+    "the invoice issue date": r"[0-9]{4}-[0-9]{2}-[0-9]{2}",
+    "the customer's phone number": r"\([0-9]{3}\) [0-9]{3}-[0-9]{4}",
+    "the total amount due": r"\$[0-9]{1,3}(,[0-9]{3})*\.[0-9]{2}",
 }
 
 

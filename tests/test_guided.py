@@ -1,0 +1,85 @@
+"""guided on the real embedded model: outputs always fullmatch, truncation is reported."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import fsm
+import guided
+
+PATTERNS = [r"[0-9]{4}-[0-9]{2}-[0-9]{2}", r"(中文|日本語|😀{1,3})( [a-z]{1,6})?", r"[A-Z][a-z]+ (is|was) [a-z ]{1,20}\."]
+
+
+@pytest.fixture(scope="module")
+def hf_model():
+    return guided.load(backend="transformers")
+
+
+@pytest.fixture(scope="module")
+def engine_model():
+    return guided.load(backend="engine")
+
+
+def test_regex_on_engine_fullmatches(engine_model):
+    gen = guided.regex(engine_model, PATTERNS[0])
+    out = gen(["When did Apollo 11 land? Give the date.", "Today's date, please."], max_tokens=20)
+    assert all(re.fullmatch(PATTERNS[0], o) for o in out)
+
+
+def test_choice_on_engine(engine_model):
+    ans = guided.choice(engine_model, ["yes", "no", "unsure"])("Is Paris the capital of France?")
+    assert ans in ("yes", "no", "unsure")
+
+
+def test_truncation_is_reported(engine_model):
+    gen = guided.regex(engine_model, r"[a-z]{30,40}")
+    with pytest.raises(guided.IncompleteOutputError) as err:
+        gen("Write letters.", max_tokens=3)
+    (o,) = err.value.outputs
+    assert not o.complete and o.finish_reason == "length" and o.value is None
+    assert re.fullmatch(r"[a-z]*", o.text) and len(o.token_ids) == 3
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_transformers_greedy_batch_left_padding(hf_model, pattern):
+    prompts = ["Say something.", "A much longer prompt that forces left padding of the short one."]
+    outs = guided.regex(hf_model, pattern).generate(prompts, max_tokens=24)
+    for o in outs:
+        assert re.fullmatch(pattern + ("" if o.complete else "|.*"), o.text) or not o.complete
+        if o.complete:
+            assert re.fullmatch(pattern, o.text), o
+
+
+def test_transformers_sampling_and_chinese_emoji(hf_model):
+    outs = guided.regex(hf_model, PATTERNS[1]).generate(["Write something."] * 4, temperature=1.0,
+                                                       top_p=0.95, top_k=50, seed=0, max_tokens=16)
+    done = [o for o in outs if o.complete]
+    assert done and all(re.fullmatch(PATTERNS[1], o.text) for o in done)
+
+
+def test_logits_processor_with_beam_search(hf_model):
+    tok, model, vocab = hf_model.tokenizer, hf_model.hf_model, hf_model.vocab
+    pattern = r"(red|green|blue) (car|tree|sky)"
+    proc = guided.ConstraintLogitsProcessor(fsm.compile_regex(pattern, vocab))
+    enc = tok(["The colour of grass and the thing it is:", "Tell me:"], return_tensors="pt",
+              padding=True, padding_side="left")
+    with torch.inference_mode():
+        out = model.generate(**enc, logits_processor=[proc], num_beams=3, num_return_sequences=2,
+                             max_new_tokens=8, do_sample=False, pad_token_id=tok.eos_token_id)
+    width = enc.input_ids.shape[1]
+    for row in out:
+        ids = [t for t in row[width:].tolist() if t != tok.eos_token_id]
+        text = b"".join(vocab.token_bytes[t] for t in ids).decode()
+        assert re.fullmatch(pattern, text), text
+
+
+def test_processor_refuses_forbidden_token():
+    vocab = fsm.Vocabulary((b"a", b"b", None), (2,), 3)
+    proc = guided.ConstraintLogitsProcessor(fsm.compile_regex("a+", vocab))
+    scores = torch.zeros(1, 3)
+    proc(torch.tensor([[0]]), scores)
+    assert scores.tolist() == [[0.0, float("-inf"), float("-inf")]]
+    with pytest.raises(RuntimeError, match="forbids"):
+        proc(torch.tensor([[0, 1]]), torch.zeros(1, 3))
