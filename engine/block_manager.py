@@ -1,7 +1,7 @@
 """Fixed-size KV blocks with reference counts and prefix caching.
 
-A block is `block_size` token slots in every layer's cache. A full block whose KV has
-been computed is registered under a chained hash (hash of the previous block's hash
+A block is `block_size` token slots in every layer's cache. A full block whose KV is
+computed (or being computed this step) is registered under a chained hash (hash of the previous block's hash
 and this block's tokens), so a later sequence whose prompt starts with the same
 tokens reuses it instead of recomputing it. Freed blocks keep their hash until they
 are handed out again (LRU order), so a shared system prompt survives between
@@ -79,12 +79,17 @@ class BlockManager:
         if seq.num_preemptions == 0:
             seq.prefix_hit_tokens = seq.num_cached_tokens
 
-    def register_computed_blocks(self, seq: Sequence) -> None:
-        """Hash the blocks that became full and computed in the last step."""
+    def register_full_blocks(self, seq: Sequence, num_tokens: int) -> None:
+        """Hash and publish `seq`'s blocks that are full within its first `num_tokens` tokens.
+
+        The scheduler calls this as soon as a chunk is scheduled, before its KV exists:
+        a sequence admitted later in the same step may then reuse these blocks, because
+        every layer writes the whole step's keys/values before any attention reads them.
+        """
         if not self.enable_prefix_caching:
             return
         bs = self.block_size
-        full = seq.num_computed_tokens // bs
+        full = min(num_tokens, seq.num_tokens) // bs
         while len(seq.block_hashes) < full:
             i = len(seq.block_hashes)
             tokens = tuple(seq.token_ids[i * bs:(i + 1) * bs])

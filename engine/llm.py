@@ -203,8 +203,6 @@ class LLM:
         for seq, n in batch:
             self.stats["prefill_tokens" if n > 1 else "decode_tokens"] += n
         results = self.runner.execute(batch, self.eos_token_ids)
-        for seq, _ in batch:
-            self.block_manager.register_computed_blocks(seq)
         for r in results:
             seq = r.seq
             if r.token is None:

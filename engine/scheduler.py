@@ -57,6 +57,7 @@ class Scheduler:
                 if victim is seq:
                     break
             else:
+                bm.register_full_blocks(seq, seq.num_computed_tokens + n)
                 scheduled.append((seq, n))
                 budget -= n
                 i += 1
@@ -90,6 +91,7 @@ class Scheduler:
                     self.failed.append(seq)
                     continue
                 break
+            bm.register_full_blocks(seq, seq.num_computed_tokens + n)
             self.waiting.popleft()
             seq.status = SequenceStatus.RUNNING
             bisect.insort(self.running, seq, key=lambda s: s.seq_id)

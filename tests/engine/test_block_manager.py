@@ -19,7 +19,7 @@ def test_prefix_blocks_are_shared_and_refcounted():
     assert a.num_computed_tokens == 0
     assert bm.allocate(a, 10) and len(a.block_table) == 3
     a.num_computed_tokens = 10
-    bm.register_computed_blocks(a)           # two full blocks hashed
+    bm.register_full_blocks(a, a.num_computed_tokens)           # two full blocks hashed
     b = seq(1, list(range(8)) + [99, 98, 97])
     bm.match_prefix(b)
     assert b.block_table == a.block_table[:2] and b.num_computed_tokens == 8
@@ -40,7 +40,7 @@ def test_whole_prompt_hit_leaves_one_block_to_compute():
     a = seq(0, range(8))
     bm.allocate(a, 8)
     a.num_computed_tokens = 8
-    bm.register_computed_blocks(a)
+    bm.register_full_blocks(a, a.num_computed_tokens)
     b = seq(1, range(8))
     bm.match_prefix(b)
     assert b.num_computed_tokens == 4       # the last block is recomputed for its logits
@@ -51,7 +51,7 @@ def test_eviction_reuses_unhashed_blocks_first():
     a = seq(0, range(4))
     bm.allocate(a, 4)
     a.num_computed_tokens = 4
-    bm.register_computed_blocks(a)
+    bm.register_full_blocks(a, a.num_computed_tokens)
     bm.free_sequence(a)
     b = seq(1, [7])
     bm.allocate(b, 1)

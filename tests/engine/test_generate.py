@@ -64,10 +64,14 @@ def test_prefix_cache_hits_and_survives_between_calls(llm, reference):
     first = run(engine, PROMPTS[:4])
     assert all(o.num_cached_tokens == 0 for o in first)
     # Blocks were freed but keep their hashes: the last prompt shares ~60 tokens with
-    # the one before it. (Two prompts admitted in the same step do not share: a block
-    # is registered only once its KV has been computed.)
+    # the one before it.
     second = run(engine, PROMPTS[4:])
     assert second[0].num_cached_tokens >= 48
+    # Admitted in the same step, a prompt reuses blocks an earlier one is computing then.
+    fresh = llm.with_config(block_size=8)
+    both = run(fresh, PROMPTS[3:])
+    assert both[0].num_cached_tokens == 0 and both[1].num_cached_tokens >= 48
+    assert [o.token_ids for o in both] == reference[3:]
     again = run(engine)
     assert all(o.num_cached_tokens >= 8 * (len(o.prompt_token_ids) // 8 - 1) for o in again)
     assert [o.token_ids for o in first + second] == reference
