@@ -55,9 +55,12 @@ thread while the automaton is in use; one builder per compiled constraint).
 from __future__ import annotations
 
 import re
+import threading
+
+import numpy as np
 
 from .automaton import TokenAutomaton
-from .dfa import DEFAULT_MAX_STATES, TermSource
+from .dfa import DEAD, DEFAULT_MAX_STATES, TermSource
 from .errors import ConstraintError, RegexError
 from .regex import regex_to_term
 from .terms import Term, TermBuilder
@@ -70,7 +73,7 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as _C  # type: ignore
     import sre_parse as _P  # type: ignore
 
-__all__ = ["GrammarError", "compile_grammar", "compile_cfg", "GrammarSource"]
+__all__ = ["GrammarError", "compile_grammar", "compile_cfg", "GrammarSource", "GrammarAutomaton"]
 
 
 class GrammarError(ConstraintError):
@@ -81,6 +84,7 @@ class GrammarError(ConstraintError):
 # lark's common.ESCAPED_STRING (lookbehind) and the regular language it denotes
 _LARK_ESCAPED_STRING = r'".*?(?<!\\)(\\\\)*?"'
 _ESCAPED_STRING_RE = r'"(?:[^"\\\n]|\\[^\n])*"'
+INF = 1 << 60
 _LARK_FLAGS = {"i": re.IGNORECASE, "s": re.DOTALL, "m": re.MULTILINE, "x": re.VERBOSE,
                "u": 0, "l": 0}
 
@@ -89,14 +93,33 @@ _LARK_FLAGS = {"i": re.IGNORECASE, "s": re.DOTALL, "m": re.MULTILINE, "x": re.VE
 # LR tables
 # ---------------------------------------------------------------------------------
 class _Stack:
-    """An interned persistent LR stack node: equal stacks are the same object."""
-    __slots__ = ("state", "parent", "feed", "starts", "end", "__weakref__")
+    """An interned persistent LR stack node: equal stacks are the same object.
+
+    Caches hold, beside each result, the lowest height whose state the computation
+    read (see GrammarAutomaton: masks are shared between stacks that agree down there)."""
+    __slots__ = ("state", "parent", "height", "feed", "starts", "end", "_tops")
 
     def __init__(self, state: int, parent: "_Stack | None"):
         self.state, self.parent = state, parent
-        self.feed: dict = {}      # terminal index -> resulting stack (None: error)
-        self.starts = None        # merged start row (see GrammarSource._start_row)
-        self.end = None           # accepts $END here?
+        self.height = 0 if parent is None else parent.height + 1
+        self.feed: dict = {}      # terminal index -> (resulting stack or None, low)
+        self.starts = None        # (merged start row, low) (see GrammarSource._start_row)
+        self.end = None           # (accepts $END here?, low)
+        self._tops: dict | None = None
+
+    def top_states(self, d: int) -> tuple:
+        """The states of the top d nodes (fewer if the stack is shorter)."""
+        tops = self._tops
+        if tops is None:
+            tops = self._tops = {}
+        t = tops.get(d)
+        if t is None:
+            out, s = [], self
+            while s is not None and len(out) < d:
+                out.append(s.state)
+                s = s.parent
+            t = tops[d] = tuple(out)
+        return t
 
 
 class _Tables:
@@ -147,6 +170,9 @@ class GrammarSource:
         self._terms = TermSource(tb, max_states)
         self._ignored_idx = [i for i, ig in enumerate(self.ignored) if ig]
         self._live: dict[int, tuple] = {}
+        self.low = INF             # lowest stack height read by the current computation
+        self.fresh_lows: list = []  # (key, low) of rows computed since the last sync
+        self.acc_low: dict = {}     # key -> low of its accepting() computation
         self.root = self._push(tables.start_state, None)
         self.start_key = frozenset({(self.root, -1, tb.empty)})
 
@@ -165,35 +191,40 @@ class GrammarSource:
 
     def feed(self, stack: _Stack, term: int):
         """The stack after shifting terminal `term` (reductions first); None on error."""
-        cache = stack.feed
-        if term in cache:
-            return cache[term]
-        action, s = self.t.action, stack
-        while True:
-            act = action[s.state].get(term)
-            if act is None:
-                out = None
-                break
-            if act[0]:
-                out = self._push(act[1], s)
-                break
-            s = self._reduce(s, *act[1])
-        cache[term] = out
-        return out
+        hit = stack.feed.get(term)
+        if hit is None:
+            action, s, low = self.t.action, stack, stack.height
+            while True:
+                act = action[s.state].get(term)
+                if act is None:
+                    out = None
+                    break
+                if act[0]:
+                    out = self._push(act[1], s)
+                    break
+                s = self._reduce(s, *act[1])
+                low = min(low, s.height - 1)
+            hit = stack.feed[term] = (out, low)
+        if hit[1] < self.low:
+            self.low = hit[1]
+        return hit[0]
 
     def accepts_end(self, stack: _Stack) -> bool:
         if stack.end is None:
-            s, ok = stack, False
+            s, ok, low = stack, False, stack.height
             while True:
                 act = self.t.end_action.get(s.state)
                 if act is None or act[0]:
                     break
                 s = self._reduce(s, *act[1])
+                low = min(low, s.height - 1)
                 if s.state == self.t.end_state:
                     ok = True
                     break
-            stack.end = ok
-        return stack.end
+            stack.end = (ok, low)
+        if stack.end[1] < self.low:
+            self.low = stack.end[1]
+        return stack.end[0]
 
     # -- rows -------------------------------------------------------------------------
     def _start_row(self, stack: _Stack) -> tuple:
@@ -202,13 +233,17 @@ class GrammarSource:
         if r is None:
             parts = []
             live_row = self._live_row
+            outer, self.low = self.low, stack.height
             for i in list(self.t.action[stack.state]) + self._ignored_idx:
                 if self.ignored[i] or self.feed(stack, i) is not None:
                     seg = live_row(self.terms[i])
                     if seg:
                         parts.append(self._lift(seg, stack, i))
-            r = stack.starts = _merge(parts)
-        return r
+            r = stack.starts = (_merge(parts), self.low)
+            self.low = min(outer, self.low)
+        elif r[1] < self.low:
+            self.low = r[1]
+        return r[0]
 
     def _lift(self, seg, stack, i) -> tuple:
         return tuple((a, b, frozenset(((stack, i, x),))) for a, b, x in seg)
@@ -225,6 +260,12 @@ class GrammarSource:
         return r
 
     def row(self, key) -> tuple:
+        self.low = INF
+        out = self._row(key)
+        self.fresh_lows.append((key, self.low))
+        return out
+
+    def _row(self, key) -> tuple:
         parts = []
         live_row = self._live_row
         for el in key:
@@ -246,18 +287,112 @@ class GrammarSource:
         return _merge(parts)
 
     def accepting(self, key) -> bool:
+        outer, self.low = self.low, INF
+        ok = False
         for stack, i, x in key:
             if x.nullable:
                 nxt = stack if i < 0 or self.ignored[i] else self.feed(stack, i)
                 if self.accepts_end(nxt):
-                    return True
-        return False
+                    ok = True
+                    break
+        self.acc_low[key] = self.low
+        self.low = min(outer, self.low)
+        return ok
 
     def is_empty(self, key) -> bool:
         # Elements are only created live: the terminal was acceptable when started
         # (so the stack is a viable prefix of a productive grammar: completable) and
         # lexemes with an empty language are dropped in `_lift`.
         return not key
+
+
+class GrammarAutomaton(TokenAutomaton):
+    """TokenAutomaton over a GrammarSource whose masks are shared between parser stacks
+    that agree where it matters.
+
+    A key's language is the union of its elements' languages, so its mask is the OR of
+    its elements' masks. An element's mask is computed once exactly (the usual trie walk
+    from the DFA state of the element alone) while recording the lowest stack height
+    whose LR state any step of that computation read (reductions pop, gotos read); the
+    mask then holds for every element with the same terminal and lexeme whose stack
+    has the same states down to that height, and is stored under that signature. So a
+    string inside an object at depth 7 reuses the mask computed at depth 2, and only
+    tokens that would reduce deeper than any seen before force a new walk."""
+
+    def __init__(self, source: "GrammarSource", vocab: Vocabulary, description: str = "",
+                 max_states: int | None = None):
+        super().__init__(source, source.start_key, vocab, description, max_states)
+        self.source = source
+        self._low = np.full(64, INF, dtype=np.int64)  # per DFA state: low of its row
+        self._sig: dict = {}      # (terminal, lexeme id, d, top d states) -> (mask, count)
+        self._depths: dict = {}   # (terminal, lexeme id) -> depths d seen (ascending)
+        self._last_walk = None
+
+    def _walk(self, s: int) -> np.ndarray:
+        states = super()._walk(s)
+        self._last_walk = states
+        return states
+
+    def _sync_lows(self) -> None:
+        src, dfa = self.source, self.dfa
+        if len(self._low) < dfa.num_states:
+            grown = np.full(max(2 * len(self._low), dfa.num_states), INF, dtype=np.int64)
+            grown[: len(self._low)] = self._low
+            self._low = grown
+        index = dfa._index
+        for key, low in src.fresh_lows:
+            self._low[index[key]] = low
+        src.fresh_lows.clear()
+
+    def _compute_mask(self, s: int) -> np.ndarray:
+        key = self.dfa.keys[s]
+        if s == DEAD or not key:
+            return super()._compute_mask(s)
+        parts = [self._element_mask(e) for e in key]
+        if len(parts) == 1:
+            mask, count = parts[0]
+        else:
+            mask = parts[0][0].copy()
+            for m, _ in parts[1:]:
+                mask |= m
+            mask.setflags(write=False)
+            count = int(np.unpackbits(mask.view(np.uint8)).sum())
+        self._masks[s], self._counts[s] = mask, count
+        return mask
+
+    def _element_mask(self, e) -> tuple:
+        stack, t, x = e
+        base = (t, x.id)
+        depths = self._depths.get(base)
+        if depths:
+            for d in depths:
+                hit = self._sig.get((base, d, stack.top_states(d)))
+                if hit is not None:
+                    return hit
+        dfa = self.dfa
+        st = dfa.state_of(frozenset((e,)))
+        if st in self._masks:
+            mask = self._masks[st]
+        else:
+            self._last_walk = None
+            mask = TokenAutomaton._compute_mask(self, st)
+        self._sync_lows()
+        low = min(int(self._low[st]), self.source.acc_low.get(dfa.keys[st], INF))
+        if self._last_walk is not None:
+            visited = self._last_walk
+            if visited.size:
+                low = min(low, int(self._low[visited].min()))
+        else:  # computed before this signature scheme saw it: be conservative
+            low = 0
+        d = 0 if low >= INF else stack.height - low + 1
+        hit = (mask, self._counts[st])
+        self._sig[(base, d, stack.top_states(d))] = hit
+        if depths is None:
+            depths = self._depths[base] = []
+        if d not in depths:
+            depths.append(d)
+            depths.sort()
+        return hit
 
 
 def _subtract(row: tuple, cover: tuple) -> tuple:
@@ -456,10 +591,33 @@ def _build(tb, rules, term_names: list, terms: list, ignored: list, start: str,
     return GrammarSource(tb, tables, term_names, terms, ign, max_states)
 
 
+_META_LOCK = threading.Lock()
+
+
+def _warm_lark() -> None:
+    """Build lark's own grammar-of-grammars parser once per process, skipping the
+    regex-collision check (interegular) that lark runs on its meta-grammar: ~1 s, and
+    its answer is fixed. Lark caches the parser in `_get_parser.cache`."""
+    from lark import load_grammar as lg
+    if getattr(lg._get_parser, "cache", None) is not None:
+        return
+    with _META_LOCK:
+        if getattr(lg._get_parser, "cache", None) is not None:
+            return
+        import lark.lexer as lx
+        saved = lx.has_interegular
+        lx.has_interegular = False
+        try:
+            lg._get_parser()
+        finally:
+            lx.has_interegular = saved
+
+
 def load_lark(grammar: str, start: str = "start"):
     """Lark text -> (rules, terminal defs, ignore names), via lark's own loader."""
     from lark.exceptions import LarkError
     from lark.load_grammar import load_grammar
+    _warm_lark()
     if not isinstance(grammar, str):
         raise GrammarError("grammar must be Lark grammar text (a str)")
     try:
@@ -502,7 +660,7 @@ def compile_grammar(grammar: str, vocab: Vocabulary, start: str = "start",
     def build():
         ms = max_states or DEFAULT_MAX_STATES
         src = grammar_source(grammar, start, TermBuilder(), ms)
-        return TokenAutomaton(src, src.start_key, vocab, f"grammar (start={start!r})", ms)
+        return GrammarAutomaton(src, vocab, f"grammar (start={start!r})", ms)
     return _cached(vocab, ("grammar", grammar, start, max_states), build)
 
 
@@ -543,4 +701,4 @@ def _cfg_automaton(tb, lark_rules, names, terminals, ignore, start, vocab, ms):
     ign = set(ignore)
     src = _build(tb, lark_rules, names, [terminals[n] for n in names],
                  [n in ign for n in names], start, ms)
-    return TokenAutomaton(src, src.start_key, vocab, f"cfg (start={start!r})", ms)
+    return GrammarAutomaton(src, vocab, f"cfg (start={start!r})", ms)

@@ -92,10 +92,11 @@ class _Converter:
         tb = self.tb
         if op == C.LITERAL:
             if flags & re.IGNORECASE:
-                return self.chars(_class_regex([(C.LITERAL, av)]), flags)
+                return self.chars(_class_regex([(C.LITERAL, av)]), flags, [(C.LITERAL, av)])
             return tb.literal(chr(av).encode("utf-8", "surrogatepass")) if not 0xD800 <= av <= 0xDFFF else tb.nothing
         if op == C.NOT_LITERAL:
-            return self.chars(_class_regex([(C.NEGATE, None), (C.LITERAL, av)]), flags)
+            return self.chars(_class_regex([(C.NEGATE, None), (C.LITERAL, av)]), flags,
+                              [(C.NEGATE, None), (C.LITERAL, av)])
         if op == C.ANY:
             ranges = ((0, charset.MAX_CP),) if flags & re.DOTALL else charset.complement(((10, 10),))
             return charset.to_term(tb, charset.normalize(ranges))
@@ -130,7 +131,43 @@ class _Converter:
         if items is not None and not rel and all(o in (C.LITERAL, C.RANGE) for o, _ in items):
             ranges = [(a, a) if o == C.LITERAL else a for o, a in items]  # fast path
             return charset.to_term(self.tb, charset.normalize(ranges))
+        fast = _fast_class(items, rel)  # negated or case-insensitive ASCII: no scan
+        if fast is not None:
+            return charset.to_term(self.tb, fast)
         return charset.to_term(self.tb, charset.by_python_re(class_regex, rel))
+
+
+# Code points that an ASCII letter matches under re.IGNORECASE (Unicode), beside its
+# two ASCII cases (checked against re in tests/test_grammar.py).
+_CASE_EXTRA = {ord("i"): (0x130, 0x131), ord("k"): (0x212A,), ord("s"): (0x17F,)}
+
+
+def _fast_class(items, rel: int):
+    """Ranges of a class of literals and ranges, possibly negated, possibly under
+    IGNORECASE when all its members are ASCII; None when not of that shape."""
+    if items is None:
+        return None
+    negate = bool(items) and items[0][0] == C.NEGATE
+    body = items[1:] if negate else items
+    if not body or not all(o in (C.LITERAL, C.RANGE) for o, _ in body):
+        return None
+    ranges = [(a, a) if o == C.LITERAL else a for o, a in body]
+    if rel & re.ASCII:
+        return None
+    if rel & re.IGNORECASE:
+        if any(hi > 0x7F for _, hi in ranges):
+            return None
+        extra = []
+        for lo, hi in ranges:
+            for c in range(lo, hi + 1):
+                ch = chr(c)
+                if ch.isalpha():
+                    lower = ord(ch.lower())
+                    extra.append((ord(ch.swapcase()), ord(ch.swapcase())))
+                    extra.extend((x, x) for x in _CASE_EXTRA.get(lower, ()))
+        ranges += extra
+    out = charset.normalize(ranges)
+    return charset.complement(out) if negate else out
 
 
 def _class_regex(items) -> str:

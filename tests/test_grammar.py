@@ -495,3 +495,22 @@ def test_real_vocab_documents_and_random_walks(name, smol_tokenizer, smol_vocab)
             assert orc.is_sentence(out), out
             done += 1
     assert done >= 1
+
+
+# -- the class fast paths that terminals rely on (fsm/regex.py) ------------------------
+@pytest.mark.parametrize("pattern,flags", [
+    ("[a-z_]", 2), ("[A-Z0-9_]", 2), ("[iksIKS]", 2), ("s", 2), ("k", 2), ("I", 2),
+    ("[^\"\\\\\\n]", 0), ("[^']", 0), ("[^a-c]", 2), ("[^ks]", 2), ("[^\\n]", 0)])
+def test_class_fast_paths_agree_with_re(pattern, flags):
+    import re
+
+    from fsm import charset
+    from fsm.regex import _fast_class
+    try:
+        import re._parser as P
+    except ImportError:  # pragma: no cover
+        import sre_parse as P
+    (op, av), = P.parse(pattern, flags)
+    items = av if str(op) == "IN" else ([(op, av)] if str(op) == "LITERAL" else
+                                        [(P.NEGATE, None), (P.LITERAL, av)])
+    assert _fast_class(items, flags & re.IGNORECASE) == charset.by_python_re(pattern, flags)
