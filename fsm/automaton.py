@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA, StateSource, TermSource
+from .dfa import DEAD, DEFAULT_MAX_STATES, LazyDFA, StateSource, TermSource
 from .terms import Term, TermBuilder
 from .vocabulary import Vocabulary
 
@@ -35,6 +35,7 @@ class TokenAutomaton:
         self._eos_set = frozenset(vocab.eos_ids)
         self._masks: dict[int, np.ndarray] = {}
         self._counts: dict[int, int] = {}
+        self._next: dict[tuple[int, int], int] = {}  # (state, token) -> state, as met
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -64,13 +65,13 @@ class TokenAutomaton:
 
     def next_state(self, s: int, token_id: int) -> int:
         """State after `token_id` (an ordinary token) from `s`; 0 when not allowed."""
-        if not 0 <= token_id < len(self.vocab.token_bytes):
-            return 0
-        data = self.vocab.token_bytes[token_id]
-        if not data:
-            return 0
-        with self._lock:
-            return self.dfa.walk(s, data)
+        nxt = self._next.get((s, token_id))
+        if nxt is None:
+            if not 0 <= token_id < len(self.vocab.token_bytes) or not self.vocab.token_bytes[token_id]:
+                return DEAD
+            with self._lock:
+                nxt = self._next[(s, token_id)] = self.dfa.walk(s, self.vocab.token_bytes[token_id])
+        return nxt
 
     def mask(self, s: int) -> np.ndarray:
         """The int32 bitmask row of tokens allowed in state s (EOS where accepting)."""
@@ -92,11 +93,12 @@ class TokenAutomaton:
 
     def _compute_mask(self, s: int) -> np.ndarray:
         vocab, dfa = self.vocab, self.dfa
-        bits = np.zeros(vocab.num_words * 32, dtype=bool)
         if s != DEAD and vocab.trie.num_nodes:
-            trie = vocab.trie
-            node_states = self._walk(s)
-            bits[trie.token_ids[node_states[trie.token_node] != DEAD]] = True
+            bits = self._walk(s).take(vocab.trie.node_of_token) != DEAD
+            if len(bits) < vocab.num_words * 32:  # logits wider than the tokenizer
+                bits = np.concatenate([bits, np.zeros(vocab.num_words * 32 - len(bits), bool)])
+        else:
+            bits = np.zeros(vocab.num_words * 32, dtype=bool)
         if dfa.accepting[s] and len(self._eos):
             bits[self._eos] = True
         count = int(bits.sum())
@@ -110,50 +112,51 @@ class TokenAutomaton:
         """The DFA state reached at every trie node from state s (0 where dead or
         not visited), one trie level per step.
 
-        While many nodes live, a level is computed whole (dead parents sit in state 0,
-        whose row is all 0); once few live, only the children of live nodes."""
+        A level is computed whole while many of its nodes live (dead parents sit in
+        state 0, whose row is all 0, so no compaction is needed); once few live, only
+        the children of live nodes are visited."""
         trie, dfa = self.vocab.trie, self.dfa
-        states = np.zeros(trie.num_nodes, dtype=np.int32)
+        states = np.zeros(trie.num_nodes + 1, dtype=np.int32)  # + the never-reached slot
         dfa.expand(s)
-        cur = dfa.table[s][trie.byte[0]]
+        cur = dfa.table[s].take(trie.byte[0])
         states[: len(cur)] = cur
-        live = None  # indices of live nodes in the current level; None: whole level
+        live = None  # indices of live nodes in the current level; None: the whole level
         for j in range(1, len(trie.byte)):
             if live is None:
                 alive = np.count_nonzero(cur)
                 if alive == 0:
                     break
-                if alive * 4 < len(cur):
+                if alive * 8 < len(cur):
                     live = np.flatnonzero(cur)
                     cur = cur[live]
             if live is None:
-                nxt = self._step(cur[trie.parent[j]], trie.byte[j])
-                states[trie.offset[j]: trie.offset[j] + len(nxt)] = nxt
-                cur = nxt
+                cur = self._step(cur.take(trie.parent[j]), trie.byte[j])
+                states[trie.offset[j]: trie.offset[j] + len(cur)] = cur
                 continue
             starts, ends = trie.child_start[j - 1][live], trie.child_end[j - 1][live]
             sizes = ends - starts
             total = int(sizes.sum())
             if total == 0:
                 break
-            parent_states = np.repeat(cur, sizes)
             first = np.cumsum(sizes) - sizes
-            children = np.repeat(starts - first, sizes) + np.arange(total, dtype=np.int32)
-            nxt = self._step(parent_states, trie.byte[j][children])
+            children = np.repeat(starts - first, sizes) + np.arange(total)
+            nxt = self._step(np.repeat(cur, sizes), trie.byte[j].take(children))
             keep = np.flatnonzero(nxt)
             live, cur = children[keep], nxt[keep]
-            states[trie.offset[j] + live] = cur
             if not live.size:
                 break
+            states[trie.offset[j] + live] = cur
         return states
 
     def _step(self, st: np.ndarray, col: np.ndarray) -> np.ndarray:
-        """One byte column: next states, expanding rows met for the first time."""
+        """One byte per walker: next states, expanding rows met for the first time."""
         dfa = self.dfa
-        nxt = dfa.table[st, col]
-        unknown = nxt == UNKNOWN
-        if unknown.any():
-            for u in np.unique(st[unknown]).tolist():
+        idx = st * np.intp(256)  # intp indices: take() converts anything else first
+        idx += col
+        nxt = dfa.table.reshape(-1).take(idx)
+        if nxt.size and nxt.min() < 0:  # UNKNOWN: rows not expanded yet
+            missing = nxt < 0
+            for u in np.unique(st[missing]).tolist():
                 dfa.expand(u)
-            nxt[unknown] = dfa.table[st[unknown], col[unknown]]
+            nxt[missing] = dfa.table.reshape(-1).take(idx[missing])
         return nxt

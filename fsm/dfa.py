@@ -6,10 +6,9 @@ that keep the output alive. Regexes use terms as keys (`TermSource`); grammars u
 sets of (parser stack, lexeme) pairs. Everything above this module (token masks,
 matchers, the engine) is the same for both.
 
-State 0 is dead, state 1 is UNKNOWN, a sentinel, and the start state is 2.
-`table[s, b]` is the next state; the row of a state not yet expanded is all UNKNOWN
-(as is UNKNOWN's own row), so a vectorised walk detects missing rows with one
-comparison and expands just those. Arrays grow by doubling, so callers must read
+State 0 is dead (its row is all 0). `table[s, b]` is the next state; the row of a
+state not yet expanded holds UNKNOWN (-1), so a vectorised walk detects missing rows
+with one reduction (`min() < 0`) and expands just those. Arrays grow by doubling, so callers must read
 `dfa.table` afresh after calling `expand`.
 """
 from __future__ import annotations
@@ -22,7 +21,7 @@ from .errors import TooLargeError
 from .terms import Term, TermBuilder
 
 DEFAULT_MAX_STATES = 200_000
-DEAD, UNKNOWN = 0, 1
+DEAD, UNKNOWN = 0, -1
 
 
 class StateSource(Protocol):
@@ -88,7 +87,6 @@ class LazyDFA:
         self.expanded = np.zeros(cap, dtype=bool)
         self.accepting = np.zeros(cap, dtype=bool)
         self.state_of(source.dead)
-        self.keys.append(source.dead)  # UNKNOWN: never interned, never expanded
         self.table[DEAD] = DEAD
         self.expanded[DEAD] = True
         self.start = self.state_of(start_key)
@@ -125,8 +123,6 @@ class LazyDFA:
         self.accepting = np.concatenate([self.accepting, np.zeros(cap - len(self.accepting), bool)])
 
     def expand(self, s: int) -> None:
-        if s == UNKNOWN:
-            raise AssertionError("UNKNOWN is a sentinel, not a state")
         if self.expanded[s]:
             return
         segments = [(a, b, self.state_of(k)) for a, b, k in self.source.row(self.keys[s])]

@@ -174,8 +174,9 @@ class TokenTrie:
     of a node are contiguous in the next level: `byte[j][k]` is node k's last byte,
     `parent[j][k]` its parent's index in level j-1, and `child_start[j][k]`,
     `child_end[j][k]` its children's range in level j+1. Nodes are also numbered
-    flat (`offset[j] + k`); `token_node[t]` is the flat node where walk token t
-    ends and `token_ids[t]` its token id.
+    flat (`offset[j] + k`); `node_of_token[i]` is the flat node where token id i
+    ends, for every bitmask position i (`num_nodes`, a slot that a walk leaves 0,
+    for special tokens and padding).
     """
 
     byte: tuple
@@ -184,8 +185,7 @@ class TokenTrie:
     child_end: tuple
     offset: tuple
     num_nodes: int
-    token_node: np.ndarray
-    token_ids: np.ndarray
+    node_of_token: np.ndarray
 
     @classmethod
     def build(cls, token_bytes: Sequence[bytes | None]) -> "TokenTrie":
@@ -203,20 +203,22 @@ class TokenTrie:
         for j, level in enumerate(levels):
             offset.append(total)
             total += len(level)
-            byte.append(np.array([p[-1] for p in level], dtype=np.int32))
+            byte.append(np.array([p[-1] for p in level], dtype=np.intp))  # intp: fast take()
             par = np.array([index[j - 1][p[:-1]] for p in level] if j else [0] * len(level),
-                           dtype=np.int32)
+                           dtype=np.intp)
             parent.append(par)
             if j:  # children ranges of level j-1, from the sorted parent column
                 n_prev = len(levels[j - 1])
-                child_start.append(np.searchsorted(par, np.arange(n_prev), "left").astype(np.int32))
-                child_end.append(np.searchsorted(par, np.arange(n_prev), "right").astype(np.int32))
-        child_start.append(np.zeros(len(levels[-1]) if levels else 0, dtype=np.int32))
-        child_end.append(np.zeros(len(levels[-1]) if levels else 0, dtype=np.int32))
-        token_node = np.array([offset[len(token_bytes[i]) - 1] + index[len(token_bytes[i]) - 1][token_bytes[i]]
-                               for i in ids], dtype=np.int64)
+                child_start.append(np.searchsorted(par, np.arange(n_prev), "left"))
+                child_end.append(np.searchsorted(par, np.arange(n_prev), "right"))
+        child_start.append(np.zeros(len(levels[-1]) if levels else 0, dtype=np.intp))
+        child_end.append(np.zeros(len(levels[-1]) if levels else 0, dtype=np.intp))
+        node_of_token = np.full(-(-len(token_bytes) // 32) * 32, total, dtype=np.intp)
+        for i in ids:
+            b = token_bytes[i]
+            node_of_token[i] = offset[len(b) - 1] + index[len(b) - 1][b]
         return cls(tuple(byte), tuple(parent), tuple(child_start), tuple(child_end),
-                   tuple(offset), total, token_node, np.array(ids, dtype=np.int64))
+                   tuple(offset), total, node_of_token)
 
 
 def _decoder_kind(tok) -> str:
