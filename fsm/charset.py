@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 
 from .terms import Term, TermBuilder
 
@@ -68,29 +69,64 @@ def by_python_re(class_regex: str, flags: int = 0) -> Ranges:
     return normalize((m.start(), m.end() - 1) for m in rx.finditer(_all_chars()))
 
 
+_ASCII = {"d": ((48, 57),), "w": ((48, 57), (65, 90), (95, 95), (97, 122)),
+          "s": ((9, 13), (32, 32))}
+
+
+def category(escape: str, ascii_only: bool = False) -> Ranges | None:
+    """The code points of \\d \\D \\w \\W \\s \\S as re reads them (None if unknown)."""
+    from . import unicode_tables
+    letter = escape[1].lower()
+    if ascii_only:
+        ranges = _ASCII[letter]
+    elif unicode_tables.UNIDATA_VERSION == unicodedata.unidata_version:
+        ranges = {"d": unicode_tables.DIGIT, "w": unicode_tables.WORD, "s": unicode_tables.SPACE}[letter]
+    else:  # another Python's Unicode: let re decide (slower once)
+        ranges = by_python_re(f"[\\{letter}]", 0)
+    return complement(ranges) if escape[1].isupper() else ranges
+
+
 def to_term(tb: TermBuilder, ranges: Ranges) -> Term:
     """The byte-level term matching the UTF-8 encoding of exactly one member."""
+    memo: dict[int, Term] = {}
+
+    def build(spec) -> Term:
+        t = memo.get(id(spec))
+        if t is None:
+            t = memo[id(spec)] = tb.alt(
+                tb.concat(tb.byte_range(lo, hi), tb.empty if tail is None else build(tail))
+                for lo, hi, tail in spec)
+        return t
+    return build(_utf8_trie(tuple(ranges)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _utf8_trie(ranges: Ranges) -> tuple:
+    """UTF-8 encodings of a code point set as a byte trie: a tuple of branches
+    (lo_byte, hi_byte, tail or None). Cached: \\w alone has ~700 ranges."""
     seqs: list[list[tuple[int, int]]] = []
     for lo, hi in ranges:
         _split(lo, hi, seqs)
-    return _trie(tb, seqs)
+    shared: dict = {}
+    return _trie(seqs, shared)
 
 
-def _trie(tb: TermBuilder, seqs: list) -> Term:
+def _trie(seqs: list, shared: dict) -> tuple:
     # Group sequences by their leading byte range so the term branches once per lead
-    # byte (a byte trie), then merge neighbouring leads whose tails are the same term.
+    # byte, then merge neighbouring leads whose tails are equal (shared: one object).
     groups: dict[tuple[int, int], list] = {}
     for s in seqs:
         groups.setdefault(s[0], []).append(s[1:])
-    branches: list[tuple[int, int, Term]] = []
+    branches: list[tuple] = []
     for (lo, hi) in sorted(groups):
-        tails = groups[(lo, hi)]
-        tail = tb.empty if all(not t for t in tails) else _trie(tb, [t for t in tails if t])
+        tails = [t for t in groups[(lo, hi)] if t]
+        tail = _trie(tails, shared) if tails else None
+        tail = shared.setdefault(tail, tail)
         if branches and branches[-1][1] + 1 == lo and branches[-1][2] is tail:
             branches[-1] = (branches[-1][0], hi, tail)
         else:
             branches.append((lo, hi, tail))
-    return tb.alt(tb.concat(tb.byte_range(lo, hi), tail) for lo, hi, tail in branches)
+    return tuple(branches)
 
 
 def _split(lo: int, hi: int, out: list) -> None:

@@ -128,12 +128,10 @@ class _Converter:
 
     def chars(self, class_regex: str, flags: int, items=None) -> Term:
         rel = flags & (re.IGNORECASE | re.ASCII)
-        if items is not None and not rel and all(o in (C.LITERAL, C.RANGE) for o, _ in items):
-            ranges = [(a, a) if o == C.LITERAL else a for o, a in items]  # fast path
-            return charset.to_term(self.tb, charset.normalize(ranges))
-        fast = _fast_class(items, rel)  # negated or case-insensitive ASCII: no scan
+        fast = _fast_class(items, rel)
         if fast is not None:
             return charset.to_term(self.tb, fast)
+        # Unicode case folding beyond ASCII: ask re itself, once per class (cached).
         return charset.to_term(self.tb, charset.by_python_re(class_regex, rel))
 
 
@@ -143,17 +141,21 @@ _CASE_EXTRA = {ord("i"): (0x130, 0x131), ord("k"): (0x212A,), ord("s"): (0x17F,)
 
 
 def _fast_class(items, rel: int):
-    """Ranges of a class of literals and ranges, possibly negated, possibly under
-    IGNORECASE when all its members are ASCII; None when not of that shape."""
+    """Ranges of a class of literals, ranges and \\d \\w \\s categories, possibly negated,
+    from tables; under IGNORECASE only when all members are ASCII letters/literals.
+    None when re must decide."""
     if items is None:
         return None
     negate = bool(items) and items[0][0] == C.NEGATE
     body = items[1:] if negate else items
-    if not body or not all(o in (C.LITERAL, C.RANGE) for o, _ in body):
+    if not body or not all(o in (C.LITERAL, C.RANGE, C.CATEGORY) for o, _ in body):
         return None
-    ranges = [(a, a) if o == C.LITERAL else a for o, a in body]
-    if rel & re.ASCII:
+    if rel & re.IGNORECASE and any(o == C.CATEGORY for o, _ in body):
         return None
+    ranges = [(a, a) if o == C.LITERAL else a for o, a in body if o != C.CATEGORY]
+    for o, a in body:
+        if o == C.CATEGORY:
+            ranges.extend(charset.category(_CATEGORY_RE[a], bool(rel & re.ASCII)))
     if rel & re.IGNORECASE:
         if any(hi > 0x7F for _, hi in ranges):
             return None
@@ -164,7 +166,8 @@ def _fast_class(items, rel: int):
                 if ch.isalpha():
                     lower = ord(ch.lower())
                     extra.append((ord(ch.swapcase()), ord(ch.swapcase())))
-                    extra.extend((x, x) for x in _CASE_EXTRA.get(lower, ()))
+                    if not rel & re.ASCII:
+                        extra.extend((x, x) for x in _CASE_EXTRA.get(lower, ()))
         ranges += extra
     out = charset.normalize(ranges)
     return charset.complement(out) if negate else out
