@@ -82,7 +82,7 @@ class LazyDFA:
         self.source, self.max_states = source, max_states
         self.keys: list = []
         self._index: dict = {}
-        cap = 64
+        cap = 256
         self.table = np.full((cap, 256), UNKNOWN, dtype=np.int32)
         self.expanded = np.zeros(cap, dtype=bool)
         self.accepting = np.zeros(cap, dtype=bool)

@@ -57,7 +57,7 @@ def regex_to_term(tb: TermBuilder, pattern: str, flags: int = 0) -> Term:
         parsed = P.parse(pattern, flags)
     except re.error as e:
         raise RegexError(f"invalid regex: {e.msg}", pattern, e.pos) from None
-    return _Converter(tb, pattern).sequence(parsed, parsed.state.flags, True, True)
+    return _Converter(tb, pattern).sequence(parsed, int(parsed.state.flags), True, True)
 
 
 class _Converter:
@@ -81,11 +81,22 @@ class _Converter:
 
     def sequence(self, items, flags: int, at_start: bool, at_end: bool) -> Term:
         items = list(items)
-        terms = []
+        # Item k is "at the start" when only anchors precede it, "at the end" when
+        # only anchors follow it.
+        ops = [op for op, _ in items]
+        first = next((k for k, op in enumerate(ops) if op != C.AT), len(ops))
+        last = next((k for k in range(len(ops) - 1, -1, -1) if ops[k] != C.AT), -1)
+        terms, run = [], []  # runs of plain literals become one byte string
         for k, (op, av) in enumerate(items):
-            before = all(o == C.AT for o, _ in items[:k])
-            after = all(o == C.AT for o, _ in items[k + 1:])
-            terms.append(self.node(op, av, flags, at_start and before, at_end and after))
+            if op == C.LITERAL and not flags & re.IGNORECASE and not 0xD800 <= av <= 0xDFFF:
+                run.append(chr(av))
+                continue
+            if run:
+                terms.append(self.tb.literal("".join(run).encode()))
+                run = []
+            terms.append(self.node(op, av, flags, at_start and k <= first, at_end and k >= last))
+        if run:
+            terms.append(self.tb.literal("".join(run).encode()))
         return self.tb.seq(terms)
 
     def node(self, op, av, flags: int, at_start: bool, at_end: bool) -> Term:
@@ -106,7 +117,7 @@ class _Converter:
             return tb.alt(self.sequence(b, flags, at_start, at_end) for b in av[1])
         if op == C.SUBPATTERN:
             _group, add, delete, sub = av
-            return self.sequence(sub, (flags | add) & ~delete, at_start, at_end)
+            return self.sequence(sub, (flags | int(add)) & ~int(delete), at_start, at_end)
         if op in (C.MAX_REPEAT, C.MIN_REPEAT):  # lazy or greedy: same full matches
             lo, hi, sub = av
             body = self.sequence(sub, flags, False, False)

@@ -190,6 +190,9 @@ class TermBuilder:
         rows = [r for r in rows if r]
         if len(rows) <= 1:
             return rows[0] if rows else ()
+        merged = sorted((seg for r in rows for seg in r), key=lambda seg: seg[0])
+        if all(merged[i][1] <= merged[i + 1][0] for i in range(len(merged) - 1)):
+            return tuple(merged)  # disjoint segments (a byte trie, e.g. word lists)
         events: list[tuple[int, int, Term]] = []
         for r in rows:
             for s, e, x in r:
