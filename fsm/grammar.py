@@ -73,8 +73,6 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as _C  # type: ignore
     import sre_parse as _P  # type: ignore
 
-DEFAULT_STACK_DEPTH = 6
-
 __all__ = ["GrammarError", "compile_grammar", "compile_cfg", "GrammarSource", "GrammarAutomaton"]
 
 
@@ -86,6 +84,7 @@ class GrammarError(ConstraintError):
 # lark's common.ESCAPED_STRING (lookbehind) and the regular language it denotes
 _LARK_ESCAPED_STRING = r'".*?(?<!\\)(\\\\)*?"'
 _ESCAPED_STRING_RE = r'"(?:[^"\\\n]|\\[^\n])*"'
+INF = 1 << 60
 _LARK_FLAGS = {"i": re.IGNORECASE, "s": re.DOTALL, "m": re.MULTILINE, "x": re.VERBOSE,
                "u": 0, "l": 0}
 
@@ -96,24 +95,31 @@ _LARK_FLAGS = {"i": re.IGNORECASE, "s": re.DOTALL, "m": re.MULTILINE, "x": re.VE
 class _Stack:
     """An interned persistent LR stack node: equal stacks are the same object.
 
-    A stack whose bottom node is the source's `unknown` node is truncated: the states
-    below are not known (see GrammarAutomaton)."""
-    __slots__ = ("state", "parent", "feed", "starts", "end", "trunc")
+    Caches hold, beside each result, the lowest height whose state the computation
+    read (see GrammarAutomaton: masks are shared between stacks that agree down there)."""
+    __slots__ = ("state", "parent", "height", "feed", "starts", "end", "_tops")
 
     def __init__(self, state: int, parent: "_Stack | None"):
         self.state, self.parent = state, parent
-        self.feed: dict = {}      # terminal index -> resulting stack, None (error) or UNSURE
-        self.starts = None        # merged start row (see GrammarSource._start_row)
-        self.end = None           # accepts $END here? (False where unsure)
-        self.trunc = None         # this stack cut to its top nodes (GrammarSource.truncate)
+        self.height = 0 if parent is None else parent.height + 1
+        self.feed: dict = {}      # terminal index -> (resulting stack or None, low)
+        self.starts = None        # (merged start row, low) (see GrammarSource._start_row)
+        self.end = None           # (accepts $END here?, low)
+        self._tops: dict | None = None
 
-
-UNSURE = object()  # a parser step read below a truncated stack: the answer is unknown
-# The element that stands for "some continuation may be live, the truncated stack
-# cannot tell": every byte keeps it, it never accepts.
-UNSURE_EL = (None, -2, None)
-_UNSURE_ROW_TARGET = frozenset((UNSURE_EL,))
-_UNSURE_ROW = ((0, 256, _UNSURE_ROW_TARGET),)
+    def top_states(self, d: int) -> tuple:
+        """The states of the top d nodes (fewer if the stack is shorter)."""
+        tops = self._tops
+        if tops is None:
+            tops = self._tops = {}
+        t = tops.get(d)
+        if t is None:
+            out, s = [], self
+            while s is not None and len(out) < d:
+                out.append(s.state)
+                s = s.parent
+            t = tops[d] = tuple(out)
+        return t
 
 
 class _Tables:
@@ -153,19 +159,20 @@ class GrammarSource:
 
     `terms[i]` is terminal i's term, `ignored[i]` whether it is %ignore'd, `names[i]`
     its name. Keys are frozensets of (stack, terminal, lexeme) elements; terminal -1 is
-    the "boundary" pseudo-element: nothing being lexed, the next lexeme starts here.
-    Keys over truncated stacks may also hold UNSURE_EL."""
+    the "boundary" pseudo-element: nothing being lexed, the next lexeme starts here."""
 
     def __init__(self, tb: TermBuilder, tables: _Tables, names, terms, ignored,
-                 max_states: int = DEFAULT_MAX_STATES, depth: int = DEFAULT_STACK_DEPTH):
-        self.tb, self.t, self.depth = tb, tables, depth
+                 max_states: int = DEFAULT_MAX_STATES):
+        self.tb, self.t = tb, tables
         self.names, self.terms, self.ignored = list(names), list(terms), list(ignored)
         self.dead = frozenset()
         self._stacks: dict[tuple, _Stack] = {}
         self._terms = TermSource(tb, max_states)
         self._ignored_idx = [i for i, ig in enumerate(self.ignored) if ig]
         self._live: dict[int, tuple] = {}
-        self.unknown = _Stack(-1, None)  # bottom of truncated stacks; never interned
+        self.low = INF             # lowest stack height read by the current computation
+        self.fresh_lows: list = []  # (key, low) of rows computed since the last sync
+        self.acc_low: dict = {}     # key -> low of its accepting() computation
         self.root = self._push(tables.start_state, None)
         self.start_key = frozenset({(self.root, -1, tb.empty)})
 
@@ -177,71 +184,47 @@ class GrammarSource:
             s = self._stacks[k] = _Stack(state, parent)
         return s
 
-    def truncate(self, stack: _Stack) -> _Stack:
-        """The stack's top `depth` nodes over `unknown` (the stack itself if short)."""
-        t = stack.trunc
-        if t is None:
-            states, s = [], stack
-            while s is not None and len(states) <= self.depth:
-                states.append(s.state)
-                s = s.parent
-            if len(states) <= self.depth:
-                t = stack
-            else:
-                t = self.unknown
-                for st in reversed(states[: self.depth]):
-                    t = self._push(st, t)
-            stack.trunc = t
-        return t
-
-    def _reduce(self, stack: _Stack, lhs: str, n: int):
-        unknown = self.unknown
+    def _reduce(self, stack: _Stack, lhs: str, n: int) -> _Stack:
         for _ in range(n):
-            if stack is unknown:
-                return UNSURE
             stack = stack.parent
-        if stack is unknown:
-            return UNSURE
         return self._push(self.t.goto[stack.state][lhs], stack)
 
     def feed(self, stack: _Stack, term: int):
-        """The stack after shifting terminal `term` (reductions first); None on error,
-        UNSURE where that depends on states below a truncated stack."""
-        cache = stack.feed
-        if term in cache:
-            return cache[term]
-        action, s = self.t.action, stack
-        while True:
-            act = action[s.state].get(term)
-            if act is None:
-                out = None
-                break
-            if act[0]:
-                out = self._push(act[1], s)
-                break
-            s = self._reduce(s, *act[1])
-            if s is UNSURE:
-                out = UNSURE
-                break
-        cache[term] = out
-        return out
+        """The stack after shifting terminal `term` (reductions first); None on error."""
+        hit = stack.feed.get(term)
+        if hit is None:
+            action, s, low = self.t.action, stack, stack.height
+            while True:
+                act = action[s.state].get(term)
+                if act is None:
+                    out = None
+                    break
+                if act[0]:
+                    out = self._push(act[1], s)
+                    break
+                s = self._reduce(s, *act[1])
+                low = min(low, s.height - 1)
+            hit = stack.feed[term] = (out, low)
+        if hit[1] < self.low:
+            self.low = hit[1]
+        return hit[0]
 
     def accepts_end(self, stack: _Stack) -> bool:
-        """Whether the parser accepts $END here (False where unsure)."""
         if stack.end is None:
-            s, ok = stack, False
+            s, ok, low = stack, False, stack.height
             while True:
                 act = self.t.end_action.get(s.state)
                 if act is None or act[0]:
                     break
                 s = self._reduce(s, *act[1])
-                if s is UNSURE:
-                    break
+                low = min(low, s.height - 1)
                 if s.state == self.t.end_state:
                     ok = True
                     break
-            stack.end = ok
-        return stack.end
+            stack.end = (ok, low)
+        if stack.end[1] < self.low:
+            self.low = stack.end[1]
+        return stack.end[0]
 
     # -- rows -------------------------------------------------------------------------
     def _start_row(self, stack: _Stack) -> tuple:
@@ -250,18 +233,17 @@ class GrammarSource:
         if r is None:
             parts = []
             live_row = self._live_row
+            outer, self.low = self.low, stack.height
             for i in list(self.t.action[stack.state]) + self._ignored_idx:
-                nxt = None if self.ignored[i] else self.feed(stack, i)
-                if self.ignored[i] or nxt is not None:
+                if self.ignored[i] or self.feed(stack, i) is not None:
                     seg = live_row(self.terms[i])
-                    if not seg:
-                        continue
-                    if nxt is UNSURE:
-                        parts.append(tuple((a, b, _UNSURE_ROW_TARGET) for a, b, _ in seg))
-                    else:
+                    if seg:
                         parts.append(self._lift(seg, stack, i))
-            r = stack.starts = _merge(parts)
-        return r
+            r = stack.starts = (_merge(parts), self.low)
+            self.low = min(outer, self.low)
+        elif r[1] < self.low:
+            self.low = r[1]
+        return r[0]
 
     def _lift(self, seg, stack, i) -> tuple:
         return tuple((a, b, frozenset(((stack, i, x),))) for a, b, x in seg)
@@ -278,13 +260,16 @@ class GrammarSource:
         return r
 
     def row(self, key) -> tuple:
+        self.low = INF
+        out = self._row(key)
+        self.fresh_lows.append((key, self.low))
+        return out
+
+    def _row(self, key) -> tuple:
         parts = []
         live_row = self._live_row
         for el in key:
             stack, i, x = el
-            if i == -2:
-                parts.append(_UNSURE_ROW)
-                continue
             seg = live_row(x)
             if seg:
                 parts.append(self._lift(seg, stack, i))
@@ -296,100 +281,117 @@ class GrammarSource:
                     if seg and r:
                         r = _subtract(r, seg)
                 else:
-                    nxt = self.feed(stack, i)
-                    r = _UNSURE_ROW if nxt is UNSURE else self._start_row(nxt)
+                    r = self._start_row(self.feed(stack, i))
                 if r:
                     parts.append(r)
         return _merge(parts)
 
     def accepting(self, key) -> bool:
+        outer, self.low = self.low, INF
+        ok = False
         for stack, i, x in key:
-            if i != -2 and x.nullable:
+            if x.nullable:
                 nxt = stack if i < 0 or self.ignored[i] else self.feed(stack, i)
-                if nxt is not UNSURE and self.accepts_end(nxt):
-                    return True
-        return False
+                if self.accepts_end(nxt):
+                    ok = True
+                    break
+        self.acc_low[key] = self.low
+        self.low = min(outer, self.low)
+        return ok
 
     def is_empty(self, key) -> bool:
         # Elements are only created live: the terminal was acceptable when started
         # (so the stack is a viable prefix of a productive grammar: completable) and
-        # lexemes with an empty language are dropped in `_live_row`.
+        # lexemes with an empty language are dropped in `_lift`.
         return not key
 
 
 class GrammarAutomaton(TokenAutomaton):
     """TokenAutomaton over a GrammarSource whose masks are shared between parser stacks
-    that agree on their top `depth` states.
+    that agree where it matters.
 
     A key's language is the union of its elements' languages, so its mask is the OR of
-    its elements' masks. For an element, the vocabulary is walked once (and cached) from
-    the same element over its stack cut to the top `depth` nodes: a parser step that
-    would read below the cut yields UNSURE_EL, which keeps every byte. Tokens that end
-    in a state holding a real element are allowed for every stack with that top (the
-    steps that made them read nothing below); tokens that end in the all-UNSURE state
-    are few (e.g. `"}]}` inside a string) and are checked one by one from the element's
-    exact state; the rest are refused for every such stack. So a string inside an
-    object at depth 7 reuses the walk made at depth 2."""
+    its elements' masks. An element's mask is computed once exactly (the usual trie walk
+    from the DFA state of the element alone) while recording the lowest stack height
+    whose LR state any step of that computation read (reductions pop, gotos read); the
+    mask then holds for every element with the same terminal and lexeme whose stack
+    has the same states down to that height, and is stored under that signature. So a
+    string inside an object at depth 7 reuses the mask computed at depth 2, and only
+    tokens that would reduce deeper than any seen before force a new walk."""
 
     def __init__(self, source: "GrammarSource", vocab: Vocabulary, description: str = "",
                  max_states: int | None = None):
         super().__init__(source, source.start_key, vocab, description, max_states)
         self.source = source
-        self._unsure_state = self.dfa.state_of(_UNSURE_ROW_TARGET)
-        self._cut: dict = {}  # element over a cut stack -> (certain mask, unsure token ids)
+        self._low = np.full(64, INF, dtype=np.int64)  # per DFA state: low of its row
+        self._sig: dict = {}      # (terminal, lexeme id, d, top d states) -> (mask, count)
+        self._depths: dict = {}   # (terminal, lexeme id) -> depths d seen (ascending)
+        self._last_walk = None
+
+    def _walk(self, s: int) -> np.ndarray:
+        states = super()._walk(s)
+        self._last_walk = states
+        return states
+
+    def _sync_lows(self) -> None:
+        src, dfa = self.source, self.dfa
+        if len(self._low) < dfa.num_states:
+            grown = np.full(max(2 * len(self._low), dfa.num_states), INF, dtype=np.int64)
+            grown[: len(self._low)] = self._low
+            self._low = grown
+        index = dfa._index
+        for key, low in src.fresh_lows:
+            self._low[index[key]] = low
+        src.fresh_lows.clear()
 
     def _compute_mask(self, s: int) -> np.ndarray:
         key = self.dfa.keys[s]
         if s == DEAD or not key:
             return super()._compute_mask(s)
-        mask = None
-        for e in key:
-            certain, unsure = self._cut_mask(e)
-            if e[0] is None:
-                continue
-            if unsure.size:
-                st = self.dfa.state_of(frozenset((e,)))
-                walk, data = self.dfa.walk, self.vocab.token_bytes
-                ok = [u for u in unsure.tolist() if walk(st, data[u]) != DEAD]
-                if ok:
-                    certain = certain.copy()
-                    ids = np.array(ok, dtype=np.int64)
-                    np.bitwise_or.at(certain, ids >> 5,
-                                     np.left_shift(1, ids & 31).astype(np.uint32).view(np.int32))
-            mask = certain if mask is None else (mask | certain)
-        mask = np.zeros(self.vocab.num_words, dtype=np.int32) if mask is None else mask.copy()
-        if self.dfa.accepting[s]:
-            for e_id in self.vocab.eos_ids:
-                mask[e_id >> 5] |= np.int32(np.uint32(1 << (e_id & 31)).view(np.int32))
-        mask.setflags(write=False)
-        self._masks[s] = mask
-        self._counts[s] = int(np.unpackbits(mask.view(np.uint8)).sum())
+        parts = [self._element_mask(e) for e in key]
+        if len(parts) == 1:
+            mask, count = parts[0]
+        else:
+            mask = parts[0][0].copy()
+            for m, _ in parts[1:]:
+                mask |= m
+            mask.setflags(write=False)
+            count = int(np.unpackbits(mask.view(np.uint8)).sum())
+        self._masks[s], self._counts[s] = mask, count
         return mask
 
-    def _cut_mask(self, e) -> tuple:
-        """(int32 mask of tokens allowed for every stack with e's top, ids of tokens
-        to check against e's exact state); EOS bits are left out."""
+    def _element_mask(self, e) -> tuple:
         stack, t, x = e
-        if stack is None:
-            return None, None
-        cut = (self.source.truncate(stack), t, x)
-        hit = self._cut.get(cut)
-        if hit is not None:
-            return hit
-        trie, dfa = self.vocab.trie, self.dfa
-        st = dfa.state_of(frozenset((cut,)))
-        width = self.vocab.num_words * 32
-        bits = np.zeros(width, dtype=bool)
-        unsure = np.zeros(0, dtype=np.int64)
-        if st != DEAD and trie.num_nodes:
-            final = self._walk(st).take(trie.node_of_token)  # per token id
-            unsure_ids = final == self._unsure_state
-            live = (final != DEAD) & ~unsure_ids
-            bits[: len(live)] = live[:width]
-            unsure = np.flatnonzero(unsure_ids)
-        certain = np.packbits(bits, bitorder="little").view("<i4")
-        certain.setflags(write=False)
-        hit = self._cut[cut] = (certain, unsure)
+        base = (t, x.id)
+        depths = self._depths.get(base)
+        if depths:
+            for d in depths:
+                hit = self._sig.get((base, d, stack.top_states(d)))
+                if hit is not None:
+                    return hit
+        dfa = self.dfa
+        st = dfa.state_of(frozenset((e,)))
+        if st in self._masks:
+            mask = self._masks[st]
+        else:
+            self._last_walk = None
+            mask = TokenAutomaton._compute_mask(self, st)
+        self._sync_lows()
+        low = min(int(self._low[st]), self.source.acc_low.get(dfa.keys[st], INF))
+        if self._last_walk is not None:
+            visited = self._last_walk
+            if visited.size:
+                low = min(low, int(self._low[visited].min()))
+        else:  # computed before this signature scheme saw it: be conservative
+            low = 0
+        d = 0 if low >= INF else stack.height - low + 1
+        hit = (mask, self._counts[st])
+        self._sig[(base, d, stack.top_states(d))] = hit
+        if depths is None:
+            depths = self._depths[base] = []
+        if d not in depths:
+            depths.append(d)
+            depths.sort()
         return hit
 
 
@@ -573,7 +575,7 @@ def _terminal_term(tb: TermBuilder, tdef) -> Term:
 
 
 def _build(tb, rules, term_names: list, terms: list, ignored: list, start: str,
-           max_states: int, stack_depth: int = DEFAULT_STACK_DEPTH) -> GrammarSource:
+           max_states: int) -> GrammarSource:
     live = set()
     for name, t in zip(term_names, terms):
         if t.nullable:
@@ -586,9 +588,7 @@ def _build(tb, rules, term_names: list, terms: list, ignored: list, start: str,
     index = {n: i for i, n in enumerate(term_names)}
     tables = _Tables(table, index, start)
     ign = [ig and n in live for n, ig in zip(term_names, ignored)]
-    if stack_depth < 1:
-        raise GrammarError("stack_depth must be at least 1")
-    return GrammarSource(tb, tables, term_names, terms, ign, max_states, stack_depth)
+    return GrammarSource(tb, tables, term_names, terms, ign, max_states)
 
 
 _META_LOCK = threading.Lock()
@@ -629,8 +629,7 @@ def load_lark(grammar: str, start: str = "start"):
 
 
 def grammar_source(grammar: str, start: str = "start", tb: TermBuilder | None = None,
-                   max_states: int = DEFAULT_MAX_STATES,
-                   stack_depth: int = DEFAULT_STACK_DEPTH) -> GrammarSource:
+                   max_states: int = DEFAULT_MAX_STATES) -> GrammarSource:
     """The StateSource of a Lark grammar (start key: `source.start_key`)."""
     tb = tb or TermBuilder()
     rules, terminals, ignore = load_lark(grammar, start)
@@ -647,33 +646,26 @@ def grammar_source(grammar: str, start: str = "start", tb: TermBuilder | None = 
         raise GrammarError(f"terminals {', '.join(missing)} are declared but not defined "
                            "(%declare'd terminals cannot be generated)")
     ignored = [n in ignore for n in names]
-    return _build(tb, rules, names, terms, ignored, start, max_states, stack_depth)
+    return _build(tb, rules, names, terms, ignored, start, max_states)
 
 
 def compile_grammar(grammar: str, vocab: Vocabulary, start: str = "start",
-                    max_states: int | None = None,
-                    stack_depth: int = DEFAULT_STACK_DEPTH) -> "GrammarAutomaton":
+                    max_states: int | None = None) -> TokenAutomaton:
     """Compile a Lark grammar (see the module docstring for the supported class and
-    the exact language).
-
-    `max_states` caps DFA states (default 200,000; each distinct parser-stack-and-lexer
-    configuration reached is one state, and so is each configuration over a stack cut
-    to `stack_depth` nodes): TooLargeError beyond. `stack_depth` (default 6) only tunes
-    speed, never the masks: vocabulary walks are shared between parser stacks that
-    agree on their top `stack_depth` states (see GrammarAutomaton). Cached per
-    vocabulary by (grammar, start, max_states, stack_depth)."""
+    the exact language). `max_states` caps DFA states (default 200,000; each distinct
+    parser-stack-and-lexer configuration reached is one state): TooLargeError beyond.
+    Cached per vocabulary by (grammar, start, max_states)."""
     from . import _cached
 
     def build():
         ms = max_states or DEFAULT_MAX_STATES
-        src = grammar_source(grammar, start, TermBuilder(), ms, stack_depth)
+        src = grammar_source(grammar, start, TermBuilder(), ms)
         return GrammarAutomaton(src, vocab, f"grammar (start={start!r})", ms)
-    return _cached(vocab, ("grammar", grammar, start, max_states, stack_depth), build)
+    return _cached(vocab, ("grammar", grammar, start, max_states), build)
 
 
 def compile_cfg(rules: dict, terminals: dict, start: str, vocab: Vocabulary, tb: TermBuilder,
-                ignore=(), max_states: int | None = None,
-                stack_depth: int = DEFAULT_STACK_DEPTH) -> "GrammarAutomaton":
+                ignore=(), max_states: int | None = None) -> TokenAutomaton:
     """BNF rules over regular terminals (terms of `tb`) -> TokenAutomaton.
 
     `rules`: {nonterminal: [alternative, ...]}, an alternative a list of symbol names
@@ -702,7 +694,11 @@ def compile_cfg(rules: dict, terminals: dict, start: str, vocab: Vocabulary, tb:
                 else:
                     raise GrammarError(f"rule {lhs!r} uses undefined symbol {s!r}")
             lark_rules.append(Rule(NonTerminal(lhs), syms, k))
-    names, ign = list(terminals), set(ignore)
+    return _cfg_automaton(tb, lark_rules, list(terminals), terminals, ignore, start, vocab, ms)
+
+
+def _cfg_automaton(tb, lark_rules, names, terminals, ignore, start, vocab, ms):
+    ign = set(ignore)
     src = _build(tb, lark_rules, names, [terminals[n] for n in names],
-                 [n in ign for n in names], start, ms, stack_depth)
+                 [n in ign for n in names], start, ms)
     return GrammarAutomaton(src, vocab, f"cfg (start={start!r})", ms)

@@ -280,15 +280,13 @@ def allowed_ids(mask: np.ndarray, size: int) -> set:
 
 
 # -- exact masks -----------------------------------------------------------------------
-@pytest.mark.parametrize("depth", [1, 6])
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
-def test_masks_equal_brute_force(name, depth):
+def test_masks_equal_brute_force(name):
     """At states reached by random walks, the mask is exactly the set of tokens t
-    with prefix+t a prefix of a sentence, plus EOS iff the prefix is a sentence.
-    stack_depth=1 makes almost every walk cut the parser stack (UNSURE paths)."""
+    with prefix+t a prefix of a sentence, plus EOS iff the prefix is a sentence."""
     orc = oracle(name)
     vocab = grammar_vocab(name)
-    auto = compile_grammar(GRAMMARS[name], vocab, stack_depth=depth)
+    auto = compile_grammar(GRAMMARS[name], vocab)
     eos = vocab.eos_ids[0]
     rng = random.Random(1)
     checked = 0
@@ -309,6 +307,37 @@ def test_masks_equal_brute_force(name, depth):
             assert m.accept_token(t)
             prefix += vocab.token_bytes[t]
     assert checked >= 20
+
+
+@pytest.mark.parametrize("name", ["arith", "json", "toy"])
+def test_shared_masks_equal_fresh_masks(name):
+    """Masks reused between stacks that agree on the part the walk read (deep nesting,
+    repeated structure) equal masks computed from scratch by a fresh automaton."""
+    from fsm.grammar import GrammarAutomaton, grammar_source
+    deep = {"arith": ["(", "((", "-", "1", " + ", "2", ")", "))", " * "],
+            "json": ["[", "[[", '{"', '":', "1", ",", "]", "]]", "}", '"x"', " "],
+            "toy": ["{ ", "x = ", "1", ";", "} ", "if (", ") ", "/**/", "while"]}[name]
+    toks = sorted({c.encode() for c in ALPHABET[name]} | {t.encode() for t in deep})
+    vocab = small_vocab(toks)
+    shared = compile_grammar(GRAMMARS[name], vocab)
+    ids = [toks.index(t.encode()) for t in deep]
+    rng = random.Random(5)
+    m, prefix, reused = shared.matcher(), b"", 0
+    for _ in range(40):
+        src = grammar_source(GRAMMARS[name])
+        fresh = GrammarAutomaton(src, vocab)
+        s = fresh.dfa.walk(fresh.start, prefix)
+        before = len(shared._sig)
+        got = m.next_token_mask()
+        reused += len(shared._sig) == before
+        assert np.array_equal(got, fresh.mask(s)), prefix
+        allowed = [t for t in ids if (got[t >> 5] >> (t & 31)) & 1]
+        if not allowed:
+            break
+        t = rng.choice(allowed)
+        assert m.accept_token(t)
+        prefix += vocab.token_bytes[t]
+    assert reused > 5, reused
 
 
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
