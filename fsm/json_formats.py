@@ -1,0 +1,131 @@
+"""`format` as exact string-content terms (decoded characters, then JSON-encoded).
+
+Supported (assertion semantics; each a regular language written from its RFC):
+- date, time, date-time (RFC 3339 section 5.6: real month lengths and leap years,
+  case-insensitive T/Z, and leap seconds exactly where the UTC time is 23:59:60:
+  the local time and the offset are checked together);
+- duration (RFC 3339 appendix A);
+- email (RFC 5321 Mailbox: dot-atom or quoted local part; hostname or address literal);
+- hostname (RFC 1123 labels of 1-63 LDH characters, 253 characters in all, no hyphen at
+  a label's ends, no "--" in positions 3-4: A-labels ("xn--") are refused, since
+  checking their Punycode is not regular);
+- ipv4 (dotted quad without leading zeros), ipv6 (RFC 4291 text forms, no zone id);
+- uuid (8-4-4-4-12 hex, either case);
+- uri, uri-reference (RFC 3986 collected ABNF);
+- json-pointer, relative-json-pointer (RFC 6901 / draft).
+Others (idn-*, iri*, regex, uri-template, unknown names) raise KeyError: the caller
+refuses them (strict) or drops them (lenient).
+"""
+from __future__ import annotations
+
+from .terms import Term
+
+_YEAR = r"[0-9]{4}"
+_LEAP = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
+DATE = (rf"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+        rf"|02-(?:0[1-9]|1[0-9]|2[0-8]))|{_LEAP}-02-29)")
+_FRAC = r"(?:\.[0-9]+)?"
+_OFFSET = r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+_TIME_NO_LEAP = rf"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]{_FRAC}{_OFFSET}"
+DURATION = (r"P(?:(?:[0-9]+D|[0-9]+M(?:[0-9]+D)?|[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?)"
+            r"(?:T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?"
+            r"|T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)|[0-9]+W)")
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+IPV4 = rf"(?:{_OCTET}\.){{3}}{_OCTET}"
+_H16 = r"[0-9A-Fa-f]{1,4}"
+_LS32 = rf"(?:{_H16}:{_H16}|{IPV4})"
+IPV6 = "(?:" + "|".join([
+    rf"(?:{_H16}:){{6}}{_LS32}",
+    rf"::(?:{_H16}:){{5}}{_LS32}",
+    rf"(?:{_H16})?::(?:{_H16}:){{4}}{_LS32}",
+    rf"(?:(?:{_H16}:){{0,1}}{_H16})?::(?:{_H16}:){{3}}{_LS32}",
+    rf"(?:(?:{_H16}:){{0,2}}{_H16})?::(?:{_H16}:){{2}}{_LS32}",
+    rf"(?:(?:{_H16}:){{0,3}}{_H16})?::{_H16}:{_LS32}",
+    rf"(?:(?:{_H16}:){{0,4}}{_H16})?::{_LS32}",
+    rf"(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}",
+    rf"(?:(?:{_H16}:){{0,6}}{_H16})?::",
+]) + ")"
+UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST_SHAPE = rf"{_LABEL}(?:\.{_LABEL})*"
+_BAD_LABEL = r"(?:.*\.)?[^.][^.]--.*"  # "--" in positions 3-4 of some label
+_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
+_QUOTED = r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"'
+_UNRES = r"[A-Za-z0-9._~-]"
+_PCT = r"%[0-9A-Fa-f]{2}"
+_SUB = r"[!$&'()*+,;=]"
+_PCHAR = rf"(?:{_UNRES}|{_PCT}|{_SUB}|[:@])"
+_SEG = rf"{_PCHAR}*"
+_SEG_NZ = rf"{_PCHAR}+"
+_SEG_NZ_NC = rf"(?:{_UNRES}|{_PCT}|{_SUB}|@)+"
+_IPVF = rf"[vV][0-9A-Fa-f]+\.(?:{_UNRES}|{_SUB}|:)+"
+_HOST = rf"(?:\[(?:{IPV6}|{_IPVF})\]|{IPV4}|(?:{_UNRES}|{_PCT}|{_SUB})*)"
+_AUTH = rf"(?:(?:{_UNRES}|{_PCT}|{_SUB}|:)*@)?{_HOST}(?::[0-9]*)?"
+_PATH_ABEMPTY = rf"(?:/{_SEG})*"
+_PATH_ABS = rf"/(?:{_SEG_NZ}(?:/{_SEG})*)?"
+_QF = rf"(?:\?(?:{_PCHAR}|[/?])*)?(?:#(?:{_PCHAR}|[/?])*)?"
+_SCHEME = r"[A-Za-z][A-Za-z0-9+.-]*"
+URI = rf"{_SCHEME}:(?://{_AUTH}{_PATH_ABEMPTY}|{_PATH_ABS}|{_SEG_NZ}(?:/{_SEG})*|){_QF}"
+RELATIVE_REF = rf"(?://{_AUTH}{_PATH_ABEMPTY}|{_PATH_ABS}|{_SEG_NZ_NC}(?:/{_SEG})*|){_QF}"
+JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
+REL_JSON_POINTER = rf"(?:0|[1-9][0-9]*)(?:#|{JSON_POINTER})"
+
+
+def _leap_second_time(st) -> Term:
+    """hh:mm:60[.frac]offset where hh:mm minus the offset is 23:59 UTC."""
+    tb = st.tb
+    frac = st.fullmatch(_FRAC)
+    alts = []
+    for local in range(1440):
+        offs = []
+        for sign in (1, -1):
+            o = (sign * (local - 1439)) % 1440  # the offset in minutes with this sign
+            text = ("+" if sign > 0 else "-") + f"{o // 60:02d}:{o % 60:02d}"
+            offs.append(tb.literal(text.encode()))
+            if o == 0:
+                offs.append(tb.alt([tb.literal(b"Z"), tb.literal(b"z")]))
+        hh, mm = divmod(local, 60)
+        alts.append(tb.seq([tb.literal(f"{hh:02d}:{mm:02d}:60".encode()), frac, tb.alt(offs)]))
+    return tb.alt(alts)
+
+
+def format_term(st, name: str) -> Term:
+    """The content term (inside the quotes) of format `name`; KeyError if unsupported."""
+    cache = st.__dict__.setdefault("_formats", {})
+    t = cache.get(name)
+    if t is not None:
+        return t
+    tb = st.tb
+    if name == "date":
+        t = st.fullmatch(DATE)
+    elif name == "time":
+        t = tb.alt([st.fullmatch(_TIME_NO_LEAP), _leap_second_time(st)])
+    elif name == "date-time":
+        t = tb.seq([st.fullmatch(DATE), st.fullmatch("[Tt]"), format_term(st, "time")])
+    elif name == "duration":
+        t = st.fullmatch(DURATION)
+    elif name == "hostname":
+        t = tb.intersect([st.fullmatch(_HOST_SHAPE), tb.complement(st.fullmatch(_BAD_LABEL)),
+                          st.length(1, 253)])
+    elif name == "email":
+        local = st.fullmatch(rf"(?:{_ATEXT}+(?:\.{_ATEXT}+)*|{_QUOTED})")
+        domain = tb.alt([format_term(st, "hostname"), st.fullmatch(rf"\[(?:{IPV4}|IPv6:{IPV6})\]")])
+        t = tb.seq([local, st.fullmatch("@"), domain])
+    elif name == "ipv4":
+        t = st.fullmatch(IPV4)
+    elif name == "ipv6":
+        t = st.fullmatch(IPV6)
+    elif name == "uuid":
+        t = st.fullmatch(UUID)
+    elif name == "uri":
+        t = st.fullmatch(URI)
+    elif name == "uri-reference":
+        t = tb.alt([st.fullmatch(URI), st.fullmatch(RELATIVE_REF)])
+    elif name == "json-pointer":
+        t = st.fullmatch(JSON_POINTER)
+    elif name == "relative-json-pointer":
+        t = st.fullmatch(REL_JSON_POINTER)
+    else:
+        raise KeyError(name)
+    cache[name] = t
+    return t

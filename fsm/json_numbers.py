@@ -1,0 +1,220 @@
+"""JSON numbers as byte-level terms: the number universe, exact decimal bounds, multipleOf.
+
+The number universe (what every number-accepting term agrees on, so that
+intersection and complement of schema terms stay exact):
+
+    -?(0|[1-9][0-9]*)(\\.[0-9]+)?      without exponents, and without negative zero
+
+A value has several texts in this universe (``1``, ``1.0``, ``1.00``...): every term
+that accepts a value accepts all of its texts. Exponent forms (``1e5``) and ``-0`` are
+outside the universe: the automaton never produces them (documented limit).
+
+Bounds are exact for any decimal bound (``minimum: 1.25``, ``exclusiveMaximum: -3``):
+a number is compared digit by digit (integer part by digit-range automata, fraction
+by lexicographic comparison with zero padding).
+"""
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from .terms import Term, TermBuilder
+
+
+class NumberTerms:
+    def __init__(self, tb: TermBuilder):
+        self.tb = tb
+        self.digit = tb.byte_range(0x30, 0x39)
+        self.nz = tb.byte_range(0x31, 0x39)
+        self.digits0 = tb.star(self.digit)
+        self.digits1 = tb.repeat(self.digit, 1, None)
+        self.dot = tb.literal(b".")
+        self.minus = tb.literal(b"-")
+        # canonical non-negative integer text: 0 | [1-9][0-9]*
+        self.uint = tb.alt([tb.literal(b"0"), tb.concat(self.nz, self.digits0)])
+        self.frac_opt = tb.optional(tb.concat(self.dot, self.digits1))
+        self.zero_frac_opt = tb.optional(tb.concat(self.dot, tb.repeat(tb.literal(b"0"), 1, None)))
+        self.mag = tb.concat(self.uint, self.frac_opt)  # any magnitude
+        # a magnitude that is not zero
+        self.mag_nonzero = tb.alt([
+            tb.seq([self.nz, self.digits0, self.frac_opt]),
+            tb.seq([tb.literal(b"0."), self.digits0, self.nz, self.digits0]),
+        ])
+        self.number = tb.alt([self.mag, tb.concat(self.minus, self.mag_nonzero)])
+        self.uint_nonzero = tb.concat(self.nz, self.digits0)
+        self.integer = tb.concat(
+            tb.alt([tb.literal(b"0"), tb.concat(tb.optional(self.minus), self.uint_nonzero)]),
+            self.zero_frac_opt)
+
+    # -- integers ------------------------------------------------------------------
+    def _same_len(self, lo: str, hi: str) -> Term:
+        """Digit strings of len(lo) between lo and hi inclusive (same length)."""
+        tb = self.tb
+        if not lo:
+            return tb.empty
+        if set(lo) == {"0"} and set(hi) == {"9"}:
+            return tb.repeat(self.digit, len(lo), len(lo))
+        if lo[0] == hi[0]:
+            return tb.concat(tb.literal(lo[0].encode()), self._same_len(lo[1:], hi[1:]))
+        n = len(lo) - 1
+        parts = [tb.concat(tb.literal(lo[0].encode()), self._same_len(lo[1:], "9" * n))]
+        a, b = ord(lo[0]) + 1, ord(hi[0]) - 1
+        if a <= b:
+            parts.append(tb.concat(tb.byte_range(a, b), tb.repeat(self.digit, n, n)))
+        parts.append(tb.concat(tb.literal(hi[0].encode()), self._same_len("0" * n, hi[1:])))
+        return tb.alt(parts)
+
+    def uint_range(self, lo: int, hi: int | None) -> Term:
+        """Canonical texts of the integers n with lo <= n <= hi (hi None: unbounded), lo >= 0."""
+        tb = self.tb
+        lo = max(lo, 0)
+        if hi is not None and hi < lo:
+            return tb.nothing
+        parts = []
+        if lo == 0:
+            parts.append(tb.literal(b"0"))
+            lo = 1
+            if hi is not None and hi < 1:
+                return parts[0]
+        ls = str(lo)
+        top = len(ls) if hi is None else len(str(hi))
+        for n in range(len(ls), top + 1):
+            a = ls if n == len(ls) else "1" + "0" * (n - 1)
+            b = "9" * n if hi is None or n < len(str(hi)) else str(hi)
+            if int(a) <= int(b):
+                parts.append(self._same_len(a, b))
+        if hi is None:
+            parts.append(tb.concat(self.nz, tb.repeat(self.digit, len(ls), None)))
+        return tb.alt(parts)
+
+    def int_range(self, lo: int | None, hi: int | None) -> Term:
+        """Texts (with optional .0+) of the integers in [lo, hi] (None: unbounded)."""
+        tb = self.tb
+        parts = []
+        if hi is None or hi >= 0:
+            parts.append(self.uint_range(max(lo or 0, 0) if lo is not None else 0, hi))
+        if lo is None or lo < 0:
+            # negative: magnitudes in [max(1, -hi), -lo]
+            mlo = 1 if hi is None or hi >= 0 else -hi
+            mhi = None if lo is None else -lo
+            m = self.uint_range(mlo, mhi)
+            if m is not tb.nothing:
+                parts.append(tb.concat(self.minus, m))
+        return tb.concat(tb.alt(parts), self.zero_frac_opt)
+
+    # -- decimals ------------------------------------------------------------------
+    def _frac(self, op: str, f: str) -> Term:
+        """Fraction texts (empty, or '.' digits) whose value compares `op` to 0.f."""
+        tb, d = self.tb, self.digit
+        dot = self.dot
+        lit = lambda s: tb.literal(s.encode())  # noqa: E731
+        none = tb.empty
+        if op in ("ge", "gt"):
+            parts = []
+            for i, c in enumerate(f):
+                if c < "9":
+                    parts.append(tb.seq([dot, lit(f[:i]), tb.byte_range(ord(c) + 1, 0x39), self.digits0]))
+            if op == "ge":
+                parts.append(tb.seq([dot, lit(f), self.digits0]) if f else tb.optional(tb.concat(dot, self.digits1)))
+                if not f:
+                    parts.append(none)
+            else:
+                parts.append(tb.seq([dot, lit(f), self.digits0, self.nz, self.digits0]))
+            return tb.alt(parts)
+        # le / lt
+        parts = []
+        if f:
+            parts.append(none)
+            for i, c in enumerate(f):
+                if c > "0":
+                    parts.append(tb.seq([dot, lit(f[:i]), tb.byte_range(0x30, ord(c) - 1), self.digits0]))
+            for k in range(1, len(f)):
+                parts.append(tb.concat(dot, lit(f[:k])))
+            if op == "le":
+                parts.append(tb.seq([dot, lit(f), tb.star(tb.literal(b"0"))]))
+        elif op == "le":
+            parts.append(none)
+            parts.append(tb.concat(dot, tb.repeat(tb.literal(b"0"), 1, None)))
+        return tb.alt(parts)
+
+    def _mag_cmp(self, op: str, m: Decimal) -> Term:
+        """Magnitude texts (no sign) comparing `op` to m >= 0."""
+        tb = self.tb
+        i = int(m)  # floor for m >= 0
+        f = _frac_digits(m - i)
+        if op in ("ge", "gt"):
+            above = tb.concat(self.uint_range(i + 1, None), self.frac_opt)
+        else:
+            above = tb.concat(self.uint_range(0, i - 1), self.frac_opt) if i > 0 else tb.nothing
+        return tb.alt([above, tb.concat(tb.literal(str(i).encode()), self._frac(op, f))])
+
+    def lower(self, bound: Decimal, exclusive: bool) -> Term:
+        """Numbers x with x >= bound (x > bound when exclusive)."""
+        tb = self.tb
+        op = "gt" if exclusive else "ge"
+        if bound > 0 or (bound == 0 and exclusive):
+            return self._mag_cmp(op, bound)
+        neg_op = "lt" if exclusive else "le"
+        neg = tb.intersect([self._mag_cmp(neg_op, -bound), self.mag_nonzero])
+        return tb.alt([self.mag, tb.concat(self.minus, neg)])
+
+    def upper(self, bound: Decimal, exclusive: bool) -> Term:
+        """Numbers x with x <= bound (x < bound when exclusive)."""
+        tb = self.tb
+        op = "lt" if exclusive else "le"
+        if bound < 0 or (bound == 0 and exclusive):
+            return tb.concat(self.minus, tb.intersect([self._mag_cmp("gt" if exclusive else "ge", -bound),
+                                                       self.mag_nonzero]))
+        return tb.alt([tb.concat(self.minus, self.mag_nonzero), self._mag_cmp(op, bound)])
+
+    def max_frac_digits(self, j: int) -> Term:
+        """Numbers with at most j significant fraction digits (trailing zeros allowed)."""
+        tb = self.tb
+        frac = tb.optional(tb.seq([self.dot, tb.repeat(self.digit, 1 if j else 0, j) if j else tb.empty,
+                                   tb.star(tb.literal(b"0"))]))
+        if j == 0:
+            frac = self.zero_frac_opt
+        return tb.intersect([self.number, tb.concat(tb.concat(tb.optional(self.minus), self.uint), frac)])
+
+    def last_digits_multiple(self, m: int, t: int) -> Term:
+        """Integers (no fraction part) whose value is divisible by m, where m divides 10**t."""
+        tb = self.tb
+        ends = sorted({str(k).zfill(t) for k in range(0, 10 ** t, m)})
+        short = [str(k) for k in range(0, 10 ** t, m) if k < 10 ** (t - 1) or t == 1]
+        # numbers with >= t digits end with one of `ends`; shorter ones are listed
+        long_ = tb.concat(tb.concat(self.nz, tb.repeat(self.digit, 0, None)),
+                          tb.alt(tb.literal(e.encode()) for e in ends))
+        small = [s for s in {str(k) for k in range(0, 10 ** t, m)} if len(s) <= t]
+        body = tb.alt([long_] + [tb.literal(s.encode()) for s in small])
+        del short
+        return tb.concat(tb.alt([body, tb.concat(self.minus, tb.intersect([body, self.uint_nonzero]))]),
+                         self.zero_frac_opt)
+
+
+def _frac_digits(x: Decimal) -> str:
+    """The fraction digits of 0 <= x < 1, without trailing zeros ('' for 0)."""
+    if x == 0:
+        return ""
+    s = format(x, "f")
+    s = s.split(".", 1)[1] if "." in s else ""
+    return s.rstrip("0")
+
+
+def to_decimal(v) -> Decimal:
+    if isinstance(v, bool):
+        raise TypeError("boolean is not a number")
+    if isinstance(v, float):
+        return Decimal(repr(v))
+    try:
+        return Decimal(v)
+    except (InvalidOperation, TypeError):
+        raise TypeError(f"not a number: {v!r}") from None
+
+
+def number_text_term(tb: TermBuilder, nt: NumberTerms, v) -> Term:
+    """All universe texts of the number v (for const/enum)."""
+    d = to_decimal(v)
+    if d == d.to_integral_value():
+        i = int(d)
+        return tb.concat(tb.literal(str(i).encode()), nt.zero_frac_opt)
+    s = format(d.normalize(), "f")
+    return tb.concat(tb.literal(s.encode()), tb.star(tb.literal(b"0")))

@@ -1,0 +1,1228 @@
+"""JSON Schema (draft 2020-12, plus draft-07 forms) -> one byte-level term -> token automaton.
+
+    >>> import fsm
+    >>> auto = fsm.compile_json_schema({"type": "object", "properties": {"a": {"type": "integer"}},
+    ...                                 "required": ["a"]}, vocab)   # doctest: +SKIP
+
+How
+---
+Every (sub)schema compiles directly to a term (fsm/terms.py) whose language is the set of
+texts of the JSON values valid under it. Because terms are closed under union,
+intersection and complement, the composition keywords are exact: `allOf` is an
+intersection, `anyOf` a union, `oneOf` the union of each branch minus the others
+(plain union when the branches are provably disjoint: distinct types or a const
+discriminator), `not` the universe minus the subschema, `if/then/else` is
+(if & then) | (universe - if) & else, `dependentSchemas` and `dependentRequired` are
+unions of "key absent" and "key present and ...". Derivatives are lazy, so nothing is
+expanded at compile time: `maxLength: 10000` is one repeat node.
+
+For intersection and complement to be exact, every term that accepts a value must accept
+exactly the same texts of it. The texts of a value (its canonical forms):
+- objects: keys that occur anywhere in the schema (properties, required, dependencies,
+  keys of const/enum objects) in the order of their first occurrence in the schema
+  document (`key_order`), each at most once; then the other keys, in any order.
+  For an ordinary schema this is the declared property order. Optional properties may
+  be omitted.
+- numbers: plain decimal without exponent and without negative zero; an integral value
+  may carry `.0`, `.00`... (see fsm/json_numbers.py). Integers are written as integers.
+- strings: one encoding per character (fsm/json_strings.py).
+- whitespace: none (`whitespace="compact"`), or with `whitespace="flexible"` up to
+  `max_whitespace` (default 20) JSON whitespace bytes ([ \\t\\n\\r]) at each position
+  where JSON allows whitespace (around `{ } [ ] , :` and around the whole document).
+- nesting: values are at most `max_depth` (default 20) containers deep. This bounds the
+  values generated where the schema leaves them free (`{}`, `true`, missing `items`).
+`canonical_json(instance, key_order)` writes an instance in the compact canonical form.
+
+Strict mode (default): what cannot be enforced exactly raises `SchemaError` naming the
+keyword and the JSON pointer of the subschema. `strict=False` warns (SchemaWarning)
+and drops that keyword instead: the output may then violate it.
+
+Enforced exactly: type, enum, const, properties, required, additionalProperties,
+patternProperties, propertyNames, min/maxProperties, dependentRequired,
+dependentSchemas, dependencies (draft-07), items, prefixItems, additionalItems,
+contains, min/maxContains, min/maxItems, minLength/maxLength (code points), pattern
+(ECMA search semantics), format (see fsm/json_formats.py), minimum, maximum,
+exclusiveMinimum, exclusiveMaximum, multipleOf (for divisors m*10^-j with m dividing a
+power of ten, or when the range is bounded and small), allOf, anyOf, oneOf, not,
+if/then/else, $ref to $defs/definitions/JSON pointers/$anchor/$id inside the document,
+unevaluatedProperties/unevaluatedItems where no other keyword evaluates (then they
+equal additionalProperties/items).
+uniqueItems: exact when the array's elements range over a finite set of at most 16
+values (enum, const, boolean, null); otherwise refused (strict).
+Recursive $ref: refused unless `max_recursion_depth=N` is given: each recursive
+reference is then followed at most N times along any path (unrolled).
+
+Known limits: undeclared property names cannot be forced to be distinct (not a regular
+language): `{"x":1,"x":2}` can be produced where any key is allowed.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import json
+import warnings
+from decimal import Decimal
+from itertools import product
+from urllib.parse import unquote, urldefrag, urljoin
+
+from .dfa import DEFAULT_MAX_STATES, LazyDFA, TermSource
+from .errors import ConstraintError, RegexError, TooLargeError
+from .json_numbers import NumberTerms, number_text_term, to_decimal
+from .json_strings import StringTerms, encode_string, term_matches
+from .terms import ALT, AND, BYTES, CONCAT, NOT, NOTHING, REPEAT, Term, TermBuilder
+
+DEFAULT_MAX_DEPTH = 20
+DEFAULT_MAX_WHITESPACE = 20
+MAX_ENUMERATED_MULTIPLES = 2000
+MAX_UNIQUE_DOMAIN = 16
+MAX_PATTERN_PROPERTIES_PARTITION = 5
+
+_TYPES = ("null", "boolean", "object", "array", "number", "string")
+_STRING_KW = ("minLength", "maxLength", "pattern", "format")
+_NUMBER_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_OBJECT_KW = ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+              "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies",
+              "unevaluatedProperties")
+_ARRAY_KW = ("items", "prefixItems", "additionalItems", "contains", "minContains", "maxContains",
+             "minItems", "maxItems", "uniqueItems", "unevaluatedItems")
+_SUB_ONE = ("additionalProperties", "additionalItems", "contains", "propertyNames", "not", "if", "then",
+            "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema")
+_SUB_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
+_SUB_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
+_UNSUPPORTED = {"$dynamicRef": "dynamic references", "$recursiveRef": "recursive references (2019-09)"}
+
+
+class SchemaError(ConstraintError):
+    """A schema (or one keyword of it) cannot be enforced exactly."""
+
+    def __init__(self, message: str, keyword: str | None = None, pointer: str = "#"):
+        self.keyword, self.pointer = keyword, pointer
+        where = f"{keyword!r} at {pointer}" if keyword else pointer
+        super().__init__(f"{where}: {message}")
+
+
+class SchemaWarning(UserWarning):
+    """Lenient mode: a keyword was dropped (the output may violate it)."""
+
+
+class CompiledSchema:
+    """The term of a schema plus what is needed to write instances canonically."""
+
+    def __init__(self, tb: TermBuilder, term: Term, key_order: list[str], options: dict, relaxed: list):
+        self.tb, self.term, self.key_order, self.options, self.relaxed = tb, term, key_order, options, relaxed
+
+    def canonical(self, instance) -> str:
+        return canonical_json(instance, self.key_order)
+
+    def dfa(self, max_states: int = DEFAULT_MAX_STATES) -> LazyDFA:
+        """A byte-level lazy DFA (no vocabulary): `accepts(text)` for tests."""
+        return LazyDFA(JsonTermSource(self.tb, max_states), self.term, max_states)
+
+    def accepts(self, text, dfa: LazyDFA | None = None) -> bool:
+        dfa = dfa or self.dfa()
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        return bool(dfa.accepting[dfa.walk(dfa.start, data)])
+
+
+def _escape_ptr(k: str) -> str:
+    return str(k).replace("~", "~0").replace("/", "~1")
+
+
+def load_schema(schema):
+    """dict / bool / JSON text / Pydantic model class -> JSON value."""
+    if isinstance(schema, (dict, bool)):
+        return schema
+    if isinstance(schema, (str, bytes)):
+        try:
+            return json.loads(schema)
+        except json.JSONDecodeError as e:
+            raise SchemaError(f"invalid JSON text: {e}") from None
+    if hasattr(schema, "model_json_schema"):
+        return schema.model_json_schema()
+    try:  # a type pydantic can describe (list[int], a dataclass...)
+        from pydantic import TypeAdapter
+        return TypeAdapter(schema).json_schema()
+    except Exception:  # noqa: BLE001
+        raise SchemaError(f"not a JSON Schema: {schema!r}") from None
+
+
+class _Compiler:
+    def __init__(self, root, tb: TermBuilder, whitespace: str = "compact", strict: bool = True,
+                 max_depth: int = DEFAULT_MAX_DEPTH, max_whitespace: int = DEFAULT_MAX_WHITESPACE,
+                 max_recursion_depth: int | None = None, assert_formats: bool = True,
+                 allow_extra_properties: bool = True):
+        if whitespace not in ("compact", "flexible"):
+            raise SchemaError(f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
+        self.root, self.tb, self.strict = root, tb, strict
+        self.max_depth = max_depth
+        self.max_recursion_depth = max_recursion_depth
+        self.assert_formats = assert_formats
+        self.allow_extra = allow_extra_properties
+        self.nt, self.st = NumberTerms(tb), StringTerms(tb)
+        if whitespace == "flexible":
+            ws_byte = tb.alt([tb.literal(b" "), tb.literal(b"\t"), tb.literal(b"\n"), tb.literal(b"\r")])
+            self.ws = tb.repeat(ws_byte, 0, max_whitespace)
+        else:
+            self.ws = tb.empty
+        ws = self.ws
+        self.open_obj = tb.seq([tb.literal(b"{"), ws])
+        self.close_obj = tb.seq([ws, tb.literal(b"}")])
+        self.open_arr = tb.seq([tb.literal(b"["), ws])
+        self.close_arr = tb.seq([ws, tb.literal(b"]")])
+        self.comma = tb.seq([ws, tb.literal(b","), ws])
+        self.colon = tb.seq([ws, tb.literal(b":"), ws])
+        self.null = tb.literal(b"null")
+        self.boolean = tb.alt([tb.literal(b"true"), tb.literal(b"false")])
+        self.relaxed: list[str] = []
+        # resources
+        self.resources: dict[str, object] = {}
+        self.anchors: dict[tuple, object] = {}
+        self.base_of: dict[int, str] = {}
+        self.ptr_of: dict[int, str] = {}
+        self.key_order: list[str] = []
+        self._key_set: set = set()
+        self._index(root, "", "#")
+        self._gkeys = [(k, tb.literal(b'"' + encode_string(k) + b'"')) for k in self.key_order]
+        self._not_known = self.st.not_in(self.key_order)
+        self._memo: dict = {}
+        self._free: dict = {}
+        self._any: dict[int, Term] = {}
+        self._dep_stack: list[bool] = []
+        self._active: dict[int, int] = {}
+        self._negated = 0
+
+    # -- indexing: $id / $anchor / key order ---------------------------------------
+    def _add_key(self, k) -> None:
+        if isinstance(k, str) and k not in self._key_set:
+            self._key_set.add(k)
+            self.key_order.append(k)
+
+    def _value_keys(self, v) -> None:
+        if isinstance(v, dict):
+            for k, x in v.items():
+                self._add_key(k)
+                self._value_keys(x)
+        elif isinstance(v, list):
+            for x in v:
+                self._value_keys(x)
+
+    def _index(self, node, base: str, ptr: str) -> None:
+        if not isinstance(node, dict):
+            return
+        if "$ref" not in node or True:
+            sid = node.get("$id")
+            if isinstance(sid, str):
+                if sid.startswith("#"):
+                    self.anchors[(base, sid[1:])] = node
+                else:
+                    base = urldefrag(urljoin(base, sid))[0]
+                    self.resources[base] = node
+        if not self.resources.get(base) and ptr == "#":
+            self.resources[base] = node
+        for a in ("$anchor", "$dynamicAnchor"):
+            if isinstance(node.get(a), str):
+                self.anchors.setdefault((base, node[a]), node)
+        self.base_of[id(node)] = base
+        self.ptr_of.setdefault(id(node), ptr)
+        for k in ("properties",):
+            if isinstance(node.get(k), dict):
+                for name in node[k]:
+                    self._add_key(name)
+        for name in node.get("required", []) if isinstance(node.get("required"), list) else []:
+            self._add_key(name)
+        for k in ("dependentRequired", "dependentSchemas", "dependencies"):
+            if isinstance(node.get(k), dict):
+                for name, v in node[k].items():
+                    self._add_key(name)
+                    if isinstance(v, list):
+                        for n in v:
+                            self._add_key(n)
+        if "const" in node:
+            self._value_keys(node["const"])
+        if isinstance(node.get("enum"), list):
+            self._value_keys(node["enum"])
+        for k in _SUB_ONE:
+            if k in node:
+                self._index(node[k], base, f"{ptr}/{k}")
+        if "items" in node:
+            it = node["items"]
+            if isinstance(it, list):
+                for i, s in enumerate(it):
+                    self._index(s, base, f"{ptr}/items/{i}")
+            else:
+                self._index(it, base, f"{ptr}/items")
+        for k in _SUB_MAP:
+            if isinstance(node.get(k), dict):
+                for name, s in node[k].items():
+                    self._index(s, base, f"{ptr}/{k}/{_escape_ptr(name)}")
+        for k in _SUB_LIST:
+            if isinstance(node.get(k), list):
+                for i, s in enumerate(node[k]):
+                    self._index(s, base, f"{ptr}/{k}/{i}")
+
+    def _resolve(self, node: dict, ref: str):
+        base = self.base_of.get(id(node), "")
+        target = urljoin(base, ref) if base else ref
+        uri, frag = urldefrag(target)
+        res = self.resources.get(uri)
+        if res is None and uri == "" and base == "":
+            res = self.root
+        if res is None:
+            raise SchemaError(f"cannot resolve reference {ref!r} (only references inside the schema "
+                              "document are supported)", "$ref", self.ptr(node))
+        if not frag:
+            return res
+        if frag.startswith("/"):
+            cur = res
+            for part in frag[1:].split("/"):
+                part = unquote(part).replace("~1", "/").replace("~0", "~")
+                if isinstance(cur, dict) and part in cur:
+                    cur = cur[part]
+                elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
+                    cur = cur[int(part)]
+                else:
+                    raise SchemaError(f"reference {ref!r} points nowhere", "$ref", self.ptr(node))
+            if isinstance(cur, dict) and id(cur) not in self.base_of:
+                self._index(cur, self.base_of.get(id(res), uri), "#" + frag)
+            return cur
+        hit = self.anchors.get((uri, frag))
+        if hit is None:
+            raise SchemaError(f"unknown anchor in reference {ref!r}", "$ref", self.ptr(node))
+        return hit
+
+    def ptr(self, node) -> str:
+        return self.ptr_of.get(id(node), "#")
+
+    # -- errors ---------------------------------------------------------------------
+    def refuse(self, node, keyword: str, message: str) -> None:
+        """Strict: raise. Lenient: warn; the caller drops the keyword."""
+        if self.strict:
+            raise SchemaError(message + " (strict=False drops it with a warning)", keyword, self.ptr(node))
+        text = f"{keyword!r} at {self.ptr(node)}: {message}; dropped (output may violate it)"
+        self.relaxed.append(text)
+        warnings.warn(text, SchemaWarning, stacklevel=4)
+
+    # -- universe --------------------------------------------------------------------
+    def any(self, d: int) -> Term:
+        self._uses_depth()
+        t = self._any.get(d)
+        if t is None:
+            tb = self.tb
+            parts = [self.null, self.boolean, self.nt.number, self.st.any_string]
+            if d >= 1:
+                parts.append(self._array_list([], self.any(d - 1), 0, None))
+                parts.append(self._object({}, d))
+            t = self._any[d] = tb.alt(parts)
+        return t
+
+    def _uses_depth(self) -> None:
+        if self._dep_stack:
+            self._dep_stack[-1] = True
+
+    # -- values ----------------------------------------------------------------------
+    def value(self, node, d: int, budget: int | None = None) -> Term:
+        tb = self.tb
+        if node is True:
+            return self.any(d)
+        if node is False:
+            return tb.nothing
+        if not isinstance(node, dict):
+            raise SchemaError(f"a schema must be an object or a boolean, not {node!r}", None, "#")
+        if budget is None:
+            budget = self.max_recursion_depth or 0
+        key = id(node)
+        t = self._free.get(key)
+        if t is not None:
+            return t
+        mkey = (key, d, budget)
+        t = self._memo.get(mkey)
+        if t is not None:
+            self._uses_depth()
+            return t
+        if key in self._active:
+            if self.max_recursion_depth is None:
+                raise SchemaError("recursive schema: pass max_recursion_depth=N to unroll it N levels "
+                                  "(recursion is refused otherwise)", "$ref", self.ptr(node))
+            self._uses_depth()
+            if budget <= 0:
+                return tb.nothing
+            budget -= 1
+            mkey = (key, d, budget)
+            t = self._memo.get(mkey)
+            if t is not None:
+                return t
+        self._active[key] = self._active.get(key, 0) + 1
+        self._dep_stack.append(False)
+        try:
+            t = self._value(node, d, budget)
+        finally:
+            used = self._dep_stack.pop()
+            self._active[key] -= 1
+            if not self._active[key]:
+                del self._active[key]
+        if used:
+            self._memo[mkey] = t
+            self._uses_depth()
+        else:
+            self._free[key] = t
+        return t
+
+    def _value(self, node: dict, d: int, budget: int) -> Term:
+        tb = self.tb
+        for k, what in _UNSUPPORTED.items():
+            if k in node:
+                self.refuse(node, k, f"{what} are not supported")
+        parts: list[Term] = []
+        typed = self._typed(node, d, budget)
+        if typed is not None:
+            parts.append(typed)
+        if "const" in node:
+            parts.append(self.const(node["const"], d))
+        if "enum" in node:
+            if not isinstance(node["enum"], list):
+                raise SchemaError("enum must be an array", "enum", self.ptr(node))
+            parts.append(tb.alt(self.const(v, d) for v in node["enum"]))
+        if "$ref" in node:
+            target = self._resolve(node, node["$ref"])
+            parts.append(self.value(target, d, budget))
+        if "allOf" in node:
+            parts.extend(self.value(s, d, budget) for s in node["allOf"])
+        if "anyOf" in node:
+            parts.append(tb.alt([self.value(s, d, budget) for s in node["anyOf"]]))
+        if "oneOf" in node:
+            parts.append(self._one_of(node, d, budget))
+        if "not" in node:
+            self._negated += 1
+            try:
+                inner = self.value(node["not"], d, budget)
+            finally:
+                self._negated -= 1
+            parts.append(tb.intersect([self.any(d), tb.complement(inner)]))
+        if "if" in node and ("then" in node or "else" in node):
+            self._negated += 1
+            try:
+                cond = self.value(node["if"], d, budget)
+            finally:
+                self._negated -= 1
+            then = self.value(node.get("then", True), d, budget)
+            els = self.value(node.get("else", True), d, budget)
+            parts.append(tb.alt([tb.intersect([cond, then]), tb.intersect([els, tb.complement(cond)])]))
+        if not parts:
+            return self.any(d)
+        return tb.intersect(parts) if len(parts) > 1 else parts[0]
+
+    def _one_of(self, node, d, budget) -> Term:
+        tb = self.tb
+        subs = node["oneOf"]
+        terms = [self.value(s, d, budget) for s in subs]
+        if len(terms) <= 1 or self._disjoint(node, subs):
+            return tb.alt(terms)
+        self._negated += 1
+        try:
+            comps = [tb.complement(t) for t in terms]
+        finally:
+            self._negated -= 1
+        return tb.alt(tb.intersect([t] + [c for j, c in enumerate(comps) if j != i]) for i, t in enumerate(terms))
+
+    # -- oneOf disjointness ----------------------------------------------------------
+    def _deref(self, s, depth: int = 0):
+        while isinstance(s, dict) and "$ref" in s and len(s) == 1 and depth < 50:
+            s = self._resolve(s, s["$ref"])
+            depth += 1
+        return s
+
+    def _types_of(self, s) -> set | None:
+        s = self._deref(s)
+        if s is False:
+            return set()
+        if not isinstance(s, dict):
+            return None
+        out = None
+        if "type" in s:
+            ty = s["type"] if isinstance(s["type"], list) else [s["type"]]
+            out = {"number" if t == "integer" else t for t in ty}
+        vals = [s["const"]] if "const" in s else s.get("enum") if isinstance(s.get("enum"), list) else None
+        if vals is not None:
+            vt = {_json_type(v) for v in vals}
+            out = vt if out is None else out & vt
+        if "$ref" in s:
+            r = self._types_of(self._resolve(s, s["$ref"]))
+            if r is not None:
+                out = r if out is None else out & r
+        return out
+
+    def _disc_values(self, s, prop) -> set | None:
+        s = self._deref(s)
+        if not isinstance(s, dict):
+            return None
+        if "$ref" in s:
+            inner = self._disc_values(self._resolve(s, s["$ref"]), prop)
+            if inner is not None:
+                return inner
+        if prop not in s.get("required", []) or s.get("type", "object") != "object":
+            return None
+        p = self._deref(s.get("properties", {}).get(prop))
+        if not isinstance(p, dict):
+            return None
+        if "const" in p:
+            return {json.dumps(p["const"], sort_keys=True)}
+        if isinstance(p.get("enum"), list):
+            return {json.dumps(v, sort_keys=True) for v in p["enum"]}
+        return None
+
+    def _disjoint(self, node, subs) -> bool:
+        types = [self._types_of(s) for s in subs]
+        if all(t is not None for t in types):
+            seen: set = set()
+            ok = True
+            for t in types:
+                if seen & t:
+                    ok = False
+                    break
+                seen |= t
+            if ok:
+                return True
+        disc = node.get("discriminator", {}).get("propertyName") if isinstance(node.get("discriminator"), dict) else None
+        cands = [disc] if disc else []
+        first = self._deref(subs[0])
+        if isinstance(first, dict):
+            if "$ref" in first:
+                first = self._resolve(first, first["$ref"])
+            if isinstance(first, dict):
+                cands += [k for k in first.get("required", []) if k not in cands]
+        for prop in cands:
+            vals = [self._disc_values(s, prop) for s in subs]
+            if all(v is not None for v in vals):
+                seen = set()
+                ok = True
+                for v in vals:
+                    if seen & v:
+                        ok = False
+                        break
+                    seen |= v
+                if ok:
+                    return True
+        return False
+
+    # -- const / enum ----------------------------------------------------------------
+    def const(self, v, d: int) -> Term:
+        tb = self.tb
+        if v is None:
+            return self.null
+        if v is True:
+            return tb.literal(b"true")
+        if v is False:
+            return tb.literal(b"false")
+        if isinstance(v, (int, float)):
+            if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+                return tb.nothing
+            return number_text_term(tb, self.nt, v)
+        if isinstance(v, str):
+            return tb.literal(b'"' + encode_string(v) + b'"')
+        if isinstance(v, list):
+            self._uses_depth()
+            if d < 1:
+                return tb.nothing
+            if not v:
+                return tb.seq([self.open_arr, self.close_arr])
+            items = []
+            for i, x in enumerate(v):
+                if i:
+                    items.append(self.comma)
+                items.append(self.const(x, d - 1))
+            return tb.seq([self.open_arr] + items + [self.close_arr])
+        if isinstance(v, dict):
+            self._uses_depth()
+            if d < 1:
+                return tb.nothing
+            order = {k: i for i, k in enumerate(self.key_order)}
+            keys = sorted(v, key=lambda k: order[k])
+            items = []
+            for i, k in enumerate(keys):
+                if i:
+                    items.append(self.comma)
+                items += [tb.literal(b'"' + encode_string(k) + b'"'), self.colon, self.const(v[k], d - 1)]
+            return tb.seq([self.open_obj] + items + [self.close_obj])
+        raise SchemaError(f"not a JSON value: {v!r}", "const")
+
+    # -- typed parts -----------------------------------------------------------------
+    def _typed(self, node: dict, d: int, budget: int) -> Term | None:
+        tb = self.tb
+        ty = node.get("type")
+        has = {
+            "string": any(k in node for k in _STRING_KW if k != "format") or (
+                "format" in node and self.assert_formats),
+            "number": any(k in node for k in _NUMBER_KW),
+            "object": any(k in node for k in _OBJECT_KW),
+            "array": any(k in node for k in _ARRAY_KW),
+        }
+        if ty is None:
+            if not any(has.values()):
+                return None
+            types = list(_TYPES)
+        else:
+            types = ty if isinstance(ty, list) else [ty]
+            for t in types:
+                if t not in _TYPES and t != "integer":
+                    raise SchemaError(f"unknown type {t!r}", "type", self.ptr(node))
+        parts = []
+        if "number" in types:
+            types = [t for t in types if t != "integer"]
+        for t in types:
+            if t == "null":
+                parts.append(self.null)
+            elif t == "boolean":
+                parts.append(self.boolean)
+            elif t in ("number", "integer"):
+                parts.append(self._number(node, t == "integer"))
+            elif t == "string":
+                parts.append(self._string(node))
+            elif t == "object":
+                self._uses_depth()
+                if d >= 1:
+                    parts.append(self._object(node, d, budget))
+            elif t == "array":
+                self._uses_depth()
+                if d >= 1:
+                    parts.append(self._array(node, d, budget))
+        return tb.alt(parts)
+
+    # -- strings ---------------------------------------------------------------------
+    def _string(self, node: dict) -> Term:
+        tb, st = self.tb, self.st
+        parts = []
+        lo, hi = node.get("minLength", 0), node.get("maxLength")
+        if lo or hi is not None:
+            parts.append(st.length(int(lo), None if hi is None else int(hi)))
+        if "pattern" in node:
+            try:
+                parts.append(st.search(node["pattern"]))
+            except RegexError as e:
+                self.refuse(node, "pattern", f"unsupported pattern: {e}")
+        if "format" in node and self.assert_formats:
+            from .json_formats import format_term
+            try:
+                parts.append(format_term(st, node["format"]))
+            except KeyError:
+                self.refuse(node, "format", f"format {node['format']!r} is not supported")
+        content = tb.intersect(parts) if len(parts) > 1 else parts[0] if parts else st.any_chars
+        return st.quoted(content)
+
+    # -- numbers ---------------------------------------------------------------------
+    def _number(self, node: dict, integer: bool) -> Term:
+        tb, nt = self.tb, self.nt
+        lo = hi = None  # (Decimal, exclusive)
+        for kw, excl in (("minimum", False), ("exclusiveMinimum", True)):
+            if kw in node:
+                v = node[kw]
+                if isinstance(v, bool):  # draft-04 boolean form
+                    continue
+                b = (to_decimal(v), excl)
+                if lo is None or b[0] > lo[0] or (b[0] == lo[0] and excl):
+                    lo = b
+        for kw, excl in (("maximum", False), ("exclusiveMaximum", True)):
+            if kw in node:
+                v = node[kw]
+                if isinstance(v, bool):
+                    continue
+                b = (to_decimal(v), excl)
+                if hi is None or b[0] < hi[0] or (b[0] == hi[0] and excl):
+                    hi = b
+        ilo = ihi = None
+        if lo is not None:
+            ilo = int(lo[0].to_integral_value(rounding="ROUND_CEILING"))
+            if lo[1] and ilo == lo[0]:
+                ilo += 1
+        if hi is not None:
+            ihi = int(hi[0].to_integral_value(rounding="ROUND_FLOOR"))
+            if hi[1] and ihi == hi[0]:
+                ihi -= 1
+        mult = node.get("multipleOf")
+        if mult is not None:
+            mult = to_decimal(mult)
+            if mult <= 0:
+                raise SchemaError("multipleOf must be > 0", "multipleOf", self.ptr(node))
+        if integer or (mult is not None and mult == mult.to_integral_value() and mult >= 1):
+            # integers only (a number that is a multiple of an integer is an integer)
+            base = nt.int_range(ilo, ihi)
+            if mult is not None and mult != 1:
+                _, _, exp = mult.normalize().as_tuple()
+                j = -exp if exp < 0 else 0
+                num = int(mult * (Decimal(10) ** j))
+                m = num // math.gcd(num, 10 ** j)  # integer x: k | x  <=>  m | x
+                mt = self._int_multiple(node, m, ilo, ihi) if m != 1 else None
+                if mt is not None:
+                    base = mt if mt is tb.nothing else tb.intersect([base, mt])
+            return base
+        parts = []
+        if lo is not None:
+            parts.append(nt.lower(*lo))
+        if hi is not None:
+            parts.append(nt.upper(*hi))
+        if mult is not None:
+            mt = self._dec_multiple(node, mult, ilo, ihi)
+            if mt is not None:
+                parts.append(mt)
+        if not parts:
+            return nt.number
+        return tb.intersect(parts) if len(parts) > 1 else tb.intersect([parts[0], nt.number])
+
+    def _int_multiple(self, node, m: int, ilo, ihi) -> Term | None:
+        tb, nt = self.tb, self.nt
+        t, mm = 0, m
+        for p in (2, 5):
+            k = 0
+            while mm % p == 0:
+                mm //= p
+                k += 1
+            t = max(t, k)
+        if mm == 1:
+            return nt.last_digits_multiple(m, max(t, 1))
+        if ilo is not None and ihi is not None:
+            first = -(-ilo // m) * m
+            count = (ihi - first) // m + 1 if ihi >= first else 0
+            if count <= MAX_ENUMERATED_MULTIPLES:
+                vals = range(first, ihi + 1, m)
+                return tb.alt(number_text_term(tb, nt, v) for v in vals)
+        self.refuse(node, "multipleOf", f"multipleOf {m} is only enforced for divisors of a power of ten "
+                    f"or over a bounded range of at most {MAX_ENUMERATED_MULTIPLES} multiples")
+        return None
+
+    def _dec_multiple(self, node, k: Decimal, ilo, ihi) -> Term | None:
+        tb, nt = self.tb, self.nt
+        sign, digits, exp = k.normalize().as_tuple()
+        j = -exp if exp < 0 else 0
+        m = int(k * (Decimal(10) ** j))
+        if m == 1:
+            return nt.max_frac_digits(j)
+        if ilo is not None and ihi is not None:
+            lo_n = int((Decimal(ilo - 1) / k).to_integral_value(rounding="ROUND_FLOOR"))
+            hi_n = int((Decimal(ihi + 1) / k).to_integral_value(rounding="ROUND_CEILING"))
+            if hi_n - lo_n <= MAX_ENUMERATED_MULTIPLES:
+                return tb.alt(number_text_term(tb, nt, k * n) for n in range(lo_n, hi_n + 1))
+        self.refuse(node, "multipleOf", f"multipleOf {k} is only enforced for 10^-j or over a bounded "
+                    f"range of at most {MAX_ENUMERATED_MULTIPLES} multiples")
+        return None
+
+    # -- objects ---------------------------------------------------------------------
+    def _object(self, node: dict, d: int, budget: int = 0) -> Term:
+        tb = self.tb
+        deps_req = dict(node.get("dependentRequired", {}))
+        deps_sch = dict(node.get("dependentSchemas", {}))
+        for k, v in node.get("dependencies", {}).items():
+            if isinstance(v, list):
+                deps_req[k] = v
+            else:
+                deps_sch[k] = v
+        dep_keys = list(dict.fromkeys(list(deps_req) + list(deps_sch)))
+        if not dep_keys:
+            return self._object_variant(node, d, budget, {})
+        variants_per_key = []
+        for a in dep_keys:
+            req = {a: "req"}
+            for b in deps_req.get(a, []):
+                req[b] = "req"
+            variants_per_key.append([({a: "forbid"}, None), (req, deps_sch.get(a))])
+        if len(dep_keys) <= 5:
+            alts = []
+            for combo in product(*variants_per_key):
+                modes: dict = {}
+                ok = True
+                extra = []
+                for m, sch in combo:
+                    for k, mode in m.items():
+                        if modes.get(k, mode) != mode:
+                            ok = False
+                        modes[k] = mode
+                    if sch is not None:
+                        extra.append(sch)
+                if not ok:
+                    continue
+                t = self._object_variant(node, d, budget, modes)
+                if extra:
+                    t = tb.intersect([t] + [self.value(s, d, budget) for s in extra])
+                alts.append(t)
+            return tb.alt(alts)
+        parts = [self._object_variant(node, d, budget, {})]
+        for (fm, _), (rm, sch) in variants_per_key:
+            req = self._object_variant(node, d, budget, rm)
+            if sch is not None:
+                req = tb.intersect([req, self.value(sch, d, budget)])
+            parts.append(tb.alt([self._object_variant(node, d, budget, fm), req]))
+        return tb.intersect(parts)
+
+    def _object_variant(self, node: dict, d: int, budget: int, modes: dict) -> Term:
+        tb, st = self.tb, self.st
+        props = node.get("properties", {})
+        required = set(node.get("required", []))
+        pats = node.get("patternProperties", {})
+        addl = node.get("additionalProperties")
+        uneval = node.get("unevaluatedProperties")
+        if uneval is not None and addl is None:
+            composite = any(k in node for k in ("allOf", "anyOf", "oneOf", "not", "if", "$ref",
+                                                 "dependentSchemas", "dependencies"))
+            if composite and uneval is not True:
+                self.refuse(node, "unevaluatedProperties",
+                            "only supported where no applicator keyword (allOf/anyOf/oneOf/not/if/$ref/"
+                            "dependentSchemas) evaluates properties")
+            else:
+                addl = uneval
+        if addl is None:
+            addl = True if (self.allow_extra or self._negated) else False
+        names = node.get("propertyNames", True)
+        names_t = None if names is True else self.value(names, 0, budget)
+        pat_terms = []
+        for p, s in pats.items():
+            try:
+                pat_terms.append((p, st.search(p), s))
+            except RegexError as e:
+                self.refuse(node, "patternProperties", f"unsupported pattern {p!r}: {e}")
+        addl_t = self.value(addl, d - 1, budget) if addl is not True else self.any(d - 1)
+        # slots: the document's known keys in key order
+        slots = []
+        for k, lit in self._gkeys:
+            mode = modes.get(k)
+            req = k in required or mode == "req"
+            if mode == "forbid":
+                if req:
+                    return tb.nothing
+                continue
+            if names_t is not None and not term_matches(tb, names_t, b'"' + encode_string(k) + b'"'):
+                if req:
+                    return tb.nothing
+                continue
+            enc = encode_string(k)
+            vparts = []
+            if k in props:
+                vparts.append(self.value(props[k], d - 1, budget))
+            matched = [s for p, t, s in pat_terms if term_matches(tb, t, enc)]
+            vparts += [self.value(s, d - 1, budget) for s in matched]
+            if k not in props and not matched:
+                if addl is False:
+                    if req:
+                        return tb.nothing
+                    continue
+                vparts.append(addl_t)
+            vt = tb.intersect(vparts) if len(vparts) > 1 else vparts[0]
+            if vt is tb.nothing:
+                if req:
+                    return tb.nothing
+                continue
+            slots.append((tb.seq([lit, self.colon, vt]), req))
+        # other keys: not among the known ones
+        others = []
+        if pat_terms or addl is not False:
+            not_known = self._not_known
+            subsets = [()]
+            if pat_terms:
+                if len(pat_terms) > MAX_PATTERN_PROPERTIES_PARTITION:
+                    raise SchemaError(f"more than {MAX_PATTERN_PROPERTIES_PARTITION} patternProperties",
+                                      "patternProperties", self.ptr(node))
+                subsets = [tuple(i for i in range(len(pat_terms)) if mask >> i & 1)
+                           for mask in range(1 << len(pat_terms))]
+            for sub in subsets:
+                if not sub and addl is False:
+                    continue
+                content = [pat_terms[i][1] if i in sub else tb.complement(pat_terms[i][1])
+                           for i in range(len(pat_terms))]
+                content.append(not_known)
+                key = st.quoted(tb.intersect(content) if len(content) > 1 else content[0])
+                kparts = [key]
+                if names_t is not None:
+                    kparts.append(names_t)
+                key = tb.intersect(kparts) if len(kparts) > 1 else kparts[0]
+                if sub:
+                    vs = [self.value(pat_terms[i][2], d - 1, budget) for i in sub]
+                    v = tb.intersect(vs) if len(vs) > 1 else vs[0]
+                else:
+                    v = addl_t
+                if v is not tb.nothing:
+                    others.append(tb.seq([key, self.colon, v]))
+        other = tb.alt(others) if others else None
+        lo = int(node.get("minProperties", 0))
+        hi = node.get("maxProperties")
+        hi = None if hi is None else int(hi)
+        cap = max(1, lo, (hi + 1) if hi is not None else 0)
+        n = len(slots)
+        if n * cap > 200_000:
+            raise SchemaError("minProperties/maxProperties too large for this many properties",
+                              "maxProperties", self.ptr(node))
+        comma = self.comma
+        memo: dict = {}
+
+        def tail(c: int) -> Term:
+            rlo = max(0, lo - c)
+            rhi = None if hi is None else hi - c
+            if rhi is not None and rhi < 0:
+                return tb.nothing
+            if other is None:
+                return tb.empty if rlo == 0 else tb.nothing
+            more = tb.concat(comma, other)
+            if c == 0:
+                if rhi == 0:
+                    return tb.empty
+                first = tb.concat(other, tb.repeat(more, max(rlo - 1, 0), None if rhi is None else rhi - 1))
+                return tb.alt([tb.empty, first]) if rlo == 0 else first
+            return tb.repeat(more, rlo, rhi)
+
+        def build(i: int, c: int) -> Term:
+            c = min(c, cap)
+            k = (i, c)
+            t = memo.get(k)
+            if t is not None:
+                return t
+            if i == n:
+                t = tail(c)
+            else:
+                pair, req = slots[i]
+                take = tb.seq([comma if c else tb.empty, pair, build(i + 1, c + 1)])
+                t = take if req else tb.alt([take, build(i + 1, c)])
+            memo[k] = t
+            return t
+
+        # build from the end so recursion depth stays small
+        for i in range(n, -1, -1):
+            for c in range(cap, -1, -1):
+                build(i, c)
+        return tb.seq([self.open_obj, build(0, 0), self.close_obj])
+
+    # -- arrays ----------------------------------------------------------------------
+    def _array_list(self, prefix: list, rest: Term | None, lo: int, hi: int | None) -> Term:
+        """[ p1, p2, ..., rest, rest ... ] with lo <= length <= hi."""
+        tb = self.tb
+        n = len(prefix)
+        if hi is not None and hi < lo:
+            return tb.nothing
+        comma = self.comma
+
+        def rest_part(i: int) -> Term:
+            rlo = max(0, lo - i)
+            rhi = None if hi is None else hi - i
+            if rest is None or rest is tb.nothing:
+                return tb.empty if rlo == 0 else tb.nothing
+            if rhi == 0:
+                return tb.empty if rlo == 0 else tb.nothing
+            if i == 0:
+                first = tb.concat(rest, tb.repeat(tb.concat(comma, rest), max(rlo - 1, 0),
+                                                  None if rhi is None else rhi - 1))
+                return tb.alt([tb.empty, first]) if rlo == 0 else first
+            return tb.repeat(tb.concat(comma, rest), rlo, rhi)
+
+        top = n if hi is None else min(n, hi)
+        t = rest_part(top) if top == n else (tb.empty if top >= lo else tb.nothing)
+        for i in range(top - 1, -1, -1):
+            take = tb.seq([comma if i else tb.empty, prefix[i], t])
+            t = tb.alt([tb.empty, take]) if i >= lo else take
+        return tb.seq([self.open_arr, t, self.close_arr])
+
+    def _count_list(self, x: Term, y: Term, a: int, b: int | None) -> Term:
+        """Arrays of x/y elements with between a and b elements from x (x, y disjoint)."""
+        tb = self.tb
+        if b is not None and b < a:
+            return tb.nothing
+        comma = self.comma
+        ys = tb.star(tb.concat(comma, y))
+
+        def after(lo, hi):  # elements each preceded by a comma
+            if hi is not None and hi < 0:
+                return tb.nothing
+            return tb.concat(ys, tb.repeat(tb.seq([comma, x, ys]), max(lo, 0), hi))
+
+        parts = [tb.concat(y, after(a, b)), tb.concat(x, after(a - 1, None if b is None else b - 1))]
+        if a == 0:
+            parts.append(tb.empty)
+        return tb.seq([self.open_arr, tb.alt(parts), self.close_arr])
+
+    def _array(self, node: dict, d: int, budget: int) -> Term:
+        tb = self.tb
+        items = node.get("items")
+        if isinstance(items, list):  # draft-07 tuple form
+            prefix_s, rest_s = items, node.get("additionalItems", True)
+        else:
+            prefix_s = node.get("prefixItems", [])
+            rest_s = True if items is None else items
+        uneval = node.get("unevaluatedItems")
+        if uneval is not None and uneval is not True:
+            free = rest_s is True and "items" not in node and "additionalItems" not in node
+            composite = any(k in node for k in ("allOf", "anyOf", "oneOf", "not", "if", "$ref", "contains"))
+            if composite:
+                self.refuse(node, "unevaluatedItems",
+                            "only supported where no applicator keyword (allOf/anyOf/oneOf/not/if/$ref/"
+                            "contains) evaluates items")
+            elif free:
+                rest_s = uneval
+        prefix = [self.value(s, d - 1, budget) for s in prefix_s]
+        rest = self.value(rest_s, d - 1, budget)
+        lo = int(node.get("minItems", 0))
+        hi = node.get("maxItems")
+        hi = None if hi is None else int(hi)
+        parts = [self._array_list(prefix, rest, lo, hi)]
+        if "contains" in node:
+            c = self.value(node["contains"], d - 1, budget)
+            a = int(node.get("minContains", 1))
+            b = node.get("maxContains")
+            b = None if b is None else int(b)
+            anyv = self.any(d - 1)
+            self._negated += 1
+            try:
+                notc = tb.intersect([anyv, tb.complement(c)])
+            finally:
+                self._negated -= 1
+            if not (a == 0 and b is None):
+                parts.append(self._count_list(tb.intersect([c, anyv]), notc, a, b))
+        if node.get("uniqueItems") is True and (hi is None or hi > 1):
+            dom = self._finite_domain(rest_s, prefix_s)
+            if dom is None:
+                self.refuse(node, "uniqueItems", "uniqueItems is enforced only when the items range over a "
+                            f"finite set of at most {MAX_UNIQUE_DOMAIN} values (enum, const, boolean, null)")
+            else:
+                anyv = self.any(d - 1)
+                for v in dom:
+                    x = self.const(v, d - 1)
+                    parts.append(self._count_list(x, tb.intersect([anyv, tb.complement(x)]), 0, 1))
+        return tb.intersect(parts) if len(parts) > 1 else parts[0]
+
+    def _finite_domain(self, rest_s, prefix_s) -> list | None:
+        vals: list = []
+        for s in list(prefix_s) + [rest_s]:
+            s = self._deref(s)
+            if s is False:
+                continue
+            if not isinstance(s, dict):
+                return None
+            if "const" in s:
+                vs = [s["const"]]
+            elif isinstance(s.get("enum"), list):
+                vs = s["enum"]
+            elif s.get("type") == "boolean":
+                vs = [True, False]
+            elif s.get("type") == "null":
+                vs = [None]
+            else:
+                return None
+            for v in vs:
+                if not any(_json_equal(v, w) for w in vals):
+                    vals.append(v)
+        return vals if len(vals) <= MAX_UNIQUE_DOMAIN else None
+
+
+def _json_type(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    return "object"
+
+
+def _json_equal(a, b) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+class JsonTermBuilder(TermBuilder):
+    """TermBuilder with the Boolean simplifications schema terms need.
+
+    The derivative of `X & ~Y` is `dX & ~dY`; where the schema's complement covers the
+    same continuation (dX is dY, or dY is an alternative containing dX) the state is
+    empty, and without this rule proving it takes an exhaustive search of dX's states
+    (huge for nested values). Also ~nothing = anything and ~anything = nothing."""
+
+    def intersect(self, items) -> Term:
+        t = super().intersect(items)
+        if t.kind != AND:
+            return t
+        pos = {c.id for c in t.args if c.kind != NOT}
+        for c in t.args:
+            if c.kind == NOT:
+                y = c.args[0]
+                if y.id in pos or (y.kind == ALT and any(a.id in pos for a in y.args)):
+                    return self.nothing
+                if y.kind == NOTHING:
+                    return self.intersect(a for a in t.args if a is not c)
+        return t
+
+    def complement(self, x: Term) -> Term:
+        if x.kind == NOTHING:
+            return self.anything
+        if x is self.anything:
+            return self.nothing
+        return super().complement(x)
+
+
+class JsonTermSource(TermSource):
+    """TermSource whose emptiness check is an A* search for an accepting state.
+
+    Schema terms intersect and complement big languages (nested values); a plain
+    depth-first search can wander into ever deeper nesting before it finds an
+    accepting state. A* with an admissible estimate (a lower bound on the length of the
+    shortest member: exact for terms without AND/NOT) heads for the shortest completion,
+    which for a JSON prefix is short (close what is open)."""
+
+    def __init__(self, tb: TermBuilder, max_states: int = DEFAULT_MAX_STATES):
+        super().__init__(tb, max_states)
+        self._minlen: dict[int, int] = {}
+
+    def minlen(self, t: Term) -> int:
+        memo = self._minlen
+        v = memo.get(t.id)
+        if v is not None:
+            return v
+        stack = [(t, False)]
+        while stack:
+            x, done = stack.pop()
+            if x.id in memo:
+                continue
+            k = x.kind
+            kids = ()
+            if k in (CONCAT, ALT, AND):
+                kids = x.args
+            elif k == REPEAT:
+                kids = (x.args[0],)
+            if not done and any(c.id not in memo for c in kids):
+                stack.append((x, True))
+                stack.extend((c, False) for c in kids if c.id not in memo)
+                continue
+            if k == BYTES:
+                v = 1
+            elif k == CONCAT:
+                v = memo[kids[0].id] + memo[kids[1].id]
+            elif k == ALT:
+                v = min(memo[c.id] for c in kids)
+            elif k == REPEAT:
+                v = x.args[1] * memo[kids[0].id]
+            elif k == AND:
+                v = max(memo[c.id] for c in kids)
+            elif k == NOTHING:
+                v = 1 << 30
+            else:  # EMPTY, NOT
+                v = 0 if x.nullable else 1
+            memo[x.id] = v
+        return memo[t.id]
+
+    def is_empty(self, t: Term) -> bool:
+        if not t.boolean:
+            return t.kind == NOTHING
+        empty = self._empty
+        cached = empty.get(t.id)
+        if cached is not None:
+            return cached
+        heap = [(self.minlen(t), 0, t.id, t)]
+        best = {t.id: 0}
+        parent: dict[int, int] = {}
+        found = None
+        while heap:
+            _, g, _, x = heapq.heappop(heap)
+            if best.get(x.id, g) < g:
+                continue
+            if x.nullable or empty.get(x.id) is False:
+                found = x
+                break
+            for _, _, y in self.tb.row(x):
+                if y.kind == NOTHING or empty.get(y.id) is True:
+                    continue
+                g2 = g + 1
+                if best.get(y.id, g2 + 1) <= g2:
+                    continue
+                best[y.id] = g2
+                parent[y.id] = x.id
+                heapq.heappush(heap, (g2 + self.minlen(y), g2, y.id, y))
+            if len(best) > self.max_states:
+                raise TooLargeError(f"emptiness check exceeds max_states={self.max_states}")
+        if found is None:
+            for i in best:
+                empty[i] = True
+            return True
+        i = found.id
+        while True:  # every state on the path reaches acceptance
+            empty[i] = False
+            if i == t.id:
+                break
+            i = parent[i]
+        return False
+
+
+def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> CompiledSchema:
+    """Compile a schema to a byte-level term (no vocabulary needed)."""
+    tb = tb or JsonTermBuilder()
+    root = load_schema(schema)
+    comp = _Compiler(root, tb, **options)
+    term = comp.value(root, comp.max_depth)
+    ws = comp.ws
+    if ws is not tb.empty:
+        term = tb.seq([ws, term, ws])
+    return CompiledSchema(tb, term, comp.key_order, options, comp.relaxed)
+
+
+def compile_json_schema(schema, vocab, max_states: int | None = None, **options):
+    """Compile to a TokenAutomaton (cached per vocabulary by the schema's JSON text and options)."""
+    from . import _cached
+    from .automaton import TokenAutomaton
+    root = load_schema(schema)
+    key = ("json_schema", json.dumps(root, sort_keys=False, separators=(",", ":")),
+           tuple(sorted(options.items())), max_states)
+
+    def build():
+        tb = JsonTermBuilder()
+        cs = schema_to_term(root, tb, **options)
+        ms = max_states or DEFAULT_MAX_STATES
+        auto = TokenAutomaton(JsonTermSource(tb, ms), cs.term, vocab, "json schema", ms)
+        auto.key_order = cs.key_order
+        auto.relaxed = cs.relaxed
+        return auto
+    return _cached(vocab, key, build)
+
+
+def _number_text(v) -> str:
+    if isinstance(v, int):
+        return str(v)
+    if v != v or v in (float("inf"), float("-inf")):
+        raise ValueError("NaN and infinity are not JSON")
+    if v.is_integer() and abs(v) < 1e16:
+        return repr(v)
+    return format(Decimal(repr(v)), "f")
+
+
+def canonical_json(value, key_order, indent: int | None = None) -> str:
+    """The canonical text of a JSON value (see the module notes); indent gives a
+    flexible-whitespace variant (json.dumps-like indentation)."""
+    order = {k: i for i, k in enumerate(key_order)}
+    big = len(order)
+
+    def enc(v, level):
+        if v is None:
+            return "null"
+        if v is True:
+            return "true"
+        if v is False:
+            return "false"
+        if isinstance(v, (int, float)):
+            return _number_text(v)
+        if isinstance(v, str):
+            return json.dumps(v, ensure_ascii=False)
+        nl = "" if indent is None else "\n" + " " * (indent * (level + 1))
+        end = "" if indent is None else "\n" + " " * (indent * level)
+        sep = "," if indent is None else ","
+        colon = ":" if indent is None else ": "
+        if isinstance(v, list):
+            if not v:
+                return "[]"
+            return "[" + sep.join(nl + enc(x, level + 1) for x in v) + end + "]"
+        keys = sorted(v, key=lambda k: (order.get(k, big), 0))
+        if not keys:
+            return "{}"
+        return "{" + sep.join(nl + json.dumps(k, ensure_ascii=False) + colon + enc(v[k], level + 1)
+                              for k in keys) + end + "}"
+    return enc(value, 0)

@@ -1,0 +1,229 @@
+"""JSON string contents as byte-level terms, from the language of their *decoded* values.
+
+A JSON string's text is `"` + encoded characters + `"`. Every character has exactly one
+encoding here (the one `json.dumps(ensure_ascii=False)` writes): raw UTF-8, except `"`
+-> `\\"`, `\\` -> `\\\\`, the controls with short escapes (`\\b \\f \\n \\r \\t`), and the other
+C0 controls -> `\\u00xx` (lower-case hex). `\\/`, `\\uXXXX` for other characters and
+surrogate pairs are not produced (nor accepted).
+
+Because the encoding is character by character and unique, a regular language X of
+decoded strings maps to the byte language "encodings of members of X" by replacing every
+character class of X's regex with the union of its members' encodings: we do this on
+Python's regex parse tree (`_JsonConverter` reuses fsm/regex.py's converter and swaps the
+leaves). Intersection and complement of such terms then agree with intersection and
+complement of the decoded languages, so `pattern` + `minLength` + `format` compose exactly.
+
+`pattern` follows ECMA-262 `RegExp.prototype.test`: a search, not a full match. We wrap the
+pattern as `.*(?:p).*` over characters, except where it is anchored with `^` / `$` at the
+start / end of a top-level branch. ECMA meanings of classes: `\\d` = [0-9], `\\w` =
+[A-Za-z0-9_], `\\s` = ECMA white space and line terminators, `.` = anything but line
+terminators. Constructs Python's `re` parses differently from ECMA (`\\p{...}`, `\\cX`,
+lookaround, backreferences) raise RegexError (refused with the keyword and pointer).
+"""
+from __future__ import annotations
+
+import functools
+
+from . import charset
+from .regex import C, P, RegexError, _Converter
+from .terms import Term, TermBuilder
+
+_SHORT = {0x08: b"\\b", 0x0C: b"\\f", 0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t", 0x22: b'\\"', 0x5C: b"\\\\"}
+_SPECIAL = charset.normalize([(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])
+ALL = ((0, charset.MAX_CP),)
+ECMA_SPACE = charset.normalize([(9, 13), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+                                (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000),
+                                (0xFEFF, 0xFEFF)])
+ECMA_DIGIT = ((0x30, 0x39),)
+ECMA_WORD = charset.normalize([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
+LINE_TERMINATORS = charset.normalize([(10, 10), (13, 13), (0x2028, 0x2029)])
+_CATEGORY = {
+    C.CATEGORY_DIGIT: (ECMA_DIGIT, False), C.CATEGORY_NOT_DIGIT: (ECMA_DIGIT, True),
+    C.CATEGORY_WORD: (ECMA_WORD, False), C.CATEGORY_NOT_WORD: (ECMA_WORD, True),
+    C.CATEGORY_SPACE: (ECMA_SPACE, False), C.CATEGORY_NOT_SPACE: (ECMA_SPACE, True),
+}
+
+
+def encode_char(cp: int) -> bytes:
+    if cp in _SHORT:
+        return _SHORT[cp]
+    if cp < 0x20:
+        return b"\\u%04x" % cp
+    return chr(cp).encode("utf-8")
+
+
+def encode_string(s: str) -> bytes:
+    return b"".join(encode_char(ord(c)) for c in s)
+
+
+def _intersect_ranges(a, b):
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo <= hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return tuple(out)
+
+
+class StringTerms:
+    """Per-builder cache of JSON string terms."""
+
+    def __init__(self, tb: TermBuilder):
+        self.tb = tb
+        self._chars: dict = {}
+        self.quote = tb.literal(b'"')
+        self.any_char = self.char(ALL)
+        self.any_chars = tb.star(self.any_char)
+        self.any_string = tb.seq([self.quote, self.any_chars, self.quote])
+
+    def char(self, ranges) -> Term:
+        """One encoded character from the code point set `ranges`."""
+        ranges = charset.normalize(ranges)
+        t = self._chars.get(ranges)
+        if t is None:
+            tb = self.tb
+            raw = _intersect_ranges(ranges, charset.complement(_SPECIAL))
+            parts = [charset.to_term(tb, raw)] if raw else []
+            for lo, hi in _intersect_ranges(ranges, _SPECIAL):
+                parts.extend(tb.literal(encode_char(c)) for c in range(lo, hi + 1))
+            t = self._chars[ranges] = tb.alt(parts)
+        return t
+
+    def not_in(self, words) -> Term:
+        """Contents of strings (decoded) that are none of `words`; no complement needed."""
+        trie: dict = {}
+        for w in words:
+            node = trie
+            for ch in w:
+                node = node.setdefault(ord(ch), {})
+            node[None] = True
+        tb = self.tb
+
+        def build(node) -> Term:
+            kids = sorted(c for c in node if c is not None)
+            parts = [] if None in node else [tb.empty]
+            for c in kids:
+                parts.append(tb.concat(self.char(((c, c),)), build(node[c])))
+            rest = charset.complement(charset.normalize([(c, c) for c in kids]))
+            if rest:
+                parts.append(tb.concat(self.char(rest), self.any_chars))
+            return tb.alt(parts)
+        return build(trie)
+
+    def quoted(self, content: Term) -> Term:
+        return self.tb.seq([self.quote, content, self.quote])
+
+    def length(self, lo: int, hi: int | None) -> Term:
+        return self.tb.repeat(self.any_char, lo, hi)
+
+    def search(self, pattern: str) -> Term:
+        """Encoded strings whose decoded value contains a match of ECMA `pattern`."""
+        return _search_term(self, pattern)
+
+    def fullmatch(self, pattern: str) -> Term:
+        """Encoded strings whose decoded value fully matches `pattern` (Python syntax)."""
+        parsed = _parse(pattern)
+        return _JsonConverter(self, pattern).sequence(parsed, parsed.state.flags, True, True)
+
+
+def _parse(pattern: str):
+    import re
+    try:
+        return P.parse(pattern, 0)
+    except re.error as e:
+        raise RegexError(f"invalid or unsupported regex: {e.msg}", pattern, e.pos) from None
+
+
+class _JsonConverter(_Converter):
+    def __init__(self, st: StringTerms, pattern: str):
+        super().__init__(st.tb, pattern)
+        self.st = st
+
+    def node(self, op, av, flags, at_start, at_end):
+        import re
+        if flags & re.IGNORECASE and op in (C.LITERAL, C.NOT_LITERAL, C.IN):
+            ranges = charset.by_python_re(_class_regex_simple(op, av), re.IGNORECASE)
+            return self.st.char(ranges)
+        if op == C.LITERAL:
+            return self.st.char(((av, av),))
+        if op == C.NOT_LITERAL:
+            return self.st.char(charset.complement(charset.normalize([(av, av)])))
+        if op == C.ANY:
+            return self.st.char(ALL if flags & re.DOTALL else charset.complement(LINE_TERMINATORS))
+        if op == C.IN:
+            return self.st.char(_class_ranges(av))
+        return super().node(op, av, flags, at_start, at_end)
+
+
+def _class_ranges(items):
+    neg = False
+    parts = []
+    for op, av in items:
+        if op == C.NEGATE:
+            neg = True
+        elif op == C.LITERAL:
+            parts.append((av, av))
+        elif op == C.RANGE:
+            parts.append(av)
+        elif op == C.CATEGORY:
+            rs, inv = _CATEGORY[av]
+            parts.extend(charset.complement(rs) if inv else rs)
+        else:  # pragma: no cover
+            raise AssertionError(op)
+    out = charset.normalize(parts)
+    return charset.complement(out) if neg else out
+
+
+def _class_regex_simple(op, av) -> str:
+    from .regex import _class_regex
+    if op == C.IN:
+        return _class_regex(av)
+    if op == C.LITERAL:
+        return _class_regex([(C.LITERAL, av)])
+    return _class_regex([(C.NEGATE, None), (C.LITERAL, av)])
+
+
+_BEGIN = (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
+_END = (C.AT_END, C.AT_END_STRING)
+
+
+def _search_term(st: StringTerms, pattern: str) -> Term:
+    parsed = _parse(pattern)
+    conv = _JsonConverter(st, pattern)
+    tb = st.tb
+    anything = st.any_chars
+
+    def search(items, flags):
+        items = list(items)
+        if len(items) == 1 and items[0][0] == C.BRANCH:
+            return tb.alt(search(b, flags) for b in items[0][1][1])
+        if len(items) == 1 and items[0][0] == C.SUBPATTERN:
+            _g, add, delete, sub = items[0][1]
+            return search(sub, (flags | add) & ~delete)
+        pre = post = anything
+        if items and items[0][0] == C.AT and items[0][1] in _BEGIN:
+            pre, items = tb.empty, items[1:]
+        if items and items[-1][0] == C.AT and items[-1][1] in _END:
+            post, items = tb.empty, items[:-1]
+        return tb.seq([pre, conv.sequence(items, flags, False, False), post])
+
+    return search(parsed, parsed.state.flags)
+
+
+def term_matches(tb: TermBuilder, t: Term, data: bytes) -> bool:
+    """Whether the byte string is in t's language (walks derivative rows; for short keys).
+
+    AND/NOT terms are exact here too: a derivative that is an empty AND term simply
+    never becomes nullable."""
+    for b in data:
+        for s, e, x in tb.row(t):
+            if s <= b < e:
+                t = x
+                break
+        else:
+            return False
+    return t.nullable
