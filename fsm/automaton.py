@@ -73,6 +73,18 @@ class TokenAutomaton:
                 nxt = self._next[(s, token_id)] = self.dfa.walk(s, self.vocab.token_bytes[token_id])
         return nxt
 
+    def forced_bytes(self, s: int, limit: int = 4096) -> bytes:
+        """The bytes every completion from state s starts with."""
+        dfa, out = self.dfa, bytearray()
+        with self._lock:
+            while len(out) < limit and not dfa.accepting[s]:
+                live = dfa.live_bytes(s)
+                if len(live) != 1:
+                    break
+                out.append(live[0])
+                s = dfa.step(s, live[0])
+        return bytes(out)
+
     def mask(self, s: int) -> np.ndarray:
         """The int32 bitmask row of tokens allowed in state s (EOS where accepting)."""
         m = self._masks.get(s)

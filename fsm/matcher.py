@@ -87,16 +87,9 @@ class Matcher:
     def forced_bytes(self, limit: int = 4096) -> bytes:
         """The bytes that every completion starts with (empty where there is a choice
         or the output could end here)."""
-        dfa, s, out = self.automaton.dfa, self.state, bytearray()
         if self._terminated:
             return b""
-        while len(out) < limit and not dfa.accepting[s]:
-            live = dfa.live_bytes(s)
-            if len(live) != 1:
-                break
-            out.append(live[0])
-            s = dfa.step(s, live[0])
-        return bytes(out)
+        return self.automaton.forced_bytes(self.state, limit)
 
     def forced_tokens(self, limit: int = 256) -> list[int]:
         """Tokens that are the only way forward: each is the single allowed token (EOS

@@ -263,3 +263,46 @@ def test_real_vocab_random_walks_fullmatch(smol_vocab):
                 out += smol_vocab.token_bytes[t]
             if m.is_terminated():
                 assert re.fullmatch(pattern, out.decode()), (pattern, out)
+
+
+def test_matcher_contract():
+    vocab = small_vocab([b"a", b"b", b"ab", b"c", b"\xc3", b"\xa9"])
+    eos = vocab.eos_ids[0]
+    a = fsm.compile_regex("ab(c|é)", vocab)
+    m = a.matcher()
+    assert m.forced_bytes() == b"ab" and m.forced_tokens() == []  # "a"+"b" or "ab"
+    assert not m.accept_token(3) and m.state == a.start  # refused: no change
+    assert m.accept_token(2) and m.forced_bytes() == b""
+    assert m.accept_token(4) and m.forced_bytes() == b"\xa9" and m.forced_tokens() == [5]
+    assert not m.accept_token(eos) and m.accept_token(5) and m.is_accepting()
+    assert m.accept_token(eos) and m.is_terminated() and not m.accept_token(0)
+    row = np.zeros(vocab.num_words, np.int32)
+    m.fill_next_token_bitmask(row)  # after the end only EOS
+    assert np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")).tolist() == [eos]
+    m.rollback(2)
+    assert m.state == a.next_state(a.next_state(a.start, 2), 4) and not m.is_terminated()
+    with pytest.raises(ValueError):
+        m.rollback(5)
+    assert fsm.compile_regex("ab(c|é)", vocab) is a  # cached per vocabulary
+
+
+def test_shared_automaton_across_threads(smol_vocab):
+    from concurrent.futures import ThreadPoolExecutor
+    pattern = r"[a-z]{1,8}(-[a-z]{1,8}){0,3}@[a-z]+\.(com|org)"
+    fresh = fsm.compile_regex(pattern, smol_vocab, max_states=10**5 + 1)  # a separate cache slot
+    texts = ["abc-de@xy.com", "zz@q.org", "hello-world-foo@bar.com"]
+
+    def run(text):
+        m, masks = fresh.matcher(), []
+        for t in [smol_vocab.token_bytes.index(bytes([c])) for c in text.encode()]:
+            masks.append(m.next_token_mask().copy())
+            assert m.accept_token(t)
+        return masks
+    with ThreadPoolExecutor(4) as pool:
+        parallel = list(pool.map(run, texts * 4))
+    serial = fsm.compile_regex(pattern, smol_vocab)
+    for text, masks in zip(texts * 4, parallel):
+        m = serial.matcher()
+        for t, mask in zip([smol_vocab.token_bytes.index(bytes([c])) for c in text.encode()], masks):
+            assert np.array_equal(mask, m.next_token_mask())
+            m.accept_token(t)
