@@ -46,9 +46,10 @@ IPV6 = "(?:" + "|".join([
     rf"(?:(?:{_H16}:){{0,6}}{_H16})?::",
 ]) + ")"
 UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
-_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_A, _D = "[A-Za-z0-9]", "[A-Za-z0-9-]"
+# 1-63 LDH characters, letters/digits at both ends, not "--" in positions 3-4
+_LABEL = rf"{_A}(?:{_A}|{_D}{_A}|{_D}{_D}{_A}|{_D}(?:{_A}{_D}|-{_A}){_D}{{0,58}}{_A})?"
 _HOST_SHAPE = rf"{_LABEL}(?:\.{_LABEL})*"
-_BAD_LABEL = r"(?:.*\.)?[^.][^.]--.*"  # "--" in positions 3-4 of some label
 _ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
 _QUOTED = r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"'
 _UNRES = r"[A-Za-z0-9._~-]"
@@ -105,8 +106,7 @@ def format_term(st, name: str) -> Term:
     elif name == "duration":
         t = st.fullmatch(DURATION)
     elif name == "hostname":
-        t = tb.intersect([st.fullmatch(_HOST_SHAPE), tb.complement(st.fullmatch(_BAD_LABEL)),
-                          st.length(1, 253)])
+        t = tb.intersect([st.fullmatch(_HOST_SHAPE), st.length(1, 253)])
     elif name == "email":
         local = st.fullmatch(rf"(?:{_ATEXT}+(?:\.{_ATEXT}+)*|{_QUOTED})")
         domain = tb.alt([format_term(st, "hostname"), st.fullmatch(rf"\[(?:{IPV4}|IPv6:{IPV6})\]")])

@@ -215,7 +215,7 @@ class _Compiler:
                 if sid.startswith("#"):
                     self.anchors[(base, sid[1:])] = node
                 else:
-                    base = urldefrag(urljoin(base, sid))[0]
+                    base = urldefrag(_join(base, sid))[0]
                     self.resources[base] = node
         if not self.resources.get(base) and ptr == "#":
             self.resources[base] = node
@@ -262,7 +262,7 @@ class _Compiler:
 
     def _resolve(self, node: dict, ref: str):
         base = self.base_of.get(id(node), "")
-        target = urljoin(base, ref) if base else ref
+        target = _join(base, ref)
         uri, frag = urldefrag(target)
         res = self.resources.get(uri)
         if res is None and uri == "" and base == "":
@@ -1004,6 +1004,16 @@ class _Compiler:
                 if not any(_json_equal(v, w) for w in vals):
                     vals.append(v)
         return vals if len(vals) <= MAX_UNIQUE_DOMAIN else None
+
+
+def _join(base: str, ref: str) -> str:
+    """urljoin that also handles non-hierarchical bases (urn:...) for fragment refs."""
+    if not base:
+        return ref
+    if ref.startswith("#"):
+        return urldefrag(base)[0] + ref
+    joined = urljoin(base, ref)
+    return joined
 
 
 def _json_type(v) -> str:

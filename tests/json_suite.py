@@ -72,9 +72,8 @@ def run_file(path: pathlib.Path):
     return name, out
 
 
-def run_all():
+def run_all(only=()):
     results = {}
-    only = [a for a in sys.argv[1:] if not a.startswith("--")]
     for f in suite_files():
         if only and f.stem not in only:
             continue
@@ -121,7 +120,7 @@ def report(results) -> str:
 
 
 if __name__ == "__main__":
-    res = run_all()
+    res = run_all([a for a in sys.argv[1:] if not a.startswith("--")])
     text = report(res)
     print(text)
     if "--write" in sys.argv:
