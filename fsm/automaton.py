@@ -105,12 +105,14 @@ class TokenAutomaton:
 
     def _compute_mask(self, s: int) -> np.ndarray:
         vocab, dfa = self.vocab, self.dfa
+        bits = np.zeros(vocab.num_words * 32, dtype=bool)
         if s != DEAD and vocab.trie.num_nodes:
-            bits = self._walk(s).take(vocab.trie.node_of_token) != DEAD
-            if len(bits) < vocab.num_words * 32:  # logits wider than the tokenizer
-                bits = np.concatenate([bits, np.zeros(vocab.num_words * 32 - len(bits), bool)])
-        else:
-            bits = np.zeros(vocab.num_words * 32, dtype=bool)
+            trie = vocab.trie
+            live = self._walk(s)
+            ids = trie.token_of_node.take(live)
+            bits[ids[ids >= 0]] = True
+            if len(trie.dup_nodes):
+                bits[trie.dup_ids[np.isin(trie.dup_nodes, live)]] = True
         if dfa.accepting[s] and len(self._eos):
             bits[self._eos] = True
         count = int(bits.sum())
@@ -121,31 +123,33 @@ class TokenAutomaton:
         return mask
 
     def _walk(self, s: int) -> np.ndarray:
-        """The DFA state reached at every trie node from state s (0 where dead or
-        not visited), one trie level per step.
+        """The flat indices of the trie nodes whose bytes keep state s alive, found
+        one trie level at a time.
 
         A level is computed whole while many of its nodes live (dead parents sit in
         state 0, whose row is all 0, so no compaction is needed); once few live, only
-        the children of live nodes are visited."""
+        the children of live nodes are visited. Work scales with the live nodes."""
         trie, dfa = self.vocab.trie, self.dfa
-        states = np.zeros(trie.num_nodes + 1, dtype=np.int32)  # + the never-reached slot
         dfa.expand(s)
         cur = dfa.table[s].take(trie.byte[0])
-        states[: len(cur)] = cur
+        found = []
         live = None  # indices of live nodes in the current level; None: the whole level
-        for j in range(1, len(trie.byte)):
+        for j in range(1, len(trie.byte) + 1):
             if live is None:
-                alive = np.count_nonzero(cur)
-                if alive == 0:
+                nz = np.flatnonzero(cur)
+                found.append(nz + trie.offset[j - 1])
+                if not nz.size or j == len(trie.byte):
                     break
-                if alive * 8 < len(cur):
-                    live = np.flatnonzero(cur)
-                    cur = cur[live]
-            if live is None:
-                cur = self._step(cur.take(trie.parent[j]), trie.byte[j])
-                states[trie.offset[j]: trie.offset[j] + len(cur)] = cur
-                continue
-            starts, ends = trie.child_start[j - 1][live], trie.child_end[j - 1][live]
+                if nz.size * 8 < len(cur):
+                    live, cur = nz, cur.take(nz)
+                else:
+                    cur = self._step(cur.take(trie.parent[j]), trie.byte[j])
+                    continue
+            else:
+                found.append(live + trie.offset[j - 1])
+                if j == len(trie.byte):
+                    break
+            starts, ends = trie.child_start[j - 1].take(live), trie.child_end[j - 1].take(live)
             sizes = ends - starts
             total = int(sizes.sum())
             if total == 0:
@@ -154,11 +158,10 @@ class TokenAutomaton:
             children = np.repeat(starts - first, sizes) + np.arange(total)
             nxt = self._step(np.repeat(cur, sizes), trie.byte[j].take(children))
             keep = np.flatnonzero(nxt)
-            live, cur = children[keep], nxt[keep]
+            live, cur = children.take(keep), nxt.take(keep)
             if not live.size:
                 break
-            states[trie.offset[j] + live] = cur
-        return states
+        return np.concatenate(found)
 
     def _step(self, st: np.ndarray, col: np.ndarray) -> np.ndarray:
         """One byte per walker: next states, expanding rows met for the first time."""

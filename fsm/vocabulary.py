@@ -174,9 +174,9 @@ class TokenTrie:
     of a node are contiguous in the next level: `byte[j][k]` is node k's last byte,
     `parent[j][k]` its parent's index in level j-1, and `child_start[j][k]`,
     `child_end[j][k]` its children's range in level j+1. Nodes are also numbered
-    flat (`offset[j] + k`); `node_of_token[i]` is the flat node where token id i
-    ends, for every bitmask position i (`num_nodes`, a slot that a walk leaves 0,
-    for special tokens and padding).
+    flat (`offset[j] + k`); `token_of_node[n]` is the token id that ends at flat
+    node n (-1 for none); tokens sharing their bytes with another are listed in
+    `dup_nodes` / `dup_ids`.
     """
 
     byte: tuple
@@ -185,7 +185,9 @@ class TokenTrie:
     child_end: tuple
     offset: tuple
     num_nodes: int
-    node_of_token: np.ndarray
+    token_of_node: np.ndarray
+    dup_nodes: np.ndarray
+    dup_ids: np.ndarray
 
     @classmethod
     def build(cls, token_bytes: Sequence[bytes | None]) -> "TokenTrie":
@@ -213,12 +215,19 @@ class TokenTrie:
                 child_end.append(np.searchsorted(par, np.arange(n_prev), "right"))
         child_start.append(np.zeros(len(levels[-1]) if levels else 0, dtype=np.intp))
         child_end.append(np.zeros(len(levels[-1]) if levels else 0, dtype=np.intp))
-        node_of_token = np.full(-(-len(token_bytes) // 32) * 32, total, dtype=np.intp)
+        token_of_node = np.full(total, -1, dtype=np.intp)
+        dups = []
         for i in ids:
             b = token_bytes[i]
-            node_of_token[i] = offset[len(b) - 1] + index[len(b) - 1][b]
+            node = offset[len(b) - 1] + index[len(b) - 1][b]
+            if token_of_node[node] < 0:
+                token_of_node[node] = i
+            else:
+                dups.append((node, i))
+        dup_nodes = np.array([n for n, _ in dups], dtype=np.intp)
+        dup_ids = np.array([i for _, i in dups], dtype=np.intp)
         return cls(tuple(byte), tuple(parent), tuple(child_start), tuple(child_end),
-                   tuple(offset), total, node_of_token)
+                   tuple(offset), total, token_of_node, dup_nodes, dup_ids)
 
 
 def _decoder_kind(tok) -> str:
