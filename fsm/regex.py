@@ -29,6 +29,7 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse as P  # type: ignore
 
 _SUPPORTED_FLAGS = re.IGNORECASE | re.DOTALL | re.VERBOSE | re.ASCII | re.UNICODE | re.MULTILINE
+_I, _A, _S = int(re.IGNORECASE), int(re.ASCII), int(re.DOTALL)  # ints: enum ops are slow
 _CATEGORY_RE = {
     C.CATEGORY_DIGIT: r"\d", C.CATEGORY_NOT_DIGIT: r"\D",
     C.CATEGORY_WORD: r"\w", C.CATEGORY_NOT_WORD: r"\W",
@@ -88,7 +89,7 @@ class _Converter:
         last = next((k for k in range(len(ops) - 1, -1, -1) if ops[k] != C.AT), -1)
         terms, run = [], []  # runs of plain literals become one byte string
         for k, (op, av) in enumerate(items):
-            if op == C.LITERAL and not flags & re.IGNORECASE and not 0xD800 <= av <= 0xDFFF:
+            if op == C.LITERAL and not flags & _I and not 0xD800 <= av <= 0xDFFF:
                 run.append(chr(av))
                 continue
             if run:
@@ -102,14 +103,14 @@ class _Converter:
     def node(self, op, av, flags: int, at_start: bool, at_end: bool) -> Term:
         tb = self.tb
         if op == C.LITERAL:
-            if flags & re.IGNORECASE:
+            if flags & _I:
                 return self.chars(_class_regex([(C.LITERAL, av)]), flags, [(C.LITERAL, av)])
             return tb.literal(chr(av).encode("utf-8", "surrogatepass")) if not 0xD800 <= av <= 0xDFFF else tb.nothing
         if op == C.NOT_LITERAL:
             return self.chars(_class_regex([(C.NEGATE, None), (C.LITERAL, av)]), flags,
                               [(C.NEGATE, None), (C.LITERAL, av)])
         if op == C.ANY:
-            ranges = ((0, charset.MAX_CP),) if flags & re.DOTALL else charset.complement(((10, 10),))
+            ranges = ((0, charset.MAX_CP),) if flags & _S else charset.complement(((10, 10),))
             return charset.to_term(tb, charset.normalize(ranges))
         if op == C.IN:
             return self.chars(_class_regex(av), flags, av)
@@ -138,7 +139,7 @@ class _Converter:
         raise AssertionError  # unreachable: fail raises
 
     def chars(self, class_regex: str, flags: int, items=None) -> Term:
-        rel = flags & (re.IGNORECASE | re.ASCII)
+        rel = flags & (_I | _A)
         fast = _fast_class(items, rel)
         if fast is not None:
             return charset.to_term(self.tb, fast)
@@ -161,13 +162,13 @@ def _fast_class(items, rel: int):
     body = items[1:] if negate else items
     if not body or not all(o in (C.LITERAL, C.RANGE, C.CATEGORY) for o, _ in body):
         return None
-    if rel & re.IGNORECASE and any(o == C.CATEGORY for o, _ in body):
+    if rel & _I and any(o == C.CATEGORY for o, _ in body):
         return None
     ranges = [(a, a) if o == C.LITERAL else a for o, a in body if o != C.CATEGORY]
     for o, a in body:
         if o == C.CATEGORY:
-            ranges.extend(charset.category(_CATEGORY_RE[a], bool(rel & re.ASCII)))
-    if rel & re.IGNORECASE:
+            ranges.extend(charset.category(_CATEGORY_RE[a], bool(rel & _A)))
+    if rel & _I:
         if any(hi > 0x7F for _, hi in ranges):
             return None
         extra = []
@@ -177,7 +178,7 @@ def _fast_class(items, rel: int):
                 if ch.isalpha():
                     lower = ord(ch.lower())
                     extra.append((ord(ch.swapcase()), ord(ch.swapcase())))
-                    if not rel & re.ASCII:
+                    if not rel & _A:
                         extra.extend((x, x) for x in _CASE_EXTRA.get(lower, ()))
         ranges += extra
     out = charset.normalize(ranges)
