@@ -73,21 +73,29 @@ REL_JSON_POINTER = rf"(?:0|[1-9][0-9]*)(?:#|{JSON_POINTER})"
 
 
 def _leap_second_time(st) -> Term:
-    """hh:mm:60[.frac]offset where hh:mm minus the offset is 23:59 UTC."""
+    """hh:mm:60[.frac]offset where hh:mm minus the offset is 23:59 UTC.
+
+    With offset +oh:om: om = mm+1, oh = hh (mm < 59) or om = 00, oh = hh+1 (mm = 59);
+    with -oh:om: om = 59-mm, oh = 23-hh. The minute and hour relations cross (hh mm .. oh
+    om), so they are two small terms intersected (84 alternatives instead of 1440)."""
     tb = st.tb
+    lit = lambda x: tb.literal(x.encode())  # noqa: E731
     frac = st.fullmatch(_FRAC)
-    alts = []
-    for local in range(1440):
-        offs = []
-        for sign in (1, -1):
-            o = (sign * (local - 1439)) % 1440  # the offset in minutes with this sign
-            text = ("+" if sign > 0 else "-") + f"{o // 60:02d}:{o % 60:02d}"
-            offs.append(tb.literal(text.encode()))
-            if o == 0:
-                offs.append(tb.alt([tb.literal(b"Z"), tb.literal(b"z")]))
-        hh, mm = divmod(local, 60)
-        alts.append(tb.seq([tb.literal(f"{hh:02d}:{mm:02d}:60".encode()), frac, tb.alt(offs)]))
-    return tb.alt(alts)
+    dd = st.fullmatch("[0-9][0-9]")
+    minutes = []
+    for mm in range(60):
+        offs = tb.alt([tb.seq([lit("+"), dd, lit(f":{(mm + 1) % 60:02d}")]),
+                       tb.seq([lit("-"), dd, lit(f":{59 - mm:02d}")])])
+        minutes.append(tb.seq([dd, lit(f":{mm:02d}:60"), frac, offs]))
+    hours = []
+    not59 = st.fullmatch("(?:[0-4][0-9]|5[0-8])")
+    for hh in range(24):
+        h = lit(f"{hh:02d}:")
+        hours.append(tb.seq([h, lit("59:60"), frac, lit(f"+{(hh + 1) % 24:02d}:"), dd]))
+        hours.append(tb.seq([h, not59, lit(":60"), frac, lit(f"+{hh:02d}:"), dd]))
+        hours.append(tb.seq([h, dd, lit(":60"), frac, lit(f"-{23 - hh:02d}:"), dd]))
+    zulu = tb.seq([lit("23:59:60"), frac, st.fullmatch("[Zz]")])
+    return tb.alt([tb.intersect([tb.alt(minutes), tb.alt(hours)]), zulu])
 
 
 def format_term(st, name: str) -> Term:

@@ -57,6 +57,7 @@ language): `{"x":1,"x":2}` can be produced where any key is allowed.
 """
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 import json
@@ -1123,21 +1124,42 @@ class JsonTermSource(TermSource):
         return memo[t.id]
 
     def is_empty(self, t: Term) -> bool:
+        """Structural where possible (a concatenation is empty iff a part is, an
+        alternation iff all are...); a search only for AND / NOT subterms."""
         if not t.boolean:
             return t.kind == NOTHING
         empty = self._empty
         cached = empty.get(t.id)
         if cached is not None:
             return cached
+        k = t.kind
+        if k == CONCAT:
+            x, res = t, False
+            while x.kind == CONCAT and not res:
+                res = self.is_empty(x.args[0])
+                x = x.args[1]
+            res = res or self.is_empty(x)
+        elif k == ALT:
+            res = all(self.is_empty(c) for c in t.args)
+        elif k == REPEAT:
+            res = t.args[1] > 0 and self.is_empty(t.args[0])
+        else:
+            res = self._search_empty(t)
+        empty[t.id] = res
+        return res
+
+    def _search_empty(self, t: Term) -> bool:
+        empty = self._empty
         heap = [(self.minlen(t), 0, t.id, t)]
         best = {t.id: 0}
         parent: dict[int, int] = {}
         found = None
         while heap:
             _, g, _, x = heapq.heappop(heap)
+            g = -g
             if best.get(x.id, g) < g:
                 continue
-            if x.nullable or empty.get(x.id) is False:
+            if x.nullable or not x.boolean or empty.get(x.id) is False:
                 found = x
                 break
             for _, _, y in self.tb.row(x):
@@ -1148,7 +1170,7 @@ class JsonTermSource(TermSource):
                     continue
                 best[y.id] = g2
                 parent[y.id] = x.id
-                heapq.heappush(heap, (g2 + self.minlen(y), g2, y.id, y))
+                heapq.heappush(heap, (g2 + self.minlen(y), -g2, y.id, y))
             if len(best) > self.max_states:
                 raise TooLargeError(f"emptiness check exceeds max_states={self.max_states}")
         if found is None:
@@ -1169,30 +1191,47 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
     tb = tb or JsonTermBuilder()
     root = load_schema(schema)
     comp = _Compiler(root, tb, **options)
-    term = comp.value(root, comp.max_depth)
+    gc_was = gc.isenabled()
+    gc.disable()  # many small acyclic objects: the cyclic GC only costs time here
+    try:
+        term = comp.value(root, comp.max_depth)
+    finally:
+        if gc_was:
+            gc.enable()
     ws = comp.ws
     if ws is not tb.empty:
         term = tb.seq([ws, term, ws])
     return CompiledSchema(tb, term, comp.key_order, options, comp.relaxed)
 
 
-def compile_json_schema(schema, vocab, max_states: int | None = None, **options):
-    """Compile to a TokenAutomaton (cached per vocabulary by the schema's JSON text and options)."""
-    from . import _cached
+def build_automaton(schema, vocab, max_states: int | None = None, **options):
+    """Compile to a TokenAutomaton without the cache (see compile_json_schema)."""
     from .automaton import TokenAutomaton
+    tb = JsonTermBuilder()
+    cs = schema_to_term(schema, tb, **options)
+    ms = max_states or DEFAULT_MAX_STATES
+    auto = TokenAutomaton(JsonTermSource(tb, ms), cs.term, vocab, "json schema", ms)
+    auto.key_order = cs.key_order
+    auto.relaxed = cs.relaxed
+    auto.canonical = cs.canonical
+    return auto
+
+
+def compile_json_schema(schema, vocab, max_states: int | None = None, **options):
+    """Compile a schema (dict, JSON text or Pydantic model class) to a TokenAutomaton.
+
+    Options: whitespace ("compact" | "flexible"), strict (True), max_depth (20),
+    max_whitespace (20), max_recursion_depth (None: recursion refused),
+    assert_formats (True), allow_extra_properties (True: undeclared keys allowed where
+    the schema allows them; False treats a missing additionalProperties as false, outside
+    `not`), max_states. Cached per vocabulary by the schema's JSON text and the options.
+    The automaton carries `key_order` and `canonical(instance)`.
+    """
+    from . import _cached
     root = load_schema(schema)
     key = ("json_schema", json.dumps(root, sort_keys=False, separators=(",", ":")),
            tuple(sorted(options.items())), max_states)
-
-    def build():
-        tb = JsonTermBuilder()
-        cs = schema_to_term(root, tb, **options)
-        ms = max_states or DEFAULT_MAX_STATES
-        auto = TokenAutomaton(JsonTermSource(tb, ms), cs.term, vocab, "json schema", ms)
-        auto.key_order = cs.key_order
-        auto.relaxed = cs.relaxed
-        return auto
-    return _cached(vocab, key, build)
+    return _cached(vocab, key, lambda: build_automaton(root, vocab, max_states, **options))
 
 
 def _number_text(v) -> str:

@@ -1,0 +1,337 @@
+"""JSON Schema constraints: time to first mask and time between masks, side by side with
+xgrammar, llguidance and outlines-core, same process, SmolLM2 tokenizer.
+
+    .venv/bin/python benchmarks/json_schema_bench.py [--reps 3] [--no-outlines] [--only NAME]
+
+TTFM: compile from scratch (no caches: a fresh term builder / compiler each time) plus
+the first token mask; best of --reps. Between masks: the valid instance below, written
+compactly (our canonical text: declared key order), tokenized with the SmolLM2
+tokenizer; per step fill_next_token_bitmask + accept_token (then the EOS mask),
+median and p99 over all steps. outlines-core runs in a child process with a time limit
+(its compile can take minutes). xgrammar runs with any_whitespace=False, llguidance with
+compact whitespace; both as their defaults otherwise (xgrammar strict_mode=True).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import pathlib
+import statistics
+import sys
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+ADDRESS = {"type": "object", "properties": {
+    "street": {"type": "string", "maxLength": 80}, "city": {"type": "string", "maxLength": 40},
+    "zip": {"type": "string", "pattern": "^[0-9]{5}(-[0-9]{4})?$"},
+    "country": {"type": "string", "enum": ["US", "CA", "MX", "FR", "DE"]}},
+    "required": ["street", "city", "country"], "additionalProperties": False}
+
+BIG = {"type": "object", "additionalProperties": False, "properties": {
+    "id": {"type": "string", "format": "uuid"},
+    "first_name": {"type": "string", "minLength": 1, "maxLength": 50},
+    "last_name": {"type": "string", "minLength": 1, "maxLength": 50},
+    "email": {"type": "string", "format": "email"},
+    "age": {"type": "integer", "minimum": 0, "maximum": 150},
+    "height_m": {"type": "number", "minimum": 0.3, "maximum": 2.8},
+    "is_active": {"type": "boolean"},
+    "role": {"type": "string", "enum": ["admin", "editor", "viewer", "guest"]},
+    "created_at": {"type": "string", "format": "date-time"},
+    "birthday": {"type": "string", "format": "date"},
+    "phone": {"type": "string", "pattern": "^\\+?[0-9]{7,15}$"},
+    "website": {"type": "string", "maxLength": 200},
+    "tags": {"type": "array", "items": {"type": "string", "maxLength": 20}, "maxItems": 10},
+    "scores": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 100}},
+    "address": ADDRESS,
+    "billing_address": {"anyOf": [ADDRESS, {"type": "null"}]},
+    "company": {"type": "string"},
+    "title": {"type": "string"},
+    "department": {"type": "string", "enum": ["eng", "sales", "ops", "hr"]},
+    "manager_id": {"type": ["string", "null"]},
+    "salary": {"type": "number", "exclusiveMinimum": 0},
+    "currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
+    "languages": {"type": "array", "items": {"type": "string"}},
+    "timezone": {"type": "string"},
+    "notes": {"type": "string", "maxLength": 1000},
+    "rating": {"type": "number", "minimum": 1, "maximum": 5},
+    "login_count": {"type": "integer", "minimum": 0},
+    "last_login": {"type": ["string", "null"], "format": "date-time"},
+    "preferences": {"type": "object", "properties": {"theme": {"enum": ["light", "dark"]},
+                                                      "newsletter": {"type": "boolean"}},
+                    "additionalProperties": False},
+    "status": {"const": "ok"},
+}, "required": ["id", "first_name", "last_name", "email", "age", "is_active", "role", "address"]}
+
+BIG_DOC = {
+    "id": "123e4567-e89b-12d3-a456-426614174000", "first_name": "Ada", "last_name": "Lovelace",
+    "email": "ada@example.com", "age": 36, "height_m": 1.65, "is_active": True, "role": "admin",
+    "created_at": "2024-05-01T12:30:00Z", "birthday": "1815-12-10", "phone": "+441234567890",
+    "website": "https://example.com/ada", "tags": ["math", "poetry"], "scores": [99, 87, 100],
+    "address": {"street": "12 St James's Square", "city": "London", "zip": "12345", "country": "FR"},
+    "billing_address": None, "company": "Analytical Engines Ltd", "title": "Countess",
+    "department": "eng", "manager_id": None, "salary": 12345.5, "currency": "GBP",
+    "languages": ["en", "fr"], "timezone": "Europe/London", "notes": "First programmer.",
+    "rating": 4.5, "login_count": 42, "last_login": "2024-05-02T08:00:00+01:00",
+    "preferences": {"theme": "dark", "newsletter": False}, "status": "ok"}
+
+TREE = {"$defs": {"node": {"type": "object", "properties": {
+    "value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+    "required": ["value"], "additionalProperties": False}}, "$ref": "#/$defs/node"}
+
+CASES = [  # name, schema, document, our options
+    ("big-30-props", BIG, BIG_DOC, {}),
+    ("nested", {"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {
+        "type": "object", "properties": {"c": {"type": "array", "items": {"type": "object", "properties": {
+            "d": {"type": "integer"}}, "required": ["d"], "additionalProperties": False}}},
+        "required": ["c"], "additionalProperties": False}}, "required": ["b"], "additionalProperties": False}},
+        "required": ["a"], "additionalProperties": False},
+     {"a": {"b": {"c": [{"d": 1}, {"d": 22}, {"d": 333}]}}}, {}),
+    ("pattern", {"type": "object", "properties": {
+        "sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$"},
+        "ip": {"type": "string", "pattern": "^([0-9]{1,3}\\.){3}[0-9]{1,3}$"}},
+        "required": ["sku", "ip"], "additionalProperties": False},
+     {"sku": "ABC-1234", "ip": "10.0.0.1"}, {}),
+    ("lengths", {"type": "object", "properties": {
+        "text": {"type": "string", "minLength": 10, "maxLength": 10000},
+        "items": {"type": "array", "items": {"type": "integer"}, "maxItems": 1000}},
+        "required": ["text", "items"], "additionalProperties": False},
+     {"text": "The quick brown fox jumps over the lazy dog " * 5, "items": list(range(40))}, {}),
+    ("numbers", {"type": "object", "properties": {
+        "lat": {"type": "number", "minimum": -90, "maximum": 90},
+        "lon": {"type": "number", "minimum": -180, "maximum": 180},
+        "count": {"type": "integer", "minimum": 10, "exclusiveMaximum": 12345},
+        "price": {"type": "number", "exclusiveMinimum": 0.5, "maximum": 1000.25}},
+        "required": ["lat", "lon", "count", "price"], "additionalProperties": False},
+     {"lat": 48.8566, "lon": -2.3522, "count": 1234, "price": 19.99}, {}),
+    ("anyOf", {"type": "object", "properties": {"shape": {"anyOf": [
+        {"type": "object", "properties": {"kind": {"const": "circle"}, "r": {"type": "number"}},
+         "required": ["kind", "r"], "additionalProperties": False},
+        {"type": "object", "properties": {"kind": {"const": "rect"}, "w": {"type": "number"},
+                                          "h": {"type": "number"}},
+         "required": ["kind", "w", "h"], "additionalProperties": False}]}},
+        "required": ["shape"], "additionalProperties": False},
+     {"shape": {"kind": "rect", "w": 3, "h": 4.5}}, {}),
+    ("recursive", TREE, {"value": 1, "children": [{"value": 2, "children": []}, {"value": 3}]},
+     {"max_recursion_depth": 4}),
+    ("unicode", {"type": "object", "properties": {
+        "name": {"type": "string", "pattern": "^[À-ÿ a-z]+$"},
+        "greeting": {"enum": ["こんにちは", "привет", "héllo", "你好"]}},
+        "required": ["name", "greeting"], "additionalProperties": False},
+     {"name": "élève àéè", "greeting": "привет"}, {}),
+    ("enum-50", {"type": "object", "properties": {"country": {"enum": [f"country-{i}" for i in range(50)]},
+                                                "code": {"type": "integer", "enum": list(range(100, 150))}},
+                 "required": ["country", "code"], "additionalProperties": False},
+     {"country": "country-42", "code": 142}, {}),
+    ("array-of-objects", {"type": "array", "items": {"type": "object", "properties": {
+        "name": {"type": "string"}, "qty": {"type": "integer", "minimum": 1}, "price": {"type": "number"}},
+        "required": ["name", "qty", "price"], "additionalProperties": False}, "minItems": 1, "maxItems": 50},
+     [{"name": "apple", "qty": 3, "price": 0.5}, {"name": "pear", "qty": 1, "price": 0.75}], {}),
+    ("oneOf-discriminated", {"oneOf": [
+        {"type": "object", "properties": {"type": {"const": "cat"}, "meows": {"type": "boolean"}},
+         "required": ["type", "meows"], "additionalProperties": False},
+        {"type": "object", "properties": {"type": {"const": "dog"}, "barks": {"type": "integer"}},
+         "required": ["type", "barks"], "additionalProperties": False}]},
+     {"type": "dog", "barks": 3}, {}),
+    ("formats", {"type": "object", "properties": {
+        "when": {"type": "string", "format": "date-time"}, "id": {"type": "string", "format": "uuid"},
+        "mail": {"type": "string", "format": "email"}, "ip": {"type": "string", "format": "ipv4"}},
+        "required": ["when", "id", "mail", "ip"], "additionalProperties": False},
+     {"when": "2024-02-29T23:59:59.5+02:00", "id": "123e4567-e89b-12d3-a456-426614174000",
+      "mail": "x.y@example.org", "ip": "192.168.1.1"}, {}),
+    ("allOf", {"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                         {"properties": {"b": {"type": "string", "maxLength": 5}}, "required": ["b"]}]},
+     {"a": 5, "b": "hey"}, {}),
+]
+
+
+def _stats(xs):
+    xs = sorted(xs)
+    return statistics.median(xs), xs[min(len(xs) - 1, int(0.99 * len(xs)))]
+
+
+def bench_ours(vocab, schema, tokens, opts, reps):
+    from fsm.json_schema import build_automaton
+    ttfm = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        auto = build_automaton(schema, vocab, **opts)
+        m = auto.matcher()
+        row = np.zeros(vocab.num_words, dtype=np.int32)
+        m.fill_next_token_bitmask(row)
+        ttfm.append(time.perf_counter() - t0)
+    steps = []
+    m = auto.matcher()
+    for tid in tokens + [None]:
+        t0 = time.perf_counter()
+        m.fill_next_token_bitmask(row)
+        ok = m.accept_token(tid if tid is not None else vocab.eos_ids[0])
+        steps.append(time.perf_counter() - t0)
+        if not ok:
+            return min(ttfm), None, None, "REJECTED"
+    # second pass: warm (masks cached), what a server sees after the first request
+    warm = []
+    m = auto.matcher()
+    for tid in tokens:
+        t0 = time.perf_counter()
+        m.fill_next_token_bitmask(row)
+        m.accept_token(tid)
+        warm.append(time.perf_counter() - t0)
+    return min(ttfm), _stats(steps), _stats(warm), ""
+
+
+def bench_xgrammar(tok, vocab_size, schema, tokens, reps):
+    import xgrammar as xgr
+    info = xgr.TokenizerInfo.from_huggingface(tok, vocab_size=vocab_size)
+    ttfm = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        comp = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+        cg = comp.compile_json_schema(json.dumps(schema), any_whitespace=False, separators=(",", ":"))
+        m = xgr.GrammarMatcher(cg)
+        mask = xgr.allocate_token_bitmask(1, vocab_size)
+        m.fill_next_token_bitmask(mask)
+        ttfm.append(time.perf_counter() - t0)
+    m = xgr.GrammarMatcher(cg)
+    steps = []
+    for tid in tokens:
+        t0 = time.perf_counter()
+        m.fill_next_token_bitmask(mask)
+        ok = m.accept_token(tid)
+        steps.append(time.perf_counter() - t0)
+        if not ok:
+            return min(ttfm), None, "REJECTED"
+    return min(ttfm), _stats(steps), ""
+
+
+def bench_llguidance(tok, schema, tokens, reps):
+    import llguidance
+    import llguidance.hf
+    import llguidance.numpy as lln
+    lltok = llguidance.hf.from_tokenizer(tok)
+    ttfm = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        grammar = llguidance.LLMatcher.grammar_from_json_schema(
+            schema, defaults={"whitespace_flexible": False})
+        m = llguidance.LLMatcher(lltok, grammar)
+        mask = lln.allocate_token_bitmask(1, lltok.vocab_size)
+        lln.fill_next_token_bitmask(m, mask)
+        ttfm.append(time.perf_counter() - t0)
+    if m.is_error():
+        return min(ttfm), None, "ERROR " + m.get_error()[:60]
+    m = llguidance.LLMatcher(lltok, grammar)
+    steps = []
+    for tid in tokens:
+        t0 = time.perf_counter()
+        lln.fill_next_token_bitmask(m, mask)
+        ok = m.consume_token(tid)
+        steps.append(time.perf_counter() - t0)
+        if not ok:
+            return min(ttfm), None, "REJECTED"
+    return min(ttfm), _stats(steps), ""
+
+
+def _outlines_child(q, folder, schema, tokens):
+    try:
+        from outlines_core import Guide, Index, Vocabulary
+        from outlines_core.json_schema import build_regex_from_schema
+        from transformers import AutoTokenizer
+        tok = AutoTokenizer.from_pretrained(folder)
+        t0 = time.perf_counter()
+        vocab = Vocabulary.from_pretrained(folder) if False else None  # noqa: SIM108 (offline)
+        if vocab is None:
+            from fsm import Vocabulary as V
+            ours = V.from_tokenizer(tok)
+            table: dict = {}
+            for i, b in enumerate(ours.token_bytes):
+                if b and i not in ours.eos_ids:
+                    table.setdefault(b, []).append(i)
+            vocab = Vocabulary(ours.eos_ids[0], table)
+        t0 = time.perf_counter()
+        regex = build_regex_from_schema(json.dumps(schema))
+        index = Index(regex, vocab)
+        guide = Guide(index)
+        guide.get_tokens()
+        ttfm = time.perf_counter() - t0
+        steps = []
+        for tid in tokens:
+            t1 = time.perf_counter()
+            guide.get_tokens()
+            guide.advance(tid)
+            steps.append(time.perf_counter() - t1)
+        q.put((ttfm, _stats(steps), ""))
+    except Exception as e:  # noqa: BLE001
+        q.put((None, None, f"{type(e).__name__}: {str(e)[:50]}"))
+
+
+def bench_outlines(folder, schema, tokens, limit):
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_outlines_child, args=(q, folder, schema, tokens))
+    p.start()
+    p.join(limit)
+    if p.is_alive():
+        p.kill()
+        p.join()
+        return None, None, f">{limit}s"
+    return q.get() if not q.empty() else (None, None, "crashed")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--no-outlines", action="store_true")
+    ap.add_argument("--outlines-limit", type=float, default=60)
+    ap.add_argument("--only", default=None)
+    args = ap.parse_args()
+    from transformers import AutoTokenizer
+
+    import fsm
+    from engine.loader import resolve_model
+    from fsm.json_schema import canonical_json, schema_to_term
+    folder = resolve_model()
+    tok = AutoTokenizer.from_pretrained(folder)
+    vocab = fsm.Vocabulary.from_tokenizer(tok)
+    vocab_size = vocab.num_words * 32
+    fsm.compile_regex("[a-z]+", vocab).matcher().fill_next_token_bitmask(
+        np.zeros(vocab.num_words, dtype=np.int32))  # warm the vocabulary's one-time tables
+    fmt = lambda s: "-" if s is None else f"{s * 1e3:.2f}"  # noqa: E731
+    us = lambda s: "-" if s is None else f"{s * 1e6:.0f}"  # noqa: E731
+    rows = []
+    for name, schema, doc, opts in CASES:
+        if args.only and args.only != name:
+            continue
+        text = canonical_json(doc, schema_to_term(schema, **opts).key_order)
+        tokens = tok.encode(text, add_special_tokens=False)
+        o = bench_ours(vocab, schema, tokens, opts, args.reps)
+        x = bench_xgrammar(tok, vocab_size, schema, tokens, args.reps)
+        g = bench_llguidance(tok, schema, tokens, args.reps)
+        oc = (None, None, "skipped") if args.no_outlines else bench_outlines(folder, schema, tokens,
+                                                                           args.outlines_limit)
+        rows.append((name, len(tokens), o, x, g, oc))
+        print(name, "done", file=sys.stderr, flush=True)
+    print("## Time to first mask (ms; compile + first mask, best of %d)\n" % args.reps)
+    print("| schema | tokens | ours | xgrammar | llguidance | outlines-core | ours/llg | ours/xgr |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, n, o, x, g, oc in rows:
+        print(f"| {name} | {n} | {fmt(o[0])}{' ' + o[3] if o[3] else ''} | {fmt(x[0])} {x[2]} | "
+              f"{fmt(g[0])} {g[2]} | {fmt(oc[0])} {oc[2]} | {o[0] / g[0]:.2f} | {o[0] / x[0]:.2f} |")
+    print("\n## Time between masks (µs per token: fill mask + accept; median / p99)\n")
+    print("| schema | ours (first pass) | ours (warm) | xgrammar | llguidance | outlines-core | "
+          "ours/xgr median |")
+    print("|---|---|---|---|---|---|---|")
+    for name, n, o, x, g, oc in rows:
+        def mp_(s):
+            return "-" if s is None else f"{us(s[0])} / {us(s[1])}"
+        ratio = f"{o[1][0] / x[1][0]:.2f}" if o[1] and x[1] else "-"
+        print(f"| {name} | {mp_(o[1])} | {mp_(o[2])} | {mp_(x[1])} {x[2]} | {mp_(g[1])} {g[2]} | "
+              f"{mp_(oc[1])} {oc[2]} | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()
