@@ -182,6 +182,7 @@ def main():
         docs_ids = [tok.encode(d, add_special_tokens=False) for d in DOCS[name]]
         n = sum(len(d) + 1 for d in docs_ids)
         f0, s0, auto = bench_ours(name, grammar, vocab, docs_ids, args.repeat)
+        print(f"{name}: ours {auto.stats}", file=sys.stderr)
         r = {"grammar": name, "steps": n, "states": auto.dfa.num_states,
              "ours": (f0, statistics.median(s0), pct(s0, 0.99), max(s0))}
         if not args.no_peers:

@@ -60,7 +60,7 @@ import threading
 import numpy as np
 
 from .automaton import TokenAutomaton
-from .dfa import DEAD, DEFAULT_MAX_STATES, TermSource
+from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, TermSource
 from .errors import ConstraintError, RegexError
 from .regex import regex_to_term
 from .terms import Term, TermBuilder
@@ -85,6 +85,7 @@ class GrammarError(ConstraintError):
 _LARK_ESCAPED_STRING = r'".*?(?<!\\)(\\\\)*?"'
 _ESCAPED_STRING_RE = r'"(?:[^"\\\n]|\\[^\n])*"'
 INF = 1 << 60
+INF32 = 1 << 30  # 'read nothing' in int32 low tables
 _LARK_FLAGS = {"i": re.IGNORECASE, "s": re.DOTALL, "m": re.MULTILINE, "x": re.VERBOSE,
                "u": 0, "l": 0}
 
@@ -228,22 +229,29 @@ class GrammarSource:
 
     # -- rows -------------------------------------------------------------------------
     def _start_row(self, stack: _Stack) -> tuple:
-        """Merged row of every terminal that can start at `stack`."""
+        """(merged row of every terminal that can start at `stack`, per-byte lows):
+        lows[b] is the lowest stack height read to decide the terminals that can start
+        with byte b (the top's state decides which terminals are candidates)."""
         r = stack.starts
         if r is None:
             parts = []
             live_row = self._live_row
-            outer, self.low = self.low, stack.height
+            lows = np.full(256, stack.height, dtype=np.int64)
             for i in list(self.t.action[stack.state]) + self._ignored_idx:
-                if self.ignored[i] or self.feed(stack, i) is not None:
+                if self.ignored[i]:
+                    ok = True
+                else:
+                    self.low = INF
+                    ok = self.feed(stack, i) is not None
+                    if self.low < stack.height:
+                        for a, b, _ in live_row(self.terms[i]):
+                            np.minimum(lows[a:b], self.low, out=lows[a:b])
+                if ok:
                     seg = live_row(self.terms[i])
                     if seg:
                         parts.append(self._lift(seg, stack, i))
-            r = stack.starts = (_merge(parts), self.low)
-            self.low = min(outer, self.low)
-        elif r[1] < self.low:
-            self.low = r[1]
-        return r[0]
+            r = stack.starts = (_merge(parts), lows)
+        return r
 
     def _lift(self, seg, stack, i) -> tuple:
         return tuple((a, b, frozenset(((stack, i, x),))) for a, b, x in seg)
@@ -260,13 +268,10 @@ class GrammarSource:
         return r
 
     def row(self, key) -> tuple:
-        self.low = INF
-        out = self._row(key)
-        self.fresh_lows.append((key, self.low))
-        return out
-
-    def _row(self, key) -> tuple:
+        """The key's row; records per byte the lowest stack height read to decide that
+        byte's transition (in `fresh_lows`, for GrammarAutomaton)."""
         parts = []
+        lows = None
         live_row = self._live_row
         for el in key:
             stack, i, x = el
@@ -275,15 +280,21 @@ class GrammarSource:
                 parts.append(self._lift(seg, stack, i))
             if x.nullable:
                 if i < 0:
-                    r = self._start_row(stack)
+                    r, rl = self._start_row(stack)
                 elif self.ignored[i]:  # longest match: no lexeme starts where it goes on
-                    r = self._start_row(stack)
+                    r, rl = self._start_row(stack)
                     if seg and r:
                         r = _subtract(r, seg)
                 else:
-                    r = self._start_row(self.feed(stack, i))
+                    self.low = INF
+                    nxt = self.feed(stack, i)
+                    r, rl = self._start_row(nxt)
+                    if self.low < INF:
+                        rl = np.minimum(rl, self.low)
+                lows = rl if lows is None else np.minimum(lows, rl)
                 if r:
                     parts.append(r)
+        self.fresh_lows.append((key, lows))
         return _merge(parts)
 
     def accepting(self, key) -> bool:
@@ -306,93 +317,245 @@ class GrammarSource:
         return not key
 
 
+class _Walk:
+    """One exact vocabulary walk from an element: which tokens it allows, and how many
+    top nodes of its stack each token's fate depended on."""
+    __slots__ = ("stack", "bits", "depth")
+
+    def __init__(self, stack, bits, depth):
+        self.stack, self.bits, self.depth = stack, bits, depth
+
+
 class GrammarAutomaton(TokenAutomaton):
-    """TokenAutomaton over a GrammarSource whose masks are shared between parser stacks
-    that agree where it matters.
+    """TokenAutomaton over a GrammarSource whose vocabulary walks are shared between
+    parser stacks.
 
     A key's language is the union of its elements' languages, so its mask is the OR of
-    its elements' masks. An element's mask is computed once exactly (the usual trie walk
-    from the DFA state of the element alone) while recording the lowest stack height
-    whose LR state any step of that computation read (reductions pop, gotos read); the
-    mask then holds for every element with the same terminal and lexeme whose stack
-    has the same states down to that height, and is stored under that signature. So a
-    string inside an object at depth 7 reuses the mask computed at depth 2, and only
-    tokens that would reduce deeper than any seen before force a new walk."""
+    its elements' masks. An element's mask comes from an exact vocabulary walk that
+    also records, per token, how many top nodes of the element's stack its fate read
+    (each DFA row records per byte the lowest stack height it read: reductions pop,
+    gotos and actions read states; `GrammarSource.row`). Another element with the same
+    terminal and lexeme whose stack agrees with that walk's stack on the top k states
+    takes every token that read at most k nodes from the walk unchanged, and checks
+    the others (e.g. `"}]}` closing several levels) one by one from its exact state;
+    where more than RECHECK_MAX would need checking it walks afresh. So a string inside
+    an object at depth 7 reuses the walk made at depth 2."""
+
+    RECHECK_MAX = 64
+    WALKS_KEPT = 8  # per (terminal, lexeme, top state)
 
     def __init__(self, source: "GrammarSource", vocab: Vocabulary, description: str = "",
                  max_states: int | None = None):
         super().__init__(source, source.start_key, vocab, description, max_states)
         self.source = source
-        self._low = np.full(64, INF, dtype=np.int64)  # per DFA state: low of its row
-        self._sig: dict = {}      # (terminal, lexeme id, d, top d states) -> (mask, count)
-        self._depths: dict = {}   # (terminal, lexeme id) -> depths d seen (ascending)
-        self._last_walk = None
-
-    def _walk(self, s: int) -> np.ndarray:
-        states = super()._walk(s)
-        self._last_walk = states
-        return states
+        self._lowtab = np.full((64, 256), INF32, dtype=np.int32)  # per DFA state and byte
+        self._walks: dict = {}  # (terminal, lexeme id, top state) -> [_Walk], newest last
+        self.stats = {"walks": 0, "reused": 0, "rechecked": 0}
 
     def _sync_lows(self) -> None:
         src, dfa = self.source, self.dfa
-        if len(self._low) < dfa.num_states:
-            grown = np.full(max(2 * len(self._low), dfa.num_states), INF, dtype=np.int64)
-            grown[: len(self._low)] = self._low
-            self._low = grown
+        if len(self._lowtab) < dfa.num_states:
+            grown = np.full((max(2 * len(self._lowtab), dfa.num_states), 256), INF32,
+                            dtype=np.int32)
+            grown[: len(self._lowtab)] = self._lowtab
+            self._lowtab = grown
         index = dfa._index
-        for key, low in src.fresh_lows:
-            self._low[index[key]] = low
+        for key, lows in src.fresh_lows:
+            if lows is not None:
+                self._lowtab[index[key]] = np.minimum(lows, INF32)
         src.fresh_lows.clear()
 
     def _compute_mask(self, s: int) -> np.ndarray:
         key = self.dfa.keys[s]
         if s == DEAD or not key:
             return super()._compute_mask(s)
-        parts = [self._element_mask(e) for e in key]
-        if len(parts) == 1:
-            mask, count = parts[0]
-        else:
-            mask = parts[0][0].copy()
-            for m, _ in parts[1:]:
-                mask |= m
-            mask.setflags(write=False)
-            count = int(np.unpackbits(mask.view(np.uint8)).sum())
-        self._masks[s], self._counts[s] = mask, count
+        bits = None
+        for e in key:
+            b = self._element_bits(e)
+            bits = b if bits is None else (bits | b)
+        if self.dfa.accepting[s] and len(self._eos):
+            bits = bits.copy()
+            bits[self._eos] = True
+        mask = np.packbits(bits, bitorder="little").view("<i4")
+        mask.setflags(write=False)
+        self._masks[s] = mask
+        self._counts[s] = int(np.count_nonzero(bits))
         return mask
 
-    def _element_mask(self, e) -> tuple:
+    def _element_bits(self, e) -> np.ndarray:
         stack, t, x = e
-        base = (t, x.id)
-        depths = self._depths.get(base)
-        if depths:
-            for d in depths:
-                hit = self._sig.get((base, d, stack.top_states(d)))
-                if hit is not None:
-                    return hit
-        dfa = self.dfa
+        group = self._walks.setdefault((t, x.id, stack.state), [])
+        best, best_k = None, 0
+        for w in reversed(group):
+            k = _agree(stack, w.stack)
+            if k > best_k:
+                best, best_k = w, k
+        if best is not None:
+            ok = best.depth <= best_k
+            recheck = np.flatnonzero(~ok)
+            if recheck.size <= self.RECHECK_MAX:
+                self.stats["reused"] += 1
+                bits = best.bits & ok
+                if recheck.size:
+                    self.stats["rechecked"] += int(recheck.size)
+                    st = self.dfa.state_of(frozenset((e,)))
+                    walk, data = self.dfa.walk, self.vocab.token_bytes
+                    for u in recheck.tolist():
+                        bits[u] = walk(st, data[u]) != DEAD
+                return bits
+        w = self._exact_walk(e)
+        group.append(w)
+        if len(group) > self.WALKS_KEPT:
+            del group[0]
+        return w.bits
+
+    def _exact_walk(self, e) -> "_Walk":
+        self.stats["walks"] += 1
+        stack = e[0]
+        vocab, trie, dfa = self.vocab, _trie_of(self.vocab), self.dfa
+        width = vocab.num_words * 32
+        bits = np.zeros(width, dtype=bool)
+        depth = np.zeros(width, dtype=np.uint8)
         st = dfa.state_of(frozenset((e,)))
-        if st in self._masks:
-            mask = self._masks[st]
-        else:
-            self._last_walk = None
-            mask = TokenAutomaton._compute_mask(self, st)
+        if st != DEAD and trie.num_nodes:
+            states, low = _walk_lows(self, st)
+            n = min(len(trie.node_of_token), width)
+            node = trie.node_of_token[:n]
+            final = states.take(node)
+            alive = final != DEAD
+            bits[:n] = alive
+            # a dead token's fate read every state on its path; an allowed one only
+            # needs one element of its final key to exist, and an element's stack
+            # joins this stack at the lowest node its parser steps popped to
+            tok_low = low.take(node).astype(np.int64)
+            d = np.where(tok_low >= INF32, 0, stack.height - tok_low + 1)
+            live_states = np.unique(final[alive])
+            if live_states.size:
+                anc, h, x = {}, stack.height, stack
+                while x is not None:
+                    anc[x] = x.height
+                    x = x.parent
+                need = np.zeros(dfa.num_states, dtype=np.int64)
+                for u in live_states.tolist():
+                    best = None
+                    for el in dfa.keys[u]:
+                        y = el[0]
+                        while y not in anc:
+                            y = y.parent
+                        k = h - anc[y] + 1
+                        if best is None or k < best:
+                            best = k
+                    need[u] = best
+                d = np.where(alive, need.take(final), d)
+            depth[:n] = np.clip(d, 0, 255)
+        bits.setflags(write=False)
+        depth.setflags(write=False)
+        return _Walk(stack, bits, depth)
+
+
+class _Trie:
+    """The vocabulary as a trie, level by level (this module's own copy, so that its
+    walk does not depend on another module's internals): `byte[j][k]` is the last
+    byte of node k of level j, `parent[j][k]` its parent in level j-1,
+    `child_start[j][k]:child_end[j][k]` its children in level j+1; flat node numbers
+    are `offset[j] + k`; `node_of_token[i]` is where token i ends (`num_nodes`, a slot
+    that walks leave dead, for tokens without bytes)."""
+
+    def __init__(self, token_bytes):
+        ids = [i for i, b in enumerate(token_bytes) if b]
+        depth = max((len(token_bytes[i]) for i in ids), default=0)
+        prefixes: list = [set() for _ in range(depth)]
+        for i in ids:
+            b = token_bytes[i]
+            for k in range(len(b)):
+                prefixes[k].add(b[: k + 1])
+        levels = [sorted(p) for p in prefixes]
+        index = [{p: k for k, p in enumerate(level)} for level in levels]
+        self.byte, self.parent, self.child_start, self.child_end, self.offset = [], [], [], [], []
+        total = 0
+        for j, level in enumerate(levels):
+            self.offset.append(total)
+            total += len(level)
+            self.byte.append(np.array([p[-1] for p in level], dtype=np.intp))
+            par = np.array([index[j - 1][p[:-1]] for p in level] if j else [0] * len(level),
+                           dtype=np.intp)
+            self.parent.append(par)
+            if j:
+                n_prev = len(levels[j - 1])
+                self.child_start.append(np.searchsorted(par, np.arange(n_prev), "left"))
+                self.child_end.append(np.searchsorted(par, np.arange(n_prev), "right"))
+        self.num_nodes = total
+        self.node_of_token = np.full(len(token_bytes), total, dtype=np.intp)
+        for i in ids:
+            b = token_bytes[i]
+            self.node_of_token[i] = self.offset[len(b) - 1] + index[len(b) - 1][b]
+
+
+def _trie_of(vocab: Vocabulary) -> _Trie:
+    t = vocab._cache.get("grammar_trie")
+    if t is None:
+        t = vocab._cache["grammar_trie"] = _Trie(vocab.token_bytes)
+    return t
+
+
+def _walk_lows(self, s: int) -> tuple:
+    """(DFA state at every trie node, lowest stack height read on the way there) from
+    state s; nodes below a dead one get state 0 and the dead node's low."""
+    trie, dfa = _trie_of(self.vocab), self.dfa
+    dfa.expand(s)
+    self._sync_lows()
+    total = trie.num_nodes
+    states = np.zeros(total + 1, dtype=np.int32)
+    low = np.full(total + 1, INF32, dtype=np.int32)
+    b0 = np.asarray(trie.byte[0], dtype=np.intp)
+    cur = dfa.table[s].take(b0).astype(np.int32)
+    cur_low = self._lowtab[s].take(b0)
+    states[: len(b0)] = cur
+    low[: len(b0)] = cur_low
+    idx = np.arange(len(b0))
+    for j in range(1, len(trie.byte)):
+        alive = cur != DEAD
+        idx, cur, cur_low = idx[alive], cur[alive], cur_low[alive]
+        if not idx.size:
+            break
+        starts = np.asarray(trie.child_start[j - 1]).take(idx)
+        sizes = np.asarray(trie.child_end[j - 1]).take(idx) - starts
+        n = int(sizes.sum())
+        if n == 0:
+            break
+        children = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(n)
+        pst = np.repeat(cur, sizes).astype(np.intp)
+        flat = pst * 256 + np.asarray(trie.byte[j]).take(children)
+        nxt = dfa.table.reshape(-1).take(flat)
+        unknown = nxt == UNKNOWN
+        if unknown.any():
+            for u in np.unique(pst[unknown]).tolist():
+                dfa.expand(u)
+            nxt = dfa.table.reshape(-1).take(flat)
         self._sync_lows()
-        low = min(int(self._low[st]), self.source.acc_low.get(dfa.keys[st], INF))
-        if self._last_walk is not None:
-            visited = self._last_walk
-            if visited.size:
-                low = min(low, int(self._low[visited].min()))
-        else:  # computed before this signature scheme saw it: be conservative
-            low = 0
-        d = 0 if low >= INF else stack.height - low + 1
-        hit = (mask, self._counts[st])
-        self._sig[(base, d, stack.top_states(d))] = hit
-        if depths is None:
-            depths = self._depths[base] = []
-        if d not in depths:
-            depths.append(d)
-            depths.sort()
-        return hit
+        nxt_low = np.minimum(np.repeat(cur_low, sizes), self._lowtab.reshape(-1).take(flat))
+        off = trie.offset[j]
+        states[off + children] = nxt
+        low[off + children] = nxt_low
+        idx, cur, cur_low = children, nxt.astype(np.int32), nxt_low
+    for j in range(1, len(trie.byte)):  # unvisited nodes inherit their parent's low
+        off, off_p = trie.offset[j], trie.offset[j - 1]
+        n = len(trie.byte[j])
+        np.minimum(low[off: off + n], low.take(np.asarray(trie.parent[j]) + off_p),
+                   out=low[off: off + n])
+    return states, low
+
+
+def _agree(a: "_Stack", b: "_Stack", cap: int = 255) -> int:
+    """How many top states two stacks share (cap where both end together)."""
+    k = 0
+    while a is not None and b is not None and a.state == b.state and k < cap:
+        if a is b:
+            return cap
+        a, b, k = a.parent, b.parent, k + 1
+    if a is None and b is None:
+        return cap
+    return k
 
 
 def _subtract(row: tuple, cover: tuple) -> tuple:

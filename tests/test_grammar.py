@@ -315,29 +315,37 @@ def test_shared_masks_equal_fresh_masks(name):
     repeated structure) equal masks computed from scratch by a fresh automaton."""
     from fsm.grammar import GrammarAutomaton, grammar_source
     deep = {"arith": ["(", "((", "-", "1", " + ", "2", ")", "))", " * "],
-            "json": ["[", "[[", '{"', '":', "1", ",", "]", "]]", "}", '"x"', " "],
+            "json": ["[", "[[", '{"', '":', "1", ",", "]", "]]", "}", '"x"'],
             "toy": ["{ ", "x = ", "1", ";", "} ", "if (", ") ", "/**/", "while"]}[name]
     toks = sorted({c.encode() for c in ALPHABET[name]} | {t.encode() for t in deep})
     vocab = small_vocab(toks)
     shared = compile_grammar(GRAMMARS[name], vocab)
     ids = [toks.index(t.encode()) for t in deep]
     rng = random.Random(5)
-    m, prefix, reused = shared.matcher(), b"", 0
-    for _ in range(40):
+    def restart():
+        m = shared.matcher()
+        assert m.accept_tokens(ids[:2])
+        return m, vocab.token_bytes[ids[0]] + vocab.token_bytes[ids[1]]
+
+    (m, prefix), reused = restart(), 0
+    for _ in range(60):
         src = grammar_source(GRAMMARS[name])
         fresh = GrammarAutomaton(src, vocab)
         s = fresh.dfa.walk(fresh.start, prefix)
-        before = len(shared._sig)
+        before = shared.stats["walks"]
         got = m.next_token_mask()
-        reused += len(shared._sig) == before
+        reused += shared.stats["walks"] == before
         assert np.array_equal(got, fresh.mask(s)), prefix
         allowed = [t for t in ids if (got[t >> 5] >> (t & 31)) & 1]
         if not allowed:
-            break
-        t = rng.choice(allowed)
+            m, prefix = restart()
+            continue
+        openers = [t for t in allowed if t in ids[:3]]  # go deep: reuse needs depth
+        t = rng.choice(openers if openers and rng.random() < 0.5 else allowed)
         assert m.accept_token(t)
         prefix += vocab.token_bytes[t]
     assert reused > 5, reused
+    assert shared.stats["reused"] > 0 and shared.stats["rechecked"] > 0, shared.stats
 
 
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
