@@ -190,6 +190,7 @@ class _Compiler:
         self._any: dict[int, Term] = {}
         self._dep_stack: list[bool] = []
         self._active: dict[int, int] = {}
+        self._ref_targets: set[int] = set()
         self._negated = 0
 
     # -- indexing: $id / $anchor / key order ---------------------------------------
@@ -272,6 +273,7 @@ class _Compiler:
             raise SchemaError(f"cannot resolve reference {ref!r} (only references inside the schema "
                               "document are supported)", "$ref", self.ptr(node))
         if not frag:
+            self._ref_targets.add(id(res))
             return res
         if frag.startswith("/"):
             cur = res
@@ -285,10 +287,12 @@ class _Compiler:
                     raise SchemaError(f"reference {ref!r} points nowhere", "$ref", self.ptr(node))
             if isinstance(cur, dict) and id(cur) not in self.base_of:
                 self._index(cur, self.base_of.get(id(res), uri), "#" + frag)
+            self._ref_targets.add(id(cur))
             return cur
         hit = self.anchors.get((uri, frag))
         if hit is None:
             raise SchemaError(f"unknown anchor in reference {ref!r}", "$ref", self.ptr(node))
+        self._ref_targets.add(id(hit))
         return hit
 
     def ptr(self, node) -> str:
@@ -345,13 +349,14 @@ class _Compiler:
                 raise SchemaError("recursive schema: pass max_recursion_depth=N to unroll it N levels "
                                   "(recursion is refused otherwise)", "$ref", self.ptr(node))
             self._uses_depth()
-            if budget <= 0:
-                return tb.nothing
-            budget -= 1
-            mkey = (key, d, budget)
-            t = self._memo.get(mkey)
-            if t is not None:
-                return t
+            if key in self._ref_targets:  # one level of recursion: count it once per cycle
+                if budget <= 0:
+                    return tb.nothing
+                budget -= 1
+                mkey = (key, d, budget)
+                t = self._memo.get(mkey)
+                if t is not None:
+                    return t
         self._active[key] = self._active.get(key, 0) + 1
         self._dep_stack.append(False)
         try:
@@ -1239,6 +1244,8 @@ def _number_text(v) -> str:
         return str(v)
     if v != v or v in (float("inf"), float("-inf")):
         raise ValueError("NaN and infinity are not JSON")
+    if v == 0:
+        return "0.0"  # -0.0 is 0 (JSON Schema compares numbers mathematically)
     if v.is_integer() and abs(v) < 1e16:
         return repr(v)
     return format(Decimal(repr(v)), "f")

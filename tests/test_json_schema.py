@@ -1,0 +1,283 @@
+"""fsm.json_schema: keyword semantics against independent oracles (Decimal arithmetic,
+re.search, jsonschema, Pydantic), canonical texts, whitespace, strict/lenient, limits."""
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+import warnings
+from decimal import Decimal
+
+import jsonschema
+import pytest
+
+from fsm.json_schema import SchemaError, SchemaWarning, canonical_json, schema_to_term
+
+
+def compiled(schema, **opts):
+    cs = schema_to_term(schema, **opts)
+    dfa = cs.dfa()
+    return lambda text: cs.accepts(text, dfa), cs
+
+
+def valid(schema, inst) -> bool:
+    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).is_valid(inst)
+
+
+# -- numbers --------------------------------------------------------------------------
+NUMBER_TEXTS = ([str(i) for i in range(-40, 41)] + [f"{i}.0" for i in range(-5, 6) if i]
+                + [f"{s}{i}.{f}" for s in ("", "-") for i in (0, 1, 2, 9, 10, 12) for f in
+                   ("5", "25", "05", "50", "125", "99", "01", "1", "249", "251")]
+                + ["1.2500", "12.000", "0.0", "0.000"])
+
+
+@pytest.mark.parametrize("kw", [
+    {"minimum": 3}, {"maximum": -7}, {"exclusiveMinimum": 0}, {"exclusiveMaximum": 0},
+    {"minimum": -1.5, "exclusiveMaximum": 2.25}, {"exclusiveMinimum": -12.05, "maximum": 9.5},
+    {"minimum": 0.25, "maximum": 0.25}, {"exclusiveMinimum": 1.249, "exclusiveMaximum": 1.251},
+    {"minimum": -10, "maximum": -2}, {"minimum": 10, "maximum": 12.5},
+])
+@pytest.mark.parametrize("ty", ["number", "integer"])
+def test_number_bounds_exact(kw, ty):
+    schema = {"type": ty, **kw}
+    acc, _ = compiled(schema)
+    for text in NUMBER_TEXTS:
+        v = Decimal(text)
+        ok = v == v.to_integral_value() if ty == "integer" else True
+        for k, b in kw.items():
+            b = Decimal(str(b))
+            ok &= {"minimum": v >= b, "maximum": v <= b, "exclusiveMinimum": v > b,
+                   "exclusiveMaximum": v < b}[k]
+        assert acc(text) == ok, (schema, text)
+
+
+def test_number_universe():
+    acc, _ = compiled({"type": "number"})
+    for t in ["0", "-1", "1.5", "10.25", "0.001"]:
+        assert acc(t)
+    for t in ["01", "-0", "1.", ".5", "1e5", "+1", "--1", "1.5.2", ""]:
+        assert not acc(t), t
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "integer", "multipleOf": 4}, {"type": "integer", "multipleOf": 25},
+    {"type": "number", "multipleOf": 0.01}, {"type": "integer", "multipleOf": 7, "minimum": -50, "maximum": 80},
+    {"type": "number", "multipleOf": 1.5, "minimum": 0, "maximum": 30},
+    {"type": "integer", "multipleOf": 0.5},
+])
+def test_multiple_of_exact(schema):
+    acc, _ = compiled(schema)
+    texts = [str(i) for i in range(-60, 120)] + [f"{i}.{f}" for i in range(0, 12) for f in ("5", "25", "01", "10", "75")]
+    for text in texts:
+        v = Decimal(text)
+        k = Decimal(str(schema["multipleOf"]))
+        ok = v % k == 0 and (schema["type"] == "number" or v == v.to_integral_value())
+        ok &= v >= schema.get("minimum", v) and v <= schema.get("maximum", v)
+        assert acc(text) == ok, (schema, text)
+
+
+def test_multiple_of_refused_and_lenient():
+    with pytest.raises(SchemaError) as e:
+        schema_to_term({"properties": {"x": {"type": "integer", "multipleOf": 3}}})
+    assert e.value.keyword == "multipleOf" and e.value.pointer == "#/properties/x"
+    with pytest.warns(SchemaWarning, match="multipleOf"):
+        cs = schema_to_term({"type": "integer", "multipleOf": 3}, strict=False)
+    assert cs.relaxed and cs.accepts("4")  # dropped, as documented
+
+
+# -- strings --------------------------------------------------------------------------
+def test_lengths_count_code_points():
+    acc, _ = compiled({"type": "string", "minLength": 2, "maxLength": 3})
+    assert acc('"éà"') and acc('"日本語"') and acc('"😀😀😀"') and acc('"a\\n"')
+    assert not acc('"é"') and not acc('"abcd"') and not acc('"😀😀😀😀"')
+
+
+@pytest.mark.parametrize("pattern", ["a+b", "^a+b", "a+b$", "^a|b$", "^(ab|cd)*$", "[0-9]{2,}", "x.y",
+                                     "^[^a-c]*$", "\\d\\w", "(?:ab)?c", "\\\\", '"', "^\\s$"])
+def test_pattern_is_ecma_search(pattern):
+    acc, _ = compiled({"type": "string", "pattern": pattern})
+    rng = random.Random(pattern)
+    alphabet = "abcdxy0123 \\\"\t\né"
+    py = re.compile(pattern.replace("\\d", "[0-9]").replace("\\w", "[A-Za-z0-9_]")
+                    .replace("\\s", "[ \\t\\n\\r\\f\\v\\u00a0\\ufeff]").replace("$", "\\Z"))  # ECMA $: the very end
+    for _ in range(300):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))
+        assert acc(json.dumps(s, ensure_ascii=False)) == bool(py.search(s)), (pattern, s)
+
+
+def test_string_escapes_canonical():
+    acc, _ = compiled({"type": "string"})
+    for s in ['a"b', "a\\b", "\n\t\x01", "\u2028", "\x7f", "日本"]:
+        assert acc(json.dumps(s, ensure_ascii=False))
+    assert not acc('"\\u0041"') and not acc('"\\/"') and not acc('"a\nb"')
+
+
+def _leap_ok(hh, mm, sign, oh, om):
+    utc = (hh * 60 + mm - sign * (oh * 60 + om)) % 1440
+    return utc == 23 * 60 + 59
+
+
+def test_leap_seconds_exhaustive_offsets():
+    acc, _ = compiled({"type": "string", "format": "time"})
+    rng = random.Random(0)
+    for _ in range(1500):
+        hh, mm, oh, om = rng.randrange(24), rng.randrange(60), rng.randrange(24), rng.randrange(60)
+        sign = rng.choice((1, -1))
+        if rng.random() < 0.5:  # aim at valid ones half the time
+            o = (sign * (hh * 60 + mm - 1439)) % 1440
+            oh, om = divmod(o, 60)
+        t = f"{hh:02d}:{mm:02d}:60{'+' if sign > 0 else '-'}{oh:02d}:{om:02d}"
+        assert acc(json.dumps(t)) == _leap_ok(hh, mm, sign, oh, om), t
+
+
+@pytest.mark.parametrize("fmt,good,bad", [
+    ("date", ["2024-02-29", "2000-02-29", "1999-12-31"], ["2023-02-29", "1900-02-29", "2024-04-31", "2024-1-01"]),
+    ("uuid", ["123e4567-e89b-12d3-a456-426614174000"], ["123e4567e89b12d3a456426614174000"]),
+    ("ipv4", ["0.0.0.0", "255.255.255.255"], ["256.1.1.1", "01.1.1.1"]),
+    ("ipv6", ["::1", "1:2:3:4:5:6:7:8", "::ffff:1.2.3.4"], ["1:2:3", ":::", "1::2::3"]),
+    ("email", ["a.b@example.com", '"x y"@e.org'], ["a..b@e.com", "@e.com"]),
+    ("duration", ["P1Y2M", "PT1M2S", "P2W"], ["P1Y2D", "PT", "P1W1D"]),
+    ("uri", ["http://a.b/c?d#e", "urn:x:y"], ["/abc", "a b:c"]),
+])
+def test_formats(fmt, good, bad):
+    acc, _ = compiled({"type": "string", "format": fmt})
+    for s in good:
+        assert acc(json.dumps(s)), s
+    for s in bad:
+        assert not acc(json.dumps(s)), s
+
+
+# -- objects ----------------------------------------------------------------------------
+def test_object_declared_order_optional_and_extra():
+    schema = {"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "string"}},
+              "required": ["a"]}
+    acc, cs = compiled(schema)
+    assert cs.key_order == ["b", "a"]
+    assert acc('{"b":1,"a":"x"}') and acc('{"a":"x"}') and acc('{"a":"x","zz":[1,{"q":null}]}')
+    assert not acc('{"a":"x","b":1}')  # declared order
+    assert not acc('{"b":1}')  # required
+    assert not acc('{"a":"x","a":"y"}')  # a declared key twice
+    assert not acc('{"a":"x","b":1}')
+    assert canonical_json({"zz": 1, "a": "x", "b": 2}, cs.key_order) == '{"b":2,"a":"x","zz":1}'
+
+
+def test_additional_properties_false_and_schema():
+    acc, _ = compiled({"properties": {"a": {}}, "additionalProperties": False})
+    assert acc('{"a":1}') and acc("{}") and not acc('{"b":1}')
+    acc, _ = compiled({"properties": {"a": {}}, "additionalProperties": {"type": "integer"}})
+    assert acc('{"a":"s","b":1}') and not acc('{"a":1,"b":"s"}') and not acc('{"b":1,"a":1}')
+
+
+def test_allow_extra_properties_false_option():
+    acc, _ = compiled({"properties": {"a": {"type": "integer"}}}, allow_extra_properties=False)
+    assert acc('{"a":1}') and not acc('{"a":1,"b":2}')
+
+
+def test_min_max_properties_pattern_properties_names():
+    schema = {"patternProperties": {"^x": {"type": "integer"}}, "propertyNames": {"maxLength": 3},
+              "minProperties": 1, "maxProperties": 2}
+    acc, _ = compiled(schema)
+    for inst in [{}, {"x1": 1}, {"x1": "s"}, {"abcd": 1}, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}, {"xa": 1, "y": None}]:
+        assert acc(canonical_json(inst, [])) == valid(schema, inst), inst
+
+
+def test_dependent_required_and_schemas():
+    schema = {"properties": {"a": {}, "b": {}, "c": {}}, "dependentRequired": {"a": ["b"]},
+              "dependentSchemas": {"c": {"properties": {"a": {"type": "integer"}}, "required": ["a"]}}}
+    acc, cs = compiled(schema)
+    for inst in [{}, {"a": 1}, {"a": 1, "b": 2}, {"c": 1}, {"c": 1, "a": 1, "b": 0}, {"c": 1, "a": "s", "b": 0}, {"b": 1}]:
+        assert acc(cs.canonical(inst)) == valid(schema, inst), inst
+
+
+# -- arrays ------------------------------------------------------------------------------
+def test_arrays_prefix_items_contains():
+    schema = {"prefixItems": [{"type": "string"}, {"type": "integer"}], "items": {"type": "boolean"},
+              "minItems": 1, "maxItems": 4, "contains": {"const": True}, "maxContains": 1}
+    acc, _ = compiled(schema)
+    for inst in [[], ["a"], ["a", 1], ["a", 1, True], ["a", 1, True, True], ["a", 1, False, True], [1],
+                 ["a", 1, True, False, False]]:
+        assert acc(canonical_json(inst, [])) == valid(schema, inst), inst
+
+
+def test_unique_items_finite_domain_exact():
+    schema = {"type": "array", "items": {"enum": ["a", "b", 1]}, "uniqueItems": True}
+    acc, _ = compiled(schema)
+    for inst in [[], ["a"], ["a", "b", 1], ["a", "a"], [1, "b", 1], ["b", "a"]]:
+        assert acc(canonical_json(inst, [])) == valid(schema, inst), inst
+    with pytest.raises(SchemaError, match="uniqueItems"):
+        schema_to_term({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
+
+
+# -- composition ----------------------------------------------------------------------------
+@pytest.mark.parametrize("schema", [
+    {"oneOf": [{"type": "integer"}, {"minimum": 2}]},
+    {"anyOf": [{"type": "string", "maxLength": 1}, {"type": "string", "pattern": "^a"}]},
+    {"allOf": [{"minimum": 1}, {"maximum": 5}], "type": "integer"},
+    {"not": {"type": "object", "properties": {"a": {"type": "string"}}}},
+    {"if": {"type": "integer"}, "then": {"minimum": 3}, "else": {"type": "string"}},
+    {"type": "array", "items": {"not": {"const": 2}}},
+])
+def test_composition_matches_jsonschema(schema):
+    acc, cs = compiled(schema)
+    insts = [None, True, 0, 1, 2, 3, 7, 2.5, "", "a", "ab", "ba", [], [1], [2], [1, 2], {}, {"a": "x"}, {"a": 1}]
+    for inst in insts:
+        assert acc(cs.canonical(inst)) == valid(schema, inst), (schema, inst)
+
+
+def test_refs_and_recursion():
+    schema = {"$defs": {"pos": {"type": "integer", "minimum": 1}}, "properties": {"n": {"$ref": "#/$defs/pos"}}}
+    acc, _ = compiled(schema)
+    assert acc('{"n":3}') and not acc('{"n":0}')
+    tree = {"$defs": {"t": {"type": "object", "properties": {"v": {"type": "integer"}, "kids": {
+        "type": "array", "items": {"$ref": "#/$defs/t"}}}, "required": ["v"], "additionalProperties": False}},
+        "$ref": "#/$defs/t"}
+    with pytest.raises(SchemaError, match="recursive") as e:
+        schema_to_term(tree)
+    assert e.value.keyword == "$ref"
+    acc, _ = compiled(tree, max_recursion_depth=2)
+    assert acc('{"v":1,"kids":[{"v":2,"kids":[{"v":3}]}]}')
+    assert not acc('{"v":1,"kids":[{"v":2,"kids":[{"v":3,"kids":[{"v":4,"kids":[{"v":5}]}]}]}]}')
+
+
+# -- whitespace, limits -----------------------------------------------------------------------
+def test_flexible_whitespace_bounded():
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}}
+    acc, cs = compiled(schema, whitespace="flexible")
+    inst = {"a": [1, 2]}
+    assert acc(canonical_json(inst, cs.key_order)) and acc(canonical_json(inst, cs.key_order, indent=2))
+    assert acc(json.dumps(inst, indent=4)) and acc(' { "a" : [ 1 , 2 ] } ')
+    assert not acc("{" + " " * 21 + '"a":[]}')
+    acc_c, _ = compiled(schema)
+    assert not acc_c(json.dumps(inst))  # compact by default: no spaces
+
+
+def test_large_bounds_compile_fast():
+    t0 = time.perf_counter()
+    acc, _ = compiled({"type": "object", "properties": {
+        "s": {"type": "string", "minLength": 5000, "maxLength": 10000},
+        "xs": {"type": "array", "items": {"type": "integer"}, "maxItems": 1000}}})
+    assert time.perf_counter() - t0 < 1.0
+    assert acc('{"s":"' + "x" * 6000 + '"}')
+    assert not acc('{"s":"' + "x" * 10001 + '"}')
+    assert acc('{"xs":[' + ",".join(["1"] * 1000) + "]}")
+    assert not acc('{"xs":[' + ",".join(["1"] * 1001) + "]}")
+
+
+def test_max_depth_bounds_free_values():
+    acc, _ = compiled({}, max_depth=3)
+    assert acc("[[[1]]]") and not acc("[[[[1]]]]")
+
+
+def test_unsupported_keywords_name_pointer():
+    with pytest.raises(SchemaError) as e:
+        schema_to_term({"properties": {"p": {"type": "string", "pattern": "(?=a)b"}}})
+    assert e.value.keyword == "pattern" and e.value.pointer == "#/properties/p"
+    with pytest.raises(SchemaError, match="format"):
+        schema_to_term({"type": "string", "format": "idn-hostname"})
+    with pytest.raises(SchemaError, match="reference"):
+        schema_to_term({"$ref": "http://example.com/x.json"})
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        schema_to_term({"type": "string", "format": "idn-hostname"}, strict=False)
+    assert any(issubclass(x.category, SchemaWarning) for x in w)
