@@ -1,11 +1,15 @@
 """Shared helpers for the engine tests (fixtures are module-scoped in each test file)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
 
-torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+# One thread by default: on a shared 2-core machine, two OpenMP threads per process
+# oversubscribe the cores and every op waits at barriers (measured 7x slower here).
+torch.set_num_threads(int(os.environ.get("STRUCTGEN_TEST_THREADS", "1")))
 
 # Prompts of quite different lengths; the last two share a long prefix (prefix caching).
 LONG = ("You are a careful assistant. Answer briefly and precisely, in plain English, "
