@@ -302,9 +302,10 @@ class GrammarSource:
                 else:
                     self.low = INF
                     nxt = self.feed(stack, i)
+                    feed_low = self.low
                     r, rl = self._start_row(nxt)
-                    if self.low < INF:
-                        rl = np.minimum(rl, self.low)
+                    if feed_low < INF:
+                        rl = np.minimum(rl, feed_low)
                 lows = rl if lows is None else np.minimum(lows, rl)
                 if r:
                     parts.append(r)
@@ -356,7 +357,7 @@ class GrammarAutomaton(TokenAutomaton):
     an object at depth 7 reuses the walk made at depth 2."""
 
     RECHECK_MAX = 64
-    WALKS_KEPT = 4  # per (terminal, lexeme, top state); each ~100 KB for a 49k vocabulary
+    WALKS_KEPT = 8  # per (terminal, lexeme); each ~100 KB for a 49k vocabulary
 
     def __init__(self, source: "GrammarSource", vocab: Vocabulary, description: str = "",
                  max_states: int | None = None):
@@ -398,25 +399,32 @@ class GrammarAutomaton(TokenAutomaton):
 
     def _element_bits(self, e) -> np.ndarray:
         stack, t, x = e
-        group = self._walks.setdefault((t, x.id, stack.state), [])
-        best, best_k = None, 0
+        group = self._walks.setdefault((t, x.id), [])
+        best, best_k, best_n = None, -1, None
         for w in reversed(group):
-            k = _agree(stack, w.stack)
+            k = _agree(stack, w.stack) if w.stack.state == stack.state else 0
             if k > best_k:
-                best, best_k = w, k
-        if best is not None:
+                n = int(np.count_nonzero(w.depth > k))
+                if best_n is None or n < best_n:
+                    best, best_k, best_n = w, k, n
+        if best is not None and best_n <= self.RECHECK_MAX * 64:
+            self.stats["reused"] += 1
             ok = best.depth <= best_k
-            recheck = np.flatnonzero(~ok)
-            if recheck.size <= self.RECHECK_MAX:
-                self.stats["reused"] += 1
-                bits = best.bits & ok
-                if recheck.size:
-                    self.stats["rechecked"] += int(recheck.size)
-                    st = self.dfa.state_of(frozenset((e,)))
+            bits = best.bits & ok
+            if best_n:
+                self.stats["rechecked"] += best_n
+                recheck = np.flatnonzero(~ok)
+                st = self.dfa.state_of(frozenset((e,)))
+                if best_n <= self.RECHECK_MAX:
                     walk, data = self.dfa.walk, self.vocab.token_bytes
                     for u in recheck.tolist():
                         bits[u] = walk(st, data[u]) != DEAD
-                return bits
+                else:  # a walk over just these tokens' part of the trie
+                    trie = _trie_of(self.vocab)
+                    recheck = recheck[recheck < len(trie.node_of_token)]
+                    states, _ = _walk_lows(self, st, _prefix_nodes(trie, recheck))
+                    bits[recheck] = states.take(trie.node_of_token.take(recheck)) != DEAD
+            return bits
         w = self._exact_walk(e)
         group.append(w)
         if len(group) > self.WALKS_KEPT:
@@ -512,9 +520,23 @@ def _trie_of(vocab: Vocabulary) -> _Trie:
     return t
 
 
-def _walk_lows(self, s: int) -> tuple:
+def _prefix_nodes(trie: "_Trie", ids: np.ndarray) -> np.ndarray:
+    """Flat mask of the trie nodes on the paths of the given tokens."""
+    mark = np.zeros(trie.num_nodes + 1, dtype=bool)
+    mark[trie.node_of_token.take(ids)] = True
+    for j in range(len(trie.byte) - 1, 0, -1):
+        off, off_p = trie.offset[j], trie.offset[j - 1]
+        n = len(trie.byte[j])
+        sel = np.flatnonzero(mark[off: off + n])
+        mark[trie.parent[j].take(sel) + off_p] = True
+    return mark
+
+
+def _walk_lows(self, s: int, only: np.ndarray | None = None) -> tuple:
     """(DFA state at every trie node, lowest stack height read on the way there) from
-    state s; nodes below a dead one get state 0 and the dead node's low."""
+    state s; nodes below a dead one get state 0 and the dead node's low. With `only`
+    (a flat node mask closed under parents), just those nodes are walked (lows are
+    then meaningless)."""
     trie, dfa = _trie_of(self.vocab), self.dfa
     dfa.expand(s)
     self._sync_lows()
@@ -524,6 +546,8 @@ def _walk_lows(self, s: int) -> tuple:
     b0 = np.asarray(trie.byte[0], dtype=np.intp)
     cur = dfa.table[s].take(b0).astype(np.int32)
     cur_low = self._lowtab[s].take(b0)
+    if only is not None:
+        cur = np.where(only[: len(b0)], cur, DEAD).astype(np.int32)
     states[: len(b0)] = cur
     low[: len(b0)] = cur_low
     idx = np.arange(len(b0))
@@ -539,6 +563,12 @@ def _walk_lows(self, s: int) -> tuple:
             break
         children = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(n)
         pst = np.repeat(cur, sizes).astype(np.intp)
+        plow = np.repeat(cur_low, sizes)
+        if only is not None:
+            keep = only[trie.offset[j] + children]
+            children, pst, plow = children[keep], pst[keep], plow[keep]
+            if not children.size:
+                break
         flat = pst * 256 + np.asarray(trie.byte[j]).take(children)
         nxt = dfa.table.reshape(-1).take(flat)
         unknown = nxt == UNKNOWN
@@ -547,7 +577,7 @@ def _walk_lows(self, s: int) -> tuple:
                 dfa.expand(u)
             nxt = dfa.table.reshape(-1).take(flat)
         self._sync_lows()
-        nxt_low = np.minimum(np.repeat(cur_low, sizes), self._lowtab.reshape(-1).take(flat))
+        nxt_low = np.minimum(plow, self._lowtab.reshape(-1).take(flat))
         off = trie.offset[j]
         states[off + children] = nxt
         low[off + children] = nxt_low
