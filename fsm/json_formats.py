@@ -98,26 +98,31 @@ def _leap_second_time(st) -> Term:
     return tb.alt([tb.intersect([tb.alt(minutes), tb.alt(hours)]), zulu])
 
 
-def format_term(st, name: str) -> Term:
-    """The content term (inside the quotes) of format `name`; KeyError if unsupported."""
+def format_term(st, name: str, python: bool = False) -> Term:
+    """The content term (inside the quotes) of format `name`; KeyError if unsupported.
+
+    python=True (schemas made from Pydantic models): the dates and times Python's
+    datetime can hold, i.e. no year 0000 and no leap second (Pydantic rejects both)."""
     cache = st.__dict__.setdefault("_formats", {})
-    t = cache.get(name)
+    t = cache.get((name, python))
     if t is not None:
         return t
     tb = st.tb
     if name == "date":
         t = st.fullmatch(DATE)
+        if python:
+            t = tb.intersect([t, tb.complement(st.fullmatch("0000-.*"))])
     elif name == "time":
-        t = tb.alt([st.fullmatch(_TIME_NO_LEAP), _leap_second_time(st)])
+        t = st.fullmatch(_TIME_NO_LEAP) if python else tb.alt([st.fullmatch(_TIME_NO_LEAP), _leap_second_time(st)])
     elif name == "date-time":
-        t = tb.seq([st.fullmatch(DATE), st.fullmatch("[Tt]"), format_term(st, "time")])
+        t = tb.seq([format_term(st, "date", python), st.fullmatch("[Tt]"), format_term(st, "time", python)])
     elif name == "duration":
         t = st.fullmatch(DURATION)
     elif name == "hostname":
         t = tb.intersect([st.fullmatch(_HOST_SHAPE), st.length(1, 253)])
     elif name == "email":
         local = st.fullmatch(rf"(?:{_ATEXT}+(?:\.{_ATEXT}+)*|{_QUOTED})")
-        domain = tb.alt([format_term(st, "hostname"), st.fullmatch(rf"\[(?:{IPV4}|IPv6:{IPV6})\]")])
+        domain = tb.alt([format_term(st, "hostname", python), st.fullmatch(rf"\[(?:{IPV4}|IPv6:{IPV6})\]")])
         t = tb.seq([local, st.fullmatch("@"), domain])
     elif name == "ipv4":
         t = st.fullmatch(IPV4)
@@ -135,5 +140,5 @@ def format_term(st, name: str) -> Term:
         t = st.fullmatch(REL_JSON_POINTER)
     else:
         raise KeyError(name)
-    cache[name] = t
+    cache[(name, python)] = t
     return t

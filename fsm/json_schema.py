@@ -122,7 +122,8 @@ class CompiledSchema:
     def accepts(self, text, dfa: LazyDFA | None = None) -> bool:
         dfa = dfa or self.dfa()
         data = text.encode("utf-8") if isinstance(text, str) else text
-        return bool(dfa.accepting[dfa.walk(dfa.start, data)])
+        s = dfa.walk(dfa.start, data)  # walk first: it may grow dfa.accepting
+        return bool(dfa.accepting[s])
 
 
 def _escape_ptr(k: str) -> str:
@@ -151,7 +152,7 @@ class _Compiler:
     def __init__(self, root, tb: TermBuilder, whitespace: str = "compact", strict: bool = True,
                  max_depth: int = DEFAULT_MAX_DEPTH, max_whitespace: int = DEFAULT_MAX_WHITESPACE,
                  max_recursion_depth: int | None = None, assert_formats: bool = True,
-                 allow_extra_properties: bool = True):
+                 allow_extra_properties: bool = True, python_dates: bool = False):
         if whitespace not in ("compact", "flexible"):
             raise SchemaError(f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
         self.root, self.tb, self.strict = root, tb, strict
@@ -159,6 +160,7 @@ class _Compiler:
         self.max_recursion_depth = max_recursion_depth
         self.assert_formats = assert_formats
         self.allow_extra = allow_extra_properties
+        self.python_dates = python_dates
         self.nt, self.st = NumberTerms(tb), StringTerms(tb)
         if whitespace == "flexible":
             ws_byte = tb.alt([tb.literal(b" "), tb.literal(b"\t"), tb.literal(b"\n"), tb.literal(b"\r")])
@@ -608,7 +610,7 @@ class _Compiler:
         if "format" in node and self.assert_formats:
             from .json_formats import format_term
             try:
-                parts.append(format_term(st, node["format"]))
+                parts.append(format_term(st, node["format"], self.python_dates))
             except KeyError:
                 self.refuse(node, "format", f"format {node['format']!r} is not supported")
         content = tb.intersect(parts) if len(parts) > 1 else parts[0] if parts else st.any_chars
@@ -1195,6 +1197,9 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
     """Compile a schema to a byte-level term (no vocabulary needed)."""
     tb = tb or JsonTermBuilder()
     root = load_schema(schema)
+    if not isinstance(schema, (dict, bool, str, bytes)):  # from Pydantic: what Python can parse
+        options.setdefault("python_dates", True)
+        options.setdefault("allow_extra_properties", False)
     comp = _Compiler(root, tb, **options)
     gc_was = gc.isenabled()
     gc.disable()  # many small acyclic objects: the cyclic GC only costs time here
@@ -1229,11 +1234,16 @@ def compile_json_schema(schema, vocab, max_states: int | None = None, **options)
     max_whitespace (20), max_recursion_depth (None: recursion refused),
     assert_formats (True), allow_extra_properties (True: undeclared keys allowed where
     the schema allows them; False treats a missing additionalProperties as false, outside
-    `not`), max_states. Cached per vocabulary by the schema's JSON text and the options.
+    `not`; default False for Pydantic models, whose extra fields are ignored anyway),
+    python_dates (default True for Pydantic models: no year 0000 and no leap seconds,
+    which Python's datetime rejects), max_states. Cached per vocabulary by the schema's JSON text and the options.
     The automaton carries `key_order` and `canonical(instance)`.
     """
     from . import _cached
     root = load_schema(schema)
+    if not isinstance(schema, (dict, bool, str, bytes)):
+        options.setdefault("python_dates", True)
+        options.setdefault("allow_extra_properties", False)
     key = ("json_schema", json.dumps(root, sort_keys=False, separators=(",", ":")),
            tuple(sorted(options.items())), max_states)
     return _cached(vocab, key, lambda: build_automaton(root, vocab, max_states, **options))
