@@ -186,7 +186,7 @@ class _Compiler:
         self._key_set: set = set()
         self._index(root, "", "#")
         self._gkeys = [(k, tb.literal(b'"' + encode_string(k) + b'"')) for k in self.key_order]
-        self._not_known = self.st.not_in(self.key_order)
+        self._not_known_t = None
         self._memo: dict = {}
         self._free: dict = {}
         self._any: dict[int, Term] = {}
@@ -296,6 +296,12 @@ class _Compiler:
             raise SchemaError(f"unknown anchor in reference {ref!r}", "$ref", self.ptr(node))
         self._ref_targets.add(id(hit))
         return hit
+
+    def _not_known(self) -> Term:
+        """Key contents that are none of the document's known keys (built on first use)."""
+        if self._not_known_t is None:
+            self._not_known_t = self.st.not_in(self.key_order)
+        return self._not_known_t
 
     def ptr(self, node) -> str:
         return self.ptr_of.get(id(node), "#")
@@ -820,7 +826,7 @@ class _Compiler:
         # other keys: not among the known ones
         others = []
         if pat_terms or addl is not False:
-            not_known = self._not_known
+            not_known = self._not_known()
             subsets = [()]
             if pat_terms:
                 if len(pat_terms) > MAX_PATTERN_PROPERTIES_PARTITION:

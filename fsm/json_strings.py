@@ -31,6 +31,8 @@ from .terms import Term, TermBuilder
 _SHORT = {0x08: b"\\b", 0x0C: b"\\f", 0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t", 0x22: b'\\"', 0x5C: b"\\\\"}
 _SPECIAL = charset.normalize([(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])
 ALL = ((0, charset.MAX_CP),)
+_RAW = charset.complement(_SPECIAL)
+_NON_ASCII = charset.normalize([(0x80, charset.MAX_CP)])
 ECMA_SPACE = charset.normalize([(9, 13), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
                                 (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000),
                                 (0xFEFF, 0xFEFF)])
@@ -75,19 +77,34 @@ class StringTerms:
     def __init__(self, tb: TermBuilder):
         self.tb = tb
         self._chars: dict = {}
+        self._non_ascii = None
         self.quote = tb.literal(b'"')
         self.any_char = self.char(ALL)
         self.any_chars = tb.star(self.any_char)
         self.any_string = tb.seq([self.quote, self.any_chars, self.quote])
 
     def char(self, ranges) -> Term:
-        """One encoded character from the code point set `ranges`."""
+        """One encoded character from the code point set `ranges`.
+
+        Split at 0x80: the ASCII part is a small byte class; a set holding every non-ASCII
+        code point (negated classes, "any but these ASCII characters") reuses one shared
+        term instead of re-encoding a million code points."""
         ranges = charset.normalize(ranges)
         t = self._chars.get(ranges)
         if t is None:
             tb = self.tb
-            raw = _intersect_ranges(ranges, charset.complement(_SPECIAL))
-            parts = [charset.to_term(tb, raw)] if raw else []
+            raw = _intersect_ranges(ranges, _RAW)
+            parts = []
+            ascii_raw = _intersect_ranges(raw, ((0, 0x7F),))
+            if ascii_raw:
+                parts.append(charset.to_term(tb, ascii_raw))
+            high = _intersect_ranges(raw, _NON_ASCII)
+            if high == _NON_ASCII:
+                if self._non_ascii is None:
+                    self._non_ascii = charset.to_term(tb, _NON_ASCII)
+                parts.append(self._non_ascii)
+            elif high:
+                parts.append(charset.to_term(tb, high))
             for lo, hi in _intersect_ranges(ranges, _SPECIAL):
                 parts.extend(tb.literal(encode_char(c)) for c in range(lo, hi + 1))
             t = self._chars[ranges] = tb.alt(parts)
@@ -130,7 +147,8 @@ class StringTerms:
         return _JsonConverter(self, pattern).sequence(parsed, parsed.state.flags, True, True)
 
 
-def _parse(pattern: str):
+@functools.lru_cache(maxsize=1024)
+def _parse(pattern: str):  # parse trees are only read: share them between compilations
     import re
     try:
         return P.parse(pattern, 0)
