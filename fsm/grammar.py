@@ -536,28 +536,62 @@ def _walk_lows(self, s: int, only: np.ndarray | None = None) -> tuple:
     """(DFA state at every trie node, lowest stack height read on the way there) from
     state s; nodes below a dead one get state 0 and the dead node's low. With `only`
     (a flat node mask closed under parents), just those nodes are walked (lows are
-    then meaningless)."""
+    then meaningless).
+
+    A level is computed whole while many of its nodes live (a dead parent is state 0,
+    whose row is all 0 and reads nothing, so children inherit its low for free); once
+    few live, only the children of live nodes are visited, and the nodes left out
+    inherit their parent's low at the end."""
     trie, dfa = _trie_of(self.vocab), self.dfa
     dfa.expand(s)
     self._sync_lows()
     total = trie.num_nodes
     states = np.zeros(total + 1, dtype=np.int32)
     low = np.full(total + 1, INF32, dtype=np.int32)
-    b0 = np.asarray(trie.byte[0], dtype=np.intp)
+    b0 = trie.byte[0]
     cur = dfa.table[s].take(b0).astype(np.int32)
-    cur_low = self._lowtab[s].take(b0)
     if only is not None:
         cur = np.where(only[: len(b0)], cur, DEAD).astype(np.int32)
+    cur_low = self._lowtab[s].take(b0)
     states[: len(b0)] = cur
     low[: len(b0)] = cur_low
-    idx = np.arange(len(b0))
+    idx = None  # indices of the live nodes of the current level; None: the whole level
+    sparse_from = len(trie.byte)
     for j in range(1, len(trie.byte)):
-        alive = cur != DEAD
-        idx, cur, cur_low = idx[alive], cur[alive], cur_low[alive]
+        if idx is None and only is None:
+            alive = np.count_nonzero(cur)
+            if alive == 0:
+                sparse_from = j  # deeper levels inherit
+                break
+            if alive * 8 >= len(cur):  # dense: the whole level
+                par = trie.parent[j]
+                flat = cur.take(par).astype(np.intp) * 256 + trie.byte[j]
+                nxt = dfa.table.reshape(-1).take(flat)
+                if nxt.min() < 0 or (UNKNOWN >= 0 and (nxt == UNKNOWN).any()):
+                    pst = cur.take(par)
+                    for u in np.unique(pst[nxt == UNKNOWN]).tolist():
+                        dfa.expand(u)
+                    nxt = dfa.table.reshape(-1).take(flat)
+                self._sync_lows()
+                nxt_low = np.minimum(cur_low.take(par), self._lowtab.reshape(-1).take(flat))
+                off = trie.offset[j]
+                states[off: off + len(nxt)] = nxt
+                low[off: off + len(nxt)] = nxt_low
+                cur, cur_low = nxt.astype(np.int32), nxt_low
+                continue
+            idx = np.flatnonzero(cur)
+            cur, cur_low = cur.take(idx), cur_low.take(idx)
+            sparse_from = j
+        else:
+            if idx is None:
+                idx = np.arange(len(cur))
+                sparse_from = j
+            alive = cur != DEAD
+            idx, cur, cur_low = idx[alive], cur[alive], cur_low[alive]
         if not idx.size:
             break
-        starts = np.asarray(trie.child_start[j - 1]).take(idx)
-        sizes = np.asarray(trie.child_end[j - 1]).take(idx) - starts
+        starts = trie.child_start[j - 1].take(idx)
+        sizes = trie.child_end[j - 1].take(idx) - starts
         n = int(sizes.sum())
         if n == 0:
             break
@@ -569,7 +603,7 @@ def _walk_lows(self, s: int, only: np.ndarray | None = None) -> tuple:
             children, pst, plow = children[keep], pst[keep], plow[keep]
             if not children.size:
                 break
-        flat = pst * 256 + np.asarray(trie.byte[j]).take(children)
+        flat = pst * 256 + trie.byte[j].take(children)
         nxt = dfa.table.reshape(-1).take(flat)
         unknown = nxt == UNKNOWN
         if unknown.any():
@@ -582,11 +616,10 @@ def _walk_lows(self, s: int, only: np.ndarray | None = None) -> tuple:
         states[off + children] = nxt
         low[off + children] = nxt_low
         idx, cur, cur_low = children, nxt.astype(np.int32), nxt_low
-    for j in range(1, len(trie.byte)):  # unvisited nodes inherit their parent's low
+    for j in range(max(sparse_from, 1), len(trie.byte)):  # left-out nodes: parent's low
         off, off_p = trie.offset[j], trie.offset[j - 1]
         n = len(trie.byte[j])
-        np.minimum(low[off: off + n], low.take(np.asarray(trie.parent[j]) + off_p),
-                   out=low[off: off + n])
+        np.minimum(low[off: off + n], low.take(trie.parent[j] + off_p), out=low[off: off + n])
     return states, low
 
 
