@@ -112,29 +112,14 @@ class _Stack:
 
     Caches hold, beside each result, the lowest height whose state the computation
     read (see GrammarAutomaton: masks are shared between stacks that agree down there)."""
-    __slots__ = ("state", "parent", "height", "feed", "starts", "end", "_tops")
+    __slots__ = ("state", "parent", "height", "feed", "starts", "end")
 
     def __init__(self, state: int, parent: "_Stack | None"):
         self.state, self.parent = state, parent
         self.height = 0 if parent is None else parent.height + 1
         self.feed: dict = {}      # terminal index -> (resulting stack or None, low)
-        self.starts = None        # (merged start row, low) (see GrammarSource._start_row)
+        self.starts = None        # (merged start row, per-byte lows) (GrammarSource._start_row)
         self.end = None           # (accepts $END here?, low)
-        self._tops: dict | None = None
-
-    def top_states(self, d: int) -> tuple:
-        """The states of the top d nodes (fewer if the stack is shorter)."""
-        tops = self._tops
-        if tops is None:
-            tops = self._tops = {}
-        t = tops.get(d)
-        if t is None:
-            out, s = [], self
-            while s is not None and len(out) < d:
-                out.append(s.state)
-                s = s.parent
-            t = tops[d] = tuple(out)
-        return t
 
 
 class _Tables:
@@ -352,8 +337,12 @@ class GrammarAutomaton(TokenAutomaton):
     gotos and actions read states; `GrammarSource.row`). Another element with the same
     terminal and lexeme whose stack agrees with that walk's stack on the top k states
     takes every token that read at most k nodes from the walk unchanged, and checks
-    the others (e.g. `"}]}` closing several levels) one by one from its exact state;
-    where more than RECHECK_MAX would need checking it walks afresh. So a string inside
+    the others (e.g. `"}]}` closing several levels): one by one from its exact state
+    when at most RECHECK_MAX, else by a walk over just their part of the trie; where
+    more than 64 * RECHECK_MAX would need checking it walks the whole vocabulary
+    afresh (and keeps that walk for later elements). Walks are grouped by (terminal,
+    lexeme); stacks with different top states share the tokens that read nothing
+    (those that stay inside the lexeme). So a string inside
     an object at depth 7 reuses the walk made at depth 2."""
 
     RECHECK_MAX = 64
