@@ -553,3 +553,42 @@ def test_class_fast_paths_agree_with_re(pattern, flags):
     items = av if str(op) == "IN" else ([(op, av)] if str(op) == "LITERAL" else
                                         [(P.NEGATE, None), (P.LITERAL, av)])
     assert _fast_class(items, flags & re.IGNORECASE) == charset.by_python_re(pattern, flags)
+
+
+def test_compile_cfg_boolean_terminals():
+    """Terminals may be intersections/complements (JSON Schema's "any key but these"):
+    lexemes whose language became empty must not keep tokens alive."""
+    import re
+    tb = TermBuilder()
+    key = tb.intersect((regex_to_term(tb, r'"[a-z]*"'),
+                        tb.complement(tb.alt([tb.literal(b'"ab"'), tb.literal(b'"abc"')]))))
+    rules = {"obj": [["LB", "RB"], ["LB", "pairs", "RB"]],
+             "pairs": [["pair"], ["pairs", "COMMA", "pair"]],
+             "pair": [["KEY", "COLON", "NUM"]]}
+    terms = {"LB": tb.literal(b"{"), "RB": tb.literal(b"}"), "COMMA": tb.literal(b","),
+             "COLON": tb.literal(b":"), "NUM": regex_to_term(tb, "[0-9]"), "KEY": key}
+    toks = [b"{", b"}", b",", b":", b"1", b'"', b"a", b"b", b"c", b'"ab"', b'"abc"', b'ab"']
+    vocab = small_vocab(toks)
+    auto = compile_cfg(rules, terms, "obj", vocab, tb)
+    pair = r'"(?!(?:ab|abc)")[a-z]*":[0-9]'
+    full = re.compile(r"\{(?:%s(?:,%s)*)?\}" % (pair, pair))
+    rng = random.Random(2)
+    dfa = auto.dfa
+    for _ in range(400):
+        data = b"".join(rng.choice(toks[:9]) for _ in range(rng.randint(0, 10)))
+        if rng.random() < 0.3:
+            data = b'{"ab' + data
+        s = dfa.walk(dfa.start, data)
+        text = data.decode()
+        assert bool(s and dfa.accepting[s]) == bool(full.fullmatch(text)), text
+        live = any(full.fullmatch(text + tail) for tail in
+                   ['', '}', '"', '":1}', 'x":1}', ':1}', '1}', '"x":1}', 'a":1}', 'c":1}'])
+        if live:
+            assert s != 0, text
+    m = auto.matcher()
+    assert m.accept_token(0) and m.accept_token(toks.index(b'"ab"')) is False
+    assert m.accept_token(toks.index(b'"abc"')) is False
+    assert m.accept_token(5) and m.accept_token(6) and m.accept_token(7)  # {"ab
+    got = allowed_ids(m.next_token_mask(), vocab.size)
+    assert toks.index(b'"') not in got  # "ab" is excluded
+    assert toks.index(b"c") in got and toks.index(b"a") in got
