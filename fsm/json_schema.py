@@ -52,8 +52,20 @@ values (enum, const, boolean, null); otherwise refused (strict).
 Recursive $ref: refused unless `max_recursion_depth=N` is given: each recursive
 reference is then followed at most N times along any path (unrolled).
 
+Sources: a dict, JSON text, or a Pydantic model class / type (`model_json_schema()`).
+For Pydantic sources two defaults change (both narrow the language to what the model
+parses back): objects are closed (allow_extra_properties=False) and dates/times are
+those Python's datetime holds (no year 0000, no leap second; python_dates=True).
+
+Emptiness: intersections and complements can make a derivative empty without being
+syntactically NOTHING; the DFA asks the source. `JsonTermSource.is_empty` decides it
+structurally (concatenation, alternation, repeat) and searches only AND/NOT parts, A*
+towards the shortest accepted completion; `JsonTermBuilder` folds `X & ~X` (and
+`X & ~(X|Y)`) to nothing, which otherwise needs an exhaustive search of X's states.
+
 Known limits: undeclared property names cannot be forced to be distinct (not a regular
-language): `{"x":1,"x":2}` can be produced where any key is allowed.
+language): `{"x":1,"x":2}` can be produced where any key is allowed. Not read: `$schema`
+vocabularies, remote `$ref`s, `$dynamicRef`. Numbers are produced without exponent.
 """
 from __future__ import annotations
 
@@ -70,7 +82,7 @@ from .dfa import DEFAULT_MAX_STATES, LazyDFA, TermSource
 from .errors import ConstraintError, RegexError, TooLargeError
 from .json_numbers import NumberTerms, number_text_term, to_decimal
 from .json_strings import StringTerms, encode_string, term_matches
-from .terms import ALT, AND, BYTES, CONCAT, NOT, NOTHING, REPEAT, Term, TermBuilder
+from .terms import ALT, AND, BYTES, CONCAT, EMPTY, NOT, NOTHING, REPEAT, Term, TermBuilder
 
 DEFAULT_MAX_DEPTH = 20
 DEFAULT_MAX_WHITESPACE = 20
@@ -90,6 +102,7 @@ _SUB_ONE = ("additionalProperties", "additionalItems", "contains", "propertyName
             "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema")
 _SUB_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
 _SUB_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
+_OPEN = {"additionalProperties": True}
 _UNSUPPORTED = {"$dynamicRef": "dynamic references", "$recursiveRef": "recursive references (2019-09)"}
 
 
@@ -115,9 +128,19 @@ class CompiledSchema:
     def canonical(self, instance) -> str:
         return canonical_json(instance, self.key_order)
 
+    rules = None  # _RecursiveRules for recursive schemas
+
+    def source(self, max_states: int = DEFAULT_MAX_STATES):
+        """(state source, start key): terms, or a grammar for recursive schemas."""
+        if self.rules is None:
+            return JsonTermSource(self.tb, max_states), self.term
+        src = self.rules.grammar_source(max_states)
+        return src, src.start_key
+
     def dfa(self, max_states: int = DEFAULT_MAX_STATES) -> LazyDFA:
         """A byte-level lazy DFA (no vocabulary): `accepts(text)` for tests."""
-        return LazyDFA(JsonTermSource(self.tb, max_states), self.term, max_states)
+        src, start = self.source(max_states)
+        return LazyDFA(src, start, max_states)
 
     def accepts(self, text, dfa: LazyDFA | None = None) -> bool:
         dfa = dfa or self.dfa()
@@ -152,7 +175,8 @@ class _Compiler:
     def __init__(self, root, tb: TermBuilder, whitespace: str = "compact", strict: bool = True,
                  max_depth: int = DEFAULT_MAX_DEPTH, max_whitespace: int = DEFAULT_MAX_WHITESPACE,
                  max_recursion_depth: int | None = None, assert_formats: bool = True,
-                 allow_extra_properties: bool = True, python_dates: bool = False):
+                 allow_extra_properties: bool = True, python_dates: bool = False,
+                 recursion: str = "grammar"):
         if whitespace not in ("compact", "flexible"):
             raise SchemaError(f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
         self.root, self.tb, self.strict = root, tb, strict
@@ -161,6 +185,12 @@ class _Compiler:
         self.assert_formats = assert_formats
         self.allow_extra = allow_extra_properties
         self.python_dates = python_dates
+        if recursion not in ("grammar", "refuse"):
+            raise SchemaError(f"recursion must be 'grammar' or 'refuse', not {recursion!r}")
+        # recursive $ref: context-free rules (markers in terms, see _RecursiveRules)
+        self.recursion_grammar = recursion == "grammar" and max_recursion_depth is None
+        self.nonterminals: dict[int, int] = {}  # id(node) -> index
+        self.rule_bodies: dict[int, Term] = {}  # index -> term (with markers)
         self.nt, self.st = NumberTerms(tb), StringTerms(tb)
         if whitespace == "flexible":
             ws_byte = tb.alt([tb.literal(b" "), tb.literal(b"\t"), tb.literal(b"\n"), tb.literal(b"\r")])
@@ -193,6 +223,7 @@ class _Compiler:
         self._dep_stack: list[bool] = []
         self._active: dict[int, int] = {}
         self._ref_targets: set[int] = set()
+        self.rule_bodies_done: set[int] = set()
         self._negated = 0
 
     # -- indexing: $id / $anchor / key order ---------------------------------------
@@ -324,7 +355,7 @@ class _Compiler:
             parts = [self.null, self.boolean, self.nt.number, self.st.any_string]
             if d >= 1:
                 parts.append(self._array_list([], self.any(d - 1), 0, None))
-                parts.append(self._object({}, d))
+                parts.append(self._object(_OPEN, d))  # the universe: always open
             t = self._any[d] = tb.alt(parts)
         return t
 
@@ -344,15 +375,22 @@ class _Compiler:
         if budget is None:
             budget = self.max_recursion_depth or 0
         key = id(node)
-        t = self._free.get(key)
+        # closed objects (allow_extra_properties=False) are opened under negation
+        variant = not self.allow_extra and self._negated > 0
+        fkey = (key, variant)
+        t = self._free.get(fkey)
         if t is not None:
             return t
-        mkey = (key, d, budget)
+        mkey = (key, d, budget, variant)
         t = self._memo.get(mkey)
         if t is not None:
             self._uses_depth()
             return t
+        if key in self.nonterminals and key in self.rule_bodies_done:
+            return self._marker(key)
         if key in self._active:
+            if self.recursion_grammar and key in self._ref_targets:
+                return self._marker(key)
             if self.max_recursion_depth is None:
                 raise SchemaError("recursive schema: pass max_recursion_depth=N to unroll it N levels "
                                   "(recursion is refused otherwise)", "$ref", self.ptr(node))
@@ -361,7 +399,7 @@ class _Compiler:
                 if budget <= 0:
                     return tb.nothing
                 budget -= 1
-                mkey = (key, d, budget)
+                mkey = (key, d, budget, variant)
                 t = self._memo.get(mkey)
                 if t is not None:
                     return t
@@ -374,12 +412,23 @@ class _Compiler:
             self._active[key] -= 1
             if not self._active[key]:
                 del self._active[key]
+        if key in self.nonterminals:  # it referred to itself: t is the body of its rule
+            self.rule_bodies[self.nonterminals[key]] = t
+            self.rule_bodies_done.add(key)
+            return self._marker(key)
         if used:
             self._memo[mkey] = t
             self._uses_depth()
         else:
-            self._free[key] = t
+            self._free[fkey] = t
         return t
+
+    def _marker(self, key: int) -> Term:
+        """A placeholder for the recursive schema `key`: byte 0xFF (never in UTF-8 JSON
+        text) and two bytes of its index; turned into a nonterminal by _RecursiveRules."""
+        k = self.nonterminals.setdefault(key, len(self.nonterminals))
+        self._uses_depth()
+        return self.tb.literal(bytes([0xFF, k >> 8, k & 0xFF]))
 
     def _value(self, node: dict, d: int, budget: int) -> Term:
         tb = self.tb
@@ -1020,6 +1069,168 @@ class _Compiler:
         return vals if len(vals) <= MAX_UNIQUE_DOMAIN else None
 
 
+class _RecursiveRules:
+    """Terms with recursion markers -> BNF rules over regular terminals (fsm/grammar.py).
+
+    Each recursive schema's term (its rule body) and the root term contain markers
+    where the recursive schema occurs. Structure that contains a marker becomes rules
+    (concatenation: a sequence, alternation: alternatives, repeat: list rules); every
+    maximal marker-free piece becomes one terminal (nullable pieces: an optional
+    non-nullable terminal). A marker under an intersection or complement (allOf, not,
+    oneOf with overlapping branches, contains...) raises SchemaError."""
+
+    MAX_REPEAT_UNROLL = 64
+
+    def __init__(self, tb: TermBuilder, root: Term, bodies: dict[int, Term]):
+        self.tb = tb
+        self.rules: dict[str, list] = {}
+        self.terminals: dict[str, Term] = {}
+        self._term_names: dict[int, str] = {}
+        self._sym: dict[int, str] = {}
+        self._marked: dict[int, bool] = {}
+        for k in bodies:
+            self.rules[f"r{k}"] = []
+        for k, body in bodies.items():
+            self.rules[f"r{k}"] = self._alts(body)
+        self.rules["start"] = self._alts(root)
+
+    def grammar_source(self, max_states: int):
+        from lark.grammar import NonTerminal, Rule, Terminal
+
+        from .grammar import _build
+        lark_rules = []
+        for lhs, alts in self.rules.items():
+            for i, alt in enumerate(alts):
+                syms = [NonTerminal(x) if x in self.rules else Terminal(x) for x in alt]
+                lark_rules.append(Rule(NonTerminal(lhs), syms, i))
+        names = list(self.terminals)
+        try:
+            src = _build(self.tb, lark_rules, names, [self.terminals[n] for n in names],
+                         [False] * len(names), "start", max_states)
+            if hasattr(src, "_terms"):  # lexeme emptiness: our structural / A* check
+                src._terms = JsonTermSource(self.tb, max_states)
+            return src
+        except ConstraintError as e:
+            raise SchemaError(f"recursive schema does not fit the LALR(1) grammar path: {e}",
+                              "$ref") from None
+
+    # -- helpers -----------------------------------------------------------------------
+    def _has_marker(self, t: Term) -> bool:
+        v = self._marked.get(t.id)
+        if v is None:
+            k = t.kind
+            if k == BYTES:
+                v = t.args == (0xFF, 0xFF)
+            elif k in (CONCAT, ALT, AND):
+                v = any(self._has_marker(c) for c in t.args)
+            elif k in (REPEAT, NOT):
+                v = self._has_marker(t.args[0])
+            else:
+                v = False
+            self._marked[t.id] = v
+        return v
+
+    def _minus_empty(self, t: Term) -> Term:
+        tb = self.tb
+        if not t.nullable:
+            return t
+        k = t.kind
+        if k == EMPTY:
+            return tb.nothing
+        if k == ALT:
+            return tb.alt(self._minus_empty(c) for c in t.args)
+        if k == REPEAT:
+            x, lo, hi = t.args
+            return tb.concat(self._minus_empty(x), tb.repeat(x, 0, None if hi is None else hi - 1))
+        if k == CONCAT:
+            a, b = t.args
+            return tb.alt([tb.concat(self._minus_empty(a), b), self._minus_empty(b)])
+        raise SchemaError("recursive schema: an intersection/complement next to a recursive "
+                          "reference is not supported", "$ref")
+
+    def _terminal(self, t: Term) -> list:
+        """Symbols for a marker-free term: [] / [T] / [opt_T]."""
+        if t.kind == EMPTY:
+            return []
+        if t.kind == NOTHING:
+            return ["NOTHING"]
+        name = self._term_names.get(t.id)
+        if name is None:
+            body = self._minus_empty(t)
+            name = f"T{len(self.terminals)}"
+            self.terminals[name] = body
+            if t.nullable:
+                opt = f"o{name}"
+                self.rules[opt] = [[], [name]]
+                name = opt
+            self._term_names[t.id] = name
+        if name == "NOTHING" and "NOTHING" not in self.terminals:
+            self.terminals["NOTHING"] = self.tb.nothing
+        return [name]
+
+    def _nonterminal(self, t: Term) -> str:
+        name = self._sym.get(t.id)
+        if name is None:
+            name = self._sym[t.id] = f"n{len(self._sym)}"
+            self.rules[name] = []
+            self.rules[name] = self._alts(t)
+        return name
+
+    def _seq(self, t: Term) -> list:
+        """Symbols for t as one sequence (t may contain markers)."""
+        tb = self.tb
+
+        def pop(x):
+            return x.args if x.kind == CONCAT else (x, tb.empty)
+
+        out, pending = [], []
+        x = t
+        while x.kind != EMPTY:
+            head, x = pop(x)
+            if head.kind == BYTES and head.args == (0xFF, 0xFF):
+                k1, x = pop(x)
+                k2, x = pop(x)
+                if pending:
+                    out += self._terminal(tb.seq(pending))
+                    pending = []
+                out.append(f"r{(k1.args[0] << 8) | k2.args[0]}")
+            elif not self._has_marker(head):
+                pending.append(head)
+            else:
+                if pending:
+                    out += self._terminal(tb.seq(pending))
+                    pending = []
+                out.append(self._nonterminal(head))
+        if pending:
+            out += self._terminal(tb.seq(pending))
+        return out
+
+    def _alts(self, t: Term) -> list:
+        tb = self.tb
+        k = t.kind
+        if not self._has_marker(t):
+            return [self._terminal(t)]
+        if k == ALT:
+            return [alt for c in t.args for alt in self._alts(c)]
+        if k == CONCAT:
+            return [self._seq(t)]
+        if k == REPEAT:
+            x, lo, hi = t.args
+            item = self._seq(x)
+            if hi is None:
+                lst = f"n{len(self._sym)}"
+                self._sym[-len(self._sym) - 1] = lst
+                self.rules[lst] = [[], [lst] + item]
+                return [item * lo + [lst]]
+            if hi > self.MAX_REPEAT_UNROLL:
+                raise SchemaError(f"recursive schema: a bound above {self.MAX_REPEAT_UNROLL} around a "
+                                  "recursive reference (maxItems...) is not supported", "$ref")
+            return [item * n for n in range(lo, hi + 1)]
+        raise SchemaError("recursive schema: a recursive reference under an intersection or "
+                          "complement (allOf with siblings, not, overlapping oneOf, contains, "
+                          "if/then/else...) is not supported", "$ref")
+
+
 def _join(base: str, ref: str) -> str:
     """urljoin that also handles non-hierarchical bases (urn:...) for fragment refs."""
     if not base:
@@ -1217,7 +1428,9 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
     ws = comp.ws
     if ws is not tb.empty:
         term = tb.seq([ws, term, ws])
-    return CompiledSchema(tb, term, comp.key_order, options, comp.relaxed)
+    cs = CompiledSchema(tb, term, comp.key_order, options, comp.relaxed)
+    cs.rules = _RecursiveRules(tb, term, comp.rule_bodies) if comp.rule_bodies else None
+    return cs
 
 
 def build_automaton(schema, vocab, max_states: int | None = None, **options):
@@ -1226,7 +1439,11 @@ def build_automaton(schema, vocab, max_states: int | None = None, **options):
     tb = JsonTermBuilder()
     cs = schema_to_term(schema, tb, **options)
     ms = max_states or DEFAULT_MAX_STATES
-    auto = TokenAutomaton(JsonTermSource(tb, ms), cs.term, vocab, "json schema", ms)
+    if cs.rules is not None:
+        from .grammar import GrammarAutomaton
+        auto = GrammarAutomaton(cs.rules.grammar_source(ms), vocab, "json schema (recursive)", ms)
+    else:
+        auto = TokenAutomaton(JsonTermSource(tb, ms), cs.term, vocab, "json schema", ms)
     auto.key_order = cs.key_order
     auto.relaxed = cs.relaxed
     auto.canonical = cs.canonical

@@ -233,8 +233,15 @@ def test_refs_and_recursion():
         "type": "array", "items": {"$ref": "#/$defs/t"}}}, "required": ["v"], "additionalProperties": False}},
         "$ref": "#/$defs/t"}
     with pytest.raises(SchemaError, match="recursive") as e:
-        schema_to_term(tree)
+        schema_to_term(tree, recursion="refuse")
     assert e.value.keyword == "$ref"
+    # default: exact, through the context-free grammar path (any depth)
+    acc, cs = compiled(tree)
+    assert cs.rules is not None
+    deep = '{"v":0,"kids":[' * 30 + '{"v":1}' + "]}" * 30
+    assert acc(deep) and acc('{"v":1,"kids":[{"v":2},{"v":3,"kids":[]}]}')
+    assert not acc('{"v":1,"kids":[{"v":"x"}]}') and not acc('{"kids":[]}') and not acc(deep[:-1])
+    # explicit unrolling
     acc, _ = compiled(tree, max_recursion_depth=2)
     assert acc('{"v":1,"kids":[{"v":2,"kids":[{"v":3}]}]}')
     assert not acc('{"v":1,"kids":[{"v":2,"kids":[{"v":3,"kids":[{"v":4,"kids":[{"v":5}]}]}]}]}')
@@ -281,3 +288,14 @@ def test_unsupported_keywords_name_pointer():
         warnings.simplefilter("always")
         schema_to_term({"type": "string", "format": "idn-hostname"}, strict=False)
     assert any(issubclass(x.category, SchemaWarning) for x in w)
+
+
+def test_closed_objects_reopen_under_not():
+    # with allow_extra_properties=False a missing additionalProperties reads as false, but
+    # not under `not` (its complement would accept invalid instances)
+    schema = {"$defs": {"o": {"type": "object", "properties": {"a": {"type": "integer"}}}},
+              "properties": {"x": {"$ref": "#/$defs/o"}, "y": {"not": {"$ref": "#/$defs/o"}}}}
+    acc, cs = compiled(schema, allow_extra_properties=False)
+    assert acc('{"x":{"a":1}}') and not acc('{"x":{"a":1,"b":2}}')
+    assert not acc('{"y":{"a":1,"b":2}}')  # valid under o, so invalid under not o
+    assert acc('{"y":{"a":"s"}}') and acc('{"y":3}')

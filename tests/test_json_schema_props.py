@@ -150,8 +150,11 @@ def random_walks(cs, n=150, max_len=300, seed=0):
                 break
             if rng.random() < 0.5:
                 b = rng.choice(live)
-            else:  # towards the shortest completion
+            elif cs.rules is None:  # towards the shortest completion
                 b = min(live, key=lambda b: src.minlen(dfa.keys[dfa.step(s, b)]))
+            else:  # grammar states: prefer closing brackets and short values
+                closers = [b for b in live if b in b"]}0"]
+                b = rng.choice(closers or live)
             data.append(b)
             s = dfa.step(s, b)
     return out, dfa
@@ -264,7 +267,14 @@ def test_pydantic_constraints_rejected():
 
 def test_pydantic_recursive_model():
     with pytest.raises(Exception, match="recursive"):
-        schema_to_term(Tree)
+        schema_to_term(Tree, recursion="refuse")
+    cs = schema_to_term(Tree)  # exact: grammar path
+    assert cs.rules is not None
+    t = Tree(value=1, children=[Tree(value=2, children=[Tree(value=3, children=[Tree(value=4)])])])
+    assert cs.accepts(canonical_json(t.model_dump(mode="json"), cs.key_order))
+    texts, _ = random_walks(cs, n=40, seed=3)
+    for x in texts:
+        Tree.model_validate_json(x)
     cs = schema_to_term(Tree, max_recursion_depth=3)
     t = Tree(value=1, children=[Tree(value=2, children=[Tree(value=3)])])
     assert cs.accepts(canonical_json(t.model_dump(mode="json"), cs.key_order))
