@@ -130,19 +130,27 @@ def main():
 
     spec, kind = constraint_for(llm)
     if spec is not None:
-        # The regex can always go on, so banning EOS until max_tokens (min_tokens) gives
-        # both runs the same lengths; a JSON document ends when it ends.
+        # The regex can always go on, so banning EOS until max_tokens (min_tokens) keeps
+        # lengths fixed; a JSON document ends when it ends. Either way the unconstrained
+        # run is then given exactly the lengths the constrained one produced, so both
+        # compute the same number of tokens. The first constrained run also pays for
+        # fsm's lazy exploration of automaton states (reported as "cold").
         extra = {"min_tokens": int(hi)} if kind == "regex" else {}
+        _, cold_tok, cold_dt = run_engine(llm, prompts, lens, constraint=spec, ignore_eos=True, **extra)
         forced0 = llm.stats["forced_tokens"]
         outs, c_tok, c_dt = run_engine(llm, prompts, lens, constraint=spec, ignore_eos=True, **extra)
         errors = sum(o.finish_reason == "error" for o in outs)
         forced = llm.stats["forced_tokens"] - forced0
-        _, f_tok, f_dt = run_engine(llm, prompts, lens, ignore_eos=True)
-        c_tps, f_tps = c_tok / c_dt, f_tok / f_dt
-        rows.append((f"{n} prompts, unconstrained (same run)", f"{f_tps:.1f} tok/s", "1.00x"))
+        same_lens = [max(1, len(o.token_ids)) for o in outs]
+        _, f_tok, f_dt = run_engine(llm, prompts, same_lens, ignore_eos=True)
+        c_tps, f_tps, cold_tps = c_tok / c_dt, f_tok / f_dt, cold_tok / cold_dt
+        rows.append((f"{n} prompts, unconstrained, lengths = the constrained outputs' ({f_tok} tokens)",
+                     f"{f_tps:.1f} tok/s", "1.00x"))
         rows.append((f"  same, {kind} constraint on every request ({c_tok} tokens, "
-                     f"{forced} jump-forward, {errors} errors)",
+                     f"{forced} of them jump-forward, {errors} errors)",
                      f"{c_tps:.1f} tok/s", f"{c_tps / f_tps:.2f}x (target >= 0.95x)"))
+        rows.append((f"  same, first constrained run (cold fsm caches)",
+                     f"{cold_tps:.1f} tok/s", f"{cold_tps / f_tps:.2f}x"))
     else:
         rows.append(("constraint run", "skipped", kind))
 
