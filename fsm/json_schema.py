@@ -224,6 +224,8 @@ class _Compiler:
         self._active: dict[int, int] = {}
         self._ref_targets: set[int] = set()
         self.rule_bodies_done: set[int] = set()
+        self._merged: dict[int, object] = {}
+        self._keep: list = []  # merged schemas stay alive (memo keys are ids)
         self._negated = 0
 
     # -- indexing: $id / $anchor / key order ---------------------------------------
@@ -432,6 +434,10 @@ class _Compiler:
 
     def _value(self, node: dict, d: int, budget: int) -> Term:
         tb = self.tb
+        if "allOf" in node:
+            merged = self._merged_all_of(node)
+            if merged is not None:
+                return self.value(merged, d, budget)
         for k, what in _UNSUPPORTED.items():
             if k in node:
                 self.refuse(node, k, f"{what} are not supported")
@@ -473,6 +479,65 @@ class _Compiler:
         if not parts:
             return self.any(d)
         return tb.intersect(parts) if len(parts) > 1 else parts[0]
+
+    _MERGEABLE = {"type", "properties", "required", "additionalProperties", "allOf", "title",
+                  "description", "$comment", "default", "examples", "$schema", "$id"}
+
+    def _merged_all_of(self, node: dict):
+        """allOf of plain object schemas (properties / required / additionalProperties /
+        type object) merged into one schema: the same language as the intersection, but one
+        object term instead of an AND of several (faster masks). None if not mergeable."""
+        if id(node) in self._merged:
+            return self._merged[id(node)]
+        branches = [{k: v for k, v in node.items() if k != "allOf"}]
+        for b in node["allOf"]:
+            b = self._deref(b)
+            if b is True:
+                continue
+            if not isinstance(b, dict) or "allOf" in b:
+                branches = None
+                break
+            branches.append(b)
+        merged = None
+        if branches is not None and all(set(b) <= self._MERGEABLE for b in branches) and all(
+                b.get("type", "object") == "object" for b in branches):
+            props: dict = {}
+            for b in branches:
+                for k in b.get("properties", {}):
+                    props.setdefault(k, [])
+            for k, vals in props.items():
+                for b in branches:
+                    if k in b.get("properties", {}):
+                        vals.append(b["properties"][k])
+                    elif b.get("additionalProperties", True) is not True:
+                        vals.append(b["additionalProperties"])
+            addl = [b["additionalProperties"] for b in branches if b.get("additionalProperties", True) is not True]
+            merged = {"properties": {k: (v[0] if len(v) == 1 else {"allOf": v}) if v else True
+                                     for k, v in props.items()},
+                      "required": sorted({r for b in branches for r in b.get("required", [])})}
+            if any("type" in b for b in branches):
+                merged["type"] = "object"
+            if addl:
+                merged["additionalProperties"] = False if False in addl else (
+                    addl[0] if len(addl) == 1 else {"allOf": addl})
+            self.base_of[id(merged)] = self.base_of.get(id(node), "")
+            self.ptr_of[id(merged)] = self.ptr(node)
+            self._index_subs(merged)
+        self._merged[id(node)] = merged
+        self._keep.append(merged)
+        return merged
+
+    def _index_subs(self, merged: dict) -> None:
+        """Give the merged schema's new allOf wrappers a base URI and pointer."""
+        base, ptr = self.base_of[id(merged)], self.ptr(merged)
+        for k, v in merged.get("properties", {}).items():
+            if isinstance(v, dict) and id(v) not in self.base_of:
+                self.base_of[id(v)] = base
+                self.ptr_of[id(v)] = f"{ptr}/properties/{_escape_ptr(k)}"
+        a = merged.get("additionalProperties")
+        if isinstance(a, dict) and id(a) not in self.base_of:
+            self.base_of[id(a)] = base
+            self.ptr_of[id(a)] = ptr
 
     def _one_of(self, node, d, budget) -> Term:
         tb = self.tb

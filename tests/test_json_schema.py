@@ -299,3 +299,20 @@ def test_closed_objects_reopen_under_not():
     assert acc('{"x":{"a":1}}') and not acc('{"x":{"a":1,"b":2}}')
     assert not acc('{"y":{"a":1,"b":2}}')  # valid under o, so invalid under not o
     assert acc('{"y":{"a":"s"}}') and acc('{"y":3}')
+
+
+@pytest.mark.parametrize("schema", [
+    {"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+               {"properties": {"b": {"type": "string"}}, "additionalProperties": False}]},
+    {"allOf": [{"properties": {"a": {"minimum": 2}}, "additionalProperties": {"type": "string"}},
+               {"properties": {"a": {"maximum": 5}, "b": {"maxLength": 1}}}], "required": ["b"]},
+    {"$defs": {"base": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}},
+     "allOf": [{"$ref": "#/$defs/base"}, {"properties": {"name": {"type": "string"}}}]},
+])
+def test_all_of_objects_merged_exact(schema):
+    acc, cs = compiled(schema)
+    insts = [{}, {"a": 1}, {"a": 3}, {"a": 1, "b": "s"}, {"a": 3, "b": "s"}, {"a": 3, "b": "st"}, {"b": "s"},
+             {"a": 1, "c": "x"}, {"a": 3, "b": "s", "c": 2}, {"id": 1}, {"id": 1, "name": "n"}, {"name": "n"},
+             {"id": "x"}, 5, "s", None]
+    for inst in insts:
+        assert acc(cs.canonical(inst)) == valid(schema, inst), (schema, inst)
