@@ -1423,11 +1423,17 @@ class JsonTermSource(TermSource):
             return cached
         k = t.kind
         if k == CONCAT:
-            x, res = t, False
-            while x.kind == CONCAT and not res:
-                res = self.is_empty(x.args[0])
+            # walk the spine only down to the first part already decided (states share
+            # their tails, so a new state costs its new head, not the whole document)
+            spine, x = [], t
+            while x.kind == CONCAT and x.boolean and x.id not in empty:
+                spine.append(x)
                 x = x.args[1]
-            res = res or self.is_empty(x)
+            res = self.is_empty(x)
+            for y in reversed(spine):
+                res = res or self.is_empty(y.args[0])
+                empty[y.id] = res
+            return res
         elif k == ALT:
             res = all(self.is_empty(c) for c in t.args)
         elif k == REPEAT:
