@@ -188,6 +188,13 @@ class TokenTrie:
     token_of_node: np.ndarray
     dup_nodes: np.ndarray
     dup_ids: np.ndarray
+    descendants: tuple  # descendants[j][k]: nodes below node k of level j
+
+    @cached_property
+    def lists(self) -> tuple:
+        """byte, child_start, child_end as Python lists (for walks of small subtrees)."""
+        return (tuple(b.tolist() for b in self.byte), tuple(c.tolist() for c in self.child_start),
+                tuple(c.tolist() for c in self.child_end))
 
     @classmethod
     def build(cls, token_bytes: Sequence[bytes | None]) -> "TokenTrie":
@@ -226,8 +233,13 @@ class TokenTrie:
                 dups.append((node, i))
         dup_nodes = np.array([n for n, _ in dups], dtype=np.intp)
         dup_ids = np.array([i for _, i in dups], dtype=np.intp)
+        below = [np.zeros(len(level), dtype=np.intp) for level in levels]
+        for j in range(len(levels) - 2, -1, -1):  # children count + their descendants
+            per_child = 1 + below[j + 1]
+            sums = np.concatenate([[0], np.cumsum(per_child)])
+            below[j] = sums[child_end[j]] - sums[child_start[j]]
         return cls(tuple(byte), tuple(parent), tuple(child_start), tuple(child_end),
-                   tuple(offset), total, token_of_node, dup_nodes, dup_ids)
+                   tuple(offset), total, token_of_node, dup_nodes, dup_ids, tuple(below))
 
 
 def _decoder_kind(tok) -> str:
