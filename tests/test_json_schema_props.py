@@ -313,3 +313,30 @@ def test_token_level_random_walks(smol_vocab):
             Small.model_validate_json(text)
             done += 1
     assert done >= 10
+
+
+@pytest.mark.slow
+def test_token_level_recursive_document(smol_vocab, smol_tokenizer):
+    """A recursive model through the grammar path at token level: a deep valid document
+    is accepted token by token (EOS only at the end); an invalid one is refused."""
+    import numpy as np
+
+    from fsm.json_schema import compile_json_schema
+    auto = compile_json_schema(Tree, smol_vocab)
+    t = Tree(value=0)
+    for i in range(1, 12):
+        t = Tree(value=i, children=[t, Tree(value=-i)])
+    text = canonical_json(t.model_dump(mode="json"), auto.key_order)
+    ids = smol_tokenizer.encode(text, add_special_tokens=False)
+    m = auto.matcher()
+    row = np.zeros(smol_vocab.num_words, dtype=np.int32)
+    eos = smol_vocab.eos_ids[0]
+    for tid in ids:
+        m.fill_next_token_bitmask(row)
+        assert row[tid // 32] >> (tid % 32) & 1
+        assert not (row[eos // 32] >> (eos % 32) & 1)
+        assert m.accept_token(tid)
+    assert m.accept_token(eos) and m.is_terminated()
+    bad = smol_tokenizer.encode('{"value":1,"children":[{"children":[]}]}', add_special_tokens=False)
+    m = auto.matcher()
+    assert not all(m.accept_token(x) for x in bad)
