@@ -300,6 +300,8 @@ def main():
     vocab_size = vocab.num_words * 32
     fsm.compile_regex("[a-z]+", vocab).matcher().fill_next_token_bitmask(
         np.zeros(vocab.num_words, dtype=np.int32))  # warm the vocabulary's one-time tables
+    fsm.compile_grammar('start: "[" start? "]"', vocab).matcher().fill_next_token_bitmask(
+        np.zeros(vocab.num_words, dtype=np.int32))  # and the grammar walk's
     fmt = lambda s: "-" if s is None else f"{s * 1e3:.2f}"  # noqa: E731
     us = lambda s: "-" if s is None else f"{s * 1e6:.0f}"  # noqa: E731
     rows = []
