@@ -101,8 +101,10 @@ def _leap_second_time(st) -> Term:
 def format_term(st, name: str, python: bool = False) -> Term:
     """The content term (inside the quotes) of format `name`; KeyError if unsupported.
 
-    python=True (schemas made from Pydantic models): the dates and times Python's
-    datetime can hold, i.e. no year 0000 and no leap second (Pydantic rejects both)."""
+    python=True (schemas made from Pydantic models): what Pydantic writes and reads
+    back: no year 0000 and no leap second (Python's datetime rejects both), `time`
+    without an offset allowed (Pydantic writes naive times so), `duration` with a sign and
+    fractional seconds (Pydantic's timedelta form)."""
     cache = st.__dict__.setdefault("_formats", {})
     t = cache.get((name, python))
     if t is not None:
@@ -113,11 +115,18 @@ def format_term(st, name: str, python: bool = False) -> Term:
         if python:
             t = tb.intersect([t, tb.complement(st.fullmatch("0000-.*"))])
     elif name == "time":
-        t = st.fullmatch(_TIME_NO_LEAP) if python else tb.alt([st.fullmatch(_TIME_NO_LEAP), _leap_second_time(st)])
+        if python:  # Pydantic writes (and reads) times without an offset too
+            t = st.fullmatch(rf"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]{_FRAC}{_OFFSET}?")
+        else:
+            t = tb.alt([st.fullmatch(_TIME_NO_LEAP), _leap_second_time(st)])
     elif name == "date-time":
-        t = tb.seq([format_term(st, "date", python), st.fullmatch("[Tt]"), format_term(st, "time", python)])
+        time_t = (st.fullmatch(_TIME_NO_LEAP) if python else format_term(st, "time"))  # offset required
+        t = tb.seq([format_term(st, "date", python), st.fullmatch("[Tt]"), time_t])
     elif name == "duration":
-        t = st.fullmatch(DURATION)
+        # Pydantic writes timedeltas with fractional seconds and a sign ("-PT0.5S")
+        # (components of at most 6 digits: larger ones overflow Python's timedelta)
+        t = st.fullmatch("-?" + DURATION.replace("[0-9]+S", r"[0-9]+(?:\.[0-9]{1,6})?S")
+                         .replace("[0-9]+", "[0-9]{1,6}")) if python else st.fullmatch(DURATION)
     elif name == "hostname":
         t = tb.intersect([st.fullmatch(_HOST_SHAPE), st.length(1, 253)])
     elif name == "email":
