@@ -350,15 +350,30 @@ class _Compiler:
 
     # -- universe --------------------------------------------------------------------
     def any(self, d: int) -> Term:
+        """Any value at most d containers deep.
+
+        Canonical (inside complements: `self._negated`): only canonical texts (known keys
+        in key order, each once), so that complements are exact. Elsewhere a cheap
+        universe: any keys in any order. Its extra texts are other key orders of values
+        that are valid there anyway (free positions), and intersecting with a canonical
+        term drops them; only complements need the canonical one, and complement operands
+        and their universes are always built in canonical mode."""
         self._uses_depth()
-        t = self._any.get(d)
+        canon = self._negated > 0
+        t = self._any.get((d, canon))
         if t is None:
             tb = self.tb
             parts = [self.null, self.boolean, self.nt.number, self.st.any_string]
             if d >= 1:
-                parts.append(self._array_list([], self.any(d - 1), 0, None))
-                parts.append(self._object(_OPEN, d))  # the universe: always open
-            t = self._any[d] = tb.alt(parts)
+                inner = self.any(d - 1)
+                parts.append(self._array_list([], inner, 0, None))
+                if canon:
+                    parts.append(self._object(_OPEN, d))  # the universe: always open
+                else:
+                    pair = tb.seq([self.st.any_string, self.colon, inner])
+                    body = tb.optional(tb.concat(pair, tb.star(tb.concat(self.comma, pair))))
+                    parts.append(tb.seq([self.open_obj, body, self.close_obj]))
+            t = self._any[(d, canon)] = tb.alt(parts)
         return t
 
     def _uses_depth(self) -> None:
@@ -378,7 +393,7 @@ class _Compiler:
             budget = self.max_recursion_depth or 0
         key = id(node)
         # closed objects (allow_extra_properties=False) are opened under negation
-        variant = not self.allow_extra and self._negated > 0
+        variant = self._negated > 0  # canonical mode (complement operands)
         fkey = (key, variant)
         t = self._free.get(fkey)
         if t is not None:
@@ -464,18 +479,18 @@ class _Compiler:
             self._negated += 1
             try:
                 inner = self.value(node["not"], d, budget)
+                parts.append(tb.intersect([self.any(d), tb.complement(inner)]))
             finally:
                 self._negated -= 1
-            parts.append(tb.intersect([self.any(d), tb.complement(inner)]))
         if "if" in node and ("then" in node or "else" in node):
             self._negated += 1
             try:
                 cond = self.value(node["if"], d, budget)
+                els = tb.intersect([self.value(node.get("else", True), d, budget), tb.complement(cond)])
             finally:
                 self._negated -= 1
             then = self.value(node.get("then", True), d, budget)
-            els = self.value(node.get("else", True), d, budget)
-            parts.append(tb.alt([tb.intersect([cond, then]), tb.intersect([els, tb.complement(cond)])]))
+            parts.append(tb.alt([tb.intersect([cond, then]), els]))
         if not parts:
             return self.any(d)
         return tb.intersect(parts) if len(parts) > 1 else parts[0]
@@ -542,11 +557,11 @@ class _Compiler:
     def _one_of(self, node, d, budget) -> Term:
         tb = self.tb
         subs = node["oneOf"]
-        terms = [self.value(s, d, budget) for s in subs]
-        if len(terms) <= 1 or self._disjoint(node, subs):
-            return tb.alt(terms)
+        if len(subs) <= 1 or self._disjoint(node, subs):
+            return tb.alt([self.value(s, d, budget) for s in subs])
         self._negated += 1
         try:
+            terms = [self.value(s, d, budget) for s in subs]
             comps = [tb.complement(t) for t in terms]
         finally:
             self._negated -= 1
@@ -1086,28 +1101,32 @@ class _Compiler:
         hi = None if hi is None else int(hi)
         parts = [self._array_list(prefix, rest, lo, hi)]
         if "contains" in node:
-            c = self.value(node["contains"], d - 1, budget)
             a = int(node.get("minContains", 1))
             b = node.get("maxContains")
             b = None if b is None else int(b)
-            anyv = self.any(d - 1)
             self._negated += 1
             try:
+                c = self.value(node["contains"], d - 1, budget)
+                anyv = self.any(d - 1)
                 notc = tb.intersect([anyv, tb.complement(c)])
+                if not (a == 0 and b is None):
+                    parts.append(self._count_list(tb.intersect([c, anyv]), notc, a, b))
             finally:
                 self._negated -= 1
-            if not (a == 0 and b is None):
-                parts.append(self._count_list(tb.intersect([c, anyv]), notc, a, b))
         if node.get("uniqueItems") is True and (hi is None or hi > 1):
             dom = self._finite_domain(rest_s, prefix_s)
             if dom is None:
                 self.refuse(node, "uniqueItems", "uniqueItems is enforced only when the items range over a "
                             f"finite set of at most {MAX_UNIQUE_DOMAIN} values (enum, const, boolean, null)")
             else:
-                anyv = self.any(d - 1)
-                for v in dom:
-                    x = self.const(v, d - 1)
-                    parts.append(self._count_list(x, tb.intersect([anyv, tb.complement(x)]), 0, 1))
+                self._negated += 1
+                try:
+                    anyv = self.any(d - 1)
+                    for v in dom:
+                        x = self.const(v, d - 1)
+                        parts.append(self._count_list(x, tb.intersect([anyv, tb.complement(x)]), 0, 1))
+                finally:
+                    self._negated -= 1
         return tb.intersect(parts) if len(parts) > 1 else parts[0]
 
     def _finite_domain(self, rest_s, prefix_s) -> list | None:
