@@ -63,8 +63,14 @@ structurally (concatenation, alternation, repeat) and searches only AND/NOT part
 towards the shortest accepted completion; `JsonTermBuilder` folds `X & ~X` (and
 `X & ~(X|Y)`) to nothing, which otherwise needs an exhaustive search of X's states.
 
+Free positions (`{}`, `true`, missing `items`/`additionalProperties` values) use a cheap
+universe: objects with any keys in any order. Complement operands (`not`, `if` and
+`else`, overlapping `oneOf` branches, `contains`, `uniqueItems`) are built in canonical
+mode (the key order above everywhere), which keeps complements exact.
+
 Known limits: undeclared property names cannot be forced to be distinct (not a regular
-language): `{"x":1,"x":2}` can be produced where any key is allowed. Not read: `$schema`
+language): `{"x":1,"x":2}` can be produced where any key is allowed (and at free
+positions for any key). Not read: `$schema`
 vocabularies, remote `$ref`s, `$dynamicRef`. Numbers are produced without exponent.
 """
 from __future__ import annotations
