@@ -101,6 +101,12 @@ class BlockManager:
                 self.block_tokens[block] = tokens
                 self.hash_to_block[h] = block
 
+    def reset_prefix_cache(self) -> None:
+        """Forget every cached prefix (after an aborted step its blocks may be unwritten)."""
+        self.hash_to_block.clear()
+        self.block_hash = [None] * self.num_blocks
+        self.block_tokens = [None] * self.num_blocks
+
     # -- allocation -------------------------------------------------------------
     def allocate(self, seq: Sequence, num_new_tokens: int) -> bool:
         """Grow `seq`'s block table to hold `num_new_tokens` more tokens; False if out of blocks."""

@@ -333,6 +333,9 @@ class LLM:
             seq.finish_reason = seq.finish_reason or "abort"
             self.scheduler.finish(seq)
         self.scheduler.waiting.clear()
+        # Blocks are published when scheduled, before their KV is written: after an
+        # interrupted step some may never have been, so drop the whole prefix cache.
+        self.block_manager.reset_prefix_cache()
 
     def _output(self, out: RequestOutput, seqs: list[Sequence]) -> RequestOutput:
         out.num_cached_tokens = seqs[0].prefix_hit_tokens

@@ -202,3 +202,29 @@ def test_generate_stream(llm, reference):
     assert len(pieces) > 3
     pieces = list(llm.generate_stream(PROMPTS[1], SamplingParams(max_tokens=MAX_NEW, stop=[" 8,"])))
     assert "".join(pieces) == " 5, 6, 7,"
+
+
+def test_chat_template(llm):
+    out = llm.chat([{"role": "user", "content": "Say hi."}], SamplingParams(max_tokens=4),
+                   use_tqdm=False)[0]
+    assert out.prompt_token_ids[0] == llm.tokenizer.convert_tokens_to_ids("<|im_start|>")
+    assert out.token_ids and out.finish_reason in ("length", "stop")
+
+
+def test_interrupted_generate_leaves_engine_clean(llm, reference):
+    engine = llm.with_config()
+    calls = {"n": 0}
+    real_step = engine.step
+
+    def flaky_step():
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real_step()
+
+    engine.step = flaky_step
+    with pytest.raises(KeyboardInterrupt):
+        engine.generate(PROMPTS, SamplingParams(max_tokens=MAX_NEW), use_tqdm=False)
+    engine.step = real_step
+    assert_all_free(engine)
+    assert [o.token_ids for o in run(engine)] == reference
