@@ -80,8 +80,6 @@ class ConstraintCompiler:
             if kind == "json":
                 if isinstance(value, str):
                     value = json.loads(value)
-                elif hasattr(value, "model_json_schema"):      # a Pydantic model class
-                    value = value.model_json_schema()
                 return fsm.compile_json_schema(value, vocab)
             if kind == "grammar":
                 return fsm.compile_grammar(value, vocab)

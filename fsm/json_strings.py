@@ -161,24 +161,8 @@ class _JsonConverter(_Converter):
         super().__init__(st.tb, pattern)
         self.st = st
 
-    def sequence(self, items, flags: int, at_start: bool, at_end: bool) -> Term:
-        import re
-        items = list(items)
-        ops = [op for op, _ in items]
-        first = next((k for k, op in enumerate(ops) if op != C.AT), len(ops))
-        last = next((k for k in range(len(ops) - 1, -1, -1) if ops[k] != C.AT), -1)
-        terms, run = [], []  # runs of plain literals: one encoded byte string
-        for k, (op, av) in enumerate(items):
-            if op == C.LITERAL and not flags & re.IGNORECASE and not 0xD800 <= av <= 0xDFFF:
-                run.append(chr(av))
-                continue
-            if run:
-                terms.append(self.tb.literal(encode_string("".join(run))))
-                run = []
-            terms.append(self.node(op, av, flags, at_start and k <= first, at_end and k >= last))
-        if run:
-            terms.append(self.tb.literal(encode_string("".join(run))))
-        return self.tb.seq(terms)
+    def literal_run(self, text: str) -> Term:
+        return self.tb.literal(encode_string(text))  # JSON-escaped inside the string
 
     def node(self, op, av, flags, at_start, at_end):
         import re

@@ -93,12 +93,16 @@ class _Converter:
                 run.append(chr(av))
                 continue
             if run:
-                terms.append(self.tb.literal("".join(run).encode()))
+                terms.append(self.literal_run("".join(run)))
                 run = []
             terms.append(self.node(op, av, flags, at_start and k <= first, at_end and k >= last))
         if run:
-            terms.append(self.tb.literal("".join(run).encode()))
+            terms.append(self.literal_run("".join(run)))
         return self.tb.seq(terms)
+
+    def literal_run(self, text: str) -> Term:
+        """Consecutive plain literal characters (subclasses change their encoding)."""
+        return self.tb.literal(text.encode())
 
     def node(self, op, av, flags: int, at_start: bool, at_end: bool) -> Term:
         tb = self.tb
