@@ -54,8 +54,9 @@ def main(model=None):
     person = guided.json(model, Person)(
         "Describe Ada, 36, who lives at 12 Loom Street in Oxford (postcode 10101).", max_tokens=160)
     print(person.model_dump_json(indent=1))
-    tree = guided.json(model, Node)("A small taxonomy tree of animals, two levels deep.",
-                                    max_tokens=200)
+    tree = guided.json(model, Node)(
+        'A tree: root "animals" with children "cats" and "dogs", which have no children.',
+        max_tokens=400)
     print(tree.model_dump_json(indent=1))
 
 
