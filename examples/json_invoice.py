@@ -54,9 +54,11 @@ def main(model=None):
     person = guided.json(model, Person)(
         "Describe Ada, 36, who lives at 12 Loom Street in Oxford (postcode 10101).", max_tokens=160)
     print(person.model_dump_json(indent=1))
-    tree = guided.json(model, Node)(
-        'A tree: root "animals" with children "cats" and "dogs", which have no children.',
-        max_tokens=400)
+    # Recursion is enforced exactly by default, but a 135M model keeps opening children
+    # until max_tokens; max_recursion_depth unrolls the schema to a fixed depth instead.
+    tree = guided.json(model, Node, max_recursion_depth=2)(
+        'Write this tree as JSON: root "animals"; its children "cats" and "dogs"; "cats" has '
+        'one child "lion". Use {"label": ..., "children": [...]} for every node.', max_tokens=300)
     print(tree.model_dump_json(indent=1))
 
 

@@ -45,8 +45,9 @@ class Generator:
     `gen(prompt)` returns the value (str, or the parsed object for json); a list of
     prompts gives a list. `gen.generate(...)` returns GuidedOutput records instead
     and never raises for truncation. Options: max_tokens (default 256),
-    temperature (0 = greedy, the default), top_k, top_p, seed; `chat=True` (default)
-    wraps each prompt in the model's chat template.
+    temperature (0 = greedy, the default), top_k, top_p, seed, repetition_penalty
+    (1 = off; small models loop less with ~1.2); `chat=True` (default) wraps each
+    prompt in the model's chat template.
     """
 
     def __init__(self, model: Model, constraint: fsm.TokenAutomaton,
@@ -61,12 +62,13 @@ class Generator:
         return values[0] if isinstance(prompts, str) else values
 
     def generate(self, prompts, *, max_tokens: int = 256, temperature: float = 0.0,
-                 top_k: int = 0, top_p: float = 1.0, seed: int | None = None) -> list[GuidedOutput]:
+                 top_k: int = 0, top_p: float = 1.0, seed: int | None = None,
+                 repetition_penalty: float = 1.0) -> list[GuidedOutput]:
         single = isinstance(prompts, str)
         prompts = [prompts] if single else list(prompts)
         ids = [self.model.encode_prompt(p, self.chat) for p in prompts]
         sampling = dict(max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
-                        seed=seed)
+                        seed=seed, repetition_penalty=repetition_penalty)
         if self.model.backend == "transformers":
             token_lists = _generate_transformers(self.model, self.constraint, ids, **sampling)
         else:
@@ -88,10 +90,12 @@ class Generator:
         return GuidedOutput(text, kept, False, "length")
 
 
-def _generate_engine(model: Model, constraint, ids, *, max_tokens, temperature, top_k, top_p, seed):
+def _generate_engine(model: Model, constraint, ids, *, max_tokens, temperature, top_k, top_p, seed,
+                     repetition_penalty):
     from engine import SamplingParams
     params = SamplingParams(max_tokens=max_tokens, temperature=temperature, top_k=top_k,
-                            top_p=top_p, seed=seed, constraint=constraint)
+                            top_p=top_p, seed=seed, constraint=constraint,
+                            repetition_penalty=repetition_penalty)
     outs = model.engine.generate(ids, params, use_tqdm=False)
     for o in outs:
         if o.error:
@@ -104,7 +108,7 @@ def _generate_engine(model: Model, constraint, ids, *, max_tokens, temperature, 
 
 
 def _generate_transformers(model: Model, constraint, ids, *, max_tokens, temperature, top_k,
-                           top_p, seed):
+                           top_p, seed, repetition_penalty):
     import torch
 
     from .logits_processor import ConstraintLogitsProcessor
@@ -117,7 +121,7 @@ def _generate_transformers(model: Model, constraint, ids, *, max_tokens, tempera
         torch.manual_seed(seed)
     sample = temperature > 0
     kwargs = dict(do_sample=sample, max_new_tokens=max_tokens, pad_token_id=pad,
-                  eos_token_id=list(model.vocab.eos_ids))
+                  eos_token_id=list(model.vocab.eos_ids), repetition_penalty=repetition_penalty)
     if sample:
         kwargs.update(temperature=temperature, top_k=top_k or None, top_p=top_p)
     else:
