@@ -451,7 +451,7 @@ class _Compiler:
         text) and two bytes of its index; turned into a nonterminal by _RecursiveRules."""
         k = self.nonterminals.setdefault(key, len(self.nonterminals))
         self._uses_depth()
-        return self.tb.literal(bytes([0xFF, k >> 8, k & 0xFF]))
+        return self.tb.seq([self.tb.byte_range(b, b) for b in (0xFF, k >> 8, k & 0xFF)])  # BYTES chain: _has_marker reads it
 
     def _value(self, node: dict, d: int, budget: int) -> Term:
         tb = self.tb

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-NOTHING, EMPTY, BYTES, CONCAT, ALT, REPEAT, AND, NOT = range(8)
+NOTHING, EMPTY, BYTES, CONCAT, ALT, REPEAT, AND, NOT, STR = range(9)
 
 # A derivative row: sorted, disjoint (start, end_exclusive, target) byte segments
 # whose target is not NOTHING. Bytes not covered lead to NOTHING.
@@ -38,7 +38,7 @@ class Term:
         return f"Term#{self.id}({_NAMES[self.kind]})"
 
 
-_NAMES = ["NOTHING", "EMPTY", "BYTES", "CONCAT", "ALT", "REPEAT", "AND", "NOT"]
+_NAMES = ["NOTHING", "EMPTY", "BYTES", "CONCAT", "ALT", "REPEAT", "AND", "NOT", "STR"]
 
 
 class TermBuilder:
@@ -72,10 +72,13 @@ class TermBuilder:
         return self._make(BYTES, (lo, hi), False, False, 1)
 
     def literal(self, data: bytes) -> Term:
-        out = self.empty
-        for b in reversed(data):
-            out = self.concat(self.byte_range(b, b), out)
-        return out
+        """Exactly `data`. Two bytes or more make one STR node (its derivative is the
+        rest of the string), not a chain: word lists build and expand cheaply."""
+        if not data:
+            return self.empty
+        if len(data) == 1:
+            return self.byte_range(data[0], data[0])
+        return self._make(STR, (bytes(data),), False, False, len(data))
 
     def concat(self, a: Term, b: Term) -> Term:
         if a.kind == NOTHING or b.kind == NOTHING:
@@ -170,6 +173,9 @@ class TermBuilder:
         k = t.kind
         if k == BYTES:
             return ((t.args[0], t.args[1] + 1, self.empty),)
+        if k == STR:
+            data = t.args[0]
+            return ((data[0], data[0] + 1, self.literal(data[1:])),)
         if k == CONCAT:
             a, b = t.args
             head = tuple((s, e, self.concat(x, b)) for s, e, x in self.row(a))
