@@ -464,52 +464,11 @@ class GrammarAutomaton(TokenAutomaton):
         return _Walk(stack, bits, depth)
 
 
-class _Trie:
-    """The vocabulary as a trie, level by level (this module's own copy, so that its
-    walk does not depend on another module's internals): `byte[j][k]` is the last
-    byte of node k of level j, `parent[j][k]` its parent in level j-1,
-    `child_start[j][k]:child_end[j][k]` its children in level j+1; flat node numbers
-    are `offset[j] + k`; `node_of_token[i]` is where token i ends (`num_nodes`, a slot
-    that walks leave dead, for tokens without bytes)."""
-
-    def __init__(self, token_bytes):
-        ids = [i for i, b in enumerate(token_bytes) if b]
-        depth = max((len(token_bytes[i]) for i in ids), default=0)
-        prefixes: list = [set() for _ in range(depth)]
-        for i in ids:
-            b = token_bytes[i]
-            for k in range(len(b)):
-                prefixes[k].add(b[: k + 1])
-        levels = [sorted(p) for p in prefixes]
-        index = [{p: k for k, p in enumerate(level)} for level in levels]
-        self.byte, self.parent, self.child_start, self.child_end, self.offset = [], [], [], [], []
-        total = 0
-        for j, level in enumerate(levels):
-            self.offset.append(total)
-            total += len(level)
-            self.byte.append(np.array([p[-1] for p in level], dtype=np.intp))
-            par = np.array([index[j - 1][p[:-1]] for p in level] if j else [0] * len(level),
-                           dtype=np.intp)
-            self.parent.append(par)
-            if j:
-                n_prev = len(levels[j - 1])
-                self.child_start.append(np.searchsorted(par, np.arange(n_prev), "left"))
-                self.child_end.append(np.searchsorted(par, np.arange(n_prev), "right"))
-        self.num_nodes = total
-        self.node_of_token = np.full(len(token_bytes), total, dtype=np.intp)
-        for i in ids:
-            b = token_bytes[i]
-            self.node_of_token[i] = self.offset[len(b) - 1] + index[len(b) - 1][b]
+def _trie_of(vocab: Vocabulary):
+    return vocab.trie  # fsm/vocabulary.py TokenTrie: levels, children ranges, node_of_token
 
 
-def _trie_of(vocab: Vocabulary) -> _Trie:
-    t = vocab._cache.get("grammar_trie")
-    if t is None:
-        t = vocab._cache["grammar_trie"] = _Trie(vocab.token_bytes)
-    return t
-
-
-def _prefix_nodes(trie: "_Trie", ids: np.ndarray) -> np.ndarray:
+def _prefix_nodes(trie: "TokenTrie", ids: np.ndarray) -> np.ndarray:
     """Flat mask of the trie nodes on the paths of the given tokens."""
     mark = np.zeros(trie.num_nodes + 1, dtype=bool)
     mark[trie.node_of_token.take(ids)] = True

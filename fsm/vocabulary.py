@@ -189,6 +189,17 @@ class TokenTrie:
     dup_nodes: np.ndarray
     dup_ids: np.ndarray
     descendants: tuple  # descendants[j][k]: nodes below node k of level j
+    num_tokens: int
+
+    @cached_property
+    def node_of_token(self) -> np.ndarray:
+        """node_of_token[i]: the flat node where token i ends (`num_nodes`, a slot no
+        walk reaches, for tokens without bytes)."""
+        out = np.full(self.num_tokens, self.num_nodes, dtype=np.intp)
+        nodes = np.flatnonzero(self.token_of_node >= 0)
+        out[self.token_of_node[nodes]] = nodes
+        out[self.dup_ids] = self.dup_nodes
+        return out
 
     @cached_property
     def lists(self) -> tuple:
@@ -239,7 +250,8 @@ class TokenTrie:
             sums = np.concatenate([[0], np.cumsum(per_child)])
             below[j] = sums[child_end[j]] - sums[child_start[j]]
         return cls(tuple(byte), tuple(parent), tuple(child_start), tuple(child_end),
-                   tuple(offset), total, token_of_node, dup_nodes, dup_ids, tuple(below))
+                   tuple(offset), total, token_of_node, dup_nodes, dup_ids, tuple(below),
+                   len(token_bytes))
 
 
 def _decoder_kind(tok) -> str:
