@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import fsm  # noqa: E402
 from fsm.automaton import TokenAutomaton  # noqa: E402
-from fsm.grammar import GrammarAutomaton, _trie_of, grammar_source  # noqa: E402
+from fsm.grammar import GrammarAutomaton, grammar_source  # noqa: E402
 from fsm.terms import TermBuilder  # noqa: E402
 from tests.test_grammar import GRAMMARS as TEST_GRAMMARS  # noqa: E402
 
@@ -168,7 +168,7 @@ def main():
     tok = AutoTokenizer.from_pretrained(resolve_model())
     vocab = fsm.Vocabulary.from_tokenizer(tok)
     vocab.trie  # built once per vocabulary (shared by every constraint): not counted
-    _trie_of(vocab)  # the grammar walk's own copy of it, also once per vocabulary
+    vocab.trie.lists  # the list form used for small subtrees, also once per vocabulary
     eos = vocab.eos_ids[0]
     if not args.no_peers:
         import llguidance.hf
