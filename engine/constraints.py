@@ -11,7 +11,6 @@ The matcher contract (fsm): `accept_token(id) -> bool`, `fill_next_token_bitmask
 from __future__ import annotations
 
 import json
-import re
 from collections import OrderedDict
 from typing import Any
 
@@ -83,14 +82,8 @@ class ConstraintCompiler:
                 return fsm.compile_json_schema(value, vocab)
             if kind == "grammar":
                 return fsm.compile_grammar(value, vocab)
-            if kind == "choice":
-                choices = list(value)
-                if not choices or not all(isinstance(c, str) for c in choices):
-                    raise ValueError("choice needs a non-empty list of strings")
-                compile_choice = getattr(fsm, "compile_choice", None)
-                if compile_choice is not None:
-                    return compile_choice(choices, vocab)
-                return fsm.compile_regex("(" + "|".join(re.escape(c) for c in choices) + ")", vocab)
+            if kind == "choice":  # fsm checks the options (non-empty, strings)
+                return fsm.compile_choice(list(value), vocab)
         except ConstraintError:
             raise
         except Exception as e:   # any failure in compilation belongs to this request alone
