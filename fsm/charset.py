@@ -53,10 +53,6 @@ def complement(ranges: Ranges) -> Ranges:
     return normalize(out)
 
 
-def union(*sets: Ranges) -> Ranges:
-    return normalize([r for s in sets for r in s])
-
-
 @functools.lru_cache(maxsize=1)
 def _all_chars() -> str:
     return "".join(map(chr, range(MAX_CP + 1)))
