@@ -14,20 +14,20 @@ PARAGRAPH = (
     "$35.00 applies after that. Questions go to the billing desk at (415) 555-0100."
 )
 
-FIELDS = {
-    "the invoice issue date": r"[0-9]{4}-[0-9]{2}-[0-9]{2}",
-    "the customer's phone number": r"\([0-9]{3}\) [0-9]{3}-[0-9]{4}",
-    "the total amount due": r"\$[0-9]{1,3}(,[0-9]{3})*\.[0-9]{2}",
+FIELDS = {  # label -> (question, pattern)
+    "issue date": ("What date was the invoice issued?", r"[0-9]{4}-[0-9]{2}-[0-9]{2}"),
+    "customer phone": ("What is the customer's phone number?", r"\([0-9]{3}\) [0-9]{3}-[0-9]{4}"),
+    "total due": ("What is the total amount due?", r"\$[0-9]{1,3}(,[0-9]{3})*\.[0-9]{2}"),
 }
 
 
 def main(model=None):
     model = guided.load(model)
-    for what, pattern in FIELDS.items():
-        prompt = f"{PARAGRAPH}\n\nWhat is {what}? Answer with the value only."
+    for label, (question, pattern) in FIELDS.items():
+        prompt = f"{PARAGRAPH}\n\n{question} Answer with the value only."
         value = guided.regex(model, pattern)(prompt, max_tokens=24)
         assert re.fullmatch(pattern, value)
-        print(f"{what:>30}: {value}")
+        print(f"{label:>15}: {value}")
 
 
 if __name__ == "__main__":
