@@ -26,7 +26,6 @@ class EngineConfig:
     device: str | None = None           # None: cuda if available, else cpu
     seed: int = 0                       # seeds the sampler for requests without their own seed
     enable_jump_forward: bool = True    # append a constraint's forced tokens without sampling them
-    constraint_cache_size: int = 256    # compiled constraints kept across requests
 
     def __post_init__(self):
         if self.block_size <= 0 or self.max_num_seqs <= 0 or self.max_num_batched_tokens <= 0:

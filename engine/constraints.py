@@ -11,32 +11,24 @@ The matcher contract (fsm): `accept_token(id) -> bool`, `fill_next_token_bitmask
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
-from typing import Any
 
 
 class ConstraintError(ValueError):
     """A constraint spec that could not be compiled; fails its own request only."""
 
 
-def spec_key(spec) -> str:
-    kind, value = spec
-    return kind + ":" + (value if isinstance(value, str) else json.dumps(value, sort_keys=True))
-
-
 class ConstraintCompiler:
-    """Compile specs against one vocabulary, caching by spec (LRU).
+    """Compile specs against one vocabulary. Compiled constraints are cached by fsm
+    itself (per vocabulary, keyed by spec), so a repeated spec costs a lookup.
 
     >>> cc = ConstraintCompiler(hf_tokenizer, vocab_size=49152)       # doctest: +SKIP
     >>> m = cc.get(("regex", r"[0-9]{3}")).matcher()                   # doctest: +SKIP
     """
 
-    def __init__(self, tokenizer, vocab_size: int, max_size: int = 256):
+    def __init__(self, tokenizer, vocab_size: int):
         self.tokenizer = tokenizer
         self.vocab_size = vocab_size
-        self.max_size = max_size
         self._vocab = None
-        self._cache: OrderedDict[str, Any] = OrderedDict()
 
     @property
     def vocabulary(self):
@@ -53,18 +45,7 @@ class ConstraintCompiler:
                 and isinstance(constraint[0], str)):
             raise ConstraintError(
                 f"constraint must have .matcher() or be (kind, value); got {constraint!r:.200}")
-        try:
-            key = spec_key(constraint)
-        except TypeError as e:
-            raise ConstraintError(f"constraint spec is not serialisable: {e}") from e
-        if key in self._cache:
-            self._cache.move_to_end(key)
-            return self._cache[key]
-        compiled = self._compile(*constraint)
-        self._cache[key] = compiled
-        if len(self._cache) > self.max_size:
-            self._cache.popitem(last=False)
-        return compiled
+        return self._compile(*constraint)
 
     KINDS = ("regex", "json", "grammar", "choice")
 

@@ -110,7 +110,7 @@ class LLM:
         self.eos_token_ids = set(mcfg.eos_token_ids)
         if getattr(tokenizer, "eos_token_id", None) is not None:
             self.eos_token_ids.add(tokenizer.eos_token_id)
-        self.constraints = ConstraintCompiler(tokenizer, mcfg.vocab_size, cfg.constraint_cache_size)
+        self.constraints = ConstraintCompiler(tokenizer, mcfg.vocab_size)
         self._seq_ids = itertools.count()
         self._request_ids = itertools.count()
         self.stats = {"prefill_tokens": 0, "decode_tokens": 0, "steps": 0, "forced_tokens": 0}

@@ -66,3 +66,21 @@ def test_json_schema_outputs_validate(llm):
         assert o.finish_reason == "constraint", o
         jsonschema.validate(json.loads(o.text), schema)
     assert any(o.finish_reason == "constraint" for o in outs)
+
+
+def test_compiler_takes_pydantic_classes_and_reuses_fsm_cache(smol_tokenizer):
+    from pydantic import BaseModel
+
+    from engine.constraints import ConstraintCompiler
+
+    class Point(BaseModel):
+        x: int
+        y: int
+
+    cc = ConstraintCompiler(smol_tokenizer, vocab_size=49152)
+    a = cc.get(("json", Point))
+    assert a is cc.get(("json", Point))  # fsm's per-vocabulary cache
+    m = a.matcher()
+    for t in smol_tokenizer.encode('{"x":1,"y":-2}', add_special_tokens=False):
+        assert m.accept_token(t)
+    assert m.is_accepting()
