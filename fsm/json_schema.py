@@ -1550,7 +1550,9 @@ def compile_json_schema(schema, vocab, max_states: int | None = None, **options)
     """Compile a schema (dict, JSON text or Pydantic model class) to a TokenAutomaton.
 
     Options: whitespace ("compact" | "flexible"), strict (True), max_depth (20),
-    max_whitespace (20), max_recursion_depth (None: recursion refused),
+    max_whitespace (20), recursion ("grammar": recursive $ref enforced exactly through
+    fsm/grammar.py, the default; "refuse": SchemaError), max_recursion_depth (None; N:
+    unroll recursion to depth N instead),
     assert_formats (True), allow_extra_properties (True: undeclared keys allowed where
     the schema allows them; False treats a missing additionalProperties as false, outside
     `not`; default False for Pydantic models, whose extra fields are ignored anyway),
