@@ -11,11 +11,12 @@ one instance is shared by any number of requests and threads.
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left
 
 import numpy as np
 
 from .dfa import DEAD, DEFAULT_MAX_STATES, LazyDFA, StateSource, TermSource
-from .terms import Term, TermBuilder
+from .terms import ALT, BYTES, CONCAT, EMPTY, STR, Term, TermBuilder
 from .vocabulary import Vocabulary
 
 
@@ -123,50 +124,96 @@ class TokenAutomaton:
         return mask
 
     def _walk(self, s: int) -> np.ndarray:
-        """The flat indices of the trie nodes whose bytes keep state s alive, found
-        one trie level at a time.
+        """The flat indices of the trie nodes whose bytes keep state s alive."""
+        key = self.dfa.keys[s]
+        if isinstance(key, Term):
+            heads, rest = literal_heads(key, self.dfa.source.tb)
+            if heads:
+                return self._walk_literals(heads, rest)
+        return self._walk_state(s)
+
+    def _walk_literals(self, heads: list, rest: list) -> np.ndarray:
+        """The walk of an alternation whose branches start with literal bytes: each
+        literal descends the trie directly (a state per trie node would cost ~20 µs
+        each: a 200-word list has hundreds), and only a branch's continuation past
+        its whole literal, and the branches without a literal head, are walked."""
+        trie, dfa, tb = self.vocab.trie, self.dfa, self.dfa.source.tb
+        byte, cstart, cend = trie.lists
+        offset, depth = trie.offset, len(byte)
+        found: list = []
+        tails: dict[int, tuple[list, list]] = {}  # level -> (nodes, states) to walk on from
+        for word, tail in heads:
+            st = dfa.state_of(tail) if tail is not tb.empty else -1
+            if st == DEAD:
+                continue
+            lo, hi, c = 0, len(byte[0]), -1
+            for i, b in enumerate(word):
+                if i == depth:
+                    break
+                level = byte[i]
+                c = bisect_left(level, b, lo, hi)
+                if c == hi or level[c] != b:
+                    break
+                found.append(offset[i] + c)
+                lo, hi = cstart[i][c], cend[i][c]
+            else:
+                if st > 0 and lo < hi:  # tokens that run past the literal
+                    nodes, states = tails.setdefault(len(word) - 1, ([], []))
+                    nodes.append(c)
+                    states.append(st)
+        out = [np.array(found, dtype=np.intp)]
+        for level, (nodes, states) in tails.items():
+            self._descend(level + 1, np.array(nodes, dtype=np.intp), np.array(states, dtype=np.int32), out)
+        if rest:
+            out.append(self._walk_state(dfa.state_of(tb.alt(rest))))
+        return np.concatenate(out)
+
+    def _walk_state(self, s: int) -> np.ndarray:
+        """The live trie nodes of state s, found one trie level at a time.
 
         A level is computed whole while many of its nodes live (dead parents sit in
         state 0, whose row is all 0, so no compaction is needed); once few live, only
-        the children of live nodes are visited. Work scales with the live nodes."""
+        the children of live nodes are visited (`_descend`). Work scales with the live nodes."""
         trie, dfa = self.vocab.trie, self.dfa
+        if s == DEAD:
+            return np.zeros(0, dtype=np.intp)
         dfa.expand(s)
         cur = dfa.table[s].take(trie.byte[0])
         found = []
-        live = None  # indices of live nodes in the current level; None: the whole level
         for j in range(1, len(trie.byte) + 1):
-            if live is None:
-                nz = np.flatnonzero(cur)
-                found.append(nz + trie.offset[j - 1])
-                if not nz.size or j == len(trie.byte):
-                    break
-                if nz.size * 8 < len(cur):
-                    live, cur = nz, cur.take(nz)
-                else:
-                    cur = self._step(cur.take(trie.parent[j]), trie.byte[j])
-                    continue
-            else:
-                found.append(live + trie.offset[j - 1])
-                if j == len(trie.byte):
-                    break
-                # numpy costs ~15 µs a level, Python ~1 µs a node: finish small subtrees in Python
-                # numpy costs ~15 µs a level, Python ~1 µs a node: finish small subtrees in Python
-                if len(live) < 64 and int(trie.descendants[j - 1].take(live).sum()) < 256:
-                    found.append(self._walk_small(j - 1, live.tolist(), cur.tolist()))
-                    break
+            nz = np.flatnonzero(cur)
+            found.append(nz + trie.offset[j - 1])
+            if not nz.size or j == len(trie.byte):
+                break
+            if nz.size * 8 < len(cur):
+                self._descend(j, nz, cur.take(nz), found)
+                break
+            cur = self._step(cur.take(trie.parent[j]), trie.byte[j])
+        return np.concatenate(found)
+
+    def _descend(self, j: int, live: np.ndarray, cur: np.ndarray, found: list) -> None:
+        """Append to `found` the live descendants of the nodes `live` of level j-1,
+        which are in states `cur`."""
+        trie = self.vocab.trie
+        while j < len(trie.byte):
+            # numpy costs ~15 µs a level, Python ~1 µs a node: finish small subtrees in Python
+            if len(live) < 64 and int(trie.descendants[j - 1].take(live).sum()) < 256:
+                found.append(self._walk_small(j - 1, live.tolist(), cur.tolist()))
+                return
             starts, ends = trie.child_start[j - 1].take(live), trie.child_end[j - 1].take(live)
             sizes = ends - starts
             total = int(sizes.sum())
             if total == 0:
-                break
+                return
             first = np.cumsum(sizes) - sizes
             children = np.repeat(starts - first, sizes) + np.arange(total)
             nxt = self._step(np.repeat(cur, sizes), trie.byte[j].take(children))
             keep = np.flatnonzero(nxt)
+            if not keep.size:
+                return
             live, cur = children.take(keep), nxt.take(keep)
-            if not live.size:
-                break
-        return np.concatenate(found)
+            found.append(live + trie.offset[j])
+            j += 1
 
     def _walk_small(self, level: int, nodes: list, states: list) -> np.ndarray:
         """The live descendants of a few trie nodes (given with their states), walked
@@ -203,3 +250,28 @@ class TokenAutomaton:
                 dfa.expand(u)
             nxt[missing] = dfa.table.reshape(-1).take(idx[missing])
         return nxt
+
+
+def literal_heads(t: Term, tb: TermBuilder) -> tuple[list, list]:
+    """t's branches as (literal bytes, the rest) where a branch starts with literal bytes;
+    the other branches (but the empty string) in a list beside."""
+    heads, rest = [], []
+    for k in (t.args if t.kind == ALT else (t,)):
+        parts, x = [], k
+        while True:
+            h = x.args[0] if x.kind == CONCAT else x
+            if h.kind == STR:
+                parts.append(h.args[0])
+            elif h.kind == BYTES and h.args[0] == h.args[1]:
+                parts.append(bytes((h.args[0],)))
+            else:
+                break
+            if x.kind != CONCAT:
+                x = tb.empty
+                break
+            x = x.args[1]
+        if parts:
+            heads.append((b"".join(parts), x))
+        elif k.kind != EMPTY:
+            rest.append(k)
+    return heads, rest

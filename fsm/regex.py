@@ -54,11 +54,40 @@ def regex_to_term(tb: TermBuilder, pattern: str, flags: int = 0) -> Term:
     if flags & ~_SUPPORTED_FLAGS:
         raise RegexError(f"unsupported regex flags {flags & ~_SUPPORTED_FLAGS:#x} "
                          "(LOCALE and DEBUG are not supported)", pattern, None)
+    words = _plain_alternation(pattern, flags)
+    if words is not None:  # a word list: skip re's parser, which costs ~1.5 µs a character
+        return tb.alt(tb.literal(w.encode()) for w in words)
     try:
         parsed = P.parse(pattern, flags)
     except re.error as e:
         raise RegexError(f"invalid regex: {e.msg}", pattern, e.pos) from None
     return _Converter(tb, pattern).sequence(parsed, int(parsed.state.flags), True, True)
+
+
+# An alternation of plain words, optionally in one group: `(red|green|blue)`. Outside a
+# class, a backslash before anything but an ASCII letter, a digit, `\\` or `|` escapes
+# that character (those four are left to re's parser, so every `|` here is a bar).
+_WORD = r"(?:[^\\.^$*+?{}\[\]|()]|\\[^A-Za-z0-9\\|])*"
+_PLAIN_ALTERNATION = re.compile(
+    rf"\((?:\?:|\?P<[A-Za-z_][A-Za-z0-9_]*>)?(?P<inner>{_WORD}(?:\|{_WORD})*)\)"
+    rf"|(?P<bare>{_WORD}(?:\|{_WORD})*)", re.DOTALL)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _plain_alternation(pattern: str, flags: int) -> list[str] | None:
+    """The words of a pattern that only alternates plain words, else None."""
+    if flags & (re.IGNORECASE | re.VERBOSE):
+        return None
+    m = _PLAIN_ALTERNATION.fullmatch(pattern)
+    if m is None:
+        return None
+    body = m.group("inner") if m.group("inner") is not None else m.group("bare")
+    words = body.split("|")
+    if "\\" in body:
+        words = [re.sub(r"\\(.)", r"\1", w, flags=re.DOTALL) for w in words]
+    if _SURROGATE.search(body):
+        return None  # lone surrogates: the general path refuses them
+    return words
 
 
 class _Converter:

@@ -265,6 +265,47 @@ def test_real_vocab_random_walks_fullmatch(smol_vocab):
                 assert re.fullmatch(pattern, out.decode()), (pattern, out)
 
 
+@pytest.mark.parametrize("pattern,texts", [
+    ("(?P<w>foo|ba\\.r|)", ["foo", "ba.r", "", "bar", "ba\\.r", "fo"]),
+    ("x\\-y|\\é|中文", ["x-y", "é", "中文", "\\é", "x\\-y"]),
+    ("(?:a b|#c)", ["a b", "#c", "ab"]),
+    ("a\\|b|c", ["a|b", "c", "a", "b"]),        # an escaped bar: re's parser decides
+    ("(red|green)|blue\\d", ["red", "blue1", "blue\\d"]),
+])
+def test_word_lists_agree_with_re(pattern, texts):
+    """Plain alternations skip re's parser (fsm/regex.py); the language is the same."""
+    tb = TermBuilder()
+    dfa = LazyDFA(TermSource(tb), regex_to_term(tb, pattern))
+    for text in texts:
+        assert dfa_fullmatch(dfa, text) == bool(re.fullmatch(pattern, text)), (pattern, text)
+
+
+def _live_tokens_brute_force(a, s):
+    """Token ids whose bytes keep state s of a's DFA alive, one token at a time."""
+    return {i for i, b in enumerate(a.vocab.token_bytes) if b and a.dfa.walk(s, b) != 0}
+
+
+def test_literal_heads_walk_equals_brute_force(smol_vocab):
+    """Branches that start with literal bytes descend the vocabulary trie directly
+    (TokenAutomaton._walk_literals); the mask must equal a token-by-token walk."""
+    words = [b[1:].decode() for b in smol_vocab.token_bytes[1000:3000:20]
+             if b and b[:1] == b" " and b[1:].isalpha() and b[1:].isascii()]
+    cases = {
+        "(" + "|".join(words) + ")": ["", words[3][:2]],
+        "(the|then|there|other|)( [a-z]+)*": ["", "the", "there "],
+        '"(red|green|blue)", ?[0-9]+': ['"', '"gre', '"blue"'],
+        "(abc|ab|a)x*(yz|y)?": ["", "a", "abx"],
+        "(<|<=|==|!=)[a-z]+|[0-9]+": ["", "<"],
+    }
+    for pattern, prefixes in cases.items():
+        a = fsm.compile_regex(pattern, smol_vocab)
+        for prefix in prefixes:
+            s = a.dfa.walk(a.start, prefix.encode())
+            assert s != 0
+            assert set(a.allowed_tokens(s).tolist()) - set(smol_vocab.eos_ids) == \
+                _live_tokens_brute_force(a, s), (pattern, prefix)
+
+
 def test_matcher_contract():
     vocab = small_vocab([b"a", b"b", b"ab", b"c", b"\xc3", b"\xa9"])
     eos = vocab.eos_ids[0]
