@@ -74,7 +74,7 @@ import threading
 import numpy as np
 
 from .automaton import TokenAutomaton
-from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, TermSource
+from .dfa import DEAD, DEFAULT_MAX_STATES, TermSource
 from .errors import ConstraintError, RegexError
 from .regex import regex_to_term
 from .terms import Term, TermBuilder
@@ -98,8 +98,6 @@ class GrammarError(ConstraintError):
 # lark's common.ESCAPED_STRING (lookbehind) and the regular language it denotes
 _LARK_ESCAPED_STRING = r'".*?(?<!\\)(\\\\)*?"'
 _ESCAPED_STRING_RE = r'"(?:[^"\\\n]|\\[^\n])*"'
-INF = 1 << 60
-INF32 = 1 << 30  # 'read nothing' in int32 low tables
 _LARK_FLAGS = {"i": re.IGNORECASE, "s": re.DOTALL, "m": re.MULTILINE, "x": re.VERBOSE,
                "u": 0, "l": 0}
 
@@ -108,18 +106,15 @@ _LARK_FLAGS = {"i": re.IGNORECASE, "s": re.DOTALL, "m": re.MULTILINE, "x": re.VE
 # LR tables
 # ---------------------------------------------------------------------------------
 class _Stack:
-    """An interned persistent LR stack node: equal stacks are the same object.
-
-    Caches hold, beside each result, the lowest height whose state the computation
-    read (see GrammarAutomaton: masks are shared between stacks that agree down there)."""
+    """An interned persistent LR stack node: equal stacks are the same object."""
     __slots__ = ("state", "parent", "height", "feed", "starts", "end")
 
     def __init__(self, state: int, parent: "_Stack | None"):
         self.state, self.parent = state, parent
         self.height = 0 if parent is None else parent.height + 1
-        self.feed: dict = {}      # terminal index -> (resulting stack or None, low)
-        self.starts = None        # (merged start row, per-byte lows) (GrammarSource._start_row)
-        self.end = None           # (accepts $END here?, low)
+        self.feed: dict = {}      # terminal index -> (resulting stack or None,)
+        self.starts = None        # merged start row (GrammarSource._start_row)
+        self.end = None           # accepts $END here?
 
 
 class _Tables:
@@ -170,9 +165,6 @@ class GrammarSource:
         self._terms = TermSource(tb, max_states)
         self._ignored_idx = [i for i, ig in enumerate(self.ignored) if ig]
         self._live: dict[int, tuple] = {}
-        self.low = INF             # lowest stack height read by the current computation
-        self.fresh_lows: list = []  # (key, low) of rows computed since the last sync
-        self.acc_low: dict = {}     # key -> low of its accepting() computation
         self.root = self._push(tables.start_state, None)
         self.start_key = frozenset({(self.root, -1, tb.empty)})
 
@@ -193,7 +185,7 @@ class GrammarSource:
         """The stack after shifting terminal `term` (reductions first); None on error."""
         hit = stack.feed.get(term)
         if hit is None:
-            action, s, low = self.t.action, stack, stack.height
+            action, s = self.t.action, stack
             while True:
                 act = action[s.state].get(term)
                 if act is None:
@@ -203,53 +195,36 @@ class GrammarSource:
                     out = self._push(act[1], s)
                     break
                 s = self._reduce(s, *act[1])
-                low = min(low, s.height - 1)
-            hit = stack.feed[term] = (out, low)
-        if hit[1] < self.low:
-            self.low = hit[1]
+            hit = stack.feed[term] = (out,)
         return hit[0]
 
     def accepts_end(self, stack: _Stack) -> bool:
         if stack.end is None:
-            s, ok, low = stack, False, stack.height
+            s, ok = stack, False
             while True:
                 act = self.t.end_action.get(s.state)
                 if act is None or act[0]:
                     break
                 s = self._reduce(s, *act[1])
-                low = min(low, s.height - 1)
                 if s.state == self.t.end_state:
                     ok = True
                     break
-            stack.end = (ok, low)
-        if stack.end[1] < self.low:
-            self.low = stack.end[1]
-        return stack.end[0]
+            stack.end = ok
+        return stack.end
 
     # -- rows -------------------------------------------------------------------------
     def _start_row(self, stack: _Stack) -> tuple:
-        """(merged row of every terminal that can start at `stack`, per-byte lows):
-        lows[b] is the lowest stack height read to decide the terminals that can start
-        with byte b (the top's state decides which terminals are candidates)."""
+        """The merged row of every terminal that can start at `stack`."""
         r = stack.starts
         if r is None:
             parts = []
             live_row = self._live_row
-            lows = np.full(256, stack.height, dtype=np.int64)
             for i in list(self.t.action[stack.state]) + self._ignored_idx:
-                if self.ignored[i]:
-                    ok = True
-                else:
-                    self.low = INF
-                    ok = self.feed(stack, i) is not None
-                    if self.low < stack.height:
-                        for a, b, _ in live_row(self.terms[i]):
-                            np.minimum(lows[a:b], self.low, out=lows[a:b])
-                if ok:
+                if self.ignored[i] or self.feed(stack, i) is not None:
                     seg = live_row(self.terms[i])
                     if seg:
                         parts.append(self._lift(seg, stack, i))
-            r = stack.starts = (_merge(parts), lows)
+            r = stack.starts = _merge(parts)
         return r
 
     def _lift(self, seg, stack, i) -> tuple:
@@ -267,10 +242,7 @@ class GrammarSource:
         return r
 
     def row(self, key) -> tuple:
-        """The key's row; records per byte the lowest stack height read to decide that
-        byte's transition (in `fresh_lows`, for GrammarAutomaton)."""
         parts = []
-        lows = None
         live_row = self._live_row
         for el in key:
             stack, i, x = el
@@ -279,36 +251,24 @@ class GrammarSource:
                 parts.append(self._lift(seg, stack, i))
             if x.nullable:
                 if i < 0:
-                    r, rl = self._start_row(stack)
+                    r = self._start_row(stack)
                 elif self.ignored[i]:  # longest match: no lexeme starts where it goes on
-                    r, rl = self._start_row(stack)
+                    r = self._start_row(stack)
                     if seg and r:
                         r = _subtract(r, seg)
                 else:
-                    self.low = INF
-                    nxt = self.feed(stack, i)
-                    feed_low = self.low
-                    r, rl = self._start_row(nxt)
-                    if feed_low < INF:
-                        rl = np.minimum(rl, feed_low)
-                lows = rl if lows is None else np.minimum(lows, rl)
+                    r = self._start_row(self.feed(stack, i))
                 if r:
                     parts.append(r)
-        self.fresh_lows.append((key, lows))
         return _merge(parts)
 
     def accepting(self, key) -> bool:
-        outer, self.low = self.low, INF
-        ok = False
         for stack, i, x in key:
             if x.nullable:
                 nxt = stack if i < 0 or self.ignored[i] else self.feed(stack, i)
                 if self.accepts_end(nxt):
-                    ok = True
-                    break
-        self.acc_low[key] = self.low
-        self.low = min(outer, self.low)
-        return ok
+                    return True
+        return False
 
     def is_empty(self, key) -> bool:
         # Elements are only created live: the terminal was acceptable when started
@@ -317,57 +277,22 @@ class GrammarSource:
         return not key
 
 
-class _Walk:
-    """One exact vocabulary walk from an element: which tokens it allows, and how many
-    top nodes of its stack each token's fate depended on."""
-    __slots__ = ("stack", "bits", "depth")
-
-    def __init__(self, stack, bits, depth):
-        self.stack, self.bits, self.depth = stack, bits, depth
-
-
 class GrammarAutomaton(TokenAutomaton):
-    """TokenAutomaton over a GrammarSource whose vocabulary walks are shared between
-    parser stacks.
-
-    A key's language is the union of its elements' languages, so its mask is the OR of
-    its elements' masks. An element's mask comes from an exact vocabulary walk that
-    also records, per token, how many top nodes of the element's stack its fate read
-    (each DFA row records per byte the lowest stack height it read: reductions pop,
-    gotos and actions read states; `GrammarSource.row`). Another element with the same
-    terminal and lexeme whose stack agrees with that walk's stack on the top k states
-    takes every token that read at most k nodes from the walk unchanged, and checks
-    the others (e.g. `"}]}` closing several levels): one by one from its exact state
-    when at most RECHECK_MAX, else by a walk over just their part of the trie; where
-    more than 64 * RECHECK_MAX would need checking it walks the whole vocabulary
-    afresh (and keeps that walk for later elements). Walks are grouped by (terminal,
-    lexeme); stacks with different top states share the tokens that read nothing
-    (those that stay inside the lexeme). So a string inside
-    an object at depth 7 reuses the walk made at depth 2."""
-
-    RECHECK_MAX = 64
-    WALKS_KEPT = 8  # per (terminal, lexeme); each ~100 KB for a 49k vocabulary
+    """TokenAutomaton over a GrammarSource whose masks come from fsm/grammar_masks.py:
+    a context-free lexer pass per lexer position, cached, plus a few parser steps per
+    configuration. The byte DFA itself (token steps, EOS, forced bytes) is the
+    GrammarSource's."""
 
     def __init__(self, source: "GrammarSource", vocab: Vocabulary, description: str = "",
                  max_states: int | None = None):
+        from .grammar_masks import GrammarMasks
         super().__init__(source, source.start_key, vocab, description, max_states)
         self.source = source
-        self._lowtab = np.full((64, 256), INF32, dtype=np.int32)  # per DFA state and byte
-        self._walks: dict = {}  # (terminal, lexeme id, top state) -> [_Walk], newest last
-        self.stats = {"walks": 0, "reused": 0, "rechecked": 0}
+        self.masks = GrammarMasks(source, vocab, self.dfa, max_states or DEFAULT_MAX_STATES)
 
-    def _sync_lows(self) -> None:
-        src, dfa = self.source, self.dfa
-        if len(self._lowtab) < dfa.num_states:
-            grown = np.full((max(2 * len(self._lowtab), dfa.num_states), 256), INF32,
-                            dtype=np.int32)
-            grown[: len(self._lowtab)] = self._lowtab
-            self._lowtab = grown
-        index = dfa._index
-        for key, lows in src.fresh_lows:
-            if lows is not None:
-                self._lowtab[index[key]] = np.minimum(lows, INF32)
-        src.fresh_lows.clear()
+    @property
+    def stats(self) -> dict:
+        return self.masks.stats
 
     def _compute_mask(self, s: int) -> np.ndarray:
         key = self.dfa.keys[s]
@@ -375,7 +300,7 @@ class GrammarAutomaton(TokenAutomaton):
             return super()._compute_mask(s)
         bits = None
         for e in key:
-            b = self._element_bits(e)
+            b = self.masks.element_bits(e)
             bits = b if bits is None else (bits | b)
         if self.dfa.accepting[s] and len(self._eos):
             bits = bits.copy()
@@ -385,202 +310,6 @@ class GrammarAutomaton(TokenAutomaton):
         self._masks[s] = mask
         self._counts[s] = int(np.count_nonzero(bits))
         return mask
-
-    def _element_bits(self, e) -> np.ndarray:
-        stack, t, x = e
-        group = self._walks.setdefault((t, x.id), [])
-        best, best_k, best_n = None, -1, None
-        for w in reversed(group):
-            k = _agree(stack, w.stack) if w.stack.state == stack.state else 0
-            if k > best_k:
-                n = int(np.count_nonzero(w.depth > k))
-                if best_n is None or n < best_n:
-                    best, best_k, best_n = w, k, n
-        if best is not None and best_n <= self.RECHECK_MAX * 64:
-            self.stats["reused"] += 1
-            ok = best.depth <= best_k
-            bits = best.bits & ok
-            if best_n:
-                self.stats["rechecked"] += best_n
-                recheck = np.flatnonzero(~ok)
-                st = self.dfa.state_of(frozenset((e,)))
-                if best_n <= self.RECHECK_MAX:
-                    walk, data = self.dfa.walk, self.vocab.token_bytes
-                    for u in recheck.tolist():
-                        bits[u] = walk(st, data[u]) != DEAD
-                else:  # a walk over just these tokens' part of the trie
-                    trie = _trie_of(self.vocab)
-                    recheck = recheck[recheck < len(trie.node_of_token)]
-                    states, _ = _walk_lows(self, st, _prefix_nodes(trie, recheck))
-                    bits[recheck] = states.take(trie.node_of_token.take(recheck)) != DEAD
-            return bits
-        w = self._exact_walk(e)
-        group.append(w)
-        if len(group) > self.WALKS_KEPT:
-            del group[0]
-        return w.bits
-
-    def _exact_walk(self, e) -> "_Walk":
-        self.stats["walks"] += 1
-        stack = e[0]
-        vocab, trie, dfa = self.vocab, _trie_of(self.vocab), self.dfa
-        width = vocab.num_words * 32
-        bits = np.zeros(width, dtype=bool)
-        depth = np.zeros(width, dtype=np.uint8)
-        st = dfa.state_of(frozenset((e,)))
-        if st != DEAD and trie.num_nodes:
-            states, low = _walk_lows(self, st)
-            n = min(len(trie.node_of_token), width)
-            node = trie.node_of_token[:n]
-            final = states.take(node)
-            alive = final != DEAD
-            bits[:n] = alive
-            # a dead token's fate read every state on its path; an allowed one only
-            # needs one element of its final key to exist, and an element's stack
-            # joins this stack at the lowest node its parser steps popped to
-            tok_low = low.take(node).astype(np.int64)
-            d = np.where(tok_low >= INF32, 0, stack.height - tok_low + 1)
-            live_states = np.unique(final[alive])
-            if live_states.size:
-                anc, h, x = {}, stack.height, stack
-                while x is not None:
-                    anc[x] = x.height
-                    x = x.parent
-                need = np.zeros(dfa.num_states, dtype=np.int64)
-                for u in live_states.tolist():
-                    best = None
-                    for el in dfa.keys[u]:
-                        y = el[0]
-                        while y not in anc:
-                            y = y.parent
-                        k = h - anc[y] + 1
-                        if best is None or k < best:
-                            best = k
-                    need[u] = best
-                d = np.where(alive, need.take(final), d)
-            depth[:n] = np.clip(d, 0, 255)
-        bits.setflags(write=False)
-        depth.setflags(write=False)
-        return _Walk(stack, bits, depth)
-
-
-def _trie_of(vocab: Vocabulary):
-    return vocab.trie  # fsm/vocabulary.py TokenTrie: levels, children ranges, node_of_token
-
-
-def _prefix_nodes(trie: "TokenTrie", ids: np.ndarray) -> np.ndarray:
-    """Flat mask of the trie nodes on the paths of the given tokens."""
-    mark = np.zeros(trie.num_nodes + 1, dtype=bool)
-    mark[trie.node_of_token.take(ids)] = True
-    for j in range(len(trie.byte) - 1, 0, -1):
-        off, off_p = trie.offset[j], trie.offset[j - 1]
-        n = len(trie.byte[j])
-        sel = np.flatnonzero(mark[off: off + n])
-        mark[trie.parent[j].take(sel) + off_p] = True
-    return mark
-
-
-def _walk_lows(self, s: int, only: np.ndarray | None = None) -> tuple:
-    """(DFA state at every trie node, lowest stack height read on the way there) from
-    state s; nodes below a dead one get state 0 and the dead node's low. With `only`
-    (a flat node mask closed under parents), just those nodes are walked (lows are
-    then meaningless).
-
-    A level is computed whole while many of its nodes live (a dead parent is state 0,
-    whose row is all 0 and reads nothing, so children inherit its low for free); once
-    few live, only the children of live nodes are visited, and the nodes left out
-    inherit their parent's low at the end."""
-    trie, dfa = _trie_of(self.vocab), self.dfa
-    dfa.expand(s)
-    self._sync_lows()
-    total = trie.num_nodes
-    states = np.zeros(total + 1, dtype=np.int32)
-    low = np.full(total + 1, INF32, dtype=np.int32)
-    b0 = trie.byte[0]
-    cur = dfa.table[s].take(b0).astype(np.int32)
-    if only is not None:
-        cur = np.where(only[: len(b0)], cur, DEAD).astype(np.int32)
-    cur_low = self._lowtab[s].take(b0)
-    states[: len(b0)] = cur
-    low[: len(b0)] = cur_low
-    idx = None  # indices of the live nodes of the current level; None: the whole level
-    sparse_from = len(trie.byte)
-    for j in range(1, len(trie.byte)):
-        if idx is None and only is None:
-            alive = np.count_nonzero(cur)
-            if alive == 0:
-                sparse_from = j  # deeper levels inherit
-                break
-            if alive * 8 >= len(cur):  # dense: the whole level
-                par = trie.parent[j]
-                flat = cur.take(par).astype(np.intp) * 256 + trie.byte[j]
-                nxt = dfa.table.reshape(-1).take(flat)
-                if nxt.min() < 0 or (UNKNOWN >= 0 and (nxt == UNKNOWN).any()):
-                    pst = cur.take(par)
-                    for u in np.unique(pst[nxt == UNKNOWN]).tolist():
-                        dfa.expand(u)
-                    nxt = dfa.table.reshape(-1).take(flat)
-                self._sync_lows()
-                nxt_low = np.minimum(cur_low.take(par), self._lowtab.reshape(-1).take(flat))
-                off = trie.offset[j]
-                states[off: off + len(nxt)] = nxt
-                low[off: off + len(nxt)] = nxt_low
-                cur, cur_low = nxt.astype(np.int32), nxt_low
-                continue
-            idx = np.flatnonzero(cur)
-            cur, cur_low = cur.take(idx), cur_low.take(idx)
-            sparse_from = j
-        else:
-            if idx is None:
-                idx = np.arange(len(cur))
-                sparse_from = j
-            alive = cur != DEAD
-            idx, cur, cur_low = idx[alive], cur[alive], cur_low[alive]
-        if not idx.size:
-            break
-        starts = trie.child_start[j - 1].take(idx)
-        sizes = trie.child_end[j - 1].take(idx) - starts
-        n = int(sizes.sum())
-        if n == 0:
-            break
-        children = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(n)
-        pst = np.repeat(cur, sizes).astype(np.intp)
-        plow = np.repeat(cur_low, sizes)
-        if only is not None:
-            keep = only[trie.offset[j] + children]
-            children, pst, plow = children[keep], pst[keep], plow[keep]
-            if not children.size:
-                break
-        flat = pst * 256 + trie.byte[j].take(children)
-        nxt = dfa.table.reshape(-1).take(flat)
-        unknown = nxt == UNKNOWN
-        if unknown.any():
-            for u in np.unique(pst[unknown]).tolist():
-                dfa.expand(u)
-            nxt = dfa.table.reshape(-1).take(flat)
-        self._sync_lows()
-        nxt_low = np.minimum(plow, self._lowtab.reshape(-1).take(flat))
-        off = trie.offset[j]
-        states[off + children] = nxt
-        low[off + children] = nxt_low
-        idx, cur, cur_low = children, nxt.astype(np.int32), nxt_low
-    for j in range(max(sparse_from, 1), len(trie.byte)):  # left-out nodes: parent's low
-        off, off_p = trie.offset[j], trie.offset[j - 1]
-        n = len(trie.byte[j])
-        np.minimum(low[off: off + n], low.take(trie.parent[j] + off_p), out=low[off: off + n])
-    return states, low
-
-
-def _agree(a: "_Stack", b: "_Stack", cap: int = 255) -> int:
-    """How many top states two stacks share (cap where both end together)."""
-    k = 0
-    while a is not None and b is not None and a.state == b.state and k < cap:
-        if a is b:
-            return cap
-        a, b, k = a.parent, b.parent, k + 1
-    if a is None and b is None:
-        return cap
-    return k
 
 
 def _subtract(row: tuple, cover: tuple) -> tuple:

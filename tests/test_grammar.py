@@ -311,8 +311,8 @@ def test_masks_equal_brute_force(name):
 
 @pytest.mark.parametrize("name", ["arith", "json", "toy"])
 def test_shared_masks_equal_fresh_masks(name):
-    """Masks reused between stacks that agree on the part the walk read (deep nesting,
-    repeated structure) equal masks computed from scratch by a fresh automaton."""
+    """Masks built from lexer passes shared between stacks (deep nesting, repeated
+    structure) equal masks computed from scratch by a fresh automaton."""
     from fsm.grammar import GrammarAutomaton, grammar_source
     deep = {"arith": ["(", "((", "-", "1", " + ", "2", ")", "))", " * "],
             "json": ["[", "[[", '{"', '":', "1", ",", "]", "]]", "}", '"x"'],
@@ -345,7 +345,7 @@ def test_shared_masks_equal_fresh_masks(name):
         assert m.accept_token(t)
         prefix += vocab.token_bytes[t]
     assert reused > 5, reused
-    assert shared.stats["reused"] > 0 and shared.stats["rechecked"] > 0, shared.stats
+    assert shared.stats["walks"] <= 8, shared.stats  # one lexer pass per lexer position
 
 
 @pytest.mark.parametrize("name", sorted(GRAMMARS))

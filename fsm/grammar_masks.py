@@ -1,0 +1,326 @@
+"""Token masks of grammar configurations: a context-free lexer pass, cached per lexer
+position, plus a few parser steps per mask (used by fsm/grammar.py).
+
+A grammar configuration element is (stack, terminal, lexeme): the LR stack before the
+terminal being lexed, and the derivative of that terminal's term by the bytes lexed
+so far. Which tokens it allows depends on the stack only where a token completes a
+terminal inside itself: the parser then has to take that terminal and start the next
+one. Everything else is lexing, which is the same under every stack (XGrammar's split
+of context-independent and context-dependent tokens, shaped for a lexer + LR parser).
+
+So for each lexer position (the boundary, where the next lexeme starts; or a terminal
+with a lexeme derivative) one vectorised walk of the vocabulary trie runs through a
+*lexer DFA* (`LexerSource`), built lazily and shared by every position of the grammar.
+Its states are sets of lexing items `(seq, terminal, lexeme, deep)`: `seq` is the
+tuple of non-ignored terminals completed since the token started, `terminal` the one
+being lexed and `lexeme` its derivative. Items hold every way of splitting the token
+into lexemes (derivatives are interned, so the splits of an identifier into NAME NAME
+... collapse into one item per count); once a token would complete more than
+`MAX_SEQ` terminals the item is marked `deep` and its seq stops growing. A token's
+final lexer state is its *class*; a class is allowed under a stack iff one of its
+items' requirements holds: the stack takes seq + (terminal,) in turn (reductions,
+shift) without error. Requirements are checked per mask with the parser's cached
+steps (a handful of dict lookups each, shared prefixes once), then a class-to-token
+gather gives the mask. Tokens whose only live lexings are deep are checked exactly,
+one by one, on the byte DFA. Masks are thus exact.
+
+An element whose lexeme can end here also allows what the boundary after it allows
+(the stack after the terminal; for an %ignore'd terminal, the same stack, minus the
+tokens whose first byte would continue the ignored lexeme: longest match). So
+positions walked are the boundary and lexemes that can continue: a handful per
+grammar, each walked once.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .dfa import DEAD, UNKNOWN, LazyDFA
+
+MAX_SEQ = 2  # completed terminals a token may hold before its lexings are checked exactly
+
+
+def _merge_rows(parts: list) -> tuple:
+    from .grammar import _merge
+    return _merge(parts)
+
+
+class LexerSource:
+    """A StateSource over sets of lexing items (see the module docstring); `g` is the
+    GrammarSource whose terminals are lexed. Items are only created live (lexemes
+    whose language is empty are dropped), so a non-empty key is a live state."""
+
+    def __init__(self, g):
+        self.g = g
+        self.dead = frozenset()
+        self.boundary = frozenset({((), -1, g.tb.empty, False)})
+        self._start: tuple | None = None       # merged start row: (a, b, {(term, lexeme)})
+        self._starts: dict = {}                # (seq, deep) -> start row lifted to items
+
+    def position(self, term: int, lexeme) -> frozenset:
+        """The key of a lexeme that must go on (its end is handled as a boundary)."""
+        return frozenset({(None, term, lexeme, False)})
+
+    def _start_row(self, seq: tuple, deep: bool) -> tuple:
+        r = self._starts.get((seq, deep))
+        if r is None:
+            if self._start is None:
+                g, parts = self.g, []
+                for j, t in enumerate(g.terms):
+                    seg = g._live_row(t)
+                    if seg:
+                        parts.append(tuple((a, b, frozenset(((j, y),))) for a, b, y in seg))
+                self._start = _merge_rows(parts)
+            r = self._starts[(seq, deep)] = tuple(
+                (a, b, frozenset((seq, j, y, deep) for j, y in items))
+                for a, b, items in self._start)
+        return r
+
+    def row(self, key) -> tuple:
+        g, parts = self.g, []
+        live_row, ignored = g._live_row, g.ignored
+        for seq, i, x, deep in key:
+            seg = live_row(x)
+            if seg:
+                s = () if seq is None else seq
+                parts.append(tuple((a, b, frozenset(((s, i, y, deep),))) for a, b, y in seg))
+            if seq is None or not x.nullable:
+                continue
+            if i >= 0 and not ignored[i]:
+                if len(seq) < MAX_SEQ:
+                    nxt, nd = seq + (i,), deep
+                else:
+                    nxt, nd = seq, True
+            else:
+                nxt, nd = seq, deep
+            r = self._start_row(nxt, nd)
+            if i >= 0 and ignored[i] and seg and r:  # longest match of an ignored lexeme
+                from .grammar import _subtract
+                r = _subtract(r, seg)
+            if r:
+                parts.append(r)
+        return _merge_rows(parts)
+
+    def accepting(self, key) -> bool:
+        return False
+
+    def is_empty(self, key) -> bool:
+        return not key
+
+
+class _Plan:
+    """One lexer position walked over the vocabulary: token -> class, and per class
+    the requirements (nodes of a tree of terminal sequences) that allow it."""
+    __slots__ = ("token_class", "parent", "term", "cols", "starts", "deep_cols",
+                 "deep_starts", "has_deep", "cache")
+
+    def __init__(self, token_class, parent, term, cols, starts, deep_cols, deep_starts):
+        self.token_class = token_class
+        self.parent, self.term = parent, term       # requirement tree, node 0 = ()
+        self.cols, self.starts = cols, starts       # CSR: class -> requirement nodes
+        self.deep_cols, self.deep_starts = deep_cols, deep_starts
+        self.has_deep = deep_cols is not None
+        self.cache: dict = {}                       # requirement outcomes -> bits
+
+
+def walk_states(dfa: LazyDFA, trie, s: int) -> np.ndarray:
+    """The DFA state at every flat trie node reached from state s (0 below dead)."""
+    dfa.expand(s)
+    states = np.zeros(trie.num_nodes + 1, dtype=np.int32)
+    b0 = trie.byte[0]
+    cur = dfa.table[s].take(b0)
+    states[: len(b0)] = cur
+    idx = np.flatnonzero(cur)
+    cur = cur.take(idx)
+    for j in range(1, len(trie.byte)):
+        if not idx.size:
+            break
+        starts = trie.child_start[j - 1].take(idx)
+        sizes = trie.child_end[j - 1].take(idx) - starts
+        n = int(sizes.sum())
+        if n == 0:
+            break
+        children = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(n)
+        pst = np.repeat(cur, sizes).astype(np.intp)
+        flat = pst * 256 + trie.byte[j].take(children)
+        nxt = dfa.table.reshape(-1).take(flat)
+        if nxt.min() == UNKNOWN:
+            for u in np.unique(pst[nxt == UNKNOWN]).tolist():
+                dfa.expand(u)
+            nxt = dfa.table.reshape(-1).take(flat)
+        states[trie.offset[j] + children] = nxt
+        keep = np.flatnonzero(nxt)
+        idx, cur = children.take(keep), nxt.take(keep)
+    return states
+
+
+class GrammarMasks:
+    """Element masks (bool arrays over token ids) for a GrammarSource and vocabulary."""
+
+    def __init__(self, g, vocab, byte_dfa: LazyDFA, max_states: int):
+        self.g, self.vocab, self.byte_dfa = g, vocab, byte_dfa
+        self.lex = LexerSource(g)
+        self.dfa = LazyDFA(self.lex, self.lex.boundary, max_states)
+        self.width = vocab.num_words * 32
+        self._plans: dict = {}       # lexer key -> _Plan
+        self._boundary: dict = {}    # stack -> bits
+        self._elements: dict = {}    # (stack, terminal, lexeme id) -> bits
+        self._first_byte = None
+        self._no_first: dict = {}    # lexeme id -> bits of tokens not starting in its row
+        self.stats = {"walks": 0, "exact_checks": 0}
+
+    # -- plans -----------------------------------------------------------------------
+    def _plan(self, key) -> _Plan:
+        p = self._plans.get(key)
+        if p is None:
+            p = self._plans[key] = self._make_plan(key)
+        return p
+
+    def _make_plan(self, key) -> _Plan:
+        self.stats["walks"] += 1
+        trie, dfa, g = self.vocab.trie, self.dfa, self.g
+        s = dfa.state_of(key)
+        n_tok = min(len(trie.node_of_token), self.width)
+        final = np.zeros(self.width, dtype=np.int64)
+        if trie.num_nodes:
+            states = walk_states(dfa, trie, s)
+            final[:n_tok] = states.take(trie.node_of_token[:n_tok])
+        present = np.zeros(dfa.num_states, dtype=bool)
+        present[final] = True
+        present[DEAD] = True
+        classes = np.flatnonzero(present)  # classes[0] is DEAD: never allowed
+        remap = np.zeros(dfa.num_states, dtype=np.int64)
+        remap[classes] = np.arange(len(classes))
+        token_class = remap.take(final)
+        # requirement tree: node per terminal sequence, parents first
+        nodes, parent, term = {(): 0}, [0], [-1]
+
+        def node(seq):
+            k = nodes.get(seq)
+            if k is None:
+                p = node(seq[:-1])
+                k = nodes[seq] = len(parent)
+                parent.append(p)
+                term.append(seq[-1])
+            return k
+        ignored = g.ignored
+        per_class, per_class_deep, any_deep = [], [], False
+        for u in classes.tolist():
+            req, dreq = set(), set()
+            if u != DEAD:
+                for seq, i, _x, deep in dfa.keys[u]:
+                    s0 = () if seq is None else seq
+                    if deep:  # seq stopped growing: only its prefix is known
+                        dreq.add(node(s0))
+                    else:
+                        req.add(node(s0 + (i,) if i >= 0 and not ignored[i] else s0))
+            per_class.append(req)
+            per_class_deep.append(dreq)
+            any_deep = any_deep or bool(dreq)
+        false = len(parent)  # sentinel requirement, never met
+        cols, starts = _csr(per_class, false)
+        dcols = dstarts = None
+        if any_deep:
+            dcols, dstarts = _csr(per_class_deep, false)
+        return _Plan(token_class, parent, term, cols, starts, dcols, dstarts)
+
+    # -- evaluation -------------------------------------------------------------------
+    def _met(self, plan: _Plan, stack) -> np.ndarray:
+        """Which requirement nodes the stack meets (+ the False sentinel)."""
+        feed = self.g.feed
+        st = [stack]
+        append = st.append
+        parent, term = plan.parent, plan.term
+        for k in range(1, len(parent)):
+            x = st[parent[k]]
+            if x is not None:
+                h = x.feed.get(term[k])
+                x = h[0] if h is not None else feed(x, term[k])
+            append(x)
+        append(None)
+        return np.fromiter((x is not None for x in st), dtype=bool, count=len(st))
+
+    def _position_bits(self, key, stack, elem) -> np.ndarray:
+        plan = self._plan(key)
+        met = self._met(plan, stack)
+        ck = met.tobytes()
+        bits = plan.cache.get(ck)
+        if bits is None:
+            ok = np.logical_or.reduceat(met.take(plan.cols), plan.starts)
+            bits = ok.take(plan.token_class)
+            if plan.has_deep:
+                deep = np.logical_or.reduceat(met.take(plan.deep_cols), plan.deep_starts) & ~ok
+                if deep.any():
+                    bits = bits | self._exact(elem, np.flatnonzero(deep.take(plan.token_class)))
+                    bits.setflags(write=False)
+                    return bits  # depends on more of the stack than `met` says: not cached
+            bits.setflags(write=False)
+            plan.cache[ck] = bits
+        return bits
+
+    def _exact(self, elem, ids: np.ndarray) -> np.ndarray:
+        """Tokens `ids` checked one by one on the byte DFA from the element alone."""
+        bits = np.zeros(self.width, dtype=bool)
+        dfa = self.byte_dfa
+        st = dfa.state_of(frozenset((elem,)))
+        data = self.vocab.token_bytes
+        self.stats["exact_checks"] += len(ids)
+        for u in ids.tolist():
+            if u < len(data) and data[u]:
+                bits[u] = dfa.walk(st, data[u]) != DEAD
+        return bits
+
+    def boundary_bits(self, stack) -> np.ndarray:
+        b = self._boundary.get(stack)
+        if b is None:
+            b = self._boundary[stack] = self._position_bits(
+                self.lex.boundary, stack, (stack, -1, self.g.tb.empty))
+        return b
+
+    def element_bits(self, elem) -> np.ndarray:
+        stack, t, x = elem
+        if t < 0:
+            return self.boundary_bits(stack)
+        ck = (stack, t, x.id)
+        b = self._elements.get(ck)
+        if b is not None:
+            return b
+        g = self.g
+        seg = g._live_row(x)
+        b = None
+        if seg:
+            b = self._position_bits(self.lex.position(t, x), stack, elem)
+        if x.nullable:
+            nxt = stack if g.ignored[t] else g.feed(stack, t)
+            if nxt is not None:
+                after = self.boundary_bits(nxt)
+                if g.ignored[t] and seg:
+                    after = after & self._not_first(x, seg)
+                b = after if b is None else (b | after)
+        if b is None:
+            b = np.zeros(self.width, dtype=bool)
+        self._elements[ck] = b
+        return b
+
+    def _not_first(self, x, seg) -> np.ndarray:
+        """Tokens whose first byte is not in the row `seg` (of lexeme x)."""
+        r = self._no_first.get(x.id)
+        if r is None:
+            if self._first_byte is None:
+                fb = np.full(self.width, 256, dtype=np.int16)
+                for u, t in enumerate(self.vocab.token_bytes[: self.width]):
+                    if t:
+                        fb[u] = t[0]
+                self._first_byte = fb
+            cont = np.zeros(257, dtype=bool)
+            for a, b, _ in seg:
+                cont[a:b] = True
+            r = self._no_first[x.id] = ~cont.take(self._first_byte)
+        return r
+
+
+def _csr(rows: list, false: int) -> tuple:
+    cols, starts = [], []
+    for r in rows:
+        starts.append(len(cols))
+        cols.extend(sorted(r) if r else (false,))
+    return np.array(cols, dtype=np.intp), np.array(starts, dtype=np.intp)
