@@ -244,7 +244,7 @@ class TokenAutomaton:
         idx = st * np.intp(256)  # intp indices: take() converts anything else first
         idx += col
         nxt = dfa.table.reshape(-1).take(idx)
-        if nxt.size and nxt.min() < 0:  # UNKNOWN: rows not expanded yet
+        if dfa.unexpanded and nxt.size and nxt.min() < 0:  # UNKNOWN: rows not expanded yet
             missing = nxt < 0
             for u in np.unique(st[missing]).tolist():
                 dfa.expand(u)

@@ -86,9 +86,11 @@ class LazyDFA:
         self.table = np.full((cap, 256), UNKNOWN, dtype=np.int32)
         self.expanded = np.zeros(cap, dtype=bool)
         self.accepting = np.zeros(cap, dtype=bool)
+        self.unexpanded = 0  # states whose row is still UNKNOWN: while 0, no walk meets one
         self.state_of(source.dead)
         self.table[DEAD] = DEAD
         self.expanded[DEAD] = True
+        self.unexpanded -= 1
         self.start = self.state_of(start_key)
 
     @property
@@ -111,6 +113,7 @@ class LazyDFA:
                 self._grow()
             self.keys.append(key)
             self.accepting[s] = self.source.accepting(key)
+            self.unexpanded += 1
         self._index[key] = s
         return s
 
@@ -131,6 +134,7 @@ class LazyDFA:
         for a, b, nxt in segments:
             row[a:b] = nxt
         self.expanded[s] = True
+        self.unexpanded -= 1
 
     def step(self, s: int, byte: int) -> int:
         if not self.expanded[s]:

@@ -88,7 +88,7 @@ from .dfa import DEFAULT_MAX_STATES, LazyDFA, TermSource
 from .errors import ConstraintError, RegexError, TooLargeError
 from .json_numbers import NumberTerms, number_text_term, to_decimal
 from .json_strings import StringTerms, encode_string, term_matches
-from .terms import ALT, AND, BYTES, CONCAT, EMPTY, NOT, NOTHING, REPEAT, Term, TermBuilder
+from .terms import ALT, AND, BYTES, CONCAT, EMPTY, NOT, NOTHING, REPEAT, STR, Term, TermBuilder
 
 DEFAULT_MAX_DEPTH = 20
 DEFAULT_MAX_WHITESPACE = 20
@@ -1422,6 +1422,8 @@ class JsonTermSource(TermSource):
                 continue
             if k == BYTES:
                 v = 1
+            elif k == STR:
+                v = len(x.args[0])
             elif k == CONCAT:
                 v = memo[kids[0].id] + memo[kids[1].id]
             elif k == ALT:

@@ -41,6 +41,10 @@ class Term:
 _NAMES = ["NOTHING", "EMPTY", "BYTES", "CONCAT", "ALT", "REPEAT", "AND", "NOT", "STR"]
 
 
+def _children(t: Term) -> tuple:
+    return t.args[:1] if t.kind == REPEAT else t.args if t.kind in (CONCAT, ALT, AND, NOT) else ()
+
+
 class TermBuilder:
     """Creates interned terms. One builder per compiled constraint (not thread-safe
     by itself: callers that share one hold their own lock)."""
@@ -157,6 +161,51 @@ class TermBuilder:
         if x.kind == NOT:
             return x.args[0]
         return self._make(NOT, (x,), not x.nullable, True, x.size + 1)
+
+    # -- moving terms between builders --------------------------------------------------
+    def export(self, t: Term) -> tuple:
+        """t as a builder-independent program (children first) that `load` rebuilds in
+        any builder: a constant term (a JSON format) is built once per process."""
+        index: dict[int, int] = {}
+        prog: list = []
+        stack = [t]
+        while stack:
+            x = stack[-1]
+            if x.id in index:
+                stack.pop()
+                continue
+            kids = [c for c in _children(x) if c.id not in index]
+            if kids:
+                stack.extend(kids)
+                continue
+            stack.pop()
+            args = tuple(index[a.id] if isinstance(a, Term) else a for a in x.args)
+            index[x.id] = len(prog)
+            prog.append((x.kind, args))
+        return tuple(prog)
+
+    def load(self, prog: tuple) -> Term:
+        """The term of an `export`ed program, in this builder."""
+        built: list[Term] = []
+        for kind, args in prog:
+            if kind == BYTES:
+                t = self.byte_range(*args)
+            elif kind == STR:
+                t = self.literal(args[0])
+            elif kind == CONCAT:
+                t = self.concat(built[args[0]], built[args[1]])
+            elif kind == ALT:
+                t = self.alt(built[i] for i in args)
+            elif kind == REPEAT:
+                t = self.repeat(built[args[0]], args[1], args[2])
+            elif kind == AND:
+                t = self.intersect(built[i] for i in args)
+            elif kind == NOT:
+                t = self.complement(built[args[0]])
+            else:
+                t = self.empty if kind == EMPTY else self.nothing
+            built.append(t)
+        return built[-1]
 
     # -- derivatives -----------------------------------------------------------------
     def nullable(self, t: Term) -> bool:
