@@ -1461,8 +1461,8 @@ class JsonTermSource(TermSource):
                 res = res or self.is_empty(y.args[0])
                 empty[y.id] = res
             return res
-        elif k == ALT:
-            res = all(self.is_empty(c) for c in t.args)
+        elif k == ALT:  # a plain branch settles it without searching the others
+            res = all(c.boolean for c in t.args) and all(self.is_empty(c) for c in t.args)
         elif k == REPEAT:
             res = t.args[1] > 0 and self.is_empty(t.args[0])
         else:

@@ -181,30 +181,21 @@ class TermBuilder:
             stack.pop()
             args = tuple(index[a.id] if isinstance(a, Term) else a for a in x.args)
             index[x.id] = len(prog)
-            prog.append((x.kind, args))
+            prog.append((x.kind, args, x.nullable, x.boolean, x.size))
         return tuple(prog)
 
     def load(self, prog: tuple) -> Term:
-        """The term of an `export`ed program, in this builder."""
+        """The term of an `export`ed program, in this builder (interned as usual)."""
         built: list[Term] = []
-        for kind, args in prog:
-            if kind == BYTES:
-                t = self.byte_range(*args)
-            elif kind == STR:
-                t = self.literal(args[0])
+        make = self._make
+        for kind, args, nullable, boolean, size in prog:
+            if kind in (ALT, AND):  # canonical kid order is by id, and ids are this builder's
+                args = tuple(sorted((built[i] for i in args), key=lambda c: c.id))
             elif kind == CONCAT:
-                t = self.concat(built[args[0]], built[args[1]])
-            elif kind == ALT:
-                t = self.alt(built[i] for i in args)
-            elif kind == REPEAT:
-                t = self.repeat(built[args[0]], args[1], args[2])
-            elif kind == AND:
-                t = self.intersect(built[i] for i in args)
-            elif kind == NOT:
-                t = self.complement(built[args[0]])
-            else:
-                t = self.empty if kind == EMPTY else self.nothing
-            built.append(t)
+                args = (built[args[0]], built[args[1]])
+            elif kind in (NOT, REPEAT):
+                args = (built[args[0]],) + args[1:]
+            built.append(make(kind, args, nullable, boolean, size))
         return built[-1]
 
     # -- derivatives -----------------------------------------------------------------
