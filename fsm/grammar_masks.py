@@ -36,7 +36,11 @@ import numpy as np
 
 from .dfa import DEAD, UNKNOWN, LazyDFA
 
-MAX_SEQ = 2  # completed terminals a token may hold before its lexings are checked exactly
+# Completed non-ignored terminals a lexing may hold before another one starts: MAX_SEQ
+# in general, LONG_SEQ in lexer states of at most SMALL_KEY items (unambiguous lexing,
+# e.g. `((((` or `"}]}`, where long sequences cost no states).
+MAX_SEQ, LONG_SEQ, SMALL_KEY = 1, 64, 2
+DEEP = -2    # the terminal of a marker item: more than MAX_SEQ terminals completed
 
 
 def _merge_rows(parts: list) -> tuple:
@@ -44,60 +48,106 @@ def _merge_rows(parts: list) -> tuple:
     return _merge(parts)
 
 
+def _subtract(row: tuple, cover: tuple) -> tuple:
+    from .grammar import _subtract as sub
+    return sub(row, cover)
+
+
 class LexerSource:
     """A StateSource over sets of lexing items (see the module docstring); `g` is the
     GrammarSource whose terminals are lexed. Items are only created live (lexemes
-    whose language is empty are dropped), so a non-empty key is a live state."""
+    whose language is empty are dropped), so a non-empty key is a live state.
+
+    Two things keep the sets small. A terminal starts after a completed terminal t
+    only if it is in `follows[t]`: the terminals some LR state entered by shifting t
+    has an action on (a superset of what can follow t in any sentence; ignored
+    terminals always can). And a lexing that completes more than MAX_SEQ terminals
+    becomes a sticky marker `(seq, DEEP, None, True)`: the token needs an exact check
+    wherever the stack takes seq."""
 
     def __init__(self, g):
         self.g = g
         self.dead = frozenset()
         self.boundary = frozenset({((), -1, g.tb.empty, False)})
-        self._start: tuple | None = None       # merged start row: (a, b, {(term, lexeme)})
-        self._starts: dict = {}                # (seq, deep) -> start row lifted to items
+        n = len(g.terms)
+        follows = [set() for _ in range(n)]
+        for st, acts in g.t.action.items():
+            for i, (shift, arg) in acts.items():
+                if shift:
+                    follows[i].update(g.t.action[arg])
+        ign = {i for i in range(n) if g.ignored[i]}
+        self.follows = [frozenset(f | ign) for f in follows]
+        self.everything = frozenset(range(n))
+        self._templates: dict = {}   # allowed terminals -> merged row (a, b, {(term, lexeme)})
+        self._starts: dict = {}      # (allowed, seq) -> template lifted to items
 
     def position(self, term: int, lexeme) -> frozenset:
         """The key of a lexeme that must go on (its end is handled as a boundary)."""
         return frozenset({(None, term, lexeme, False)})
 
-    def _start_row(self, seq: tuple, deep: bool) -> tuple:
-        r = self._starts.get((seq, deep))
+    def _template(self, allowed: frozenset) -> tuple:
+        r = self._templates.get(allowed)
         if r is None:
-            if self._start is None:
-                g, parts = self.g, []
-                for j, t in enumerate(g.terms):
-                    seg = g._live_row(t)
-                    if seg:
-                        parts.append(tuple((a, b, frozenset(((j, y),))) for a, b, y in seg))
-                self._start = _merge_rows(parts)
-            r = self._starts[(seq, deep)] = tuple(
-                (a, b, frozenset((seq, j, y, deep) for j, y in items))
-                for a, b, items in self._start)
+            g, parts = self.g, []
+            for j in sorted(allowed):
+                seg = g._live_row(g.terms[j])
+                if seg:
+                    parts.append(tuple((a, b, frozenset(((j, y),))) for a, b, y in seg))
+            r = self._templates[allowed] = _merge_rows(parts)
         return r
+
+    def _start_row(self, allowed: frozenset, seq: tuple, room: bool) -> tuple:
+        """Lexemes starting after the completed terminals `seq`: items for the allowed
+        terminals where there is `room` for one more, else items for the ignored ones
+        and a DEEP marker where a non-ignored one would start."""
+        k = (allowed, seq, room)
+        r = self._starts.get(k)
+        if r is None:
+            if room:
+                r = self._lifted(allowed, seq)
+            else:
+                ign = frozenset(j for j in allowed if self.g.ignored[j])
+                m = frozenset(((seq, DEEP, None, True),))
+                deep = tuple((a, b, m) for a, b, _ in self._template(allowed - ign))
+                r = _merge_rows([p for p in (self._lifted(ign, seq), deep) if p])
+            self._starts[k] = r
+        return r
+
+    def _lifted(self, allowed: frozenset, seq: tuple) -> tuple:
+        return tuple((a, b, frozenset((seq, j, y, False) for j, y in items))
+                     for a, b, items in self._template(allowed))
 
     def row(self, key) -> tuple:
         g, parts = self.g, []
         live_row, ignored = g._live_row, g.ignored
-        for seq, i, x, deep in key:
-            seg = live_row(x)
-            if seg:
-                s = () if seq is None else seq
-                parts.append(tuple((a, b, frozenset(((s, i, y, deep),))) for a, b, y in seg))
+        by_lexeme: dict = {}
+        cap = LONG_SEQ if len(key) <= SMALL_KEY else MAX_SEQ
+        for item in key:
+            seq, i, x, deep = item
+            if deep:
+                parts.append(((0, 256, frozenset((item,))),))
+                continue
+            s = () if seq is None else seq
+            by_lexeme.setdefault(x, []).append((s, i))
             if seq is None or not x.nullable:
                 continue
             if i >= 0 and not ignored[i]:
-                if len(seq) < MAX_SEQ:
-                    nxt, nd = seq + (i,), deep
-                else:
-                    nxt, nd = seq, True
+                seq = seq + (i,)
+                allowed = self.follows[i]
             else:
-                nxt, nd = seq, deep
-            r = self._start_row(nxt, nd)
-            if i >= 0 and ignored[i] and seg and r:  # longest match of an ignored lexeme
-                from .grammar import _subtract
-                r = _subtract(r, seg)
+                allowed = self.follows[seq[-1]] if seq else self.everything
+            r = self._start_row(allowed, seq, len(seq) <= cap)
+            if i >= 0 and ignored[i] and r:  # longest match of an ignored lexeme
+                seg = live_row(x)
+                if seg:
+                    r = _subtract(r, seg)
             if r:
                 parts.append(r)
+        for x, tags in by_lexeme.items():
+            seg = live_row(x)
+            if seg:
+                parts.append(tuple((a, b, frozenset((s, i, y, False) for s, i in tags))
+                                   for a, b, y in seg))
         return _merge_rows(parts)
 
     def accepting(self, key) -> bool:
