@@ -20,6 +20,11 @@ from .terms import ALT, BYTES, CONCAT, EMPTY, STR, Term, TermBuilder
 from .vocabulary import Vocabulary
 
 
+# A state whose loop class has at least this many bytes gets its mask token by token
+# (TokenAutomaton._loop_tokens) instead of by a trie walk.
+LOOP_MIN_BYTES = 16
+
+
 class TokenAutomaton:
     """A compiled constraint. Create per-request matchers with `.matcher()`.
 
@@ -108,12 +113,7 @@ class TokenAutomaton:
         vocab, dfa = self.vocab, self.dfa
         bits = np.zeros(vocab.num_words * 32, dtype=bool)
         if s != DEAD and vocab.trie.num_nodes:
-            trie = vocab.trie
-            live = self._walk(s)
-            ids = trie.token_of_node.take(live)
-            bits[ids[ids >= 0]] = True
-            if len(trie.dup_nodes):
-                bits[trie.dup_ids[np.isin(trie.dup_nodes, live)]] = True
+            bits[self._live_tokens(s)] = True
         if dfa.accepting[s] and len(self._eos):
             bits[self._eos] = True
         count = int(bits.sum())
@@ -123,14 +123,67 @@ class TokenAutomaton:
         self._masks[s] = mask
         return mask
 
-    def _walk(self, s: int) -> np.ndarray:
-        """The flat indices of the trie nodes whose bytes keep state s alive."""
+    def _live_tokens(self, s: int) -> np.ndarray:
+        """The ids of the tokens whose bytes keep state s alive."""
         key = self.dfa.keys[s]
         if isinstance(key, Term):
             heads, rest = literal_heads(key, self.dfa.source.tb)
             if heads:
-                return self._walk_literals(heads, rest)
-        return self._walk_state(s)
+                return self._node_tokens(self._walk_literals(heads, rest))
+        looped = self._loop_tokens(s)
+        if looped is not None:
+            return looped
+        return self._node_tokens(self._walk_state(s))
+
+    def _node_tokens(self, live: np.ndarray) -> np.ndarray:
+        trie = self.vocab.trie
+        ids = trie.token_of_node.take(live)
+        ids = ids[ids >= 0]
+        if len(trie.dup_nodes):
+            ids = np.concatenate([ids, trie.dup_ids[np.isin(trie.dup_nodes, live)]])
+        return ids
+
+    def _loop_tokens(self, s: int) -> np.ndarray | None:
+        """The live tokens of a state that loops on a wide byte class (`[a-z]+`, a JSON
+        string's characters), None for other states.
+
+        If every byte of a class L leads from s to a state t that stays in t on L,
+        every token made of L's bytes is alive: one test of each token's byte set
+        settles them all, and only the other tokens are walked, byte column by byte
+        column (most die at their first byte). A trie walk would visit every node
+        of the tokens made of L."""
+        dfa = self.dfa
+        dfa.expand(s)
+        row = dfa.table[s]
+        targets, counts = np.unique(row, return_counts=True)
+        counts[targets == DEAD] = 0
+        t = int(targets[np.argmax(counts)])
+        if counts.max() < LOOP_MIN_BYTES:
+            return None
+        dfa.expand(t)
+        loop = (row == t) & (dfa.table[t] == t)
+        if np.count_nonzero(loop) < LOOP_MIN_BYTES:
+            return None
+        cols = self.vocab.columns
+        outside = ~np.packbits(loop, bitorder="little").view("<u8")
+        sets = cols.byte_sets
+        inside = ((sets[0] & outside[0]) | (sets[1] & outside[1]) | (sets[2] & outside[2])
+                  | (sets[3] & outside[3])) == 0
+        found = [np.flatnonzero(inside)]
+        pos = np.flatnonzero(~inside)  # positions, ascending: tokens that end early come last
+        st = np.full(len(pos), s, dtype=np.int32)
+        for j, n in enumerate(cols.count):
+            k = int(np.searchsorted(pos, n))
+            if k < len(pos):  # these tokens have no byte j: they ended alive
+                found.append(pos[k:])
+                pos, st = pos[:k], st[:k]
+            if not k:
+                break
+            st = self._step(st, cols.column[j].take(pos))
+            keep = np.flatnonzero(st)
+            pos, st = pos.take(keep), st.take(keep)
+        found.append(pos)  # alive after the last column
+        return cols.order.take(np.concatenate(found))
 
     def _walk_literals(self, heads: list, rest: list) -> np.ndarray:
         """The walk of an alternation whose branches start with literal bytes: each

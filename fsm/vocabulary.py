@@ -159,9 +159,51 @@ class Vocabulary:
     def trie(self) -> "TokenTrie":
         return TokenTrie.build(self.token_bytes)
 
+    @cached_property
+    def columns(self) -> "TokenColumns":
+        return TokenColumns.build(self.token_bytes)
+
     def fingerprint(self) -> tuple:
         return (self.name, self.size, len(self.token_bytes), self.eos_ids,
                 hash(self.token_bytes))
+
+
+@dataclass(frozen=True)
+class TokenColumns:
+    """The tokens with bytes, longest first, stored byte column by byte column, with
+    each token's set of bytes: for walks that treat tokens one by one (a state that
+    loops on a wide byte class keeps every token made of that class alive; only
+    the others need walking).
+
+    `order[k]` is the token at position k; the tokens with more than j bytes are
+    positions 0..count[j]-1, and `column[j]` holds their j-th bytes. `byte_sets[w][k]`
+    has bit (b - 64w) set when the token at position k contains byte b (64w <= b < 64w+64).
+    """
+
+    order: np.ndarray
+    count: tuple
+    column: tuple
+    byte_sets: tuple
+
+    @classmethod
+    def build(cls, token_bytes: Sequence[bytes | None]) -> "TokenColumns":
+        lengths = np.array([len(b) if b else 0 for b in token_bytes], dtype=np.intp)
+        order = np.argsort(-lengths, kind="stable")
+        order = order[: int(np.count_nonzero(lengths))]
+        lens = lengths[order]
+        flat = np.frombuffer(b"".join(token_bytes[i] for i in order.tolist()), dtype=np.uint8)
+        starts = np.concatenate([[0], np.cumsum(lens)[:-1]]) if len(lens) else lens
+        depth = int(lens[0]) if len(lens) else 0
+        count = tuple(int(np.count_nonzero(lens > j)) for j in range(depth))
+        column = tuple(flat[starts[: count[j]] + j] for j in range(depth))
+        owner = np.repeat(np.arange(len(lens)), lens)
+        byte_sets = []
+        for w in range(4):  # OR each token's bits of bytes 64w..64w+63 together
+            part = np.zeros(len(lens), dtype=np.uint64)
+            inside = (flat >> 6) == w
+            np.bitwise_or.at(part, owner[inside], np.left_shift(np.uint64(1), (flat[inside] & 63).astype(np.uint64)))
+            byte_sets.append(part)
+        return cls(order, count, column, tuple(byte_sets))
 
 
 @dataclass(frozen=True)

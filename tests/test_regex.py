@@ -311,9 +311,10 @@ def _live_tokens_brute_force(a, s):
     return {i for i, b in enumerate(a.vocab.token_bytes) if b and a.dfa.walk(s, b) != 0}
 
 
-def test_literal_heads_walk_equals_brute_force(smol_vocab):
+def test_fast_paths_equal_brute_force(smol_vocab):
     """Branches that start with literal bytes descend the vocabulary trie directly
-    (TokenAutomaton._walk_literals); the mask must equal a token-by-token walk."""
+    (TokenAutomaton._walk_literals), states that loop on a wide class test byte sets
+    (TokenAutomaton._loop_tokens); the mask must equal a token-by-token walk."""
     words = [b[1:].decode() for b in smol_vocab.token_bytes[1000:3000:20]
              if b and b[:1] == b" " and b[1:].isalpha() and b[1:].isascii()]
     cases = {
@@ -322,6 +323,9 @@ def test_literal_heads_walk_equals_brute_force(smol_vocab):
         '"(red|green|blue)", ?[0-9]+': ['"', '"gre', '"blue"'],
         "(abc|ab|a)x*(yz|y)?": ["", "a", "abx"],
         "(<|<=|==|!=)[a-z]+|[0-9]+": ["", "<"],
+        r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}": ["", "jo", "jo@x", "jo@x.org"],
+        r'"([^"\\]|\\["\\/bfnrt])*"': ['"', '"héllo wörld', '"a\\'],
+        r"[^\n]*\n|(?s:.{3,})": ["", "ab", "x\ny"],
     }
     for pattern, prefixes in cases.items():
         a = fsm.compile_regex(pattern, smol_vocab)
