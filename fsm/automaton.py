@@ -16,7 +16,7 @@ from bisect import bisect_left
 import numpy as np
 
 from .dfa import DEAD, DEFAULT_MAX_STATES, LazyDFA, StateSource, TermSource
-from .terms import ALT, BYTES, CONCAT, EMPTY, STR, Term, TermBuilder
+from .terms import ALT, BYTES, CONCAT, EMPTY, STR, Term, TermBuilder, paused_gc
 from .vocabulary import Vocabulary
 
 
@@ -75,7 +75,7 @@ class TokenAutomaton:
         if nxt is None:
             if not 0 <= token_id < len(self.vocab.token_bytes) or not self.vocab.token_bytes[token_id]:
                 return DEAD
-            with self._lock:
+            with self._lock, paused_gc():
                 nxt = self._next[(s, token_id)] = self.dfa.walk(s, self.vocab.token_bytes[token_id])
         return nxt
 
@@ -95,7 +95,7 @@ class TokenAutomaton:
         """The int32 bitmask row of tokens allowed in state s (EOS where accepting)."""
         m = self._masks.get(s)
         if m is None:
-            with self._lock:
+            with self._lock, paused_gc():
                 m = self._masks.get(s)
                 if m is None:
                     m = self._compute_mask(s)

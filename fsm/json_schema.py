@@ -75,7 +75,6 @@ vocabularies, remote `$ref`s, `$dynamicRef`. Numbers are produced without expone
 """
 from __future__ import annotations
 
-import gc
 import heapq
 import math
 import json
@@ -88,7 +87,8 @@ from .dfa import DEFAULT_MAX_STATES, LazyDFA, TermSource
 from .errors import ConstraintError, RegexError, TooLargeError
 from .json_numbers import NumberTerms, number_text_term, to_decimal
 from .json_strings import StringTerms, encode_string, term_matches
-from .terms import ALT, AND, BYTES, CONCAT, EMPTY, NOT, NOTHING, REPEAT, STR, Term, TermBuilder
+from .terms import (ALT, AND, BYTES, CONCAT, EMPTY, NOT, NOTHING, REPEAT, STR, Term, TermBuilder,
+                    paused_gc)
 
 DEFAULT_MAX_DEPTH = 20
 DEFAULT_MAX_WHITESPACE = 20
@@ -1516,13 +1516,8 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
         options.setdefault("python_dates", True)
         options.setdefault("allow_extra_properties", False)
     comp = _Compiler(root, tb, **options)
-    gc_was = gc.isenabled()
-    gc.disable()  # many small acyclic objects: the cyclic GC only costs time here
-    try:
+    with paused_gc():
         term = comp.value(root, comp.max_depth)
-    finally:
-        if gc_was:
-            gc.enable()
     ws = comp.ws
     if ws is not tb.empty:
         term = tb.seq([ws, term, ws])
