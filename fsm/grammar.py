@@ -364,12 +364,31 @@ def _lalr(rules, start: str):
     from lark.parsers.lalr_analysis import LALR_Analyzer
     try:
         analyzer = LALR_Analyzer(ParserConf(rules, None, [start]), strict=True)
-        analyzer.compute_lalr()
+        analyzer.compute_lr0_states()
+        analyzer.compute_reads_relations()
+        analyzer.compute_includes_lookback()
+        analyzer.compute_lookaheads()
+        _refuse_reduce_reduce(analyzer)
+        analyzer.compute_lalr1_states()
     except LarkGrammarError as e:
         msg = str(e).replace("[strict-mode]", "").strip()
         raise GrammarError(f"grammar is not LALR(1) (only conflict-free LALR(1) grammars are "
                            f"supported): {msg}") from None
     return analyzer.parse_table
+
+
+def _refuse_reduce_reduce(analyzer) -> None:
+    """Lark resolves a reduce/reduce conflict by rule priority even in strict mode;
+    that drops one reading, so the language would shrink: refuse it like any other."""
+    from lark.exceptions import GrammarError as LarkGrammarError
+    msgs = []
+    for itemset in analyzer.lr0_itemsets:
+        for la, rules in itemset.lookaheads.items():
+            if len(rules) > 1:
+                msgs.append(f"Reduce/Reduce collision in {la} between the following rules: "
+                            + "".join(f"\n\t- {r}" for r in sorted(rules, key=str)))
+    if msgs:
+        raise LarkGrammarError("\n\n".join(sorted(set(msgs))))
 
 
 def _productive(rules, terminals: set) -> set:

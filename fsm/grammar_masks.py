@@ -39,7 +39,7 @@ from .dfa import DEAD, UNKNOWN, LazyDFA
 # Completed non-ignored terminals a lexing may hold before another one starts: MAX_SEQ
 # in general, LONG_SEQ in lexer states of at most SMALL_KEY items (unambiguous lexing,
 # e.g. `((((` or `"}]}`, where long sequences cost no states).
-MAX_SEQ, LONG_SEQ, SMALL_KEY = 1, 64, 2
+MAX_SEQ, LONG_SEQ, SMALL_KEY, BIG_KEY = 1, 64, 2, 8
 DEEP = -2    # the terminal of a marker item: more than MAX_SEQ terminals completed
 
 
@@ -53,22 +53,34 @@ def _subtract(row: tuple, cover: tuple) -> tuple:
     return sub(row, cover)
 
 
-class LexerSource:
-    """A StateSource over sets of lexing items (see the module docstring); `g` is the
-    GrammarSource whose terminals are lexed. Items are only created live (lexemes
-    whose language is empty are dropped), so a non-empty key is a live state.
+NORMAL, DEEP, FRESH = 0, 1, 2  # item kinds (see LexerSource)
 
-    Two things keep the sets small. A terminal starts after a completed terminal t
-    only if it is in `follows[t]`: the terminals some LR state entered by shifting t
-    has an action on (a superset of what can follow t in any sentence; ignored
-    terminals always can). And a lexing that completes more than MAX_SEQ terminals
-    becomes a sticky marker `(seq, DEEP, None, True)`: the token needs an exact check
-    wherever the stack takes seq."""
+
+def _terms(seq: tuple) -> tuple:
+    """The completed terminals of a seq (without its leading context set, if any)."""
+    return seq[1:] if seq and type(seq[0]) is frozenset else seq
+
+
+class LexerSource:
+    """A StateSource over sets of lexing items `(seq, terminal, lexeme, kind)` (see the
+    module docstring); `g` is the GrammarSource whose terminals are lexed. Items are
+    only created live (lexemes whose language is empty are dropped), so a non-empty
+    key is a live state.
+
+    `seq` may start with a frozenset: the terminals that can start at the stack the
+    walk is for (a boundary, or an %ignore'd lexeme, which leaves the stack alone);
+    after a completed terminal t, those in `follows[t]` start: the terminals some LR
+    state entered by shifting t has an action on (a superset of what can follow t in
+    any sentence; ignored terminals always can). A lexing that would start a terminal
+    after more than its cap of completed ones (see MAX_SEQ) becomes a sticky marker
+    `(seq, -2, None, DEEP)`: the token needs an exact check wherever the stack takes
+    seq. A FRESH item is a lexeme that must go on before it may end (the position
+    walks of GrammarMasks; its end is handled as a boundary). The boundary item is
+    `(seq, -1, None, NORMAL)`."""
 
     def __init__(self, g):
         self.g = g
         self.dead = frozenset()
-        self.boundary = frozenset({((), -1, g.tb.empty, False)})
         n = len(g.terms)
         follows = [set() for _ in range(n)]
         for st, acts in g.t.action.items():
@@ -77,13 +89,14 @@ class LexerSource:
                     follows[i].update(g.t.action[arg])
         ign = {i for i in range(n) if g.ignored[i]}
         self.follows = [frozenset(f | ign) for f in follows]
-        self.everything = frozenset(range(n))
         self._templates: dict = {}   # allowed terminals -> merged row (a, b, {(term, lexeme)})
-        self._starts: dict = {}      # (allowed, seq) -> template lifted to items
+        self._starts: dict = {}      # (allowed, seq, room) -> start row lifted to items
 
-    def position(self, term: int, lexeme) -> frozenset:
-        """The key of a lexeme that must go on (its end is handled as a boundary)."""
-        return frozenset({(None, term, lexeme, False)})
+    def boundary(self, ctx: frozenset) -> frozenset:
+        return frozenset({((ctx,), -1, None, NORMAL)})
+
+    def position(self, ctx: frozenset | None, term: int, lexeme) -> frozenset:
+        return frozenset({(() if ctx is None else (ctx,), term, lexeme, FRESH)})
 
     def _template(self, allowed: frozenset) -> tuple:
         r = self._templates.get(allowed)
@@ -96,48 +109,55 @@ class LexerSource:
             r = self._templates[allowed] = _merge_rows(parts)
         return r
 
-    def _start_row(self, allowed: frozenset, seq: tuple, room: bool) -> tuple:
-        """Lexemes starting after the completed terminals `seq`: items for the allowed
-        terminals where there is `room` for one more, else items for the ignored ones
-        and a DEEP marker where a non-ignored one would start."""
-        k = (allowed, seq, room)
+    def _start_row(self, seq: tuple, room: bool) -> tuple:
+        """Lexemes starting after `seq`: items for the allowed terminals where there is
+        `room` for one more, else items for the ignored ones and a DEEP marker where a
+        non-ignored one would start."""
+        k = (seq, room)
         r = self._starts.get(k)
         if r is None:
+            last = seq[-1] if seq else None
+            allowed = self.follows[last] if type(last) is int else last
             if room:
                 r = self._lifted(allowed, seq)
             else:
                 ign = frozenset(j for j in allowed if self.g.ignored[j])
-                m = frozenset(((seq, DEEP, None, True),))
+                m = frozenset(((_terms(seq), -2, None, DEEP),))
                 deep = tuple((a, b, m) for a, b, _ in self._template(allowed - ign))
                 r = _merge_rows([p for p in (self._lifted(ign, seq), deep) if p])
             self._starts[k] = r
         return r
 
     def _lifted(self, allowed: frozenset, seq: tuple) -> tuple:
-        return tuple((a, b, frozenset((seq, j, y, False) for j, y in items))
+        # only an ignored lexeme needs the context set: after any other, follows apply
+        plain, ignored = _terms(seq), self.g.ignored
+        return tuple((a, b, frozenset((seq if ignored[j] else plain, j, y, NORMAL)
+                                      for j, y in items))
                      for a, b, items in self._template(allowed))
 
     def row(self, key) -> tuple:
         g, parts = self.g, []
         live_row, ignored = g._live_row, g.ignored
         by_lexeme: dict = {}
-        cap = LONG_SEQ if len(key) <= SMALL_KEY else MAX_SEQ
+        n = len(key)
+        cap = LONG_SEQ if n <= SMALL_KEY else MAX_SEQ if n <= BIG_KEY else 0
         for item in key:
-            seq, i, x, deep = item
-            if deep:
+            seq, i, x, kind = item
+            if kind == DEEP:
                 parts.append(((0, 256, frozenset((item,))),))
                 continue
-            s = () if seq is None else seq
-            by_lexeme.setdefault(x, []).append((s, i))
-            if seq is None or not x.nullable:
+            if i < 0:  # the boundary
+                r = self._start_row(seq, True)
+                if r:
+                    parts.append(r)
                 continue
-            if i >= 0 and not ignored[i]:
-                seq = seq + (i,)
-                allowed = self.follows[i]
-            else:
-                allowed = self.follows[seq[-1]] if seq else self.everything
-            r = self._start_row(allowed, seq, len(seq) <= cap)
-            if i >= 0 and ignored[i] and r:  # longest match of an ignored lexeme
+            by_lexeme.setdefault(x, []).append((seq, i))
+            if kind == FRESH or not x.nullable:
+                continue
+            if not ignored[i]:
+                seq = _terms(seq) + (i,)
+            r = self._start_row(seq, len(_terms(seq)) <= cap)
+            if ignored[i] and r:  # longest match of an ignored lexeme
                 seg = live_row(x)
                 if seg:
                     r = _subtract(r, seg)
@@ -146,7 +166,7 @@ class LexerSource:
         for x, tags in by_lexeme.items():
             seg = live_row(x)
             if seg:
-                parts.append(tuple((a, b, frozenset((s, i, y, False) for s, i in tags))
+                parts.append(tuple((a, b, frozenset((s, i, y, NORMAL) for s, i in tags))
                                    for a, b, y in seg))
         return _merge_rows(parts)
 
@@ -209,11 +229,13 @@ class GrammarMasks:
     def __init__(self, g, vocab, byte_dfa: LazyDFA, max_states: int):
         self.g, self.vocab, self.byte_dfa = g, vocab, byte_dfa
         self.lex = LexerSource(g)
-        self.dfa = LazyDFA(self.lex, self.lex.boundary, max_states)
+        self.dfa = LazyDFA(self.lex, self.lex.dead, max_states)
         self.width = vocab.num_words * 32
         self._plans: dict = {}       # lexer key -> _Plan
         self._boundary: dict = {}    # stack -> bits
         self._elements: dict = {}    # (stack, terminal, lexeme id) -> bits
+        self._startable: dict = {}   # LR stack -> terminals that can start there
+        self._contexts: dict = {}    # position -> context sets walked (see _context)
         self._first_byte = None
         self._no_first: dict = {}    # lexeme id -> bits of tokens not starting in its row
         self.stats = {"walks": 0, "exact_checks": 0}
@@ -257,12 +279,12 @@ class GrammarMasks:
         for u in classes.tolist():
             req, dreq = set(), set()
             if u != DEAD:
-                for seq, i, _x, deep in dfa.keys[u]:
-                    s0 = () if seq is None else seq
-                    if deep:  # seq stopped growing: only its prefix is known
-                        dreq.add(node(s0))
+                for seq, i, _x, kind in dfa.keys[u]:
+                    if kind == DEEP:  # seq stopped growing: only its prefix is known
+                        dreq.add(node(seq))
                     else:
-                        req.add(node(s0 + (i,) if i >= 0 and not ignored[i] else s0))
+                        s0 = _terms(seq)
+                        req.add(node(s0 + (i,) if not ignored[i] else s0))
             per_class.append(req)
             per_class_deep.append(dreq)
             any_deep = any_deep or bool(dreq)
@@ -322,9 +344,34 @@ class GrammarMasks:
     def boundary_bits(self, stack) -> np.ndarray:
         b = self._boundary.get(stack)
         if b is None:
-            b = self._boundary[stack] = self._position_bits(
-                self.lex.boundary, stack, (stack, -1, self.g.tb.empty))
+            key = self.lex.boundary(self._context(None, stack))
+            b = self._boundary[stack] = self._position_bits(key, stack, (stack, -1, self.g.tb.empty))
         return b
+
+    def _context(self, position, stack) -> frozenset:
+        """The set of terminals a walk for `stack` starts with (boundary: position None;
+        an ignored lexeme: (terminal, lexeme)). Any superset of the terminals that can
+        start there gives the same masks (requirements check them), so a walk made for
+        a superset is reused; the first walk of a position is for just this stack's
+        terminals (a cheap first mask), the second for all terminals (then no more)."""
+        need = self.startable(stack)
+        ctxs = self._contexts.setdefault(position, [])
+        for c in ctxs:
+            if need <= c:
+                return c
+        c = need if not ctxs else frozenset(range(len(self.g.terms)))
+        ctxs.append(c)
+        return c
+
+    def startable(self, stack) -> frozenset:
+        """The terminals that can start at `stack` (ignored ones included)."""
+        r = self._startable.get(stack)
+        if r is None:
+            g = self.g
+            r = self._startable[stack] = frozenset(
+                [i for i in g.t.action[stack.state] if g.feed(stack, i) is not None]
+                + g._ignored_idx)
+        return r
 
     def element_bits(self, elem) -> np.ndarray:
         stack, t, x = elem
@@ -338,7 +385,8 @@ class GrammarMasks:
         seg = g._live_row(x)
         b = None
         if seg:
-            b = self._position_bits(self.lex.position(t, x), stack, elem)
+            ctx = self._context((t, x), stack) if g.ignored[t] else None
+            b = self._position_bits(self.lex.position(ctx, t, x), stack, elem)
         if x.nullable:
             nxt = stack if g.ignored[t] else g.feed(stack, t)
             if nxt is not None:
