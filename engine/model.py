@@ -126,6 +126,34 @@ def rope_inv_freq(cfg: ModelConfig) -> tuple[torch.Tensor, float]:
     return inv.float(), float(factor)
 
 
+def onednn_available(weight: torch.Tensor) -> bool:
+    # fp32 only: that is the CPU dtype we serve and measured (AVX2 has no native bf16).
+    return (weight.device.type == "cpu" and weight.dtype == torch.float32
+            and torch.backends.mkldnn.is_available()
+            and hasattr(torch.ops.mkldnn, "_reorder_linear_weight"))
+
+
+class Linear(nn.Linear):
+    """nn.Linear that, once `pack()`ed on CPU, multiplies by a oneDNN pre-packed copy
+    of its weight. At decode batch sizes MKL's sgemm (what F.linear uses) streams the
+    weight far below memory bandwidth: the packed oneDNN path measured 1.3-2x faster
+    here, the LM head most of all. Still fp32 throughout; only the summation order
+    differs (as it does between batch sizes in sgemm), and each output row no longer
+    depends on the other rows of the batch. The packed copy costs the weight's size
+    again in memory.
+    """
+    packed = None
+
+    def pack(self) -> None:
+        """(Re)build the packed copy from `weight`; call again if the weight changes."""
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(self.weight.detach())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.packed is None:
+            return F.linear(x, self.weight, self.bias)
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+
+
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float):
         super().__init__()
@@ -151,8 +179,8 @@ class Attention(nn.Module):
         self.q_size = self.num_heads * self.head_dim
         self.kv_size = self.num_kv_heads * self.head_dim
         # q, k and v in one matmul: fewer, larger kernels are what a CPU wants.
-        self.qkv_proj = nn.Linear(cfg.hidden_size, self.q_size + 2 * self.kv_size, bias=cfg.qkv_bias)
-        self.o_proj = nn.Linear(self.q_size, cfg.hidden_size, bias=cfg.o_bias)
+        self.qkv_proj = Linear(cfg.hidden_size, self.q_size + 2 * self.kv_size, bias=cfg.qkv_bias)
+        self.o_proj = Linear(self.q_size, cfg.hidden_size, bias=cfg.o_bias)
         self.scale = self.head_dim ** -0.5
         self.sliding_window = cfg.sliding_windows[layer]
         self.k_cache = self.v_cache = None   # set by the model runner
@@ -174,8 +202,8 @@ class MLP(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.intermediate = cfg.intermediate_size
-        self.gate_up_proj = nn.Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=cfg.mlp_bias)
-        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=cfg.mlp_bias)
+        self.gate_up_proj = Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=cfg.mlp_bias)
+        self.down_proj = Linear(cfg.intermediate_size, cfg.hidden_size, bias=cfg.mlp_bias)
 
     def forward(self, x):
         gate, up = self.gate_up_proj(x).split(self.intermediate, dim=-1)
@@ -208,7 +236,7 @@ class CausalLM(nn.Module):
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
         self.layers = nn.ModuleList(DecoderLayer(cfg, i) for i in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         self.cos_cache = self.sin_cache = None
 
     def build_rope_cache(self, max_positions: int) -> None:
@@ -232,6 +260,15 @@ class CausalLM(nn.Module):
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.lm_head(hidden)
+
+    @torch.inference_mode()
+    def pack_linears(self) -> None:
+        """Pre-pack every projection and the LM head for oneDNN (CPU only; else a no-op)."""
+        if not onednn_available(self.lm_head.weight):
+            return
+        for m in self.modules():
+            if isinstance(m, Linear):
+                m.pack()
 
 
 def _safetensors_files(folder: Path) -> list[Path]:
@@ -285,4 +322,5 @@ def load_model(folder: str | Path, dtype: torch.dtype = torch.float32, device="c
     if missing:
         raise KeyError(f"weights missing from {folder}: {missing[:5]}")
     model.build_rope_cache(cfg.max_position_embeddings)
+    model.pack_linears()
     return model.eval()
