@@ -144,33 +144,52 @@ class TokenAutomaton:
         return ids
 
     def _loop_tokens(self, s: int) -> np.ndarray | None:
-        """The live tokens of a state that loops on a wide byte class (`[a-z]+`, a JSON
-        string's characters), None for other states.
+        """The live tokens of a state that a wide byte class L moves along a chain of
+        states (`[a-z]+` loops on one; a JSON string with maxLength counts down), None
+        for other states.
 
-        If every byte of a class L leads from s to a state t that stays in t on L,
-        every token made of L's bytes is alive: one test of each token's byte set
-        settles them all, and only the other tokens are walked, byte column by byte
-        column (most die at their first byte). A trie walk would visit every node
-        of the tokens made of L."""
-        dfa = self.dfa
+        If every byte of L leads from s to t1, from t1 to t2, and so on, a token made
+        of L's bytes is alive iff the chain is still alive after as many steps as the
+        token has bytes: one test of each token's byte set and its length settles
+        them all (the chain is built once and shared by the states along it). Only
+        the other tokens are walked, byte column by byte column (most die at their
+        first byte). A trie walk would visit every node of the tokens made of L, and
+        expand a state per byte of them."""
+        dfa, cols = self.dfa, self.vocab.columns
         dfa.expand(s)
         row = dfa.table[s]
         targets, counts = np.unique(row, return_counts=True)
         counts[targets == DEAD] = 0
-        t = int(targets[np.argmax(counts)])
         if counts.max() < LOOP_MIN_BYTES:
             return None
-        dfa.expand(t)
-        loop = (row == t) & (dfa.table[t] == t)
-        if np.count_nonzero(loop) < LOOP_MIN_BYTES:
-            return None
-        cols = self.vocab.columns
-        outside = ~np.packbits(loop, bitorder="little").view("<u8")
+        t = int(targets[np.argmax(counts)])
+        cls = row == t
+        # follow the chain while L moves every state to one next state
+        depth, longest, cur = 1, len(cols.count), t
+        settled = True  # tokens made of L longer than `depth` are decided (dead or alive)
+        while depth < longest:
+            dfa.expand(cur)
+            nxt = dfa.table[cur][cls]
+            first = int(nxt[0])
+            if first == cur and (nxt == cur).all():  # a loop: every length is alive
+                depth = longest
+                break
+            if not (nxt == first).all():  # the class splits: longer tokens are walked
+                settled = False
+                break
+            if first == DEAD:  # longer tokens are dead
+                break
+            cur, depth = first, depth + 1
+        outside = ~np.packbits(cls, bitorder="little").view("<u8")
         sets = cols.byte_sets
         inside = ((sets[0] & outside[0]) | (sets[1] & outside[1]) | (sets[2] & outside[2])
                   | (sets[3] & outside[3])) == 0
-        found = [np.flatnonzero(inside)]
-        pos = np.flatnonzero(~inside)  # positions, ascending: tokens that end early come last
+        short = cols.count[depth] if depth < longest else 0  # positions of tokens <= depth bytes
+        found = [short + np.flatnonzero(inside[short:])]
+        rest = ~inside
+        if not settled:
+            rest[:short] = True
+        pos = np.flatnonzero(rest)  # positions, ascending: tokens that end early come last
         st = np.full(len(pos), s, dtype=np.int32)
         for j, n in enumerate(cols.count):
             k = int(np.searchsorted(pos, n))

@@ -326,6 +326,9 @@ def test_fast_paths_equal_brute_force(smol_vocab):
         r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}": ["", "jo", "jo@x", "jo@x.org"],
         r'"([^"\\]|\\["\\/bfnrt])*"': ['"', '"héllo wörld', '"a\\'],
         r"[^\n]*\n|(?s:.{3,})": ["", "ab", "x\ny"],
+        r"[a-z ]{0,5}x|[a-z ]{3,40}[0-9]{2}": ["", "ab", "abcd"],   # chains that end, split
+        r'"([^"\\]|é){0,12}"': ['"', '"abcdefghij', '"ééé'],
+        r"[a-z]{2}(a[a-z]*|b[0-9]*)": ["", "q"],   # the class splits two bytes in
     }
     for pattern, prefixes in cases.items():
         a = fsm.compile_regex(pattern, smol_vocab)
