@@ -165,6 +165,7 @@ class GrammarSource:
         self._terms = TermSource(tb, max_states)
         self._ignored_idx = [i for i, ig in enumerate(self.ignored) if ig]
         self._live: dict[int, tuple] = {}
+        self._templates: dict = {}  # terminal set -> merged start row (GrammarSource.template)
         self.root = self._push(tables.start_state, None)
         self.start_key = frozenset({(self.root, -1, tb.empty)})
 
@@ -217,14 +218,23 @@ class GrammarSource:
         """The merged row of every terminal that can start at `stack`."""
         r = stack.starts
         if r is None:
+            feed = self.feed
+            can = frozenset([i for i in self.t.action[stack.state] if feed(stack, i) is not None]
+                            + self._ignored_idx)
+            r = stack.starts = tuple((a, b, frozenset([(stack, j, y) for j, y in items]))
+                                     for a, b, items in self.template(can))
+        return r
+
+    def template(self, allowed: frozenset) -> tuple:
+        """The merged rows of the terminals `allowed`, targets {(terminal, lexeme)}."""
+        r = self._templates.get(allowed)
+        if r is None:
             parts = []
-            live_row = self._live_row
-            for i in list(self.t.action[stack.state]) + self._ignored_idx:
-                if self.ignored[i] or self.feed(stack, i) is not None:
-                    seg = live_row(self.terms[i])
-                    if seg:
-                        parts.append(self._lift(seg, stack, i))
-            r = stack.starts = _merge(parts)
+            for j in sorted(allowed):
+                seg = self._live_row(self.terms[j])
+                if seg:
+                    parts.append(tuple((a, b, frozenset(((j, y),))) for a, b, y in seg))
+            r = self._templates[allowed] = _merge(parts)
         return r
 
     def _lift(self, seg, stack, i) -> tuple:
@@ -298,18 +308,24 @@ class GrammarAutomaton(TokenAutomaton):
         key = self.dfa.keys[s]
         if s == DEAD or not key:
             return super()._compute_mask(s)
-        bits = None
+        words = None
         for e in key:
-            b = self.masks.element_bits(e)
-            bits = b if bits is None else (bits | b)
+            w = self.masks.element_bits(e)
+            words = w if words is None else (words | w)
         if self.dfa.accepting[s] and len(self._eos):
-            bits = bits.copy()
-            bits[self._eos] = True
-        mask = np.packbits(bits, bitorder="little").view("<i4")
+            words = words.copy()
+            np.bitwise_or.at(words, self._eos >> 5, np.left_shift(1, self._eos & 31).astype(np.uint32))
+        mask = words.view("<i4")
         mask.setflags(write=False)
         self._masks[s] = mask
-        self._counts[s] = int(np.count_nonzero(bits))
+        self._counts[s] = -1  # counted on demand (allowed_count)
         return mask
+
+    def allowed_count(self, s: int) -> int:
+        self.mask(s)
+        if self._counts[s] < 0:
+            self._counts[s] = int(np.unpackbits(self._masks[s].view(np.uint8)).sum())
+        return self._counts[s]
 
 
 def _subtract(row: tuple, cover: tuple) -> tuple:

@@ -89,7 +89,6 @@ class LexerSource:
                     follows[i].update(g.t.action[arg])
         ign = {i for i in range(n) if g.ignored[i]}
         self.follows = [frozenset(f | ign) for f in follows]
-        self._templates: dict = {}   # allowed terminals -> merged row (a, b, {(term, lexeme)})
         self._starts: dict = {}      # (allowed, seq, room) -> start row lifted to items
 
     def boundary(self, ctx: frozenset) -> frozenset:
@@ -97,17 +96,6 @@ class LexerSource:
 
     def position(self, ctx: frozenset | None, term: int, lexeme) -> frozenset:
         return frozenset({(() if ctx is None else (ctx,), term, lexeme, FRESH)})
-
-    def _template(self, allowed: frozenset) -> tuple:
-        r = self._templates.get(allowed)
-        if r is None:
-            g, parts = self.g, []
-            for j in sorted(allowed):
-                seg = g._live_row(g.terms[j])
-                if seg:
-                    parts.append(tuple((a, b, frozenset(((j, y),))) for a, b, y in seg))
-            r = self._templates[allowed] = _merge_rows(parts)
-        return r
 
     def _start_row(self, seq: tuple, room: bool) -> tuple:
         """Lexemes starting after `seq`: items for the allowed terminals where there is
@@ -123,7 +111,7 @@ class LexerSource:
             else:
                 ign = frozenset(j for j in allowed if self.g.ignored[j])
                 m = frozenset(((_terms(seq), -2, None, DEEP),))
-                deep = tuple((a, b, m) for a, b, _ in self._template(allowed - ign))
+                deep = tuple((a, b, m) for a, b, _ in self.g.template(allowed - ign))
                 r = _merge_rows([p for p in (self._lifted(ign, seq), deep) if p])
             self._starts[k] = r
         return r
@@ -133,7 +121,7 @@ class LexerSource:
         plain, ignored = _terms(seq), self.g.ignored
         return tuple((a, b, frozenset((seq if ignored[j] else plain, j, y, NORMAL)
                                       for j, y in items))
-                     for a, b, items in self._template(allowed))
+                     for a, b, items in self.g.template(allowed))
 
     def row(self, key) -> tuple:
         g, parts = self.g, []
@@ -224,7 +212,7 @@ def walk_states(dfa: LazyDFA, trie, s: int) -> np.ndarray:
 
 
 class GrammarMasks:
-    """Element masks (bool arrays over token ids) for a GrammarSource and vocabulary."""
+    """Element masks (packed uint32 bitmask rows) for a GrammarSource and vocabulary."""
 
     def __init__(self, g, vocab, byte_dfa: LazyDFA, max_states: int):
         self.g, self.vocab, self.byte_dfa = g, vocab, byte_dfa
@@ -318,15 +306,13 @@ class GrammarMasks:
         bits = plan.cache.get(ck)
         if bits is None:
             ok = np.logical_or.reduceat(met.take(plan.cols), plan.starts)
-            bits = ok.take(plan.token_class)
+            allowed = ok.take(plan.token_class)
             if plan.has_deep:
                 deep = np.logical_or.reduceat(met.take(plan.deep_cols), plan.deep_starts) & ~ok
                 if deep.any():
-                    bits = bits | self._exact(elem, np.flatnonzero(deep.take(plan.token_class)))
-                    bits.setflags(write=False)
-                    return bits  # depends on more of the stack than `met` says: not cached
-            bits.setflags(write=False)
-            plan.cache[ck] = bits
+                    allowed |= self._exact(elem, np.flatnonzero(deep.take(plan.token_class)))
+                    return _pack(allowed)  # depends on more of the stack than `met`: not cached
+            bits = plan.cache[ck] = _pack(allowed)
         return bits
 
     def _exact(self, elem, ids: np.ndarray) -> np.ndarray:
@@ -395,7 +381,7 @@ class GrammarMasks:
                     after = after & self._not_first(x, seg)
                 b = after if b is None else (b | after)
         if b is None:
-            b = np.zeros(self.width, dtype=bool)
+            b = np.zeros(self.width // 32, dtype=np.uint32)
         self._elements[ck] = b
         return b
 
@@ -404,16 +390,34 @@ class GrammarMasks:
         r = self._no_first.get(x.id)
         if r is None:
             if self._first_byte is None:
-                fb = np.full(self.width, 256, dtype=np.int16)
-                for u, t in enumerate(self.vocab.token_bytes[: self.width]):
-                    if t:
-                        fb[u] = t[0]
-                self._first_byte = fb
+                self._first_byte = _first_bytes(self.vocab.trie, self.width)
             cont = np.zeros(257, dtype=bool)
             for a, b, _ in seg:
                 cont[a:b] = True
-            r = self._no_first[x.id] = ~cont.take(self._first_byte)
+            r = self._no_first[x.id] = _pack(~cont.take(self._first_byte))
         return r
+
+
+def _first_bytes(trie, width: int) -> np.ndarray:
+    """Each token's first byte (256 for tokens without bytes), from the trie levels."""
+    first = np.full(trie.num_nodes + 1, 256, dtype=np.int16)
+    if trie.num_nodes:
+        first[: len(trie.byte[0])] = trie.byte[0]
+        for j in range(1, len(trie.byte)):
+            off, n = trie.offset[j], len(trie.byte[j])
+            first[off: off + n] = first.take(trie.parent[j] + trie.offset[j - 1])
+    out = np.full(width, 256, dtype=np.int16)
+    n = min(len(trie.node_of_token), width)
+    out[:n] = first.take(trie.node_of_token[:n])
+    return out
+
+
+def _pack(bits: np.ndarray) -> np.ndarray:
+    """A bool array over token ids -> uint32 words, bit j of word i = token 32*i+j
+    (the bitmask layout), read-only: element masks are combined packed."""
+    out = np.packbits(bits, bitorder="little").view("<u4")
+    out.setflags(write=False)
+    return out
 
 
 def _csr(rows: list, false: int) -> tuple:
