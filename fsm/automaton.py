@@ -164,22 +164,25 @@ class TokenAutomaton:
             return None
         t = int(targets[np.argmax(counts)])
         cls = row == t
-        # follow the chain while L moves every state to one next state
+        # Follow the chain while L moves every state to one next state. Rows are read
+        # from the source: expanding each chain state would also make a DFA state of
+        # every other byte's target (a JSON string's escapes and UTF-8 lead bytes).
+        edges = np.flatnonzero(np.diff(np.concatenate([[False], cls, [False]]).astype(np.int8)))
+        runs = list(zip(edges[::2].tolist(), edges[1::2].tolist()))
         depth, longest, cur = 1, len(cols.count), t
         settled = True  # tokens made of L longer than `depth` are decided (dead or alive)
         while depth < longest:
-            dfa.expand(cur)
-            nxt = dfa.table[cur][cls]
-            first = int(nxt[0])
-            if first == cur and (nxt == cur).all():  # a loop: every length is alive
-                depth = longest
-                break
-            if not (nxt == first).all():  # the class splits: longer tokens are walked
+            nxt = _one_target(dfa.source.row(dfa.keys[cur]), runs)
+            if nxt is None:  # the class splits: longer tokens are walked
                 settled = False
                 break
-            if first == DEAD:  # longer tokens are dead
+            nxt = dfa.state_of(nxt) if nxt is not False else DEAD
+            if nxt == DEAD:  # longer tokens are dead
                 break
-            cur, depth = first, depth + 1
+            if nxt == cur:  # a loop: every length is alive
+                depth = longest
+                break
+            cur, depth = nxt, depth + 1
         outside = ~np.packbits(cls, bitorder="little").view("<u8")
         sets = cols.byte_sets
         inside = ((sets[0] & outside[0]) | (sets[1] & outside[1]) | (sets[2] & outside[2])
@@ -347,3 +350,21 @@ def literal_heads(t: Term, tb: TermBuilder) -> tuple[list, list]:
         elif k.kind != EMPTY:
             rest.append(k)
     return heads, rest
+
+
+def _one_target(row: tuple, runs: list) -> object:
+    """The one target of every byte in `runs` (sorted [start, end) ranges) under a
+    source row, False when none of them has one (all dead), None when they differ."""
+    target, covered = None, 0
+    for a, b, key in row:
+        for lo, hi in runs:
+            n = min(b, hi) - max(a, lo)
+            if n > 0:
+                if target is None:
+                    target = key
+                elif key is not target:
+                    return None
+                covered += n
+    if not covered:
+        return False
+    return target if covered == sum(hi - lo for lo, hi in runs) else None
