@@ -1,9 +1,16 @@
 """A byte DFA lifted to the tokens of one vocabulary: the compiled constraint.
 
-Per-state token masks are computed on a state's first visit by walking every token
-through the DFA at once, one byte column at a time (numpy), dropping tokens as soon
-as they die; most die at their first byte. Masks are cached per state, so a state's
-later visits cost a copy.
+Per-state token masks are computed on a state's first visit, the cheapest of three
+ways that applies (all exact; tests compare each with a token-by-token walk):
+- branches that start with literal bytes (word lists, JSON keys and punctuation):
+  each literal is looked up in the vocabulary trie; only what runs past it is walked;
+- a state that a wide byte class moves along a chain of states (`[a-z]+`, a JSON
+  string, with or without maxLength): a token made of the class is alive iff the
+  chain survives its length, decided for all tokens at once from their byte sets;
+  only the other tokens are walked, byte column by byte column;
+- otherwise the vocabulary trie is walked level by level (numpy), dropping nodes as
+  soon as they die; most die at their first byte.
+Masks are cached per state, so a state's later visits cost a copy.
 
 A TokenAutomaton is logically immutable: its lazy caches are filled under a lock, so
 one instance is shared by any number of requests and threads.
