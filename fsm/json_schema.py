@@ -462,6 +462,12 @@ class _Compiler:
         for k, what in _UNSUPPORTED.items():
             if k in node:
                 self.refuse(node, k, f"{what} are not supported")
+        if "enum" in node and isinstance(node["enum"], list) and set(node) <= _TYPED_ENUM_KEYS \
+                and _well_typed(node.get("type")):
+            # only `type` beside the values: keep the values of those types (every term
+            # accepts the same texts of a value, so this equals the intersection, without
+            # an emptiness search of it at compile time)
+            return tb.alt(self.const(v, d) for v in node["enum"] if _has_type(v, node.get("type")))
         parts: list[Term] = []
         typed = self._typed(node, d, budget)
         if typed is not None:
@@ -1329,6 +1335,31 @@ def _join(base: str, ref: str) -> str:
         return urldefrag(base)[0] + ref
     joined = urljoin(base, ref)
     return joined
+
+
+# keywords that may stand beside `type` and `enum` for the enum to be filtered by type
+_TYPED_ENUM_KEYS = {"type", "enum", "title", "description", "$comment", "default", "examples",
+                    "deprecated", "readOnly", "writeOnly"}
+
+
+def _well_typed(types) -> bool:
+    """A `type` value this module reads (absent, a type name, a list of them)."""
+    names = [types] if isinstance(types, str) else types if isinstance(types, list) else None
+    return types is None or (bool(names) and all(t in _TYPES or t == "integer" for t in names))
+
+
+def _has_type(v, types) -> bool:
+    """v is an instance of the (well-typed) schema `type` value `types` (None: any)."""
+    if types is None:
+        return True
+    for t in [types] if isinstance(types, str) else types:
+        if t == "integer":
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and \
+                    v not in (float("inf"), float("-inf")) and to_decimal(v) == to_decimal(v).to_integral_value():
+                return True
+        elif t in _TYPES and _json_type(v) == t:
+            return True
+    return False
 
 
 def _json_type(v) -> str:

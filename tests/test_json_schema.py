@@ -225,6 +225,29 @@ def test_composition_matches_jsonschema(schema):
         assert acc(cs.canonical(inst)) == valid(schema, inst), (schema, inst)
 
 
+@pytest.mark.parametrize("schema", [
+    {"type": "integer", "enum": [1, 2.0, 2.5, "1", None, True, [1]]},
+    {"type": ["string", "null"], "enum": ["a", 1, None, {"a": 1}], "title": "t"},
+    {"type": "number", "enum": [0, -1.5, 1e2, False]},
+    {"type": ["array", "object"], "enum": [[1, "a"], {"a": [1]}, "x"]},
+    {"type": "boolean", "enum": [1, "true"]},   # nothing of that type: no value at all
+])
+def test_typed_enum_keeps_the_values_of_its_types(schema):
+    """`type` + `enum` filters the values (fsm/json_schema.py) instead of intersecting."""
+    acc, cs = compiled(schema)
+    insts = [None, True, False, 0, 1, 2, -1.5, 2.5, 100, "a", "x", "1", "true", [1], [1, "a"],
+             {"a": 1}, {"a": [1]}]
+    for inst in insts:
+        assert acc(cs.canonical(inst)) == valid(schema, inst), (schema, inst)
+    for text in ["1.0", "2.00", "-1.50", "100.0"]:  # the other texts of a number (no exponents)
+        assert acc(text) == valid(schema, json.loads(text)), (schema, text)
+
+
+def test_enum_with_malformed_type_is_refused():
+    with pytest.raises(SchemaError, match="type"):
+        schema_to_term({"type": "strng", "enum": ["a"]})
+
+
 def test_refs_and_recursion():
     schema = {"$defs": {"pos": {"type": "integer", "minimum": 1}}, "properties": {"n": {"$ref": "#/$defs/pos"}}}
     acc, _ = compiled(schema)
