@@ -4,7 +4,8 @@ Supported class: context-free grammars whose BNF (after Lark's EBNF expansion,
 templates, `?rule`/`_rule` inlining and `%import`s) is LALR(1) without conflicts.
 A shift/reduce or reduce/reduce conflict raises `GrammarError` naming the rule and
 the terminal (Lark's own analysis, run in strict mode: resolving a conflict as
-Lark's LALR parser does would silently shrink the language).
+Lark's LALR parser does would silently shrink the language; that includes the
+reduce/reduce conflicts Lark resolves by rule priority even in strict mode).
 
 The language: a string is a sentence iff it splits into terminal lexemes, with lexemes
 of `%ignore`d terminals anywhere between (and around) them, such that the grammar
@@ -35,15 +36,24 @@ and every terminal the new stack can take next (plus the ignored ones) starts. T
 set holds every way of lexing and parsing the output, so masks are exact, and equal
 configurations share one DFA state, so a configuration seen before costs a mask copy.
 
-Masks of new configurations (GrammarAutomaton): one vectorised vocabulary walk per
-element, reused by later elements with the same terminal, lexeme and top LR state
-whose stacks agree with it as deep as each token's fate read (see GrammarAutomaton);
-tokens that read deeper (a `"}]}` closing three levels) are rechecked one by one.
+Masks of new configurations (GrammarAutomaton, fsm/grammar_masks.py): a token's fate
+depends on the stack only where it completes a terminal inside itself. So one
+context-free pass per lexer position (the boundary, for the set of terminals that can
+start there; or a lexeme that goes on) walks the vocabulary trie through a lexer DFA
+whose states hold every way of splitting the token into lexemes, each with the
+terminals it completes; tokens with the same final lexer state form a class. A mask
+then costs a few cached parser steps (does the stack take those terminal sequences?),
+a class-to-token gather and ORs of packed rows; outcomes are cached per pattern, so
+stacks that differ deeper than the tokens reach share masks. Tokens whose lexings
+complete more terminals than the lexer tracks (ambiguous lexer states) are checked
+one by one on this byte DFA.
 
-Performance (benchmarks/grammar_bench.py, SmolLM2 vocabulary): time between masks is
-a mask copy for a configuration seen before, about 0.1-0.5 ms where a walk is reused,
-and 5-40 ms for a fresh walk (pure Python + numpy), so the first documents of a
-grammar with many LR states (SQL, the toy language) are slow until walks are cached.
+Performance (benchmarks/grammar_bench.py --repeat 5, SmolLM2 vocabulary, a loaded
+2-core machine): grammar to first mask 40-120 ms, most of it Lark's grammar loading
+and LALR analysis; time between masks: median 0.1-0.6 ms (a mask copy for a
+configuration seen before, else 0.1-0.3 ms), p99 2-25 ms: the first visit of a lexer
+position is a trie walk (2-30 ms; SQL's case-insensitive keywords and identifiers
+that split into NAME NAME make its lexer states many, up to ~200 ms once).
 Memory: each DFA state (one per configuration reached) keeps its 256-entry row and
 its mask (vocabulary/8 bytes); bound it with `max_states`.
 

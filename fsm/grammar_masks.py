@@ -5,30 +5,34 @@ A grammar configuration element is (stack, terminal, lexeme): the LR stack befor
 terminal being lexed, and the derivative of that terminal's term by the bytes lexed
 so far. Which tokens it allows depends on the stack only where a token completes a
 terminal inside itself: the parser then has to take that terminal and start the next
-one. Everything else is lexing, which is the same under every stack (XGrammar's split
-of context-independent and context-dependent tokens, shaped for a lexer + LR parser).
+one. Everything else is lexing, the same under every stack (XGrammar's split of
+context-independent and context-dependent tokens, shaped for a lexer + LR parser).
 
-So for each lexer position (the boundary, where the next lexeme starts; or a terminal
-with a lexeme derivative) one vectorised walk of the vocabulary trie runs through a
-*lexer DFA* (`LexerSource`), built lazily and shared by every position of the grammar.
-Its states are sets of lexing items `(seq, terminal, lexeme, deep)`: `seq` is the
-tuple of non-ignored terminals completed since the token started, `terminal` the one
-being lexed and `lexeme` its derivative. Items hold every way of splitting the token
-into lexemes (derivatives are interned, so the splits of an identifier into NAME NAME
-... collapse into one item per count); once a token would complete more than
-`MAX_SEQ` terminals the item is marked `deep` and its seq stops growing. A token's
-final lexer state is its *class*; a class is allowed under a stack iff one of its
-items' requirements holds: the stack takes seq + (terminal,) in turn (reductions,
-shift) without error. Requirements are checked per mask with the parser's cached
-steps (a handful of dict lookups each, shared prefixes once), then a class-to-token
-gather gives the mask. Tokens whose only live lexings are deep are checked exactly,
-one by one, on the byte DFA. Masks are thus exact.
+So for each lexer position (the boundary, where the next lexeme starts; or a lexeme
+that must go on) one vectorised walk of the vocabulary trie runs through a *lexer DFA*
+(`LexerSource`), built lazily and shared by every position of the grammar. Its states
+are sets of lexing items `(seq, terminal, lexeme, kind)`: `seq` the non-ignored
+terminals completed since the token started, `terminal` the one being lexed and
+`lexeme` its derivative. Items hold every way of splitting the token into lexemes
+(derivatives are interned, so the splits of an identifier into NAME NAME ... collapse
+into one item per count). A token's final lexer state is its *class*; a class is
+allowed under a stack iff one of its items' requirements holds: the stack takes
+seq + (terminal,) in turn (reductions, shift) without error. Requirements are
+checked per mask with the parser's cached steps (shared prefixes once), then a
+class-to-token gather gives the mask; the mask is cached per pattern of outcomes.
+
+Walks start from the terminals that can start at the stack (a walk made for a
+superset is reused; the second walk of a position takes every terminal, so a
+position is walked at most twice); after a completed terminal t only the terminals
+in `follows[t]` start. Sequences grow freely in unambiguous lexer states (`((((`,
+`"}]}`); in ambiguous ones (identifiers and case-insensitive keywords) after one or
+no completed terminal a lexing becomes a sticky DEEP marker, and the tokens whose only
+lexings are marked are checked exactly, one by one, on the byte DFA. Masks are thus
+exact.
 
 An element whose lexeme can end here also allows what the boundary after it allows
 (the stack after the terminal; for an %ignore'd terminal, the same stack, minus the
-tokens whose first byte would continue the ignored lexeme: longest match). So
-positions walked are the boundary and lexemes that can continue: a handful per
-grammar, each walked once.
+tokens whose first byte would continue the ignored lexeme: longest match).
 """
 from __future__ import annotations
 
@@ -36,11 +40,12 @@ import numpy as np
 
 from .dfa import DEAD, UNKNOWN, LazyDFA
 
-# Completed non-ignored terminals a lexing may hold before another one starts: MAX_SEQ
-# in general, LONG_SEQ in lexer states of at most SMALL_KEY items (unambiguous lexing,
-# e.g. `((((` or `"}]}`, where long sequences cost no states).
+# Completed non-ignored terminals a lexing may hold before another one starts: LONG_SEQ
+# in lexer states of at most SMALL_KEY items (unambiguous lexing, e.g. `((((` or
+# `"}]}`, where long sequences cost no states), MAX_SEQ up to BIG_KEY items, else none
+# (SQL's identifiers split into NAME NAME ... and keywords: combinations multiply).
 MAX_SEQ, LONG_SEQ, SMALL_KEY, BIG_KEY = 1, 64, 2, 8
-DEEP = -2    # the terminal of a marker item: more than MAX_SEQ terminals completed
+DEEP_TERM = -2  # the terminal of a DEEP marker item
 
 
 def _merge_rows(parts: list) -> tuple:
@@ -110,7 +115,7 @@ class LexerSource:
                 r = self._lifted(allowed, seq)
             else:
                 ign = frozenset(j for j in allowed if self.g.ignored[j])
-                m = frozenset(((_terms(seq), -2, None, DEEP),))
+                m = frozenset(((_terms(seq), DEEP_TERM, None, DEEP),))
                 deep = tuple((a, b, m) for a, b, _ in self.g.template(allowed - ign))
                 r = _merge_rows([p for p in (self._lifted(ign, seq), deep) if p])
             self._starts[k] = r
