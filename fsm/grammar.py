@@ -87,7 +87,7 @@ from .automaton import TokenAutomaton
 from .dfa import DEAD, DEFAULT_MAX_STATES, TermSource
 from .errors import ConstraintError, RegexError
 from .regex import regex_to_term
-from .terms import Term, TermBuilder
+from .terms import Term, TermBuilder, paused_gc
 from .vocabulary import Vocabulary
 
 try:  # Python >= 3.11
@@ -282,6 +282,29 @@ class GrammarSource:
                     parts.append(r)
         return _merge(parts)
 
+    def step(self, key, c: int) -> frozenset:
+        """The target of `row(key)` at byte c, without building the whole row (a token
+        step needs one byte of each key on its path)."""
+        out: set = set()
+        live_row, ignored = self._live_row, self.ignored
+        for stack, i, x in key:
+            y = _at(live_row(x), c)
+            if y is not None:
+                out.add((stack, i, y))
+            if x.nullable:
+                if i < 0:
+                    r = self._start_row(stack)
+                elif ignored[i]:
+                    if y is not None:  # longest match: no lexeme starts where it goes on
+                        continue
+                    r = self._start_row(stack)
+                else:
+                    r = self._start_row(self.feed(stack, i))
+                t = _at(r, c)
+                if t is not None:
+                    out |= t
+        return frozenset(out)
+
     def accepting(self, key) -> bool:
         for stack, i, x in key:
             if x.nullable:
@@ -314,6 +337,24 @@ class GrammarAutomaton(TokenAutomaton):
     def stats(self) -> dict:
         return self.masks.stats
 
+    def next_state(self, s: int, token_id: int) -> int:
+        """As TokenAutomaton.next_state, stepping the configuration one byte at a time
+        (GrammarSource.step) and registering only the state the token ends in: rows of
+        the states in between (every byte of them) are not built."""
+        nxt = self._next.get((s, token_id))
+        if nxt is None:
+            data = self.vocab.token_bytes
+            if not 0 <= token_id < len(data) or not data[token_id]:
+                return DEAD
+            with self._lock, paused_gc():
+                key, step = self.dfa.keys[s], self.source.step
+                for c in data[token_id]:
+                    if not key:
+                        break
+                    key = step(key, c)
+                nxt = self._next[(s, token_id)] = self.dfa.state_of(key)
+        return nxt
+
     def _compute_mask(self, s: int) -> np.ndarray:
         key = self.dfa.keys[s]
         if s == DEAD or not key:
@@ -336,6 +377,14 @@ class GrammarAutomaton(TokenAutomaton):
         if self._counts[s] < 0:
             self._counts[s] = int(np.unpackbits(self._masks[s].view(np.uint8)).sum())
         return self._counts[s]
+
+
+def _at(row: tuple, c: int):
+    """The target of a row at byte c (None where it has none)."""
+    for a, b, t in row:
+        if c < b:
+            return t if c >= a else None
+    return None
 
 
 def _subtract(row: tuple, cover: tuple) -> tuple:
