@@ -165,11 +165,11 @@ class TokenAutomaton:
         dfa, cols = self.dfa, self.vocab.columns
         dfa.expand(s)
         row = dfa.table[s]
-        targets, counts = np.unique(row, return_counts=True)
-        counts[targets == DEAD] = 0
-        if counts.max() < LOOP_MIN_BYTES:
+        counts = np.bincount(row)
+        counts[DEAD] = 0
+        t = int(np.argmax(counts))
+        if counts[t] < LOOP_MIN_BYTES:
             return None
-        t = int(targets[np.argmax(counts)])
         cls = row == t
         # Follow the chain while L moves every state to one next state. Rows are read
         # from the source: expanding each chain state would also make a DFA state of
@@ -190,18 +190,18 @@ class TokenAutomaton:
                 depth = longest
                 break
             cur, depth = nxt, depth + 1
-        outside = ~np.packbits(cls, bitorder="little").view("<u8")
-        sets = cols.byte_sets
-        inside = ((sets[0] & outside[0]) | (sets[1] & outside[1]) | (sets[2] & outside[2])
-                  | (sets[3] & outside[3])) == 0
+        inside = _made_of(cols, cls)
         short = cols.count[depth] if depth < longest else 0  # positions of tokens <= depth bytes
         found = [short + np.flatnonzero(inside[short:])]
         rest = ~inside
         if not settled:
             rest[:short] = True
+        first = row.take(cols.first)  # the state after each token's first byte
+        rest &= first != DEAD
         pos = np.flatnonzero(rest)  # positions, ascending: tokens that end early come last
-        st = np.full(len(pos), s, dtype=np.int32)
-        for j, n in enumerate(cols.count):
+        st = first.take(pos)
+        for j in range(1, longest):
+            n = cols.count[j]
             k = int(np.searchsorted(pos, n))
             if k < len(pos):  # these tokens have no byte j: they ended alive
                 found.append(pos[k:])
@@ -357,6 +357,29 @@ def literal_heads(t: Term, tb: TermBuilder) -> tuple[list, list]:
         elif k.kind != EMPTY:
             rest.append(k)
     return heads, rest
+
+
+_ALL = (1 << 64) - 1
+
+
+def _made_of(cols, cls: np.ndarray) -> np.ndarray:
+    """By token position: the token's bytes all lie in the byte class `cls`."""
+    outside = (~np.packbits(cls, bitorder="little").view("<u8")).tolist()
+    words = range(4)
+    parts = []
+    if outside[2] == outside[3] == _ALL:  # an ASCII class: one test for all high bytes
+        parts, words = [cols.high], range(2)
+    for w in words:
+        if outside[w] == _ALL:
+            parts.append(cols.byte_sets[w])
+        elif outside[w]:
+            parts.append(cols.byte_sets[w] & np.uint64(outside[w]))
+    if not parts:
+        return np.ones(len(cols.order), dtype=bool)
+    acc = parts[0] if len(parts) == 1 else np.bitwise_or(parts[0], parts[1])
+    for p in parts[2:]:
+        np.bitwise_or(acc, p, out=acc)
+    return acc == 0
 
 
 def _one_target(row: tuple, runs: list) -> object:

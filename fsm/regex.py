@@ -137,16 +137,15 @@ class _Converter:
         tb = self.tb
         if op == C.LITERAL:
             if flags & _I:
-                return self.chars(_class_regex([(C.LITERAL, av)]), flags, [(C.LITERAL, av)])
+                return self.chars([(C.LITERAL, av)], flags)
             return tb.literal(chr(av).encode("utf-8", "surrogatepass")) if not 0xD800 <= av <= 0xDFFF else tb.nothing
         if op == C.NOT_LITERAL:
-            return self.chars(_class_regex([(C.NEGATE, None), (C.LITERAL, av)]), flags,
-                              [(C.NEGATE, None), (C.LITERAL, av)])
+            return self.chars([(C.NEGATE, None), (C.LITERAL, av)], flags)
         if op == C.ANY:
             ranges = ((0, charset.MAX_CP),) if flags & _S else charset.complement(((10, 10),))
             return charset.to_term(tb, charset.normalize(ranges))
         if op == C.IN:
-            return self.chars(_class_regex(av), flags, av)
+            return self.chars(av, flags)
         if op == C.BRANCH:
             return tb.alt(self.sequence(b, flags, at_start, at_end) for b in av[1])
         if op == C.SUBPATTERN:
@@ -171,13 +170,14 @@ class _Converter:
         self.fail(f"regex construct {op}", str(op))
         raise AssertionError  # unreachable: fail raises
 
-    def chars(self, class_regex: str, flags: int, items=None) -> Term:
+    def chars(self, items, flags: int) -> Term:
+        """One character of a class given as sre items (IN's list)."""
         rel = flags & (_I | _A)
         fast = _fast_class(items, rel)
         if fast is not None:
             return charset.to_term(self.tb, fast)
         # Unicode case folding beyond ASCII: ask re itself, once per class (cached).
-        return charset.to_term(self.tb, charset.by_python_re(class_regex, rel))
+        return charset.to_term(self.tb, charset.by_python_re(_class_regex(items), rel))
 
 
 # Code points that an ASCII letter matches under re.IGNORECASE (Unicode), beside its
@@ -189,8 +189,6 @@ def _fast_class(items, rel: int):
     """Ranges of a class of literals, ranges and \\d \\w \\s categories, possibly negated,
     from tables; under IGNORECASE only when all members are ASCII letters/literals.
     None when re must decide."""
-    if items is None:
-        return None
     negate = bool(items) and items[0][0] == C.NEGATE
     body = items[1:] if negate else items
     if not body or not all(o in (C.LITERAL, C.RANGE, C.CATEGORY) for o, _ in body):

@@ -184,6 +184,8 @@ class TokenColumns:
     count: tuple
     column: tuple
     byte_sets: tuple
+    first: np.ndarray  # column[0] as intp (fast take())
+    high: np.ndarray  # byte_sets[2] | byte_sets[3]: the token has a byte >= 128
 
     @classmethod
     def build(cls, token_bytes: Sequence[bytes | None]) -> "TokenColumns":
@@ -203,7 +205,8 @@ class TokenColumns:
             inside = (flat >> 6) == w
             np.bitwise_or.at(part, owner[inside], np.left_shift(np.uint64(1), (flat[inside] & 63).astype(np.uint64)))
             byte_sets.append(part)
-        return cls(order, count, column, tuple(byte_sets))
+        first = column[0].astype(np.intp) if depth else np.zeros(0, dtype=np.intp)
+        return cls(order, count, column, tuple(byte_sets), first, byte_sets[2] | byte_sets[3])
 
 
 @dataclass(frozen=True)
