@@ -62,9 +62,10 @@ def store_kv_cache(key: torch.Tensor, value: torch.Tensor, k_cache: torch.Tensor
     vf.index_copy_(0, slot_mapping, value)
 
 
-def _slots(block_table: torch.Tensor, length: int, block_size: int) -> torch.Tensor:
-    pos = torch.arange(length, device=block_table.device)
-    return block_table[pos // block_size].long() * block_size + pos % block_size
+def _gather_blocks(cache: torch.Tensor, blocks: torch.Tensor) -> torch.Tensor:
+    """Copy whole blocks [n, block_size, kv_heads, dim] out of the cache: one contiguous
+    row per block is far cheaper to gather than one per token."""
+    return cache.index_select(0, blocks).view(-1, cache.shape[2], cache.shape[3])
 
 
 def paged_attention(query: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
@@ -79,44 +80,46 @@ def paged_attention(query: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
     num_heads, head_dim = query.shape[1], query.shape[2]
     kv_heads = k_cache.shape[2]
     group = num_heads // kv_heads
-    kf = k_cache.view(-1, kv_heads, head_dim)
-    vf = v_cache.view(-1, kv_heads, head_dim)
+    bs = meta.block_size
     out = torch.empty_like(query)
     nd = meta.num_decodes
 
     if nd:
-        # Decodes: one batched gather of every sequence's keys through its block table,
-        # padded to the longest context and masked.
+        # Decodes: gather every sequence's blocks at once, padded to the longest context
+        # and masked. The query heads sharing a KV head become that head's query rows,
+        # so one SDPA call covers the batch without repeating K/V.
         key = ("decode", sliding_window)
         if key not in meta.cache:
-            lens = meta.seq_lens[:nd].long()
-            max_len = max(meta.seq_lens_host[:nd])
-            pos = torch.arange(max_len, device=query.device)
-            idx = (meta.block_tables[:nd, pos // meta.block_size].long() * meta.block_size
-                   + pos % meta.block_size)                                   # [B, L]
-            valid = pos[None, :] < lens[:, None]
+            nb = -(-max(meta.seq_lens_host[:nd]) // bs)
+            blocks = meta.block_tables[:nd, :nb].reshape(-1).long()
+            pos = torch.arange(nb * bs, device=query.device)
+            lens = meta.seq_lens[:nd, None].long()
+            valid = pos < lens
             if sliding_window is not None:
-                valid &= pos[None, :] > (lens[:, None] - 1 - sliding_window)
-            # Padding reads the sequence's first slot instead of unwritten cache memory,
-            # which may hold NaN (0 * NaN would poison the output despite the mask).
-            idx = torch.where(pos[None, :] < lens[:, None], idx, idx[:, :1])
-            bias = torch.zeros(valid.shape, dtype=query.dtype, device=query.device)
-            bias.masked_fill_(~valid, float("-inf"))
-            meta.cache[key] = (idx.view(-1), bias[:, None, None, :], max_len)
-        idx, bias, max_len = meta.cache[key]
+                valid &= pos > lens - 1 - sliding_window
+            # Slots past a sequence's length may never have been written and hold NaN,
+            # which a masked-out probability of 0 would still spread (0 * NaN): zero them.
+            host_pos = torch.arange(nb * bs)
+            unwritten = (host_pos >= torch.tensor(meta.seq_lens_host[:nd])[:, None]).view(-1)
+            unwritten = unwritten.nonzero().squeeze(1).to(query.device)
+            meta.cache[key] = (blocks, valid[:, None, None, :], unwritten, nb * bs)
+        blocks, mask, unwritten, L = meta.cache[key]
+        k = _gather_blocks(k_cache, blocks)                                  # [nd*L, kvh, d]
+        v = _gather_blocks(v_cache, blocks)
+        k.index_fill_(0, unwritten, 0.0)
+        v.index_fill_(0, unwritten, 0.0)
+        k = k.view(nd, L, kv_heads, head_dim).transpose(1, 2)                # [nd, kvh, L, d]
+        v = v.view(nd, L, kv_heads, head_dim).transpose(1, 2)
         q = query[:nd].view(nd, kv_heads, group, head_dim)
-        k = kf.index_select(0, idx).view(nd, max_len, kv_heads, head_dim).permute(0, 2, 3, 1)
-        v = vf.index_select(0, idx).view(nd, max_len, kv_heads, head_dim).transpose(1, 2)
-        scores = torch.matmul(q, k) * scale + bias                           # [B, kvh, g, L]
-        probs = torch.softmax(scores.float(), dim=-1).to(v.dtype)
-        out[:nd] = torch.matmul(probs, v).reshape(nd, num_heads, head_dim)
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+        out[:nd] = o.reshape(nd, num_heads, head_dim)
 
     qsl = nd
     for s in range(nd, len(meta.query_lens_host)):
         q_len, kv_len = meta.query_lens_host[s], meta.seq_lens_host[s]
         key = ("prefill", s, sliding_window)
         if key not in meta.cache:
-            slots = _slots(meta.block_tables[s], kv_len, meta.block_size)
+            blocks = meta.block_tables[s, :-(-kv_len // bs)].long()
             mask = None
             if q_len != kv_len or sliding_window is not None:
                 qpos = torch.arange(kv_len - q_len, kv_len, device=query.device)[:, None]
@@ -124,16 +127,14 @@ def paged_attention(query: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
                 mask = kpos <= qpos
                 if sliding_window is not None:
                     mask &= kpos > qpos - sliding_window
-            meta.cache[key] = (slots, mask)
-        slots, mask = meta.cache[key]
-        q = query[qsl:qsl + q_len].transpose(0, 1).unsqueeze(0)             # [1, H, q, d]
-        k = kf.index_select(0, slots).transpose(0, 1)                        # [kvh, L, d]
-        v = vf.index_select(0, slots).transpose(0, 1)
-        if group > 1:
-            k = k.repeat_interleave(group, dim=0)
-            v = v.repeat_interleave(group, dim=0)
-        o = F.scaled_dot_product_attention(q, k.unsqueeze(0), v.unsqueeze(0), attn_mask=mask,
-                                           is_causal=mask is None, scale=scale)
-        out[qsl:qsl + q_len] = o[0].transpose(0, 1)
+            meta.cache[key] = (blocks, mask)
+        blocks, mask = meta.cache[key]
+        # Only the first kv_len gathered slots are read: nothing unwritten.
+        k = _gather_blocks(k_cache, blocks)[:kv_len].transpose(0, 1)         # [kvh, L, d]
+        v = _gather_blocks(v_cache, blocks)[:kv_len].transpose(0, 1)
+        q = query[qsl:qsl + q_len].transpose(0, 1)                           # [H, q, d]
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None,
+                                           scale=scale, enable_gqa=group > 1)
+        out[qsl:qsl + q_len] = o.transpose(0, 1)
         qsl += q_len
     return out
