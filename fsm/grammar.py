@@ -144,9 +144,9 @@ class _Tables:
                     if sym in term_index:
                         a[term_index[sym]] = (True, arg)
                     elif sym != "$END":
-                        g[sym] = arg
+                        g[str(sym)] = arg  # plain str: lark's Token compares slowly
                 else:
-                    red = (False, (arg.origin.name, len(arg.expansion)))
+                    red = (False, (str(arg.origin.name), len(arg.expansion)))
                     if sym == "$END":
                         self.end_action[st] = red
                     elif sym in term_index:
