@@ -49,6 +49,7 @@ class TokenAutomaton:
         self._masks: dict[int, np.ndarray] = {}
         self._counts: dict[int, int] = {}
         self._next: dict[tuple[int, int], int] = {}  # (state, token) -> state, as met
+        self._chains: dict[bytes, dict] = {}  # byte class -> {state: _chain(state)}
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -171,25 +172,9 @@ class TokenAutomaton:
         if counts[t] < LOOP_MIN_BYTES:
             return None
         cls = row == t
-        # Follow the chain while L moves every state to one next state. Rows are read
-        # from the source: expanding each chain state would also make a DFA state of
-        # every other byte's target (a JSON string's escapes and UTF-8 lead bytes).
-        edges = np.flatnonzero(np.diff(np.concatenate([[False], cls, [False]]).astype(np.int8)))
-        runs = list(zip(edges[::2].tolist(), edges[1::2].tolist()))
-        depth, longest, cur = 1, len(cols.count), t
-        settled = True  # tokens made of L longer than `depth` are decided (dead or alive)
-        while depth < longest:
-            nxt = _one_target(dfa.source.row(dfa.keys[cur]), runs)
-            if nxt is None:  # the class splits: longer tokens are walked
-                settled = False
-                break
-            nxt = dfa.state_of(nxt) if nxt is not False else DEAD
-            if nxt == DEAD:  # longer tokens are dead
-                break
-            if nxt == cur:  # a loop: every length is alive
-                depth = longest
-                break
-            cur, depth = nxt, depth + 1
+        longest = len(cols.count)
+        steps, settled = self._chain(t, cls, longest)
+        depth = min(longest, 1 + steps)
         inside = _made_of(cols, cls)
         short = cols.count[depth] if depth < longest else 0  # positions of tokens <= depth bytes
         found = [short + np.flatnonzero(inside[short:])]
@@ -213,6 +198,46 @@ class TokenAutomaton:
             pos, st = pos.take(keep), st.take(keep)
         found.append(pos)  # alive after the last column
         return cols.order.take(np.concatenate(found))
+
+    def _chain(self, t: int, cls: np.ndarray, cap: int) -> tuple[int, bool]:
+        """How many more bytes of class `cls` keep state t alive, each moving every
+        state of the chain to one next state (at most `cap`), and whether longer
+        runs are settled (dead, or alive for ever on a loop) rather than split.
+
+        Rows are read from the source: expanding each chain state would also make a
+        DFA state of every other byte's target (a JSON string's escapes and UTF-8
+        lead bytes). Results are kept per class, so a state whose chain was followed
+        before costs a lookup: a string with maxLength: 10000 walks 81 states once."""
+        memo = self._chains.setdefault(np.packbits(cls).tobytes(), {})
+        dfa = self.dfa
+        runs = None
+        path, cur, end = [], t, None
+        while cur not in memo and len(path) < cap:
+            if runs is None:
+                edges = np.flatnonzero(np.diff(np.concatenate([[False], cls, [False]]).astype(np.int8)))
+                runs = list(zip(edges[::2].tolist(), edges[1::2].tolist()))
+            path.append(cur)
+            nxt = _one_target(dfa.source.row(dfa.keys[cur]), runs)
+            if nxt is None:  # the class splits: longer runs are walked
+                end = (0, False)
+                break
+            nxt = dfa.state_of(nxt) if nxt is not False else DEAD
+            if nxt == DEAD:  # longer runs are dead
+                end = (0, True)
+                break
+            if nxt == cur:  # a loop: every length is alive
+                end = (cap, True)
+                break
+            cur = nxt
+        steps, settled = end if end is not None else memo.get(cur, (0, True))
+        if end is None and cur not in memo:  # the path reached the cap
+            steps = 0
+        if path and end is not None:
+            memo[path.pop()] = (steps, settled)
+        for x in reversed(path):
+            steps = min(cap, steps + 1)
+            memo[x] = (steps, settled)
+        return memo[t]
 
     def _walk_literals(self, heads: list, rest: list) -> np.ndarray:
         """The walk of an alternation whose branches start with literal bytes: each
