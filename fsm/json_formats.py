@@ -112,6 +112,7 @@ def format_term(st, name: str, python: bool = False) -> Term:
     prog = _PROGRAMS.get((name, python))
     if prog is not None:  # built by an earlier compilation: rebuilding it is ~10x cheaper
         t = cache[(name, python)] = st.tb.load(prog)
+        _known_nonempty(st.tb, t)
         return t
     tb = st.tb
     if name == "date":
@@ -155,7 +156,15 @@ def format_term(st, name: str, python: bool = False) -> Term:
         raise KeyError(name)
     cache[(name, python)] = t
     _PROGRAMS[(name, python)] = tb.export(t)
+    _known_nonempty(tb, t)
     return t
+
+
+def _known_nonempty(tb, t: Term) -> None:
+    """Every format has members (tests/ and the JSON suite accept some of each): spare
+    the emptiness search of its intersections."""
+    if t.boolean and hasattr(tb, "nonempty"):
+        tb.nonempty.add(t.id)
 
 
 # (format, python) -> TermBuilder.export program: format terms depend on nothing else

@@ -820,7 +820,11 @@ class _Compiler:
                 parts.append(mt)
         if not parts:
             return nt.number
-        return tb.intersect(parts) if len(parts) > 1 else tb.intersect([parts[0], nt.number])
+        t = tb.intersect(parts) if len(parts) > 1 else tb.intersect([parts[0], nt.number])
+        if mult is None and (lo is None or hi is None or lo[0] < hi[0]
+                             or (lo[0] == hi[0] and not lo[1] and not hi[1])):
+            tb.nonempty.add(t.id)  # an interval of decimals with a member: no search needed
+        return t
 
     def _int_multiple(self, node, m: int, ilo, ihi) -> Term | None:
         tb, nt = self.tb, self.nt
@@ -1396,6 +1400,10 @@ class JsonTermBuilder(TermBuilder):
     empty, and without this rule proving it takes an exhaustive search of dX's states
     (huge for nested values). Also ~nothing = anything and ~anything = nothing."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.nonempty: set[int] = set()  # ids of AND/NOT terms known to have a member
+
     def intersect(self, items) -> Term:
         t = super().intersect(items)
         if t.kind != AND:
@@ -1479,6 +1487,9 @@ class JsonTermSource(TermSource):
         cached = empty.get(t.id)
         if cached is not None:
             return cached
+        if t.id in getattr(self.tb, "nonempty", ()):
+            empty[t.id] = False
+            return False
         k = t.kind
         if k == CONCAT:
             # walk the spine only down to the first part already decided (states share
