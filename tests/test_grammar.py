@@ -349,6 +349,25 @@ def test_shared_masks_equal_fresh_masks(name):
 
 
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_token_steps_equal_byte_walks(name):
+    """GrammarAutomaton.next_state steps a configuration one byte at a time without
+    building rows: it must land in the state the byte DFA's rows lead to."""
+    vocab = grammar_vocab(name)
+    auto = compile_grammar(GRAMMARS[name], vocab)
+    data, rng = vocab.token_bytes, random.Random(4)
+    ids = [t for t in range(len(data)) if data[t]]
+    for _ in range(5):
+        s = auto.start
+        for _ in range(12):
+            live = [t for t in ids if auto.dfa.walk(s, data[t]) != 0]
+            for t in rng.sample(ids, 20) + live[:20]:
+                assert auto.next_state(s, t) == auto.dfa.walk(s, data[t]), data[t]
+            if not live:
+                break
+            s = auto.next_state(s, rng.choice(live))
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
 def test_documents_accepted_and_prefixes_live(name):
     orc = oracle(name)
     auto = compile_grammar(GRAMMARS[name], grammar_vocab(name))
