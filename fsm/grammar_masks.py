@@ -230,6 +230,7 @@ class GrammarMasks:
         self._startable: dict = {}   # LR stack -> terminals that can start there
         self._contexts: dict = {}    # position -> context sets walked (see _context)
         self._first_byte = None
+        self._restart: dict = {}     # (terminal, lexeme id) -> GrammarMasks._restarts
         self._no_first: dict = {}    # lexeme id -> bits of tokens not starting in its row
         self.stats = {"walks": 0, "exact_checks": 0}
 
@@ -375,6 +376,9 @@ class GrammarMasks:
         g = self.g
         seg = g._live_row(x)
         b = None
+        if seg and g.ignored[t] and x.nullable and self._restarts(t, x, seg):
+            b = self._elements[ck] = self.boundary_bits(stack)
+            return b
         if seg:
             ctx = self._context((t, x), stack) if g.ignored[t] else None
             b = self._position_bits(self.lex.position(ctx, t, x), stack, elem)
@@ -389,6 +393,22 @@ class GrammarMasks:
             b = np.zeros(self.width // 32, dtype=np.uint32)
         self._elements[ck] = b
         return b
+
+    def _restarts(self, t: int, x, seg) -> bool:
+        """Whether an ignored lexeme x of terminal t goes on exactly as a new lexeme of
+        t would (`[ \\n]*` after a space of `[ \\n]+`), with no other terminal
+        starting on those bytes: then its element allows what the boundary of its
+        stack allows (the same lexings, the same requirements)."""
+        k = (t, x.id)
+        r = self._restart.get(k)
+        if r is None:
+            g = self.g
+            want = {c: y for a, b, y in seg for c in range(a, b)}
+            starts = {c: items for a, b, items in g.template(frozenset(range(len(g.terms))))
+                      for c in range(a, b) if c in want}
+            r = self._restart[k] = all(starts.get(c) == frozenset(((t, y),))
+                                       for c, y in want.items())
+        return r
 
     def _not_first(self, x, seg) -> np.ndarray:
         """Tokens whose first byte is not in the row `seg` (of lexeme x)."""
