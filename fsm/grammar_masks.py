@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dfa import DEAD, UNKNOWN, LazyDFA
+from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA
 
 # Completed non-ignored terminals a lexing may hold before another one starts: LONG_SEQ
 # in lexer states of at most SMALL_KEY items (unambiguous lexing, e.g. `((((` or
@@ -222,7 +222,9 @@ class GrammarMasks:
     def __init__(self, g, vocab, byte_dfa: LazyDFA, max_states: int):
         self.g, self.vocab, self.byte_dfa = g, vocab, byte_dfa
         self.lex = LexerSource(g)
-        self.dfa = LazyDFA(self.lex, self.lex.dead, max_states)
+        # the lexer DFA depends on the grammar and vocabulary only, not on the output:
+        # it is not held to the configuration cap
+        self.dfa = LazyDFA(self.lex, self.lex.dead, max(max_states, DEFAULT_MAX_STATES))
         self.width = vocab.num_words * 32
         self._plans: dict = {}       # lexer key -> _Plan
         self._boundary: dict = {}    # stack -> bits
