@@ -48,14 +48,17 @@ stacks that differ deeper than the tokens reach share masks. Tokens whose lexing
 complete more terminals than the lexer tracks (ambiguous lexer states) are checked
 one by one on this byte DFA.
 
-Performance (benchmarks/grammar_bench.py --repeat 5, SmolLM2 vocabulary, a loaded
-2-core machine): grammar to first mask 40-120 ms, most of it Lark's grammar loading
-and LALR analysis; time between masks: median 0.1-0.6 ms (a mask copy for a
-configuration seen before, else 0.1-0.3 ms), p99 2-25 ms: the first visit of a lexer
-position is a trie walk (2-30 ms; SQL's case-insensitive keywords and identifiers
-that split into NAME NAME make its lexer states many, up to ~200 ms once).
-Memory: each DFA state (one per configuration reached) keeps its 256-entry row and
-its mask (vocabulary/8 bytes); bound it with `max_states`.
+Performance (benchmarks/grammar_bench.py --repeat 5, SmolLM2 vocabulary, 2 shared
+cores): grammar to first mask 25-45 ms for arithmetic, JSON and the toy language and
+~105 ms for the SQL subset, where Lark's grammar loading and LALR analysis take ~100
+ms (its optionals expand into many rules). Time between masks: median 30-270 µs
+(0.2-0.6x llguidance's, 2x on JSON, where llguidance takes ~15 µs): a mask copy for
+a configuration seen before, else ~50-300 µs. p99 0.8-12 ms: the first visit of each
+lexer position (a handful per grammar) walks the vocabulary trie, 1-20 ms, and the
+SQL boundary's walk over every terminal ~170 ms once.
+Memory: each DFA state (one per configuration reached) keeps its mask (vocabulary/8
+bytes) and, once its row is built, a 256-entry row; bound them with `max_states`.
+Each lexer position walked keeps a class per token (4 bytes x vocabulary).
 
 Lower level, used by recursive JSON Schemas: `compile_cfg` takes BNF rules over
 terminals given as terms.

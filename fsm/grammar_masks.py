@@ -258,7 +258,7 @@ class GrammarMasks:
         classes = np.flatnonzero(present)  # classes[0] is DEAD: never allowed
         remap = np.zeros(dfa.num_states, dtype=np.int64)
         remap[classes] = np.arange(len(classes))
-        token_class = remap.take(final)
+        token_class = remap.take(final).astype(np.int32)
         # requirement tree: node per terminal sequence, parents first
         nodes, parent, term = {(): 0}, [0], [-1]
 
