@@ -186,15 +186,30 @@ class _Plan:
 
 
 def walk_states(dfa: LazyDFA, trie, s: int) -> np.ndarray:
-    """The DFA state at every flat trie node reached from state s (0 below dead)."""
+    """The DFA state at every flat trie node reached from state s (0 below dead).
+
+    A level is computed whole while many of its nodes live (a dead parent is state 0,
+    whose row is all 0: no compaction needed); once few live, only the children of
+    live nodes are visited."""
     dfa.expand(s)
     states = np.zeros(trie.num_nodes + 1, dtype=np.int32)
     b0 = trie.byte[0]
     cur = dfa.table[s].take(b0)
     states[: len(b0)] = cur
-    idx = np.flatnonzero(cur)
-    cur = cur.take(idx)
+    idx = None  # live nodes of the current level (sparse mode); None: the whole level
     for j in range(1, len(trie.byte)):
+        if idx is None:
+            alive = np.count_nonzero(cur)
+            if alive * 8 < len(cur):
+                idx = np.flatnonzero(cur)
+                cur = cur.take(idx)
+            else:
+                pst = cur.take(trie.parent[j]).astype(np.intp)
+                flat = pst * 256 + trie.byte[j]
+                cur = _step_flat(dfa, pst, flat)
+                off = trie.offset[j]
+                states[off: off + len(cur)] = cur
+                continue
         if not idx.size:
             break
         starts = trie.child_start[j - 1].take(idx)
@@ -204,16 +219,21 @@ def walk_states(dfa: LazyDFA, trie, s: int) -> np.ndarray:
             break
         children = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(n)
         pst = np.repeat(cur, sizes).astype(np.intp)
-        flat = pst * 256 + trie.byte[j].take(children)
-        nxt = dfa.table.reshape(-1).take(flat)
-        if nxt.min() == UNKNOWN:
-            for u in np.unique(pst[nxt == UNKNOWN]).tolist():
-                dfa.expand(u)
-            nxt = dfa.table.reshape(-1).take(flat)
+        nxt = _step_flat(dfa, pst, pst * 256 + trie.byte[j].take(children))
         states[trie.offset[j] + children] = nxt
         keep = np.flatnonzero(nxt)
         idx, cur = children.take(keep), nxt.take(keep)
     return states
+
+
+def _step_flat(dfa: LazyDFA, pst: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """table[pst, byte] given flat = pst * 256 + byte, expanding rows met first."""
+    nxt = dfa.table.reshape(-1).take(flat)
+    if nxt.size and nxt.min() == UNKNOWN:
+        for u in np.unique(pst[nxt == UNKNOWN]).tolist():
+            dfa.expand(u)
+        nxt = dfa.table.reshape(-1).take(flat)
+    return nxt
 
 
 class GrammarMasks:
