@@ -179,6 +179,7 @@ class GrammarSource:
         self._ignored_idx = [i for i, ig in enumerate(self.ignored) if ig]
         self._live: dict[int, tuple] = {}
         self._templates: dict = {}  # terminal set -> merged start row (GrammarSource.template)
+        self._all = frozenset(range(len(self.terms)))
         self.root = self._push(tables.start_state, None)
         self.start_key = frozenset({(self.root, -1, tb.empty)})
 
@@ -289,23 +290,26 @@ class GrammarSource:
         """The target of `row(key)` at byte c, without building the whole row (a token
         step needs one byte of each key on its path)."""
         out: set = set()
-        live_row, ignored = self._live_row, self.ignored
+        live_row, ignored, feed = self._live_row, self.ignored, self.feed
+        starting = None  # (terminal, lexeme) of every terminal that starts with c
         for stack, i, x in key:
             y = _at(live_row(x), c)
             if y is not None:
                 out.add((stack, i, y))
             if x.nullable:
                 if i < 0:
-                    r = self._start_row(stack)
+                    nxt = stack
                 elif ignored[i]:
                     if y is not None:  # longest match: no lexeme starts where it goes on
                         continue
-                    r = self._start_row(stack)
+                    nxt = stack
                 else:
-                    r = self._start_row(self.feed(stack, i))
-                t = _at(r, c)
-                if t is not None:
-                    out |= t
+                    nxt = feed(stack, i)
+                if starting is None:
+                    starting = _at(self.template(self._all), c) or ()
+                for j, z in starting:  # as _start_row(nxt) at c, without the whole row
+                    if ignored[j] or feed(nxt, j) is not None:
+                        out.add((nxt, j, z))
         return frozenset(out)
 
     def accepting(self, key) -> bool:
