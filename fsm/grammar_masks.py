@@ -173,12 +173,13 @@ class LexerSource:
 class _Plan:
     """One lexer position walked over the vocabulary: token -> class, and per class
     the requirements (nodes of a tree of terminal sequences) that allow it."""
-    __slots__ = ("token_class", "parent", "term", "cols", "starts", "deep_cols",
+    __slots__ = ("token_class", "parent", "term", "skip", "cols", "starts", "deep_cols",
                  "deep_starts", "has_deep", "cache")
 
-    def __init__(self, token_class, parent, term, cols, starts, deep_cols, deep_starts):
+    def __init__(self, token_class, parent, term, skip, cols, starts, deep_cols, deep_starts):
         self.token_class = token_class
         self.parent, self.term = parent, term       # requirement tree, node 0 = ()
+        self.skip = skip                            # node -> first node after its subtree
         self.cols, self.starts = cols, starts       # CSR: class -> requirement nodes
         self.deep_cols, self.deep_starts = deep_cols, deep_starts
         self.has_deep = deep_cols is not None
@@ -304,28 +305,50 @@ class GrammarMasks:
             per_class.append(req)
             per_class_deep.append(dreq)
             any_deep = any_deep or bool(dreq)
-        false = len(parent)  # sentinel requirement, never met
-        cols, starts = _csr(per_class, false)
+        # preorder (sorted sequences: a prefix comes first, a subtree is contiguous),
+        # so that _met skips the subtree of a sequence the stack does not take
+        seqs = sorted(nodes)
+        new = {seq: k for k, seq in enumerate(seqs)}
+        renum = [0] * len(seqs)
+        for seq, k in nodes.items():
+            renum[k] = new[seq]
+        parent = [0] + [new[q[:-1]] for q in seqs[1:]]
+        term = [-1] + [q[-1] for q in seqs[1:]]
+        skip = [0] * len(seqs)
+        for k in range(len(seqs) - 1, -1, -1):
+            j, q = k + 1, seqs[k]
+            while j < len(seqs) and seqs[j][: len(q)] == q:
+                j = skip[j]
+            skip[k] = j
+        false = len(seqs)  # sentinel requirement, never met
+        cols, starts = _csr([{renum[k] for k in r} for r in per_class], false)
         dcols = dstarts = None
         if any_deep:
-            dcols, dstarts = _csr(per_class_deep, false)
-        return _Plan(token_class, parent, term, cols, starts, dcols, dstarts)
+            dcols, dstarts = _csr([{renum[k] for k in r} for r in per_class_deep], false)
+        return _Plan(token_class, parent, term, skip, cols, starts, dcols, dstarts)
 
     # -- evaluation -------------------------------------------------------------------
     def _met(self, plan: _Plan, stack) -> np.ndarray:
         """Which requirement nodes the stack meets (+ the False sentinel)."""
         feed = self.g.feed
-        st = [stack]
-        append = st.append
-        parent, term = plan.parent, plan.term
-        for k in range(1, len(parent)):
+        parent, term, skip = plan.parent, plan.term, plan.skip
+        n = len(parent)
+        st = [None] * n
+        st[0] = stack
+        met = bytearray(n + 1)
+        met[0] = 1
+        k = 1
+        while k < n:
             x = st[parent[k]]
-            if x is not None:
-                h = x.feed.get(term[k])
-                x = h[0] if h is not None else feed(x, term[k])
-            append(x)
-        append(None)
-        return np.fromiter((x is not None for x in st), dtype=bool, count=len(st))
+            h = x.feed.get(term[k])
+            x = h[0] if h is not None else feed(x, term[k])
+            if x is None:
+                k = skip[k]  # nor does it take any longer sequence with this prefix
+                continue
+            st[k] = x
+            met[k] = 1
+            k += 1
+        return np.frombuffer(met, dtype=bool)
 
     def _position_bits(self, key, stack, elem) -> np.ndarray:
         plan = self._plan(key)
