@@ -28,13 +28,15 @@ class Matcher:
         a = self.automaton
         if self._terminated:
             return False
-        if a.is_eos(token_id):
+        if token_id in a._eos_set:
             if not a.is_accepting(self.state):
                 return False
             self._history.append(self.state)
             self._terminated = True
             return True
-        nxt = a.next_state(self.state, token_id)
+        nxt = a._next.get((self.state, token_id))  # the hot path: a transition met before
+        if nxt is None:
+            nxt = a.next_state(self.state, token_id)
         if nxt == 0:
             return False
         self._history.append(self.state)
@@ -55,13 +57,15 @@ class Matcher:
         """Write the allowed-token bitmask (int32, bit j of word i = token 32*i+j) into
         `row`: a 1-D numpy int32 array or CPU torch int32 tensor of ceil(vocab/32) words.
         After termination only EOS stays allowed."""
-        out = np.asarray(row)
+        out = row if type(row) is np.ndarray else np.asarray(row)
         if self._terminated:
             out[:] = 0
             for e in self.automaton.vocab.eos_ids:
                 out[e >> 5] |= np.int32(np.uint32(1 << (e & 31)).view(np.int32))
             return
-        out[:] = self.automaton.mask(self.state)
+        a = self.automaton
+        mask = a._masks.get(self.state)
+        out[:] = mask if mask is not None else a.mask(self.state)
 
     def next_token_mask(self) -> np.ndarray:
         """The current bitmask (read-only, shared: copy before changing it)."""
