@@ -88,8 +88,9 @@ class ModelRunner:
         Updates each sequence's `num_computed_tokens`.
         """
         self.bind_cache()
-        # Decodes first, so attention can batch them.
-        batch = sorted(batch, key=lambda sn: sn[1] != 1)
+        # Decodes first, so attention can batch them, shortest context first, so that
+        # neighbouring decodes (attended together) have similar lengths.
+        batch = sorted(batch, key=lambda sn: (sn[1] != 1, sn[0].num_computed_tokens))
         input_ids, positions, meta, qsl = self._prepare(batch)
         hidden = self.model(input_ids, positions, meta)
 

@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from engine.attention import AttentionMetadata, paged_attention, store_kv_cache
+from engine.attention import DECODE_GROUP, AttentionMetadata, paged_attention, store_kv_cache
 
 
 def dense_attention(q, k, v, scale, window):
@@ -34,7 +34,9 @@ def test_paged_attention_matches_dense(heads, kv_heads, window):
     torch.manual_seed(0)
     bs, dim, num_blocks = 4, 8, 64
     # (kv_len, q_len): decodes first, then prefills with and without cached context.
-    shapes = [(1, 1), (7, 1), (13, 1), (9, 1), (6, 6), (11, 3), (17, 17), (8, 1 + 7)]
+    # More decodes than one DECODE_GROUP, so several groups are attended.
+    shapes = [(1, 1), (7, 1), (13, 1), (9, 1), (3, 1), (16, 1), (5, 1), (2, 1), (12, 1), (4, 1),
+              (6, 6), (11, 3), (17, 17), (9, 8)]
     k_cache = torch.full((num_blocks, bs, kv_heads, dim), math.nan)
     v_cache = torch.full_like(k_cache, math.nan)
     free = torch.randperm(num_blocks).tolist()
@@ -47,6 +49,7 @@ def test_paged_attention_matches_dense(heads, kv_heads, window):
         tables.append(table)
         keys.append(k)
         values.append(v)
+    assert sum(1 for _, q in shapes if q == 1) > DECODE_GROUP
     width = max(map(len, tables))
     q_lens = [q for _, q in shapes]
     seq_lens = [kv for kv, _ in shapes]
