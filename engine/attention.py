@@ -63,6 +63,13 @@ def store_kv_cache(key: torch.Tensor, value: torch.Tensor, k_cache: torch.Tensor
     vf.index_copy_(0, slot_mapping, value)
 
 
+def _additive(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """0 where visible, -inf elsewhere: SDPA would convert a boolean mask like this on
+    every call, i.e. in every layer; built once per step instead."""
+    return torch.zeros(visible.shape, dtype=dtype, device=visible.device).masked_fill_(
+        ~visible, float("-inf"))
+
+
 def _gather_blocks(cache: torch.Tensor, blocks: torch.Tensor) -> torch.Tensor:
     """Copy whole blocks [n, block_size, kv_heads, dim] out of the cache: one contiguous
     row per block is far cheaper to gather than one per token."""
@@ -98,7 +105,8 @@ def _attend_decodes(query: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
         # which a masked-out probability of 0 would still spread (0 * NaN): zero them.
         unwritten = (torch.arange(nb * bs) >= torch.tensor(lens_host)[:, None]).view(-1)
         unwritten = unwritten.nonzero().squeeze(1).to(query.device)
-        meta.cache[key] = (blocks, valid[:, None, None, :], unwritten, nb * bs)
+        meta.cache[key] = (blocks, _additive(valid[:, None, None, :], query.dtype), unwritten,
+                           nb * bs)
     blocks, mask, unwritten, L = meta.cache[key]
     k = _gather_blocks(k_cache, blocks)                                      # [n*L, kvh, d]
     v = _gather_blocks(v_cache, blocks)
@@ -142,6 +150,7 @@ def paged_attention(query: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
                 mask = kpos <= qpos
                 if sliding_window is not None:
                     mask &= kpos > qpos - sliding_window
+                mask = _additive(mask, query.dtype)
             meta.cache[key] = (blocks, mask)
         blocks, mask = meta.cache[key]
         # Only the first kv_len gathered slots are read: nothing unwritten.

@@ -167,9 +167,11 @@ class RMSNorm(nn.Module):
         return self.weight * x.to(dtype)
 
 
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+    """transformers' `x * cos + rotate_half(x) * sin`, bit for bit, in four kernels:
+    rotate_half(x) = [-x2, x1] and roll(x) = [x2, x1], so the sign lives in
+    signed_sin = [-sin, sin] (negation is exact)."""
+    return x * cos + torch.roll(x, x.shape[-1] // 2, dims=-1) * signed_sin
 
 
 class Attention(nn.Module):
@@ -185,14 +187,15 @@ class Attention(nn.Module):
         self.sliding_window = cfg.sliding_windows[layer]
         self.k_cache = self.v_cache = None   # set by the model runner
 
-    def forward(self, x, cos, sin, meta: AttentionMetadata):
+    def forward(self, x, cos, signed_sin, meta: AttentionMetadata):
         T = x.shape[0]
-        q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
-        q = q.view(T, self.num_heads, self.head_dim)
-        k = k.view(T, self.num_kv_heads, self.head_dim)
-        v = v.view(T, self.num_kv_heads, self.head_dim)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        qkv = self.qkv_proj(x)
+        # q and k side by side take the rotation in one go.
+        qk = qkv[:, :self.q_size + self.kv_size].view(T, self.num_heads + self.num_kv_heads,
+                                                       self.head_dim)
+        qk = apply_rope(qk, cos, signed_sin)
+        q, k = qk[:, :self.num_heads], qk[:, self.num_heads:]
+        v = qkv[:, self.q_size + self.kv_size:].view(T, self.num_kv_heads, self.head_dim)
         store_kv_cache(k, v, self.k_cache, self.v_cache, meta.slot_mapping)
         o = paged_attention(q, self.k_cache, self.v_cache, meta, self.scale, self.sliding_window)
         return self.o_proj(o.reshape(T, self.q_size))
@@ -218,8 +221,8 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, h, cos, sin, meta):
-        h = h + self.self_attn(self.input_layernorm(h), cos, sin, meta)
+    def forward(self, h, cos, signed_sin, meta):
+        h = h + self.self_attn(self.input_layernorm(h), cos, signed_sin, meta)
         return h + self.mlp(self.post_attention_layernorm(h))
 
 
@@ -237,7 +240,7 @@ class CausalLM(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(cfg, i) for i in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
-        self.cos_cache = self.sin_cache = None
+        self.cos_cache = self.signed_sin_cache = None   # [positions, head_dim]; see apply_rope
 
     def build_rope_cache(self, max_positions: int) -> None:
         inv_freq, factor = rope_inv_freq(self.config)
@@ -246,16 +249,18 @@ class CausalLM(nn.Module):
         emb = torch.cat((freqs, freqs), dim=-1)
         dtype, device = self.embed_tokens.weight.dtype, self.embed_tokens.weight.device
         self.cos_cache = (emb.cos() * factor).to(device=device, dtype=dtype)
-        self.sin_cache = (emb.sin() * factor).to(device=device, dtype=dtype)
+        sin = emb.sin() * factor
+        sin[:, :sin.shape[1] // 2].neg_()
+        self.signed_sin_cache = sin.to(device=device, dtype=dtype)
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor,
                 meta: AttentionMetadata) -> torch.Tensor:
         """Hidden states [T, hidden] for a flattened batch of T new tokens."""
         h = self.embed_tokens(input_ids)
         cos = self.cos_cache[positions].unsqueeze(1)
-        sin = self.sin_cache[positions].unsqueeze(1)
+        signed_sin = self.signed_sin_cache[positions].unsqueeze(1)
         for layer in self.layers:
-            h = layer(h, cos, sin, meta)
+            h = layer(h, cos, signed_sin, meta)
         return self.norm(h)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
