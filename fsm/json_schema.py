@@ -198,6 +198,7 @@ class _Compiler:
         self.nonterminals: dict[int, int] = {}  # id(node) -> index
         self.rule_bodies: dict[int, Term] = {}  # index -> term (with markers)
         self.nt, self.st = NumberTerms(tb), StringTerms(tb)
+        self.ws_options = (whitespace, max_whitespace)
         if whitespace == "flexible":
             ws_byte = tb.alt([tb.literal(b" "), tb.literal(b"\t"), tb.literal(b"\n"), tb.literal(b"\r")])
             self.ws = tb.repeat(ws_byte, 0, max_whitespace)
@@ -367,6 +368,9 @@ class _Compiler:
         self._uses_depth()
         canon = self._negated > 0
         t = self._any.get((d, canon))
+        prog_key = (d, self.ws_options)
+        if t is None and not canon and prog_key in _UNIVERSES:  # ~3x cheaper than building
+            t = self._any[(d, canon)] = self.tb.load(_UNIVERSES[prog_key])
         if t is None:
             tb = self.tb
             parts = [self.null, self.boolean, self.nt.number, self.st.any_string]
@@ -380,6 +384,8 @@ class _Compiler:
                     body = tb.optional(tb.concat(pair, tb.star(tb.concat(self.comma, pair))))
                     parts.append(tb.seq([self.open_obj, body, self.close_obj]))
             t = self._any[(d, canon)] = tb.alt(parts)
+            if not canon:  # the cheap universe depends on nothing but d and whitespace
+                _UNIVERSES[prog_key] = tb.export(t)
         return t
 
     def _uses_depth(self) -> None:
@@ -1344,6 +1350,12 @@ def _join(base: str, ref: str) -> str:
 # keywords that may stand beside `type` and `enum` for the enum to be filtered by type
 _TYPED_ENUM_KEYS = {"type", "enum", "title", "description", "$comment", "default", "examples",
                     "deprecated", "readOnly", "writeOnly"}
+
+
+# (depth, (whitespace, max_whitespace)) -> TermBuilder.export program of the cheap
+# universe `_Compiler.any` builds (the values of free positions: every schema that
+# allows extra properties needs one ~20 levels deep)
+_UNIVERSES: dict[tuple, tuple] = {}
 
 
 def _well_typed(types) -> bool:
