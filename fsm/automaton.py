@@ -27,9 +27,9 @@ from .terms import ALT, BYTES, CONCAT, EMPTY, STR, Term, TermBuilder, paused_gc
 from .vocabulary import Vocabulary
 
 
-# A state whose loop class has at least this many bytes gets its mask token by token
-# (TokenAutomaton._loop_tokens) instead of by a trie walk.
-LOOP_MIN_BYTES = 16
+# A state whose byte class chain has at least this many bytes gets its mask token by token
+# (TokenAutomaton._chain_tokens) instead of by a trie walk.
+CHAIN_MIN_BYTES = 16
 
 
 class TokenAutomaton:
@@ -138,9 +138,9 @@ class TokenAutomaton:
             heads, rest = literal_heads(key, self.dfa.source.tb)
             if heads:
                 return self._node_tokens(self._walk_literals(heads, rest))
-        looped = self._loop_tokens(s)
-        if looped is not None:
-            return looped
+        chained = self._chain_tokens(s)
+        if chained is not None:
+            return chained
         return self._node_tokens(self._walk_state(s))
 
     def _node_tokens(self, live: np.ndarray) -> np.ndarray:
@@ -151,7 +151,7 @@ class TokenAutomaton:
             ids = np.concatenate([ids, trie.dup_ids[np.isin(trie.dup_nodes, live)]])
         return ids
 
-    def _loop_tokens(self, s: int) -> np.ndarray | None:
+    def _chain_tokens(self, s: int) -> np.ndarray | None:
         """The live tokens of a state that a wide byte class L moves along a chain of
         states (`[a-z]+` loops on one; a JSON string with maxLength counts down), None
         for other states.
@@ -169,7 +169,7 @@ class TokenAutomaton:
         counts = np.bincount(row)
         counts[DEAD] = 0
         t = int(np.argmax(counts))
-        if counts[t] < LOOP_MIN_BYTES:
+        if counts[t] < CHAIN_MIN_BYTES:
             return None
         cls = row == t
         longest = len(cols.count)

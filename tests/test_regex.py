@@ -314,7 +314,7 @@ def _live_tokens_brute_force(a, s):
 def test_fast_paths_equal_brute_force(smol_vocab):
     """Branches that start with literal bytes descend the vocabulary trie directly
     (TokenAutomaton._walk_literals), states that loop on a wide class test byte sets
-    (TokenAutomaton._loop_tokens); the mask must equal a token-by-token walk."""
+    (TokenAutomaton._chain_tokens); the mask must equal a token-by-token walk."""
     words = [b[1:].decode() for b in smol_vocab.token_bytes[1000:3000:20]
              if b and b[:1] == b" " and b[1:].isalpha() and b[1:].isascii()]
     cases = {
