@@ -206,34 +206,30 @@ class TokenAutomaton:
 
         Rows are read from the source: expanding each chain state would also make a
         DFA state of every other byte's target (a JSON string's escapes and UTF-8
-        lead bytes). Results are kept per class, so a state whose chain was followed
-        before costs a lookup: a string with maxLength: 10000 walks 81 states once."""
+        lead bytes). Exact results are kept per class, so a state whose chain ended
+        (dead, split or loop) within `cap` steps costs a lookup; a longer chain
+        (maxLength: 10000) is read `cap` rows deep on each of its first masks."""
         memo = self._chains.setdefault(np.packbits(cls).tobytes(), {})
+        if t in memo:
+            return memo[t]
         dfa = self.dfa
-        runs = None
-        path, cur, end = [], t, None
-        while cur not in memo and len(path) < cap:
-            if runs is None:
-                edges = np.flatnonzero(np.diff(np.concatenate([[False], cls, [False]]).astype(np.int8)))
-                runs = list(zip(edges[::2].tolist(), edges[1::2].tolist()))
-            path.append(cur)
+        edges = np.flatnonzero(np.diff(np.concatenate([[False], cls, [False]]).astype(np.int8)))
+        runs = list(zip(edges[::2].tolist(), edges[1::2].tolist()))
+        path, cur = [], t
+        while cur not in memo:
+            if len(path) == cap:  # alive longer than any token; the end is unknown: keep nothing
+                return cap, True
             nxt = _one_target(dfa.source.row(dfa.keys[cur]), runs)
             if nxt is None:  # the class splits: longer runs are walked
-                end = (0, False)
-                break
-            nxt = dfa.state_of(nxt) if nxt is not False else DEAD
-            if nxt == DEAD:  # longer runs are dead
-                end = (0, True)
-                break
-            if nxt == cur:  # a loop: every length is alive
-                end = (cap, True)
-                break
-            cur = nxt
-        steps, settled = end if end is not None else memo.get(cur, (0, True))
-        if end is None and cur not in memo:  # the path reached the cap
-            steps = 0
-        if path and end is not None:
-            memo[path.pop()] = (steps, settled)
+                memo[cur] = (0, False)
+            elif nxt is False or (nxt := dfa.state_of(nxt)) == DEAD:  # longer runs are dead
+                memo[cur] = (0, True)
+            elif nxt == cur:  # a loop: every length is alive
+                memo[cur] = (cap, True)
+            else:
+                path.append(cur)
+                cur = nxt
+        steps, settled = memo[cur]
         for x in reversed(path):
             steps = min(cap, steps + 1)
             memo[x] = (steps, settled)

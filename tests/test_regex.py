@@ -339,6 +339,19 @@ def test_fast_paths_equal_brute_force(smol_vocab):
                 _live_tokens_brute_force(a, s), (pattern, prefix)
 
 
+def test_long_chain_masks_stay_exact(smol_vocab):
+    """A bounded repeat longer than any token: the chain shortcut must not remember a
+    partial exploration as the end of the chain (masks ~80 bytes in stay exact)."""
+    a = fsm.compile_regex("[a-z ]{0,300}", smol_vocab, max_states=10**5 + 2)  # own cache slot
+    s = a.start
+    for i in range(120):
+        a.mask(s)  # every state's first mask in turn, as a document would
+        if i in (0, 40, 79, 80, 81, 119):
+            assert set(a.allowed_tokens(s).tolist()) - set(smol_vocab.eos_ids) == \
+                _live_tokens_brute_force(a, s), i
+        s = a.dfa.step(s, ord("a"))
+
+
 def test_matcher_contract():
     vocab = small_vocab([b"a", b"b", b"ab", b"c", b"\xc3", b"\xa9"])
     eos = vocab.eos_ids[0]
