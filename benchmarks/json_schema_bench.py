@@ -154,6 +154,20 @@ def _stats(xs):
     return statistics.median(xs), xs[min(len(xs) - 1, int(0.99 * len(xs)))]
 
 
+def _time_steps(fill, accept, tokens):
+    """Seconds of each step (fill the mask, accept the token) along `tokens`; None as
+    soon as a token is refused."""
+    steps = []
+    for tid in tokens:
+        t0 = time.perf_counter()
+        fill()
+        ok = accept(tid)
+        steps.append(time.perf_counter() - t0)
+        if not ok:
+            return None
+    return steps
+
+
 def bench_ours(vocab, schema, tokens, opts, reps):
     from fsm.json_schema import build_automaton
     ttfm = []
@@ -164,23 +178,14 @@ def bench_ours(vocab, schema, tokens, opts, reps):
         row = np.zeros(vocab.num_words, dtype=np.int32)
         m.fill_next_token_bitmask(row)
         ttfm.append(time.perf_counter() - t0)
-    steps = []
     m = auto.matcher()
-    for tid in tokens + [None]:
-        t0 = time.perf_counter()
-        m.fill_next_token_bitmask(row)
-        ok = m.accept_token(tid if tid is not None else vocab.eos_ids[0])
-        steps.append(time.perf_counter() - t0)
-        if not ok:
-            return min(ttfm), None, None, "REJECTED"
+    steps = _time_steps(lambda: m.fill_next_token_bitmask(row), m.accept_token,
+                        tokens + [vocab.eos_ids[0]])
+    if steps is None:
+        return min(ttfm), None, None, "REJECTED"
     # second pass: warm (masks cached), what a server sees after the first request
-    warm = []
     m = auto.matcher()
-    for tid in tokens:
-        t0 = time.perf_counter()
-        m.fill_next_token_bitmask(row)
-        m.accept_token(tid)
-        warm.append(time.perf_counter() - t0)
+    warm = _time_steps(lambda: m.fill_next_token_bitmask(row), m.accept_token, tokens)
     return min(ttfm), _stats(steps), _stats(warm), ""
 
 
@@ -197,15 +202,8 @@ def bench_xgrammar(tok, vocab_size, schema, tokens, reps):
         m.fill_next_token_bitmask(mask)
         ttfm.append(time.perf_counter() - t0)
     m = xgr.GrammarMatcher(cg)
-    steps = []
-    for tid in tokens:
-        t0 = time.perf_counter()
-        m.fill_next_token_bitmask(mask)
-        ok = m.accept_token(tid)
-        steps.append(time.perf_counter() - t0)
-        if not ok:
-            return min(ttfm), None, "REJECTED"
-    return min(ttfm), _stats(steps), ""
+    steps = _time_steps(lambda: m.fill_next_token_bitmask(mask), m.accept_token, tokens)
+    return (min(ttfm), None, "REJECTED") if steps is None else (min(ttfm), _stats(steps), "")
 
 
 def bench_llguidance(tok, schema, tokens, reps):
@@ -225,15 +223,8 @@ def bench_llguidance(tok, schema, tokens, reps):
     if m.is_error():
         return min(ttfm), None, "ERROR " + m.get_error()[:60]
     m = llguidance.LLMatcher(lltok, grammar)
-    steps = []
-    for tid in tokens:
-        t0 = time.perf_counter()
-        lln.fill_next_token_bitmask(m, mask)
-        ok = m.consume_token(tid)
-        steps.append(time.perf_counter() - t0)
-        if not ok:
-            return min(ttfm), None, "REJECTED"
-    return min(ttfm), _stats(steps), ""
+    steps = _time_steps(lambda: lln.fill_next_token_bitmask(m, mask), m.consume_token, tokens)
+    return (min(ttfm), None, "REJECTED") if steps is None else (min(ttfm), _stats(steps), "")
 
 
 def _outlines_child(q, folder, schema, tokens):
