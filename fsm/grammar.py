@@ -631,16 +631,50 @@ def _warm_lark() -> None:
             lx.has_interegular = saved
 
 
+_IMPORTS: dict = {}  # (dotted path, aliases) -> pristine definitions (see _builder)
+
+
+def _builder():
+    """Lark's GrammarBuilder, remembering what each `%import` of lark's own library
+    (`common.NUMBER`, ...) defines: lark re-parses and re-mangles the whole imported
+    file on every load (~10 ms per grammar). The library files ship with lark and do
+    not change while the process runs; relative imports read the file system and are
+    not remembered."""
+    import os
+    from copy import deepcopy
+
+    from lark.exceptions import GrammarError as LarkGrammarError
+    from lark.load_grammar import EXT, GrammarBuilder
+
+    class Builder(GrammarBuilder):
+        def do_import(self, dotted_path, base_path, aliases, base_mangle=None):
+            if base_path is not None or base_mangle is not None or self.import_paths:
+                return super().do_import(dotted_path, base_path, aliases, base_mangle)
+            k = (dotted_path, tuple(sorted(aliases.items())), self.global_keep_all_tokens)
+            defs = _IMPORTS.get(k)
+            if defs is None:
+                gb = GrammarBuilder(self.global_keep_all_tokens, [])
+                gb.do_import(dotted_path, None, aliases)
+                defs = _IMPORTS[k] = deepcopy(gb._definitions)
+            for name in defs:
+                if name in self._definitions:
+                    raise LarkGrammarError(f"Cannot import '{name}' from "
+                                           f"'{os.path.join(*dotted_path) + EXT}': Symbol already defined.")
+            self._definitions.update(deepcopy(defs))  # the grammar's build may edit its trees
+
+    return Builder(False, [])
+
+
 def load_lark(grammar: str, start: str = "start"):
     """Lark text -> (rules, terminal defs, ignore names), via lark's own loader."""
     from lark.exceptions import LarkError
-    from lark.load_grammar import load_grammar
     _warm_lark()
     if not isinstance(grammar, str):
         raise GrammarError("grammar must be Lark grammar text (a str)")
     try:
-        g, _ = load_grammar(grammar, "<grammar>", None, False)
-        terminals, rules, ignore = g.compile([start], set())
+        b = _builder()
+        b.load_grammar(grammar, "<grammar>")
+        terminals, rules, ignore = b.build().compile([start], set())
     except LarkError as e:
         raise GrammarError(f"invalid grammar: {e}".rstrip()) from None
     return rules, terminals, ignore
