@@ -171,13 +171,15 @@ class LexerSource:
 
 
 class _Plan:
-    """One lexer position walked over the vocabulary: token -> class, and per class
-    the requirements (nodes of a tree of terminal sequences) that allow it."""
-    __slots__ = ("token_class", "parent", "term", "skip", "cols", "starts", "deep_cols",
-                 "deep_starts", "has_deep", "cache")
+    """One lexer position walked over the vocabulary: the live tokens with their class,
+    and per class the requirements (nodes of a tree of terminal sequences) that allow
+    it. Only live tokens are kept: most positions inside a lexeme keep a handful."""
+    __slots__ = ("tokens", "token_class", "parent", "term", "skip", "cols", "starts",
+                 "deep_cols", "deep_starts", "has_deep", "cache")
 
-    def __init__(self, token_class, parent, term, skip, cols, starts, deep_cols, deep_starts):
-        self.token_class = token_class
+    def __init__(self, tokens, token_class, parent, term, skip, cols, starts, deep_cols,
+                 deep_starts):
+        self.tokens, self.token_class = tokens, token_class
         self.parent, self.term = parent, term       # requirement tree, node 0 = ()
         self.skip = skip                            # node -> first node after its subtree
         self.cols, self.starts = cols, starts       # CSR: class -> requirement nodes
@@ -186,45 +188,111 @@ class _Plan:
         self.cache: dict = {}                       # requirement outcomes -> bits
 
 
-def walk_states(dfa: LazyDFA, trie, s: int) -> np.ndarray:
-    """The DFA state at every flat trie node reached from state s (0 below dead).
+# Below this many trie nodes a subtree is walked node by node in Python (numpy costs
+# ~10 µs a level, Python ~1 µs a node; the trie's deep levels hold a few long tokens).
+SMALL_SUBTREE = 512
 
-    A level is computed whole while many of its nodes live (a dead parent is state 0,
-    whose row is all 0: no compaction needed); once few live, only the children of
-    live nodes are visited."""
-    dfa.expand(s)
-    states = np.zeros(trie.num_nodes + 1, dtype=np.int32)
-    b0 = trie.byte[0]
-    cur = dfa.table[s].take(b0)
-    states[: len(b0)] = cur
-    idx = None  # live nodes of the current level (sparse mode); None: the whole level
-    for j in range(1, len(trie.byte)):
-        if idx is None:
-            alive = np.count_nonzero(cur)
-            if alive * 8 < len(cur):
-                idx = np.flatnonzero(cur)
-                cur = cur.take(idx)
-            else:
-                pst = cur.take(trie.parent[j]).astype(np.intp)
-                flat = pst * 256 + trie.byte[j]
-                cur = _step_flat(dfa, pst, flat)
-                off = trie.offset[j]
-                states[off: off + len(cur)] = cur
+
+class TrieWalker:
+    """Walks of the vocabulary trie through a LazyDFA: the live nodes and their states.
+
+    Levels are computed with numpy, whole while most of a level lives (a dead parent is
+    state 0, whose row is all 0), then only the children of live nodes. Small subtrees
+    (the deep levels, or few live nodes) are walked in Python and remembered per
+    (state, node): the DFA is deterministic, and the deep subtrees (long runs of
+    spaces, dashes, string content) are met in the same states by many positions."""
+
+    def __init__(self, dfa: LazyDFA, trie):
+        self.dfa, self.trie = dfa, trie
+        sizes = [len(b) for b in trie.byte]
+        below = [0] * (len(sizes) + 1)  # below[j]: nodes in levels j and deeper
+        for j in range(len(sizes) - 1, -1, -1):
+            below[j] = below[j + 1] + sizes[j]
+        self.below = below
+        self._small: dict = {}  # (state, level, node) -> (flat nodes, states) below it
+
+    def walk(self, s: int) -> tuple:
+        """(flat trie nodes, their states) of every live node reached from state s."""
+        dfa, trie = self.dfa, self.trie
+        nodes, states = [], []
+        if not trie.num_nodes:
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.int32)
+        dfa.expand(s)
+        cur = dfa.table[s].take(trie.byte[0])
+        j, depth = 0, len(trie.byte)
+        while True:  # whole levels
+            live = np.flatnonzero(cur)
+            if not live.size:
+                return _joined(nodes, states)
+            st = cur.take(live)
+            nodes.append(live + trie.offset[j])
+            states.append(st)
+            if j + 1 == depth:
+                return _joined(nodes, states)
+            if live.size * 8 < len(cur) or self.below[j + 1] <= SMALL_SUBTREE:
+                break
+            pst = cur.take(trie.parent[j + 1]).astype(np.intp)
+            j += 1
+            cur = _step_flat(dfa, pst, pst * 256 + trie.byte[j])
+        while j + 1 < depth:  # children of live nodes
+            if int(trie.descendants[j].take(live).sum()) <= SMALL_SUBTREE:
+                self._walk_small(j, live.tolist(), st.tolist(), nodes, states)
+                break
+            starts = trie.child_start[j].take(live)
+            sizes = trie.child_end[j].take(live) - starts
+            n = int(sizes.sum())
+            if n == 0:
+                break
+            children = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(n)
+            pst = np.repeat(st, sizes).astype(np.intp)
+            j += 1
+            nxt = _step_flat(dfa, pst, pst * 256 + trie.byte[j].take(children))
+            keep = np.flatnonzero(nxt)
+            if not keep.size:
+                break
+            live, st = children.take(keep), nxt.take(keep)
+            nodes.append(live + trie.offset[j])
+            states.append(st)
+        return _joined(nodes, states)
+
+    def _walk_small(self, level: int, live: list, sts: list, nodes: list, states: list) -> None:
+        memo = self._small
+        for k, st in zip(live, sts):
+            r = memo.get((st, level, k))
+            if r is None:
+                r = memo[(st, level, k)] = self._subtree(level, k, st)
+            if len(r[0]):
+                nodes.append(r[0])
+                states.append(r[1])
+
+    def _subtree(self, level: int, k: int, st: int) -> tuple:
+        """The live descendants of node k of `level` (in state st), one by one."""
+        dfa, trie = self.dfa, self.trie
+        byte, cstart, cend = trie.lists
+        offset, flat = trie.offset, dfa.table.reshape(-1)
+        out_n, out_s, todo = [], [], [(level, k, st)]
+        while todo:
+            j, k, st = todo.pop()
+            if j + 1 >= len(byte):
                 continue
-        if not idx.size:
-            break
-        starts = trie.child_start[j - 1].take(idx)
-        sizes = trie.child_end[j - 1].take(idx) - starts
-        n = int(sizes.sum())
-        if n == 0:
-            break
-        children = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(n)
-        pst = np.repeat(cur, sizes).astype(np.intp)
-        nxt = _step_flat(dfa, pst, pst * 256 + trie.byte[j].take(children))
-        states[trie.offset[j] + children] = nxt
-        keep = np.flatnonzero(nxt)
-        idx, cur = children.take(keep), nxt.take(keep)
-    return states
+            bj, base = byte[j + 1], st * 256
+            for c in range(cstart[j][k], cend[j][k]):
+                nxt = flat.item(base + bj[c])
+                if nxt == UNKNOWN:
+                    dfa.expand(st)
+                    flat = dfa.table.reshape(-1)
+                    nxt = flat.item(base + bj[c])
+                if nxt:
+                    out_n.append(offset[j + 1] + c)
+                    out_s.append(nxt)
+                    todo.append((j + 1, c, nxt))
+        return np.array(out_n, dtype=np.intp), np.array(out_s, dtype=np.int32)
+
+
+def _joined(nodes: list, states: list) -> tuple:
+    if not nodes:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.int32)
+    return np.concatenate(nodes), np.concatenate(states).astype(np.int32, copy=False)
 
 
 def _step_flat(dfa: LazyDFA, pst: np.ndarray, flat: np.ndarray) -> np.ndarray:
@@ -246,6 +314,7 @@ class GrammarMasks:
         # the lexer DFA depends on the grammar and vocabulary only, not on the output:
         # it is not held to the configuration cap
         self.dfa = LazyDFA(self.lex, self.lex.dead, max(max_states, DEFAULT_MAX_STATES))
+        self.walker = TrieWalker(self.dfa, vocab.trie)
         self.width = vocab.num_words * 32
         self._plans: dict = {}       # lexer key -> _Plan
         self._boundary: dict = {}    # stack -> bits
@@ -267,19 +336,23 @@ class GrammarMasks:
     def _make_plan(self, key) -> _Plan:
         self.stats["walks"] += 1
         trie, dfa, g = self.vocab.trie, self.dfa, self.g
-        s = dfa.state_of(key)
-        n_tok = min(len(trie.node_of_token), self.width)
-        final = np.zeros(self.width, dtype=np.int64)
-        if trie.num_nodes:
-            states = walk_states(dfa, trie, s)
-            final[:n_tok] = states.take(trie.node_of_token[:n_tok])
-        present = np.zeros(dfa.num_states, dtype=bool)
-        present[final] = True
-        present[DEAD] = True
-        classes = np.flatnonzero(present)  # classes[0] is DEAD: never allowed
-        remap = np.zeros(dfa.num_states, dtype=np.int64)
+        nodes, sts = self.walker.walk(dfa.state_of(key))
+        tokens = trie.token_of_node.take(nodes)
+        alive = tokens >= 0
+        if len(trie.dup_nodes):  # tokens with the same bytes as another one
+            dup = np.isin(trie.dup_nodes, nodes)
+            pos = {n: k for k, n in enumerate(nodes.tolist())}
+            tokens = np.concatenate([tokens, trie.dup_ids[dup]])
+            sts = np.concatenate([sts, sts.take([pos[n] for n in trie.dup_nodes[dup].tolist()])])
+            alive = np.concatenate([alive, np.ones(int(dup.sum()), dtype=bool)])
+        alive &= tokens < self.width
+        tokens, sts = tokens[alive], sts[alive]
+        present = np.zeros(dfa.num_states, dtype=bool)  # no sort: a walk keeps ~100k nodes
+        present[sts] = True
+        classes = np.flatnonzero(present)
+        remap = np.zeros(dfa.num_states, dtype=np.intp)
         remap[classes] = np.arange(len(classes))
-        token_class = remap.take(final).astype(np.int32)
+        token_class = remap.take(sts)
         # requirement tree: node per terminal sequence, parents first
         nodes, parent, term = {(): 0}, [0], [-1]
 
@@ -295,13 +368,12 @@ class GrammarMasks:
         per_class, per_class_deep, any_deep = [], [], False
         for u in classes.tolist():
             req, dreq = set(), set()
-            if u != DEAD:
-                for seq, i, _x, kind in dfa.keys[u]:
-                    if kind == DEEP:  # seq stopped growing: only its prefix is known
-                        dreq.add(node(seq))
-                    else:
-                        s0 = _terms(seq)
-                        req.add(node(s0 + (i,) if not ignored[i] else s0))
+            for seq, i, _x, kind in dfa.keys[u]:
+                if kind == DEEP:  # seq stopped growing: only its prefix is known
+                    dreq.add(node(seq))
+                else:
+                    s0 = _terms(seq)
+                    req.add(node(s0 + (i,) if not ignored[i] else s0))
             per_class.append(req)
             per_class_deep.append(dreq)
             any_deep = any_deep or bool(dreq)
@@ -325,7 +397,7 @@ class GrammarMasks:
         dcols = dstarts = None
         if any_deep:
             dcols, dstarts = _csr([{renum[k] for k in r} for r in per_class_deep], false)
-        return _Plan(token_class, parent, term, skip, cols, starts, dcols, dstarts)
+        return _Plan(tokens, token_class, parent, term, skip, cols, starts, dcols, dstarts)
 
     # -- evaluation -------------------------------------------------------------------
     def _met(self, plan: _Plan, stack) -> np.ndarray:
@@ -357,11 +429,12 @@ class GrammarMasks:
         bits = plan.cache.get(ck)
         if bits is None:
             ok = np.logical_or.reduceat(met.take(plan.cols), plan.starts)
-            allowed = ok.take(plan.token_class)
+            allowed = np.zeros(self.width, dtype=bool)
+            allowed[plan.tokens[ok.take(plan.token_class)]] = True
             if plan.has_deep:
                 deep = np.logical_or.reduceat(met.take(plan.deep_cols), plan.deep_starts) & ~ok
                 if deep.any():
-                    allowed |= self._exact(elem, np.flatnonzero(deep.take(plan.token_class)))
+                    allowed |= self._exact(elem, plan.tokens[deep.take(plan.token_class)])
                     return _pack(allowed)  # depends on more of the stack than `met`: not cached
             bits = plan.cache[ck] = _pack(allowed)
         return bits
