@@ -299,7 +299,7 @@ def _step_flat(dfa: LazyDFA, pst: np.ndarray, flat: np.ndarray) -> np.ndarray:
     """table[pst, byte] given flat = pst * 256 + byte, expanding rows met first."""
     nxt = dfa.table.reshape(-1).take(flat)
     if nxt.size and nxt.min() == UNKNOWN:
-        for u in np.unique(pst[nxt == UNKNOWN]).tolist():
+        for u in set(pst[nxt == UNKNOWN].tolist()):
             dfa.expand(u)
         nxt = dfa.table.reshape(-1).take(flat)
     return nxt
