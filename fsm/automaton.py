@@ -23,7 +23,7 @@ from bisect import bisect_left
 import numpy as np
 
 from .dfa import DEAD, DEFAULT_MAX_STATES, LazyDFA, StateSource, TermSource
-from .terms import ALT, BYTES, CONCAT, EMPTY, STR, Term, TermBuilder, paused_gc
+from .terms import ALT, BYTES, CONCAT, EMPTY, REPEAT, STR, Term, TermBuilder, paused_gc
 from .vocabulary import Vocabulary
 
 
@@ -119,6 +119,13 @@ class TokenAutomaton:
 
     def _compute_mask(self, s: int) -> np.ndarray:
         vocab, dfa = self.vocab, self.dfa
+        key = dfa.keys[s]
+        if isinstance(key, Term):  # share the mask of a state that no token tells apart from s
+            twin = clip_repeats(key, dfa.source, len(vocab.columns.count))
+            if twin is not key and (t := dfa.state_of(twin)) != s:
+                mask = self._masks[s] = self.mask(t)
+                self._counts[s] = self._counts[t]
+                return mask
         bits = np.zeros(vocab.num_words * 32, dtype=bool)
         if s != DEAD and vocab.trie.num_nodes:
             bits[self._live_tokens(s)] = True
@@ -173,9 +180,10 @@ class TokenAutomaton:
             return None
         cls = row == t
         longest = len(cols.count)
-        steps, settled = self._chain(t, cls, longest)
-        depth = min(longest, 1 + steps)
         inside = _made_of(cols, cls)
+        k = int(np.argmax(inside))  # the longest token made of the class: the chain needs no more
+        steps, settled = self._chain(t, cls, sum(1 for n in cols.count if n > k) if inside[k] else 0)
+        depth = min(longest, 1 + steps)
         short = cols.count[depth] if depth < longest else 0  # positions of tokens <= depth bytes
         found = [short + np.flatnonzero(inside[short:])]
         rest = ~inside
@@ -349,10 +357,42 @@ class TokenAutomaton:
         nxt = dfa.table.reshape(-1).take(idx)
         if dfa.unexpanded and nxt.size and nxt.min() < 0:  # UNKNOWN: rows not expanded yet
             missing = nxt < 0
-            for u in np.unique(st[missing]).tolist():
+            for u in set(st[missing].tolist()):  # (np.unique imports numpy.ma: 20 ms once)
                 dfa.expand(u)
             nxt[missing] = dfa.table.reshape(-1).take(idx[missing])
         return nxt
+
+
+def clip_repeats(t: Term, source, longest: int) -> Term:
+    """A term with the same prefixes up to `longest` bytes as t, so the same token mask,
+    in which bounded repeats no token can exhaust are unbounded: along a string with
+    maxLength 10000, or an array with maxItems 1000, every state clips to one term,
+    whose mask is computed once. Only the first three parts of t's concatenation are
+    looked at (clipping less is exact too, and this runs on every state's first mask).
+
+    A token of at most `longest` bytes, after parts that take at least m bytes, spans
+    at most B = longest - m bytes of a repeat x{lo,hi} (x non-empty): it can neither
+    tell hi > B from unbounded nor lo > B+1 from B+1 (so both clip together: hi >= lo).
+    Returns t itself if nothing clips."""
+    tb = source.tb
+    parts, x, budget, changed = [], t, longest, False
+    while True:
+        part = head = x.args[0] if x.kind == CONCAT else x
+        if head.kind == REPEAT and not head.args[0].nullable:
+            item, lo, hi = head.args
+            if (hi is not None and hi > budget) or lo > budget + 1:
+                head, changed = tb.repeat(item, min(lo, budget + 1), None), True
+        parts.append(head)
+        budget -= source.minlen(part)
+        x = x.args[1] if x.kind == CONCAT else tb.empty
+        if budget < 0 or x is tb.empty or len(parts) == 3:  # deeper repeats: rare, and the walk costs
+            break
+    if not changed:
+        return t
+    out = x
+    for p in reversed(parts):
+        out = tb.concat(p, out)
+    return out
 
 
 def literal_heads(t: Term, tb: TermBuilder) -> tuple[list, list]:

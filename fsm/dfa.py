@@ -7,8 +7,9 @@ sets of (parser stack, lexeme) pairs. Everything above this module (token masks,
 matchers, the engine) is the same for both.
 
 State 0 is dead (its row is all 0). `table[s, b]` is the next state; the row of a
-state not yet expanded holds UNKNOWN (-1), so a vectorised walk detects missing rows
-with one reduction (`min() < 0`) and expands just those. Arrays grow by doubling, so callers must read
+state not yet expanded holds UNKNOWN (-1) (but for segments a single `step` filled),
+so a vectorised walk detects missing rows with one reduction (`min() < 0`) and expands
+just those. Arrays grow by doubling, so callers must read
 `dfa.table` afresh after calling `expand`.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 from typing import Hashable, Protocol
 
 from .errors import TooLargeError
-from .terms import Term, TermBuilder
+from .terms import ALT, AND, BYTES, CONCAT, NOTHING, REPEAT, STR, Term, TermBuilder
 
 DEFAULT_MAX_STATES = 200_000
 DEAD, UNKNOWN = 0, -1
@@ -39,12 +40,53 @@ class TermSource:
         self.tb, self.max_states = tb, max_states
         self.dead = tb.nothing
         self._empty: dict[int, bool] = {}
+        self._minlen: dict[int, int] = {}
 
     def row(self, t: Term) -> tuple:
         return self.tb.row(t)
 
     def accepting(self, t: Term) -> bool:
         return t.nullable
+
+    def minlen(self, t: Term) -> int:
+        """A lower bound on the length of t's shortest member (exact without AND/NOT)."""
+        memo = self._minlen
+        v = memo.get(t.id)
+        if v is not None:
+            return v
+        stack = [(t, False)]
+        while stack:
+            x, done = stack.pop()
+            if x.id in memo:
+                continue
+            k = x.kind
+            kids = ()
+            if k in (CONCAT, ALT, AND):
+                kids = x.args
+            elif k == REPEAT:
+                kids = (x.args[0],)
+            if not done and any(c.id not in memo for c in kids):
+                stack.append((x, True))
+                stack.extend((c, False) for c in kids if c.id not in memo)
+                continue
+            if k == BYTES:
+                v = 1
+            elif k == STR:
+                v = len(x.args[0])
+            elif k == CONCAT:
+                v = memo[kids[0].id] + memo[kids[1].id]
+            elif k == ALT:
+                v = min(memo[c.id] for c in kids)
+            elif k == REPEAT:
+                v = x.args[1] * memo[kids[0].id]
+            elif k == AND:
+                v = max(memo[c.id] for c in kids)
+            elif k == NOTHING:
+                v = 1 << 30
+            else:  # EMPTY, NOT
+                v = 0 if x.nullable else 1
+            memo[x.id] = v
+        return memo[t.id]
 
     def is_empty(self, t: Term) -> bool:
         """True when no string matches t (only needs a search for AND/NOT terms)."""
@@ -137,9 +179,17 @@ class LazyDFA:
         self.unexpanded -= 1
 
     def step(self, s: int, byte: int) -> int:
-        if not self.expanded[s]:
-            self.expand(s)
-        return int(self.table[s, byte])
+        nxt = int(self.table[s, byte])
+        if nxt == UNKNOWN:  # fill this byte's segment only: a walk needs no sibling states
+            nxt = DEAD
+            for a, b, key in self.source.row(self.keys[s]):
+                if a <= byte < b:
+                    nxt = self.state_of(key)
+                    self.table[s, a:b] = nxt  # (state_of may have grown the table)
+                    break
+            else:
+                self.table[s, byte] = DEAD
+        return nxt
 
     def walk(self, s: int, data: bytes) -> int:
         for b in data:

@@ -1447,49 +1447,6 @@ class JsonTermSource(TermSource):
     shortest member: exact for terms without AND/NOT) heads for the shortest completion,
     which for a JSON prefix is short (close what is open)."""
 
-    def __init__(self, tb: TermBuilder, max_states: int = DEFAULT_MAX_STATES):
-        super().__init__(tb, max_states)
-        self._minlen: dict[int, int] = {}
-
-    def minlen(self, t: Term) -> int:
-        memo = self._minlen
-        v = memo.get(t.id)
-        if v is not None:
-            return v
-        stack = [(t, False)]
-        while stack:
-            x, done = stack.pop()
-            if x.id in memo:
-                continue
-            k = x.kind
-            kids = ()
-            if k in (CONCAT, ALT, AND):
-                kids = x.args
-            elif k == REPEAT:
-                kids = (x.args[0],)
-            if not done and any(c.id not in memo for c in kids):
-                stack.append((x, True))
-                stack.extend((c, False) for c in kids if c.id not in memo)
-                continue
-            if k == BYTES:
-                v = 1
-            elif k == STR:
-                v = len(x.args[0])
-            elif k == CONCAT:
-                v = memo[kids[0].id] + memo[kids[1].id]
-            elif k == ALT:
-                v = min(memo[c.id] for c in kids)
-            elif k == REPEAT:
-                v = x.args[1] * memo[kids[0].id]
-            elif k == AND:
-                v = max(memo[c.id] for c in kids)
-            elif k == NOTHING:
-                v = 1 << 30
-            else:  # EMPTY, NOT
-                v = 0 if x.nullable else 1
-            memo[x.id] = v
-        return memo[t.id]
-
     def is_empty(self, t: Term) -> bool:
         """Structural where possible (a concatenation is empty iff a part is, an
         alternation iff all are...); a search only for AND / NOT subterms."""

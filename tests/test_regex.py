@@ -352,6 +352,31 @@ def test_long_chain_masks_stay_exact(smol_vocab):
         s = a.dfa.step(s, ord("a"))
 
 
+def test_clipped_repeats_keep_masks_exact(smol_vocab):
+    """Bounded repeats no token can exhaust share one mask (automaton.clip_repeats):
+    heads and repeats behind a part, upper and lower bounds, around the clip edge."""
+    # SmolLM2's longest tokens: 80 '#', and a newline with 80 spaces (81 bytes)
+    cases = [  # pattern, prefix, the unit repeated, how many units in (ascending)
+        ("#{0,100}x", b"", b"#", [0, 15, 19, 20, 21, 22, 60, 100]),  # hi crosses 80-81
+        ("(##){90,100}x", b"", b"##", [0, 5, 30, 49, 50, 70, 89, 90, 100]),  # lo clips too
+        ("(##){90,100}x", b"#", b"##", [0, 45]),
+        ("[ \n]{100,}x", b"", b" ", [0, 10, 19, 20, 21, 100]),
+        ('"(é|#){0,200}"', b'"\xc3', b"", [0]),  # the repeat behind a part (mid-character)
+        ('"(é|#){0,200}"', b'"', b"#", [0, 60, 119, 120, 121, 130, 200]),
+        ("(#,){0,1000}z", b"", b"#,", [0, 300]),
+        ("\n {0,79}x", b"", b"", [0]), ("\n {0,81}x", b"", b"", [0]),  # behind a part
+    ]
+    eos = set(smol_vocab.eos_ids)
+    for pattern, prefix, unit, steps in cases:
+        a = fsm.compile_regex(pattern, smol_vocab)
+        s, done = a.dfa.walk(a.start, prefix), 0
+        for i in steps:
+            s, done = a.dfa.walk(s, unit * (i - done)), i
+            assert s != 0, (pattern, prefix, i)
+            assert set(a.allowed_tokens(s).tolist()) - eos == _live_tokens_brute_force(a, s), \
+                (pattern, prefix, i)
+
+
 def test_matcher_contract():
     vocab = small_vocab([b"a", b"b", b"ab", b"c", b"\xc3", b"\xa9"])
     eos = vocab.eos_ids[0]
