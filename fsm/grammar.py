@@ -125,7 +125,7 @@ class _Stack:
     def __init__(self, state: int, parent: "_Stack | None"):
         self.state, self.parent = state, parent
         self.height = 0 if parent is None else parent.height + 1
-        self.feed: dict = {}      # terminal index -> (resulting stack or None,)
+        self.feed: dict = {}      # terminal index -> (resulting stack or None, low)
         self.starts = None        # merged start row (GrammarSource._start_row)
         self.end = None           # accepts $END here?
 
@@ -199,8 +199,15 @@ class GrammarSource:
     def feed(self, stack: _Stack, term: int):
         """The stack after shifting terminal `term` (reductions first); None on error."""
         hit = stack.feed.get(term)
+        return (hit if hit is not None else self.feed_low(stack, term))[0]
+
+    def feed_low(self, stack: _Stack, term: int) -> tuple:
+        """(feed(stack, term), low): `low` is the height of the deepest node of `stack`
+        whose state the step read (reductions pop below the top), so the outcome is
+        the same for every stack with the same states from the top down to `low`."""
+        hit = stack.feed.get(term)
         if hit is None:
-            action, s = self.t.action, stack
+            action, goto, s, low = self.t.action, self.t.goto, stack, stack.height
             while True:
                 act = action[s.state].get(term)
                 if act is None:
@@ -209,9 +216,14 @@ class GrammarSource:
                 if act[0]:
                     out = self._push(act[1], s)
                     break
-                s = self._reduce(s, *act[1])
-            hit = stack.feed[term] = (out,)
-        return hit[0]
+                lhs, n = act[1]
+                for _ in range(n):
+                    s = s.parent
+                if s.height < low:
+                    low = s.height
+                s = self._push(goto[s.state][lhs], s)
+            hit = stack.feed[term] = (out, low)
+        return hit
 
     def accepts_end(self, stack: _Stack) -> bool:
         if stack.end is None:

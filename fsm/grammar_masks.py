@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA
+from .dfa import DEFAULT_MAX_STATES, UNKNOWN, LazyDFA
 
 # Completed non-ignored terminals a lexing may hold before another one starts: LONG_SEQ
 # in lexer states of at most SMALL_KEY items (unambiguous lexing, e.g. `((((` or
@@ -175,7 +175,7 @@ class _Plan:
     and per class the requirements (nodes of a tree of terminal sequences) that allow
     it. Only live tokens are kept: most positions inside a lexeme keep a handful."""
     __slots__ = ("tokens", "token_class", "parent", "term", "skip", "cols", "starts",
-                 "deep_cols", "deep_starts", "has_deep", "cache")
+                 "deep_cols", "deep_starts", "has_deep", "cache", "depth", "by_top")
 
     def __init__(self, tokens, token_class, parent, term, skip, cols, starts, deep_cols,
                  deep_starts):
@@ -186,6 +186,8 @@ class _Plan:
         self.deep_cols, self.deep_starts = deep_cols, deep_starts
         self.has_deep = deep_cols is not None
         self.cache: dict = {}                       # requirement outcomes -> bits
+        self.depth = 0                              # see GrammarMasks._position_bits
+        self.by_top: dict = {}                      # top states of a stack -> bits
 
 
 # Below this many trie nodes a subtree is walked node by node in Python (numpy costs
@@ -287,6 +289,15 @@ class TrieWalker:
                     out_s.append(nxt)
                     todo.append((j + 1, c, nxt))
         return np.array(out_n, dtype=np.intp), np.array(out_s, dtype=np.int32)
+
+
+def _top_states(stack, depth: int) -> tuple:
+    """The states of the stack's top depth+1 nodes (fewer at the bottom)."""
+    out = []
+    while stack is not None and len(out) <= depth:
+        out.append(stack.state)
+        stack = stack.parent
+    return tuple(out)
 
 
 def _joined(nodes: list, states: list) -> tuple:
@@ -400,31 +411,40 @@ class GrammarMasks:
         return _Plan(tokens, token_class, parent, term, skip, cols, starts, dcols, dstarts)
 
     # -- evaluation -------------------------------------------------------------------
-    def _met(self, plan: _Plan, stack) -> np.ndarray:
-        """Which requirement nodes the stack meets (+ the False sentinel)."""
-        feed = self.g.feed
+    def _met(self, plan: _Plan, stack) -> tuple:
+        """Which requirement nodes the stack meets (+ the False sentinel), and the
+        height of the deepest stack node that deciding it read."""
+        feed_low = self.g.feed_low
         parent, term, skip = plan.parent, plan.term, plan.skip
         n = len(parent)
         st = [None] * n
         st[0] = stack
         met = bytearray(n + 1)
         met[0] = 1
-        k = 1
+        k, low = 1, stack.height
         while k < n:
             x = st[parent[k]]
-            h = x.feed.get(term[k])
-            x = h[0] if h is not None else feed(x, term[k])
+            h = x.feed.get(term[k]) or feed_low(x, term[k])
+            if h[1] < low:
+                low = h[1]
+            x = h[0]
             if x is None:
                 k = skip[k]  # nor does it take any longer sequence with this prefix
                 continue
             st[k] = x
             met[k] = 1
             k += 1
-        return np.frombuffer(met, dtype=bool)
+        return np.frombuffer(met, dtype=bool), low
 
     def _position_bits(self, key, stack, elem) -> np.ndarray:
+        """The tokens the position `key` allows under `stack`. Outcomes are cached by
+        the states of the stack's top nodes that deciding them read (plan.depth of
+        them, the most any stack needed so far): nested structure repeats them."""
         plan = self._plan(key)
-        met = self._met(plan, stack)
+        bits = plan.by_top.get(_top_states(stack, plan.depth))
+        if bits is not None:
+            return bits
+        met, low = self._met(plan, stack)
         ck = met.tobytes()
         bits = plan.cache.get(ck)
         if bits is None:
@@ -437,18 +457,32 @@ class GrammarMasks:
                     allowed |= self._exact(elem, plan.tokens[deep.take(plan.token_class)])
                     return _pack(allowed)  # depends on more of the stack than `met`: not cached
             bits = plan.cache[ck] = _pack(allowed)
+        plan.depth = max(plan.depth, stack.height - low)
+        plan.by_top[_top_states(stack, plan.depth)] = bits
         return bits
 
     def _exact(self, elem, ids: np.ndarray) -> np.ndarray:
-        """Tokens `ids` checked one by one on the byte DFA from the element alone."""
+        """Tokens `ids` checked one by one from the element alone, stepping its
+        configuration a byte at a time (GrammarSource.step: no DFA state or row is
+        built for the bytes in between); shared prefixes are stepped once. Elements
+        are only created live, so a token is allowed iff its configuration is not
+        empty."""
         bits = np.zeros(self.width, dtype=bool)
-        dfa = self.byte_dfa
-        st = dfa.state_of(frozenset((elem,)))
-        data = self.vocab.token_bytes
+        step, data = self.g.step, self.vocab.token_bytes
+        keys = {b"": frozenset((elem,))}  # prefix -> configuration
         self.stats["exact_checks"] += len(ids)
         for u in ids.tolist():
-            if u < len(data) and data[u]:
-                bits[u] = dfa.walk(st, data[u]) != DEAD
+            b = data[u] if u < len(data) else None
+            if not b:
+                continue
+            k = len(b)
+            while b[:k] not in keys:
+                k -= 1
+            key = keys[b[:k]]
+            while key and k < len(b):
+                key = keys[b[: k + 1]] = step(key, b[k])
+                k += 1
+            bits[u] = bool(key)
         return bits
 
     def boundary_bits(self, stack) -> np.ndarray:

@@ -299,15 +299,27 @@ def test_masks_equal_brute_force_numpy_walks_and_duplicate_tokens(name, monkeypa
     _check_masks(name, small_vocab(toks))
 
 
-def _check_masks(name, vocab):
+@pytest.mark.parametrize("name", ["arith", "json", "toy"])
+def test_masks_equal_brute_force_deep_nesting(name):
+    """The same along walks that go deep (opening brackets preferred): stacks of
+    different depths with the same top states share their outcomes
+    (GrammarMasks._position_bits), which must stay exact."""
+    openers = {"arith": [b"(", b"((", b"-"], "json": [b"[", b"[[", b'{"', b'": '],
+               "toy": [b"{ ", b"if (", b"("]}[name]
+    toks = sorted(set(grammar_vocab(name, seed=7).token_bytes[:-1]) | set(openers))
+    _check_masks(name, small_vocab(toks), walks=2, steps=24, prefer=openers)
+
+
+def _check_masks(name, vocab, walks=3, steps=14, prefer=()):
     orc = oracle(name)
     auto = compile_grammar(GRAMMARS[name], vocab)
     eos = vocab.eos_ids[0]
     rng = random.Random(1)
+    prefer = {vocab.token_bytes.index(t) for t in prefer}
     checked = 0
-    for walk in range(3):
+    for walk in range(walks):
         m, prefix = auto.matcher(), b""
-        for _ in range(14):
+        for _ in range(steps):
             got = allowed_ids(m.next_token_mask(), vocab.size)
             want = {i for i, t in enumerate(vocab.token_bytes) if t and orc.is_prefix(prefix + t)}
             if orc.is_sentence(prefix):
@@ -318,7 +330,8 @@ def _check_masks(name, vocab):
             choices = sorted(want - {eos})
             if not choices:
                 break
-            t = rng.choice(choices)
+            deeper = sorted(want & prefer)
+            t = rng.choice(deeper if deeper and rng.random() < 0.6 else choices)
             assert m.accept_token(t)
             prefix += vocab.token_bytes[t]
     assert checked >= 20
