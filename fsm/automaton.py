@@ -50,6 +50,7 @@ class TokenAutomaton:
         self._counts: dict[int, int] = {}
         self._next: dict[tuple[int, int], int] = {}  # (state, token) -> state, as met
         self._chains: dict[bytes, dict] = {}  # byte class -> {state: _chain(state)}
+        self._loops: dict[bytes, tuple] = {}  # (class, dead bytes) -> (ids inside, positions to walk)
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -180,6 +181,23 @@ class TokenAutomaton:
             return None
         cls = row == t
         longest = len(cols.count)
+        first = row.take(cols.first)  # the state after each token's first byte
+        if t == s and self._loops_on_utf8(s):
+            # s also loops on every whole UTF-8 character (a JSON string's content): a token
+            # of L's bytes and whole characters (the last maybe cut short) stays alive; one
+            # that also has bytes dead in s (at character boundaries) dies; the others
+            # (a JSON string's quote and escapes) are walked. Shared by all such loops.
+            dead = row == DEAD
+            key = np.packbits(cls).tobytes() + np.packbits(dead).tobytes()
+            if key not in self._loops:
+                wide = cls.copy()
+                wide[0x80:] = True
+                inside = _made_of(cols, wide) & cols.utf8
+                rest = ~_made_of(cols, wide | dead)  # (a token that is not UTF-8 dies too)
+                self._loops[key] = (cols.order.take(np.flatnonzero(inside)), np.flatnonzero(rest))
+            inside_ids, pos = self._loops[key]
+            pos = pos.take(np.flatnonzero(first.take(pos)))
+            return np.concatenate([inside_ids, cols.order.take(self._walk_columns(pos, first.take(pos)))])
         inside = _made_of(cols, cls)
         k = int(np.argmax(inside))  # the longest token made of the class: the chain needs no more
         steps, settled = self._chain(t, cls, sum(1 for n in cols.count if n > k) if inside[k] else 0)
@@ -189,11 +207,16 @@ class TokenAutomaton:
         rest = ~inside
         if not settled:
             rest[:short] = True
-        first = row.take(cols.first)  # the state after each token's first byte
         rest &= first != DEAD
         pos = np.flatnonzero(rest)  # positions, ascending: tokens that end early come last
-        st = first.take(pos)
-        for j in range(1, longest):
+        found.append(self._walk_columns(pos, first.take(pos)))
+        return cols.order.take(np.concatenate(found))
+
+    def _walk_columns(self, pos: np.ndarray, st: np.ndarray) -> np.ndarray:
+        """The positions among `pos` (ascending) of the tokens that stay alive, walked
+        byte column by byte column from states `st`, those after their first bytes."""
+        cols, found = self.vocab.columns, []
+        for j in range(1, len(cols.count)):
             n = cols.count[j]
             k = int(np.searchsorted(pos, n))
             if k < len(pos):  # these tokens have no byte j: they ended alive
@@ -205,7 +228,29 @@ class TokenAutomaton:
             keep = np.flatnonzero(st)
             pos, st = pos.take(keep), st.take(keep)
         found.append(pos)  # alive after the last column
-        return cols.order.take(np.concatenate(found))
+        return np.concatenate(found)
+
+    def _loops_on_utf8(self, s: int) -> bool:
+        """Every whole UTF-8 character leads from s back to s, and every byte that
+        cannot start or continue one there is dead."""
+        dfa = self.dfa
+        row = dfa.table[s]
+        if row[0x80:0xC2].any() or row[0xF5:].any():
+            return False
+        for (a, b), conts in _UTF8_SEQUENCES:
+            u = int(row[a])
+            if u == DEAD or (row[a:b + 1] != u).any():
+                return False
+            for lo, hi in conts:
+                dfa.expand(u)
+                r = dfa.table[u]
+                v = int(r[lo])
+                if v == DEAD or (r[lo:hi + 1] != v).any() or r[:lo].any() or r[hi + 1:].any():
+                    return False
+                u = v
+            if u != s:
+                return False
+        return True
 
     def _chain(self, t: int, cls: np.ndarray, cap: int) -> tuple[int, bool]:
         """How many more bytes of class `cls` keep state t alive, each moving every
@@ -421,6 +466,18 @@ def literal_heads(t: Term, tb: TermBuilder) -> tuple[list, list]:
 
 
 _ALL = (1 << 64) - 1
+
+# Well-formed UTF-8 (Unicode table 3-7): lead bytes, then each continuation byte's range
+_UTF8_SEQUENCES = (
+    ((0xC2, 0xDF), ((0x80, 0xBF),)),
+    ((0xE0, 0xE0), ((0xA0, 0xBF), (0x80, 0xBF))),
+    ((0xE1, 0xEC), ((0x80, 0xBF), (0x80, 0xBF))),
+    ((0xED, 0xED), ((0x80, 0x9F), (0x80, 0xBF))),
+    ((0xEE, 0xEF), ((0x80, 0xBF), (0x80, 0xBF))),
+    ((0xF0, 0xF0), ((0x90, 0xBF), (0x80, 0xBF), (0x80, 0xBF))),
+    ((0xF1, 0xF3), ((0x80, 0xBF),) * 3),
+    ((0xF4, 0xF4), ((0x80, 0x8F), (0x80, 0xBF), (0x80, 0xBF))),
+)
 
 
 def _made_of(cols, cls: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ tokenizer's length; ids past the tokenizer are never allowed.
 from __future__ import annotations
 
 import base64
+import codecs
 import json
 import re
 from dataclasses import dataclass, field
@@ -186,6 +187,7 @@ class TokenColumns:
     byte_sets: tuple
     first: np.ndarray  # column[0] as intp (fast take())
     high: np.ndarray  # byte_sets[2] | byte_sets[3]: the token has a byte >= 128
+    utf8: np.ndarray  # bool: whole UTF-8 characters, the last one possibly cut short
 
     @classmethod
     def build(cls, token_bytes: Sequence[bytes | None]) -> "TokenColumns":
@@ -206,7 +208,18 @@ class TokenColumns:
             np.bitwise_or.at(part, owner[inside], np.left_shift(np.uint64(1), (flat[inside] & 63).astype(np.uint64)))
             byte_sets.append(part)
         first = column[0].astype(np.intp) if depth else np.zeros(0, dtype=np.intp)
-        return cls(order, count, column, tuple(byte_sets), first, byte_sets[2] | byte_sets[3])
+        utf8 = np.array([_utf8_prefix(token_bytes[i]) for i in order.tolist()], dtype=bool)
+        return cls(order, count, column, tuple(byte_sets), first, byte_sets[2] | byte_sets[3], utf8)
+
+
+def _utf8_prefix(data: bytes) -> bool:
+    """data starts at a character boundary and is valid UTF-8 up to a last character
+    that may be cut short (surrogates and overlong forms are invalid)."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
+        return True
+    except UnicodeDecodeError:
+        return False
 
 
 @dataclass(frozen=True)

@@ -329,6 +329,11 @@ def test_fast_paths_equal_brute_force(smol_vocab):
         r"[a-z ]{0,5}x|[a-z ]{3,40}[0-9]{2}": ["", "ab", "abcd"],   # chains that end, split
         r'"([^"\\]|é){0,12}"': ['"', '"abcdefghij', '"ééé'],
         r"[a-z]{2}(a[a-z]*|b[0-9]*)": ["", "q"],   # the class splits two bytes in
+        '[^"\n\t]*"!': ["", "ab", "é"],  # loops on every character but a few ASCII ones
+        '[^"é]*"': ["", "ab"],  # loops on all characters but one: walked
+        "[ -~]*(\u00e9|\u4e2d)*z": ["", "ab"],
+        "[ -~]*([^\\x00-\\x7f][ -~]*)?\t": ["", "ab"],  # a character leaves the loop
+        '[^"' + "".join(chr(0x30 + 64 * i) for i in range(2, 32)) + ']*"': ["", "a"],  # no (C2-DF) B0: °
     }
     for pattern, prefixes in cases.items():
         a = fsm.compile_regex(pattern, smol_vocab)
