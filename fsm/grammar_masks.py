@@ -175,7 +175,7 @@ class _Plan:
     and per class the requirements (nodes of a tree of terminal sequences) that allow
     it. Only live tokens are kept: most positions inside a lexeme keep a handful."""
     __slots__ = ("tokens", "token_class", "parent", "term", "skip", "cols", "starts",
-                 "deep_cols", "deep_starts", "has_deep", "cache", "depth", "by_top")
+                 "deep_cols", "deep_starts", "has_deep", "cache", "depths", "by_top")
 
     def __init__(self, tokens, token_class, parent, term, skip, cols, starts, deep_cols,
                  deep_starts):
@@ -186,8 +186,8 @@ class _Plan:
         self.deep_cols, self.deep_starts = deep_cols, deep_starts
         self.has_deep = deep_cols is not None
         self.cache: dict = {}                       # requirement outcomes -> bits
-        self.depth = 0                              # see GrammarMasks._position_bits
         self.by_top: dict = {}                      # top states of a stack -> bits
+        self.depths: list = []                      # their lengths - 1 (_position_bits)
 
 
 # Below this many trie nodes a subtree is walked node by node in Python (numpy costs
@@ -438,12 +438,16 @@ class GrammarMasks:
 
     def _position_bits(self, key, stack, elem) -> np.ndarray:
         """The tokens the position `key` allows under `stack`. Outcomes are cached by
-        the states of the stack's top nodes that deciding them read (plan.depth of
-        them, the most any stack needed so far): nested structure repeats them."""
+        the states of the stack's top nodes that deciding them read (as many as the
+        deepest reduction reached; any stack with those top states decides alike):
+        nested structure repeats them."""
         plan = self._plan(key)
-        bits = plan.by_top.get(_top_states(stack, plan.depth))
-        if bits is not None:
-            return bits
+        if plan.by_top:
+            top = _top_states(stack, plan.depths[-1])
+            for d in plan.depths:
+                bits = plan.by_top.get(top[: d + 1])
+                if bits is not None:
+                    return bits
         met, low = self._met(plan, stack)
         ck = met.tobytes()
         bits = plan.cache.get(ck)
@@ -457,8 +461,10 @@ class GrammarMasks:
                     allowed |= self._exact(elem, plan.tokens[deep.take(plan.token_class)])
                     return _pack(allowed)  # depends on more of the stack than `met`: not cached
             bits = plan.cache[ck] = _pack(allowed)
-        plan.depth = max(plan.depth, stack.height - low)
-        plan.by_top[_top_states(stack, plan.depth)] = bits
+        d = stack.height - low
+        if d not in plan.depths:
+            plan.depths = sorted(plan.depths + [d])
+        plan.by_top[_top_states(stack, d)] = bits
         return bits
 
     def _exact(self, elem, ids: np.ndarray) -> np.ndarray:
