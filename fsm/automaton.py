@@ -50,7 +50,8 @@ class TokenAutomaton:
         self._counts: dict[int, int] = {}
         self._next: dict[tuple[int, int], int] = {}  # (state, token) -> state, as met
         self._chains: dict[bytes, dict] = {}  # byte class -> {state: _chain(state)}
-        self._loops: dict[bytes, tuple] = {}  # (class, dead bytes) -> (ids inside, positions to walk)
+        self._char_classes: dict[int, tuple | None] = {}  # term id -> _char_class(term)
+        self._runs: dict[bytes, tuple] = {}  # (class, dead bytes) -> _run_tokens' token lists
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -146,6 +147,9 @@ class TokenAutomaton:
             heads, rest = literal_heads(key, self.dfa.source.tb)
             if heads:
                 return self._node_tokens(self._walk_literals(heads, rest))
+            run = self._run_tokens(s, key)
+            if run is not None:
+                return run
         chained = self._chain_tokens(s)
         if chained is not None:
             return chained
@@ -158,6 +162,50 @@ class TokenAutomaton:
         if len(trie.dup_nodes):
             ids = np.concatenate([ids, trie.dup_ids[np.isin(trie.dup_nodes, live)]])
         return ids
+
+    def _run_tokens(self, s: int, key: Term) -> np.ndarray | None:
+        """The live tokens of a state x{lo,hi} R whose item x is a character class (a
+        JSON string's content, `[a-z]{0,50}`, `[^"\\n]*`) that R cannot start with; None
+        for other states.
+
+        A token made of x's one-byte characters (and whole UTF-8 characters, the last maybe
+        cut short, where x takes every one) is alive iff it has at most hi characters;
+        one that also has bytes neither x nor R can start with dies at the first of
+        them. Only tokens with other bytes (a JSON string's quote and escapes) are
+        walked. The token lists are built once per (class, dead bytes)."""
+        tb, cols = self.dfa.source.tb, self.vocab.columns
+        head, after = key.args if key.kind == CONCAT else (key, tb.empty)
+        if head.kind != REPEAT:
+            return None
+        item, _, hi = head.args
+        chars = self._char_classes.get(item.id, False)
+        if chars is False:
+            chars = self._char_classes[item.id] = _char_class(tb, item)
+        if chars is None:
+            return None
+        cls, other = chars
+        follow = np.zeros(256, dtype=bool)
+        for a, b, _ in tb.row(after):
+            follow[a:b] = True
+        if (follow & cls).any():
+            return None
+        dead = ~(cls | other | follow)
+        runs_key = np.packbits(cls).tobytes() + np.packbits(dead).tobytes()
+        entry = self._runs.get(runs_key)
+        if entry is None:
+            pos = np.flatnonzero(_made_of(cols, cls) & cols.utf8)
+            n = cols.chars.take(pos)
+            by_count = np.argsort(n, kind="stable")
+            entry = self._runs[runs_key] = (cols.order.take(pos.take(by_count)), n.take(by_count),
+                                            np.flatnonzero(~_made_of(cols, cls | dead)))
+        ids, counts, pos = entry
+        if hi is not None:
+            ids = ids[: int(np.searchsorted(counts, hi, side="right"))]
+        self.dfa.expand(s)
+        first = self.dfa.table[s].take(cols.first.take(pos))
+        keep = np.flatnonzero(first)
+        pos = pos.take(keep)
+        return np.concatenate([ids, cols.order.take(self._walk_columns(pos, first.take(keep)))])
 
     def _chain_tokens(self, s: int) -> np.ndarray | None:
         """The live tokens of a state that a wide byte class L moves along a chain of
@@ -182,22 +230,6 @@ class TokenAutomaton:
         cls = row == t
         longest = len(cols.count)
         first = row.take(cols.first)  # the state after each token's first byte
-        if t == s and self._loops_on_utf8(s):
-            # s also loops on every whole UTF-8 character (a JSON string's content): a token
-            # of L's bytes and whole characters (the last maybe cut short) stays alive; one
-            # that also has bytes dead in s (at character boundaries) dies; the others
-            # (a JSON string's quote and escapes) are walked. Shared by all such loops.
-            dead = row == DEAD
-            key = np.packbits(cls).tobytes() + np.packbits(dead).tobytes()
-            if key not in self._loops:
-                wide = cls.copy()
-                wide[0x80:] = True
-                inside = _made_of(cols, wide) & cols.utf8
-                rest = ~_made_of(cols, wide | dead)  # (a token that is not UTF-8 dies too)
-                self._loops[key] = (cols.order.take(np.flatnonzero(inside)), np.flatnonzero(rest))
-            inside_ids, pos = self._loops[key]
-            pos = pos.take(np.flatnonzero(first.take(pos)))
-            return np.concatenate([inside_ids, cols.order.take(self._walk_columns(pos, first.take(pos)))])
         inside = _made_of(cols, cls)
         k = int(np.argmax(inside))  # the longest token made of the class: the chain needs no more
         steps, settled = self._chain(t, cls, sum(1 for n in cols.count if n > k) if inside[k] else 0)
@@ -229,28 +261,6 @@ class TokenAutomaton:
             pos, st = pos.take(keep), st.take(keep)
         found.append(pos)  # alive after the last column
         return np.concatenate(found)
-
-    def _loops_on_utf8(self, s: int) -> bool:
-        """Every whole UTF-8 character leads from s back to s, and every byte that
-        cannot start or continue one there is dead."""
-        dfa = self.dfa
-        row = dfa.table[s]
-        if row[0x80:0xC2].any() or row[0xF5:].any():
-            return False
-        for (a, b), conts in _UTF8_SEQUENCES:
-            u = int(row[a])
-            if u == DEAD or (row[a:b + 1] != u).any():
-                return False
-            for lo, hi in conts:
-                dfa.expand(u)
-                r = dfa.table[u]
-                v = int(r[lo])
-                if v == DEAD or (r[lo:hi + 1] != v).any() or r[:lo].any() or r[hi + 1:].any():
-                    return False
-                u = v
-            if u != s:
-                return False
-        return True
 
     def _chain(self, t: int, cls: np.ndarray, cap: int) -> tuple[int, bool]:
         """How many more bytes of class `cls` keep state t alive, each moving every
@@ -478,6 +488,52 @@ _UTF8_SEQUENCES = (
     ((0xF1, 0xF3), ((0x80, 0xBF),) * 3),
     ((0xF4, 0xF4), ((0x80, 0x8F), (0x80, 0xBF), (0x80, 0xBF))),
 )
+
+
+def _char_class(tb: TermBuilder, x: Term) -> tuple | None:
+    """(cls, other) when x is a character class: cls (bool[256]) holds the bytes that
+    are a whole member, with all bytes >= 0x80 when x takes every non-ASCII UTF-8
+    character; other holds the ASCII bytes that start longer members (an escape).
+    None when x takes some non-ASCII characters but not all, or no one-byte member."""
+    cls, other = np.zeros(256, dtype=bool), np.zeros(256, dtype=bool)
+    targets = _targets(tb.row(x))
+    for b, y in enumerate(targets):
+        if y is tb.empty:
+            cls[b] = True
+        elif y is not None:
+            other[b] = True
+    if cls[0x80:].any() or other[0x80:].any():
+        if not _whole_utf8(tb, targets):
+            return None
+        cls[0x80:], other[0x80:] = True, False
+    return (cls, other) if cls.any() else None
+
+
+def _whole_utf8(tb: TermBuilder, targets: list) -> bool:
+    """The non-ASCII bytes of a row (as `_targets`) start exactly the well-formed UTF-8
+    characters, each of which ends the term."""
+    if any(targets[0x80:0xC2]) or any(targets[0xF5:]):
+        return False
+    for (a, b), conts in _UTF8_SEQUENCES:
+        x = targets[a]
+        if x is None or any(y is not x for y in targets[a:b + 1]):
+            return False
+        for lo, hi in conts:
+            row = tb.row(x)
+            if len(row) != 1 or row[0][:2] != (lo, hi + 1):
+                return False
+            x = row[0][2]
+        if x is not tb.empty:
+            return False
+    return True
+
+
+def _targets(row: tuple) -> list:
+    """A derivative row as its target term per byte (None where dead)."""
+    out: list = [None] * 256
+    for a, b, x in row:
+        out[a:b] = [x] * (b - a)
+    return out
 
 
 def _made_of(cols, cls: np.ndarray) -> np.ndarray:

@@ -188,6 +188,7 @@ class TokenColumns:
     first: np.ndarray  # column[0] as intp (fast take())
     high: np.ndarray  # byte_sets[2] | byte_sets[3]: the token has a byte >= 128
     utf8: np.ndarray  # bool: whole UTF-8 characters, the last one possibly cut short
+    chars: np.ndarray  # characters begun (bytes that are not UTF-8 continuations)
 
     @classmethod
     def build(cls, token_bytes: Sequence[bytes | None]) -> "TokenColumns":
@@ -209,7 +210,8 @@ class TokenColumns:
             byte_sets.append(part)
         first = column[0].astype(np.intp) if depth else np.zeros(0, dtype=np.intp)
         utf8 = np.array([_utf8_prefix(token_bytes[i]) for i in order.tolist()], dtype=bool)
-        return cls(order, count, column, tuple(byte_sets), first, byte_sets[2] | byte_sets[3], utf8)
+        chars = np.bincount(owner[(flat & 0xC0) != 0x80], minlength=len(lens)).astype(np.int32)
+        return cls(order, count, column, tuple(byte_sets), first, byte_sets[2] | byte_sets[3], utf8, chars)
 
 
 def _utf8_prefix(data: bytes) -> bool:

@@ -333,6 +333,7 @@ def test_fast_paths_equal_brute_force(smol_vocab):
         '[^"é]*"': ["", "ab"],  # loops on all characters but one: walked
         "[ -~]*(\u00e9|\u4e2d)*z": ["", "ab"],
         "[ -~]*([^\\x00-\\x7f][ -~]*)?\t": ["", "ab"],  # a character leaves the loop
+        "([a-z ]|[^\\x00-\\x7f]!)*\t": ["", "ab"],  # characters that do not end the item
         '[^"' + "".join(chr(0x30 + 64 * i) for i in range(2, 32)) + ']*"': ["", "a"],  # no (C2-DF) B0: °
     }
     for pattern, prefixes in cases.items():
