@@ -102,7 +102,10 @@ class ModelRunner:
                 seqs.append(seq)
         if not seqs:
             return hidden.new_empty(0, self.vocab_size, dtype=torch.float32), []
-        return self.model.compute_logits(hidden[rows]).float(), seqs
+        # A decode-only step samples every row: no need to copy them out first.
+        if len(rows) < hidden.shape[0]:
+            hidden = hidden[rows]
+        return self.model.compute_logits(hidden).float(), seqs
 
     @torch.inference_mode()
     def execute(self, batch: list[tuple[Sequence, int]], eos_ids: set[int]) -> list[SampleResult]:
