@@ -51,7 +51,6 @@ class TokenAutomaton:
         self._next: dict[tuple[int, int], int] = {}  # (state, token) -> state, as met
         self._chains: dict[bytes, dict] = {}  # byte class -> {state: _chain(state)}
         self._char_classes: dict[int, tuple | None] = {}  # term id -> _char_class(term)
-        self._runs: dict[bytes, tuple] = {}  # (class, dead bytes) -> _run_tokens' token lists
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -172,7 +171,7 @@ class TokenAutomaton:
         cut short, where x takes every one) is alive iff it has at most hi characters;
         one that also has bytes neither x nor R can start with dies at the first of
         them. Only tokens with other bytes (a JSON string's quote and escapes) are
-        walked. The token lists are built once per (class, dead bytes)."""
+        walked. The token lists are built once per vocabulary and (class, dead bytes)."""
         tb, cols = self.dfa.source.tb, self.vocab.columns
         head, after = key.args if key.kind == CONCAT else (key, tb.empty)
         if head.kind != REPEAT:
@@ -191,13 +190,13 @@ class TokenAutomaton:
             return None
         dead = ~(cls | other | follow)
         runs_key = np.packbits(cls).tobytes() + np.packbits(dead).tobytes()
-        entry = self._runs.get(runs_key)
+        entry = cols.runs.get(runs_key)  # shared by every constraint on this vocabulary
         if entry is None:
             pos = np.flatnonzero(_made_of(cols, cls) & cols.utf8)
             n = cols.chars.take(pos)
             by_count = np.argsort(n, kind="stable")
-            entry = self._runs[runs_key] = (cols.order.take(pos.take(by_count)), n.take(by_count),
-                                            np.flatnonzero(~_made_of(cols, cls | dead)))
+            entry = cols.runs[runs_key] = (cols.order.take(pos.take(by_count)), n.take(by_count),
+                                           np.flatnonzero(~_made_of(cols, cls | dead)))
         ids, counts, pos = entry
         if hi is not None:
             ids = ids[: int(np.searchsorted(counts, hi, side="right"))]

@@ -110,8 +110,8 @@ def format_term(st, name: str, python: bool = False) -> Term:
     if t is not None:
         return t
     prog = _PROGRAMS.get((name, python))
-    if prog is not None:  # built by an earlier compilation: rebuilding it is ~10x cheaper
-        t = cache[(name, python)] = st.tb.load(prog)
+    if prog is not None:  # built by an earlier compilation: loaded when the output reaches it
+        t = cache[(name, python)] = st.tb.lazy(f"format:{name}:{int(python)}", prog)
         _known_nonempty(st.tb, t)
         return t
     tb = st.tb

@@ -22,7 +22,10 @@ import threading
 from contextlib import contextmanager
 from typing import Iterable, Sequence
 
-NOTHING, EMPTY, BYTES, CONCAT, ALT, REPEAT, AND, NOT, STR = range(9)
+NOTHING, EMPTY, BYTES, CONCAT, ALT, REPEAT, AND, NOT, STR, LAZY = range(10)
+
+# LAZY terms' programs (see TermBuilder.lazy), by name: constant data, shared by builders
+_LAZY_PROGRAMS: dict[str, tuple] = {}
 
 # A derivative row: sorted, disjoint (start, end_exclusive, target) byte segments
 # whose target is not NOTHING. Bytes not covered lead to NOTHING.
@@ -69,7 +72,7 @@ class Term:
         return f"Term#{self.id}({_NAMES[self.kind]})"
 
 
-_NAMES = ["NOTHING", "EMPTY", "BYTES", "CONCAT", "ALT", "REPEAT", "AND", "NOT", "STR"]
+_NAMES = ["NOTHING", "EMPTY", "BYTES", "CONCAT", "ALT", "REPEAT", "AND", "NOT", "STR", "LAZY"]
 
 
 def _children(t: Term) -> tuple:
@@ -215,6 +218,16 @@ class TermBuilder:
             prog.append((x.kind, args, x.nullable, x.boolean, x.size))
         return tuple(prog)
 
+    def lazy(self, name: str, prog: tuple) -> Term:
+        """The term of an `export`ed program, loaded only when its first derivative is
+        needed: a JSON format costs nothing until the output reaches it. `name` must
+        identify `prog` for the whole process."""
+        known = _LAZY_PROGRAMS.setdefault(name, prog)
+        if known is not prog and known != prog:
+            raise ValueError(f"lazy term {name!r} already names another program")
+        _, _, nullable, boolean, size = prog[-1]
+        return self._make(LAZY, (name,), nullable, boolean, size)
+
     def load(self, prog: tuple) -> Term:
         """The term of an `export`ed program, in this builder (interned as usual)."""
         built: list[Term] = []
@@ -261,6 +274,8 @@ class TermBuilder:
             return self._intersect_rows([self.row(c) for c in t.args])
         if k == NOT:
             return self._complement_row(self.row(t.args[0]))
+        if k == LAZY:
+            return self.row(self.load(_LAZY_PROGRAMS[t.args[0]]))
         return ()  # NOTHING, EMPTY
 
     def _union(self, rows: Sequence[Row]) -> Row:

@@ -189,6 +189,7 @@ class TokenColumns:
     high: np.ndarray  # byte_sets[2] | byte_sets[3]: the token has a byte >= 128
     utf8: np.ndarray  # bool: whole UTF-8 characters, the last one possibly cut short
     chars: np.ndarray  # characters begun (bytes that are not UTF-8 continuations)
+    runs: dict = field(default_factory=dict, compare=False)  # TokenAutomaton._run_tokens' lists
 
     @classmethod
     def build(cls, token_bytes: Sequence[bytes | None]) -> "TokenColumns":

@@ -74,19 +74,25 @@ def test_bytes_agree_with_re(pattern, seed):
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(patterns(), patterns(), st.integers(0, 2**32 - 1))
 def test_export_load_keeps_the_language(p1, p2, seed):
-    """TermBuilder.export / load (how JSON formats are built once per process) rebuild
-    the same language in a fresh builder, intersections and complements included."""
+    """TermBuilder.export / load / lazy (how JSON formats are built once per process)
+    rebuild the same language in a fresh builder, intersections and complements included."""
     tb = TermBuilder()
     a, b = regex_to_term(tb, p1), regex_to_term(tb, p2)
     t = tb.alt([tb.intersect([a, tb.complement(b)]), tb.concat(b, tb.repeat(a, 1, 3))])
     fresh = TermBuilder()
     fresh.literal(b"shift the ids")
-    loaded = LazyDFA(TermSource(fresh), fresh.load(tb.export(t)))
+    prog = tb.export(t)
+    loaded = LazyDFA(TermSource(fresh), fresh.load(prog))
+    other = TermBuilder()  # loaded only when a derivative is asked for
+    deferred = other.lazy(f"test:{p1!r}:{p2!r}", prog)
+    assert (deferred.nullable, deferred.boolean) == (t.nullable, t.boolean)
+    deferred = LazyDFA(TermSource(other), other.concat(deferred, other.literal(b"!")))
     rx1, rx2 = re.compile(p1), re.compile(p2)
     for text in strings_near(p1, np.random.default_rng(seed)):
         want = bool(rx1.fullmatch(text)) and not rx2.fullmatch(text) or any(
             rx2.fullmatch(text[:i]) and _repeats(rx1, text[i:], 1, 3) for i in range(len(text) + 1))
         assert dfa_fullmatch(loaded, text) == want, (p1, p2, text)
+        assert dfa_fullmatch(deferred, text + "!") == want, (p1, p2, text)
 
 
 def _repeats(rx, text: str, lo: int, hi: int) -> bool:
