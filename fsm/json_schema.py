@@ -369,8 +369,8 @@ class _Compiler:
         canon = self._negated > 0
         t = self._any.get((d, canon))
         prog_key = (d, self.ws_options)
-        if t is None and not canon and prog_key in _UNIVERSES:  # ~3x cheaper than building
-            t = self._any[(d, canon)] = self.tb.load(_UNIVERSES[prog_key])
+        if t is None and not canon and prog_key in _UNIVERSES:  # loaded when the output reaches it
+            t = self._any[(d, canon)] = self.tb.lazy(f"universe:{prog_key!r}", _UNIVERSES[prog_key])
         if t is None:
             tb = self.tb
             parts = [self.null, self.boolean, self.nt.number, self.st.any_string]
