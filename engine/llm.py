@@ -31,7 +31,8 @@ class CompletionOutput:
     token_ids: list[int]
     finish_reason: str | None          # "stop" | "length" | "constraint" | "error"
     stop_reason: object = None         # the stop string / token id that ended it
-    logprobs: list | None = None       # per token {id: logprob}; None for jump-forward tokens
+    logprobs: list | None = None       # per token {id: logprob}; None for jump-forward
+                                       # tokens that ended the sequence (no forward after them)
     error: str | None = None
 
 

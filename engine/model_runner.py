@@ -4,7 +4,8 @@ One forward per step covers every scheduled sequence: decodes (one token each,
 batched in attention) first, then prefill chunks (any length, possibly after
 cached context). Logits are computed only at each sequence's last position, and
 only for sequences whose whole known token list is now in the cache (a partial
-prefill chunk samples nothing).
+prefill chunk samples nothing); and, for requests that want logprobs, at the
+positions before jump-forward tokens (see _forced_rows).
 """
 from __future__ import annotations
 
@@ -94,18 +95,27 @@ class ModelRunner:
         input_ids, positions, meta, qsl = self._prepare(batch)
         hidden = self.model(input_ids, positions, meta)
 
-        rows, seqs = [], []
+        rows, seqs, forced = [], [], []
         for i, (seq, n) in enumerate(batch):
+            if seq.logprobs is not None:
+                forced.extend(_forced_rows(seq, n, int(qsl[i])))
             seq.num_computed_tokens += n
             if seq.num_computed_tokens == seq.num_tokens:
                 rows.append(int(qsl[i + 1]) - 1)
                 seqs.append(seq)
-        if not seqs:
+        if not seqs and not forced:
             return hidden.new_empty(0, self.vocab_size, dtype=torch.float32), []
         # A decode-only step samples every row: no need to copy them out first.
-        if len(rows) < hidden.shape[0]:
-            hidden = hidden[rows]
-        return self.model.compute_logits(hidden).float(), seqs
+        if forced or len(rows) < hidden.shape[0]:
+            hidden = hidden[rows + [r for _, _, r in forced]]
+        logits = self.model.compute_logits(hidden).float()
+        if forced:
+            lp = torch.log_softmax(logits[len(rows):], dim=-1)
+            for (seq, j, _), row in zip(forced, lp):
+                seq.logprobs[j] = _logprob_entry(row, seq.token_ids[seq.num_prompt_tokens + j],
+                                                 seq.params.logprobs)
+            logits = logits[:len(rows)]
+        return logits, seqs
 
     @torch.inference_mode()
     def execute(self, batch: list[tuple[Sequence, int]], eos_ids: set[int]) -> list[SampleResult]:
@@ -178,14 +188,31 @@ class ModelRunner:
             if i in dead:
                 results.append(SampleResult(s, None))
                 continue
-            lp = None
-            if want_logprobs[i]:
-                t = tokens[i]
-                lp = {t: float(raw_logprobs[i, t])}
-                k = params[i].logprobs
-                if k:
-                    top = torch.topk(raw_logprobs[i], k)
-                    for tid, val in zip(top.indices.tolist(), top.values.tolist()):
-                        lp.setdefault(tid, val)
+            lp = _logprob_entry(raw_logprobs[i], tokens[i], params[i].logprobs) if want_logprobs[i] else None
             results.append(SampleResult(s, tokens[i], lp))
         return results
+
+
+def _forced_rows(seq: Sequence, n: int, start: int):
+    """(seq, output index, flat row) for each jump-forward token of `seq` still without
+    logprobs whose predecessor is among this step's n positions (flat rows from `start`).
+
+    A forced token is appended without a forward, so its logprobs come from the one
+    that next computes its predecessor's position: an extra LM head row, only for
+    requests that asked for logprobs. Forced tokens that end the sequence are never
+    followed by a forward and keep None.
+    """
+    c, p0 = seq.num_computed_tokens, seq.num_prompt_tokens
+    for p in range(max(c, p0 - 1), min(c + n, seq.num_tokens - 1)):   # empty for a decode
+        if seq.logprobs[p + 1 - p0] is None:
+            yield seq, p + 1 - p0, start + p - c
+
+
+def _logprob_entry(logprobs: torch.Tensor, token: int, k: int | None) -> dict:
+    """{token: logprob} for the chosen token first, then the top k (raw model logprobs)."""
+    entry = {token: float(logprobs[token])}
+    if k:
+        top = torch.topk(logprobs, k)
+        for tid, val in zip(top.indices.tolist(), top.values.tolist()):
+            entry.setdefault(tid, val)
+    return entry

@@ -36,7 +36,8 @@ class Sequence:
     finish_reason: str | None = None  # "stop" | "length" | "constraint" | "error"
     stop_reason: Any = None           # the stop string or token id that ended it
     error: str | None = None
-    logprobs: list | None = None      # per output token: {token_id: logprob}, or None when forced
+    logprobs: list | None = None      # per output token: {token_id: logprob}; None for a forced
+                                      # token until the next forward computes it (model_runner)
     # Incremental detokenisation state (engine.detokenizer).
     text: str = ""
     prefix_offset: int = 0

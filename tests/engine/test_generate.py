@@ -178,21 +178,31 @@ def test_bad_constraint_fails_only_its_request(llm, reference):
     assert_all_free(llm)
 
 
-def test_jump_forward_appends_forced_tokens(llm):
+def test_jump_forward_appends_forced_tokens(llm, hf):
     tok = llm.tokenizer
     forced = tok.encode(' {"answer": ', add_special_tokens=False)
     fake, digits, eos = _fake(llm, length=3, forced=forced)
     engine = llm.with_config(block_size=4)
-    out = engine.generate(PROMPTS[0], SamplingParams(max_tokens=MAX_NEW, constraint=fake, logprobs=0),
+    out = engine.generate(PROMPTS[0], SamplingParams(max_tokens=MAX_NEW, constraint=fake, logprobs=2),
                           use_tqdm=False)[0]
     assert out.token_ids[:len(forced)] == forced
     assert out.finish_reason == "constraint" and out.token_ids[-1] == eos
     assert all(t in digits for t in out.token_ids[len(forced):-1])
-    # The first forced token is decided before any forward; later ones are appended after
-    # sampling, without a forward each. Forced positions carry no logprobs.
+    # The first forced token is sampled (the mask allows only it); later ones are
+    # appended after sampling, without a forward each.
     assert engine.stats["forced_tokens"] >= 1
-    assert out.logprobs[len(forced) - 1] is None or len(forced) == 1
     assert engine.stats["steps"] < len(out.token_ids)
+    # Every token, forced ones too, carries the model's logprob at its position (forced
+    # ones from the next forward), as transformers computes it over the whole text.
+    ids = out.prompt_token_ids + out.token_ids
+    with torch.inference_mode():
+        lp = torch.log_softmax(hf(torch.tensor([ids])).logits[0].float(), -1)
+    n0 = len(out.prompt_token_ids)
+    for i, (t, entry) in enumerate(zip(out.token_ids, out.logprobs)):
+        ref = lp[n0 - 1 + i]
+        assert list(entry)[0] == t
+        assert all(abs(v - ref[k].item()) < 1e-3 for k, v in entry.items())
+        assert set(torch.topk(ref, 2).indices.tolist()) <= set(entry)
     assert_all_free(engine)
 
 
