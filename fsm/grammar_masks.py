@@ -175,7 +175,8 @@ class _Plan:
     and per class the requirements (nodes of a tree of terminal sequences) that allow
     it. Only live tokens are kept: most positions inside a lexeme keep a handful."""
     __slots__ = ("tokens", "token_class", "parent", "term", "skip", "cols", "starts",
-                 "deep_cols", "deep_starts", "has_deep", "cache", "depths", "by_top")
+                 "deep_cols", "deep_starts", "has_deep", "cache", "depths", "by_top",
+                 "loop", "loop_class")
 
     def __init__(self, tokens, token_class, parent, term, skip, cols, starts, deep_cols,
                  deep_starts):
@@ -188,11 +189,16 @@ class _Plan:
         self.cache: dict = {}                       # requirement outcomes -> bits
         self.by_top: dict = {}                      # top states of a stack -> bits
         self.depths: list = []                      # their lengths - 1 (_position_bits)
+        self.loop = None                            # tokens of class loop_class (bool
+        self.loop_class = -1                        # per token: TrieWalker.loop_walk)
 
 
 # Below this many trie nodes a subtree is walked node by node in Python (numpy costs
 # ~10 µs a level, Python ~1 µs a node; the trie's deep levels hold a few long tokens).
 SMALL_SUBTREE = 512
+# A walk whose start leads at least this share of the tokens into one state that loops
+# on all their bytes takes TrieWalker.loop_walk.
+LOOP_SHARE = 0.25
 
 
 class TrieWalker:
@@ -204,14 +210,17 @@ class TrieWalker:
     (state, node): the DFA is deterministic, and the deep subtrees (long runs of
     spaces, dashes, string content) are met in the same states by many positions."""
 
-    def __init__(self, dfa: LazyDFA, trie):
-        self.dfa, self.trie = dfa, trie
+    def __init__(self, dfa: LazyDFA, trie, token_bytes, width: int):
+        self.dfa, self.trie, self.token_bytes, self.width = dfa, trie, token_bytes, width
         sizes = [len(b) for b in trie.byte]
         below = [0] * (len(sizes) + 1)  # below[j]: nodes in levels j and deeper
         for j in range(len(sizes) - 1, -1, -1):
             below[j] = below[j + 1] + sizes[j]
         self.below = below
         self._small: dict = {}  # (state, level, node) -> (flat nodes, states) below it
+        self._by_first = None
+        self._classes: dict = {}  # byte class -> TrieWalker._inside
+        self._loops: dict = {}    # (class, bytes to the loop state, live bytes) -> loop_walk's split
 
     def walk(self, s: int) -> tuple:
         """(flat trie nodes, their states) of every live node reached from state s."""
@@ -256,6 +265,110 @@ class TrieWalker:
             nodes.append(live + trie.offset[j])
             states.append(st)
         return _joined(nodes, states)
+
+    def loop_walk(self, s: int, cols):
+        """The walk from state s when most tokens loop in one state (inside a string
+        or a comment): None where no state holds LOOP_SHARE of the tokens, else
+        (tokens, states, looping tokens (bool per token id), u). A token whose first byte leads to u and
+        all of whose bytes are in u's loop class (the bytes that lead u to itself) ends
+        in u: decided for all tokens at once from their byte sets. Only the others are
+        walked, byte column by byte column (TokenColumns; no trie prefixes shared, but
+        they are few: SmolLM2 has ~1000 tokens with a quote, newline or non-ASCII byte)."""
+        dfa, least = self.dfa, LOOP_SHARE * len(cols.order)
+        if not len(cols.order):
+            return None
+        dfa.expand(s)
+        row0 = dfa.table[s]
+        by_first = self._first_counts(cols)
+        share = np.bincount(row0, weights=by_first, minlength=dfa.num_states)
+        share[0] = 0
+        u = int(share.argmax())
+        if not share[u] or share[u] < least:
+            return None
+        dfa.expand(u)
+        cls = dfa.table[u] == u
+        starts_u = row0 == u
+        if by_first[starts_u & cls].sum() < least:
+            return None  # too few tokens start with a byte of the class
+        if any(kind == DEEP for _s, _i, _x, kind in dfa.keys[u]):
+            return None  # a class needing exact checks: its thousands of tokens are not checked
+        live0 = row0 != 0
+        k = (cls.tobytes(), starts_u.tobytes(), live0.tobytes())
+        r = self._loops.get(k)
+        if r is None:  # the same for the positions of one string or comment
+            loops = self._inside(cols, cls) & starts_u.take(cols.first)
+            ids = cols.order[loops]
+            looping = np.zeros(self.width, dtype=bool)
+            looping[ids[ids < self.width]] = True
+            pos = np.flatnonzero(live0.take(cols.first) & ~loops)  # the others, live at byte 1
+            r = self._loops[k] = (looping, len(ids), pos)
+        looping, n_loop, pos = r
+        if n_loop < least:
+            return None
+        st = row0.take(cols.first.take(pos))
+        done_pos, done_st = [], []
+        j = 1
+        while pos.size:
+            n = int(np.searchsorted(pos, cols.count[j])) if j < len(cols.count) else 0
+            done_pos.append(pos[n:])  # tokens of j bytes end here
+            done_st.append(st[n:])
+            if not n:
+                break
+            pos, st = pos[:n], st[:n].astype(np.intp)
+            if n <= 16:  # a few long tokens left: numpy costs ~10 µs a column
+                self._finish(cols, j, pos.tolist(), st.tolist(), done_pos, done_st)
+                break
+            st = _step_flat(dfa, st, st * 256 + cols.column[j].take(pos))
+            live = np.flatnonzero(st)
+            pos, st = pos.take(live), st.take(live)
+            j += 1
+        tokens = cols.order.take(np.concatenate(done_pos)) if done_pos else np.zeros(0, np.intp)
+        sts = np.concatenate(done_st).astype(np.int32) if done_st else np.zeros(0, np.int32)
+        return tokens, sts, looping, u
+
+    def _finish(self, cols, j: int, pos: list, sts: list, done_pos: list, done_st: list):
+        """The column walk of the tokens at positions `pos` (in states `sts`) from
+        byte j on, one token at a time."""
+        dfa, order, data = self.dfa, cols.order, self.token_bytes
+        flat = dfa.table.reshape(-1)
+        out_p, out_s = [], []
+        for p, st in zip(pos, sts):
+            for c in data[order[p]][j:]:
+                nxt = flat.item(st * 256 + c)
+                if nxt == UNKNOWN:
+                    dfa.expand(st)
+                    flat = dfa.table.reshape(-1)
+                    nxt = flat.item(st * 256 + c)
+                st = nxt
+                if not st:
+                    break
+            if st:
+                out_p.append(p)
+                out_s.append(st)
+        done_pos.append(np.array(out_p, dtype=np.intp))
+        done_st.append(np.array(out_s, dtype=np.int32))
+
+    def _inside(self, cols, cls: np.ndarray) -> np.ndarray:
+        """Which tokens (TokenColumns order) have all their bytes in the byte class
+        `cls`; remembered per class (the positions of one string or comment share it)."""
+        k = cls.tobytes()
+        r = self._classes.get(k)
+        if r is None:
+            w = np.packbits(cls, bitorder="little").view("<u8")
+            bs = cols.byte_sets
+            out = (bs[0] & ~w[0]) | (bs[1] & ~w[1])
+            if w[2] or w[3]:
+                out |= (bs[2] & ~w[2]) | (bs[3] & ~w[3])
+            else:  # an ASCII class (the usual one): a byte >= 128 is outside
+                out |= cols.high
+            r = self._classes[k] = out == 0
+        return r
+
+    def _first_counts(self, cols) -> np.ndarray:
+        """How many tokens start with each byte."""
+        if self._by_first is None:
+            self._by_first = np.bincount(cols.first, minlength=256).astype(np.float64)
+        return self._by_first
 
     def _walk_small(self, level: int, live: list, sts: list, nodes: list, states: list) -> None:
         memo = self._small
@@ -325,7 +438,7 @@ class GrammarMasks:
         # the lexer DFA depends on the grammar and vocabulary only, not on the output:
         # it is not held to the configuration cap
         self.dfa = LazyDFA(self.lex, self.lex.dead, max(max_states, DEFAULT_MAX_STATES))
-        self.walker = TrieWalker(self.dfa, vocab.trie)
+        self.walker = TrieWalker(self.dfa, vocab.trie, vocab.token_bytes, vocab.num_words * 32)
         self.width = vocab.num_words * 32
         self._plans: dict = {}       # lexer key -> _Plan
         self._boundary: dict = {}    # stack -> bits
@@ -347,19 +460,28 @@ class GrammarMasks:
     def _make_plan(self, key) -> _Plan:
         self.stats["walks"] += 1
         trie, dfa, g = self.vocab.trie, self.dfa, self.g
-        nodes, sts = self.walker.walk(dfa.state_of(key))
-        tokens = trie.token_of_node.take(nodes)
-        alive = tokens >= 0
-        if len(trie.dup_nodes):  # tokens with the same bytes as another one
-            dup = np.isin(trie.dup_nodes, nodes)
-            pos = {n: k for k, n in enumerate(nodes.tolist())}
-            tokens = np.concatenate([tokens, trie.dup_ids[dup]])
-            sts = np.concatenate([sts, sts.take([pos[n] for n in trie.dup_nodes[dup].tolist()])])
-            alive = np.concatenate([alive, np.ones(int(dup.sum()), dtype=bool)])
-        alive &= tokens < self.width
+        s = dfa.state_of(key)
+        looped = self.walker.loop_walk(s, self.vocab.columns)
+        loop = None
+        if looped is not None:
+            tokens, sts, loop, loop_state = looped
+            alive = tokens < self.width
+        else:
+            nodes, sts = self.walker.walk(s)
+            tokens = trie.token_of_node.take(nodes)
+            alive = tokens >= 0
+            if len(trie.dup_nodes):  # tokens with the same bytes as another one
+                dup = np.isin(trie.dup_nodes, nodes)
+                pos = {n: k for k, n in enumerate(nodes.tolist())}
+                tokens = np.concatenate([tokens, trie.dup_ids[dup]])
+                sts = np.concatenate([sts, sts.take([pos[n] for n in trie.dup_nodes[dup].tolist()])])
+                alive = np.concatenate([alive, np.ones(int(dup.sum()), dtype=bool)])
+            alive &= tokens < self.width
         tokens, sts = tokens[alive], sts[alive]
         present = np.zeros(dfa.num_states, dtype=bool)  # no sort: a walk keeps ~100k nodes
         present[sts] = True
+        if loop is not None:
+            present[loop_state] = True
         classes = np.flatnonzero(present)
         remap = np.zeros(dfa.num_states, dtype=np.intp)
         remap[classes] = np.arange(len(classes))
@@ -408,7 +530,10 @@ class GrammarMasks:
         dcols = dstarts = None
         if any_deep:
             dcols, dstarts = _csr([{renum[k] for k in r} for r in per_class_deep], false)
-        return _Plan(tokens, token_class, parent, term, skip, cols, starts, dcols, dstarts)
+        plan = _Plan(tokens, token_class, parent, term, skip, cols, starts, dcols, dstarts)
+        if loop is not None:
+            plan.loop, plan.loop_class = loop, int(remap[loop_state])
+        return plan
 
     # -- evaluation -------------------------------------------------------------------
     def _met(self, plan: _Plan, stack) -> tuple:
@@ -455,6 +580,8 @@ class GrammarMasks:
             ok = np.logical_or.reduceat(met.take(plan.cols), plan.starts)
             allowed = np.zeros(self.width, dtype=bool)
             allowed[plan.tokens[ok.take(plan.token_class)]] = True
+            if plan.loop is not None and ok[plan.loop_class]:
+                allowed |= plan.loop
             if plan.has_deep:
                 deep = np.logical_or.reduceat(met.take(plan.deep_cols), plan.deep_starts) & ~ok
                 if deep.any():
@@ -573,7 +700,7 @@ class GrammarMasks:
         r = self._no_first.get(x.id)
         if r is None:
             if self._first_byte is None:
-                self._first_byte = _first_bytes(self.vocab.trie, self.width)
+                self._first_byte = _first_bytes(self.vocab.columns, self.width)
             cont = np.zeros(257, dtype=bool)
             for a, b, _ in seg:
                 cont[a:b] = True
@@ -581,18 +708,11 @@ class GrammarMasks:
         return r
 
 
-def _first_bytes(trie, width: int) -> np.ndarray:
-    """Each token's first byte (256 for tokens without bytes), from the trie levels."""
-    first = np.full(trie.num_nodes + 1, 256, dtype=np.int16)
-    if trie.num_nodes:
-        first[: len(trie.byte[0])] = trie.byte[0]
-        for j in range(1, len(trie.byte)):
-            off, n = trie.offset[j], len(trie.byte[j])
-            first[off: off + n] = first.take(trie.parent[j] + trie.offset[j - 1])
-    out = np.full(width, 256, dtype=np.int16)
-    n = min(len(trie.node_of_token), width)
-    out[:n] = first.take(trie.node_of_token[:n])
-    return out
+def _first_bytes(cols, width: int) -> np.ndarray:
+    """Each token's first byte (256 for tokens without bytes)."""
+    out = np.full(max(width, len(cols.order) and int(cols.order.max()) + 1), 256, dtype=np.int16)
+    out[cols.order] = cols.first
+    return out[:width]
 
 
 def _pack(bits: np.ndarray) -> np.ndarray:

@@ -310,6 +310,16 @@ def test_masks_equal_brute_force_deep_nesting(name):
     _check_masks(name, small_vocab(toks), walks=2, steps=24, prefer=openers)
 
 
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_masks_equal_brute_force_loop_walks(name, monkeypatch):
+    """The same with every walk that can take the loop-state shortcut taking it
+    (TrieWalker.loop_walk: tokens that stay in one looping lexer state are decided
+    from their byte sets, the others walked column by column)."""
+    import fsm.grammar_masks as gm
+    monkeypatch.setattr(gm, "LOOP_SHARE", 0.0)
+    _check_masks(name, grammar_vocab(name, seed=5))
+
+
 def _check_masks(name, vocab, walks=3, steps=14, prefer=()):
     orc = oracle(name)
     auto = compile_grammar(GRAMMARS[name], vocab)
