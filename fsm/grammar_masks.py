@@ -444,6 +444,7 @@ class GrammarMasks:
         self._boundary: dict = {}    # stack -> bits
         self._elements: dict = {}    # (stack, terminal, lexeme id) -> bits
         self._startable: dict = {}   # LR stack -> terminals that can start there
+        self._acts: dict = {}        # LR state -> GrammarMasks._actions
         self._contexts: dict = {}    # position -> context sets walked (see _context)
         self._first_byte = None
         self._restart: dict = {}     # (terminal, lexeme id) -> GrammarMasks._restarts
@@ -631,14 +632,25 @@ class GrammarMasks:
         start there gives the same masks (requirements check them), so a walk made for
         a superset is reused; the first walk of a position is for just this stack's
         terminals (a cheap first mask), the second for all terminals (then no more)."""
-        need = self.startable(stack)
         ctxs = self._contexts.setdefault(position, [])
+        acts = self._actions(stack.state)  # a superset of `need`, without parser steps
+        for c in ctxs:
+            if acts <= c:
+                return c
+        need = self.startable(stack)
         for c in ctxs:
             if need <= c:
                 return c
         c = need if not ctxs else frozenset(range(len(self.g.terms)))
         ctxs.append(c)
         return c
+
+    def _actions(self, state: int) -> frozenset:
+        """The terminals LR state `state` has an action on, and the ignored ones."""
+        r = self._acts.get(state)
+        if r is None:
+            r = self._acts[state] = frozenset(list(self.g.t.action[state]) + self.g._ignored_idx)
+        return r
 
     def startable(self, stack) -> frozenset:
         """The terminals that can start at `stack` (ignored ones included)."""
