@@ -7,7 +7,7 @@ sets of (parser stack, lexeme) pairs. Everything above this module (token masks,
 matchers, the engine) is the same for both.
 
 State 0 is dead (its row is all 0). `table[s, b]` is the next state; the row of a
-state not yet expanded holds UNKNOWN (-1) (but for segments a single `step` filled),
+state not yet expanded holds UNKNOWN (-1) (but for bytes a single `step` filled),
 so a vectorised walk detects missing rows with one reduction (`min() < 0`) and expands
 just those. Arrays grow by doubling, so callers must read
 `dfa.table` afresh after calling `expand`.
@@ -29,6 +29,7 @@ class StateSource(Protocol):
     dead: Hashable  # the key of the empty language
 
     def row(self, key) -> tuple: ...
+    # optional: def derive(self, key, byte) -> key: the row's target at byte (dead if none)
     def accepting(self, key) -> bool: ...
     def is_empty(self, key) -> bool: ...  # may be expensive; called once per new key
 
@@ -44,6 +45,9 @@ class TermSource:
 
     def row(self, t: Term) -> tuple:
         return self.tb.row(t)
+
+    def derive(self, t: Term, byte: int) -> Term:
+        return self.tb.derive(t, byte)
 
     def accepting(self, t: Term) -> bool:
         return t.nullable
@@ -180,15 +184,14 @@ class LazyDFA:
 
     def step(self, s: int, byte: int) -> int:
         nxt = int(self.table[s, byte])
-        if nxt == UNKNOWN:  # fill this byte's segment only: a walk needs no sibling states
-            nxt = DEAD
-            for a, b, key in self.source.row(self.keys[s]):
-                if a <= byte < b:
-                    nxt = self.state_of(key)
-                    self.table[s, a:b] = nxt  # (state_of may have grown the table)
-                    break
+        if nxt == UNKNOWN:  # this byte's target only: a walk needs no sibling states
+            key, derive = self.keys[s], getattr(self.source, "derive", None)
+            if derive is None:
+                key = next((k for a, b, k in self.source.row(key) if a <= byte < b), self.source.dead)
             else:
-                self.table[s, byte] = DEAD
+                key = derive(key, byte)
+            nxt = self.state_of(key)
+            self.table[s, byte] = nxt  # (state_of may have grown the table)
         return nxt
 
     def walk(self, s: int, data: bytes) -> int:

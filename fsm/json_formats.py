@@ -133,7 +133,8 @@ def format_term(st, name: str, python: bool = False) -> Term:
         t = st.fullmatch("-?" + DURATION.replace("[0-9]+S", r"[0-9]+(?:\.[0-9]{1,6})?S")
                          .replace("[0-9]+", "[0-9]{1,6}")) if python else st.fullmatch(DURATION)
     elif name == "hostname":
-        t = tb.intersect([st.fullmatch(_HOST_SHAPE), st.length(1, 253)])
+        # the shape is ASCII: count bytes (a one-segment row) rather than UTF-8 characters
+        t = tb.intersect([st.fullmatch(_HOST_SHAPE), tb.repeat(tb.any_byte, 1, 253)])
     elif name == "email":
         local = st.fullmatch(rf"(?:{_ATEXT}+(?:\.{_ATEXT}+)*|{_QUOTED})")
         domain = tb.alt([format_term(st, "hostname", python), st.fullmatch(rf"\[(?:{IPV4}|IPv6:{IPV6})\]")])

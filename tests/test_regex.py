@@ -95,6 +95,24 @@ def test_export_load_keeps_the_language(p1, p2, seed):
         assert dfa_fullmatch(deferred, text + "!") == want, (p1, p2, text)
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(patterns(), patterns(), st.integers(0, 2**32 - 1))
+def test_derive_by_one_byte_equals_the_row(p1, p2, seed):
+    """TermBuilder.derive (a walk's single step) gives the row's target at that byte,
+    before and after the row is known, intersections and complements included."""
+    rng = np.random.default_rng(seed)
+    tb = TermBuilder()
+    a, b = regex_to_term(tb, p1), regex_to_term(tb, p2)
+    todo = [tb.alt([tb.intersect([a, tb.complement(b)]), tb.concat(b, tb.repeat(a, 1, 3))])]
+    for _ in range(12):
+        t = todo.pop(int(rng.integers(len(todo))))
+        byte = int(rng.choice(list(b"a0.\n\xc3\xa9") + [int(rng.integers(256))]))
+        before = tb.derive(t, byte)  # t.row may not be built yet
+        want = next((x for s, e, x in tb.row(t) if s <= byte < e), tb.nothing)
+        assert before is want and tb.derive(t, byte) is want, (p1, p2, byte)
+        todo += [x for _, _, x in tb.row(t)] or [t]
+
+
 def _repeats(rx, text: str, lo: int, hi: int) -> bool:
     """text is lo..hi consecutive full matches of rx."""
     if not text:  # the rest of the repeats may match the empty string
