@@ -445,7 +445,8 @@ class GrammarMasks:
         self._elements: dict = {}    # (stack, terminal, lexeme id) -> bits
         self._startable: dict = {}   # LR stack -> terminals that can start there
         self._acts: dict = {}        # LR state -> GrammarMasks._actions
-        self._contexts: dict = {}    # position -> context sets walked (see _context)
+        self._all = frozenset(range(len(g.terms)))
+        self._contexts: list = []    # boundary context sets walked (see _context)
         self._first_byte = None
         self._restart: dict = {}     # (terminal, lexeme id) -> GrammarMasks._restarts
         self._no_first: dict = {}    # lexeme id -> bits of tokens not starting in its row
@@ -622,17 +623,19 @@ class GrammarMasks:
     def boundary_bits(self, stack) -> np.ndarray:
         b = self._boundary.get(stack)
         if b is None:
-            key = self.lex.boundary(self._context(None, stack))
+            key = self.lex.boundary(self._context(stack))
             b = self._boundary[stack] = self._position_bits(key, stack, (stack, -1, self.g.tb.empty))
         return b
 
-    def _context(self, position, stack) -> frozenset:
-        """The set of terminals a walk for `stack` starts with (boundary: position None;
-        an ignored lexeme: (terminal, lexeme)). Any superset of the terminals that can
-        start there gives the same masks (requirements check them), so a walk made for
-        a superset is reused; the first walk of a position is for just this stack's
-        terminals (a cheap first mask), the second for all terminals (then no more)."""
-        ctxs = self._contexts.setdefault(position, [])
+    def _context(self, stack) -> frozenset:
+        """The set of terminals a boundary walk for `stack` starts with. Any superset of
+        the terminals that can start there gives the same masks (requirements check
+        them), so a walk made for a superset is reused; the first walk is for just this
+        stack's terminals (a cheap first mask), the second for all terminals (then no
+        more). An ignored lexeme's position is walked for all terminals at once: the
+        lexer states after it are then the boundary's, shared, and a comment is walked
+        once per lexeme, not once per context."""
+        ctxs = self._contexts
         acts = self._actions(stack.state)  # a superset of `need`, without parser steps
         for c in ctxs:
             if acts <= c:
@@ -641,7 +644,7 @@ class GrammarMasks:
         for c in ctxs:
             if need <= c:
                 return c
-        c = need if not ctxs else frozenset(range(len(self.g.terms)))
+        c = need if not ctxs else self._all
         ctxs.append(c)
         return c
 
@@ -677,7 +680,7 @@ class GrammarMasks:
             b = self._elements[ck] = self.boundary_bits(stack)
             return b
         if seg:
-            ctx = self._context((t, x), stack) if g.ignored[t] else None
+            ctx = self._all if g.ignored[t] else None
             b = self._position_bits(self.lex.position(ctx, t, x), stack, elem)
         if x.nullable:
             nxt = stack if g.ignored[t] else g.feed(stack, t)
