@@ -19,16 +19,25 @@ into one item per count). A token's final lexer state is its *class*; a class is
 allowed under a stack iff one of its items' requirements holds: the stack takes
 seq + (terminal,) in turn (reductions, shift) without error. Requirements are
 checked per mask with the parser's cached steps (shared prefixes once), then a
-class-to-token gather gives the mask; the mask is cached per pattern of outcomes.
+class-to-token gather gives the mask; the mask is cached per pattern of outcomes, and
+per the states of the stack's top nodes that the parser steps read (a parser step
+records how deep its reductions went), so a new stack whose top looks like one seen
+before (nesting) costs a lookup.
 
-Walks start from the terminals that can start at the stack (a walk made for a
-superset is reused; the second walk of a position takes every terminal, so a
-position is walked at most twice); after a completed terminal t only the terminals
-in `follows[t]` start. Sequences grow freely in unambiguous lexer states (`((((`,
-`"}]}`); in ambiguous ones (identifiers and case-insensitive keywords) after one or
-no completed terminal a lexing becomes a sticky DEEP marker, and the tokens whose only
-lexings are marked are checked exactly, one by one, on the byte DFA. Masks are thus
-exact.
+The walk (`TrieWalker`) keeps only live nodes: levels whole with numpy while most of
+a level lives, then the children of live nodes, and small subtrees (the trie's deep
+levels) node by node in Python, remembered per (state, node). Where most tokens go
+into one lexer state that loops on all their bytes (inside a string or a comment),
+they are decided at once from their byte sets and only the others are walked.
+
+Boundary walks start from the terminals that can start at the stack (a walk made for
+a superset is reused; the second boundary walk takes every terminal, so the boundary
+is walked at most twice; an ignored lexeme's position takes every terminal at once);
+after a completed terminal t only the terminals in `follows[t]` start. Sequences grow
+freely in unambiguous lexer states (`((((`, `"}]}`); in ambiguous ones (identifiers
+and case-insensitive keywords) after one or no completed terminal a lexing becomes a
+sticky DEEP marker, and the tokens whose only lexings are marked are checked exactly,
+one by one, by stepping the element's configuration. Masks are thus exact.
 
 An element whose lexeme can end here also allows what the boundary after it allows
 (the stack after the terminal; for an %ignore'd terminal, the same stack, minus the
