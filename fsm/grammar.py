@@ -46,19 +46,23 @@ then costs a few cached parser steps (does the stack take those terminal sequenc
 a class-to-token gather and ORs of packed rows; outcomes are cached per pattern, so
 stacks that differ deeper than the tokens reach share masks. Tokens whose lexings
 complete more terminals than the lexer tracks (ambiguous lexer states) are checked
-one by one on this byte DFA.
+one by one, stepping the configuration (`step`) from the element.
 
-Performance (benchmarks/grammar_bench.py --repeat 5, SmolLM2 vocabulary, 2 shared
-cores): grammar to first mask 25-45 ms for arithmetic, JSON and the toy language and
-~105 ms for the SQL subset, where Lark's grammar loading and LALR analysis take ~100
-ms (its optionals expand into many rules). Time between masks: median 30-270 µs
-(0.2-0.6x llguidance's, 2x on JSON, where llguidance takes ~15 µs): a mask copy for
-a configuration seen before, else ~50-300 µs. p99 0.8-12 ms: the first visit of each
-lexer position (a handful per grammar) walks the vocabulary trie, 1-20 ms, and the
-SQL boundary's walk over every terminal ~170 ms once.
+Performance (benchmarks/grammar_bench.py --repeat 3, SmolLM2 vocabulary, 2 cores
+shared with other work, so +-50%): grammar to first mask 16-28 ms for arithmetic and
+JSON, 33-40 ms for the toy language, 70-125 ms for the SQL subset, where Lark's grammar
+loading (~33 ms; its library imports are parsed once per process) and LALR analysis
+(~50 ms: its optionals expand into 64 alternatives of one rule) dominate. Time between
+masks: median 25-260 µs, 0.1-0.5x llguidance's but 1.5x on JSON (24-38 µs against
+16-25): a mask copy for a configuration seen before, else ~20-300 µs. p99 0.35-0.65 ms
+for arithmetic and JSON, ~2 ms for the toy language (comment and string positions,
+~1-2 ms each on first visit), 6-40 ms for SQL, whose keyword/identifier lexer states
+are many: its boundary's walk over every terminal takes ~150 ms once, a keyword's
+position 5-10 ms (~100 new lexer states).
 Memory: each DFA state (one per configuration reached) keeps its mask (vocabulary/8
 bytes) and, once its row is built, a 256-entry row; bound them with `max_states`.
-Each lexer position walked keeps a class per token (4 bytes x vocabulary).
+Each lexer position walked keeps its live tokens with their class (16 bytes each; a
+string or comment position keeps its looping tokens as one byte per vocabulary entry).
 
 Lower level, used by recursive JSON Schemas: `compile_cfg` takes BNF rules over
 terminals given as terms.
