@@ -451,27 +451,51 @@ def clip_repeats(t: Term, source, longest: int) -> Term:
 
 def literal_heads(t: Term, tb: TermBuilder) -> tuple[list, list]:
     """t's branches as (literal bytes, the rest) where a branch starts with literal bytes;
-    the other branches (but the empty string) in a list beside."""
-    heads, rest = [], []
+    the other branches (but the empty string) in a list beside. A literal followed by
+    an alternation of literal-headed words (a trie: TermBuilder.words) yields each
+    whole word, so masks look words up whole."""
+    heads: list = []
+    rest: list = []
     for k in (t.args if t.kind == ALT else (t,)):
-        parts, x = [], k
-        while True:
-            h = x.args[0] if x.kind == CONCAT else x
-            if h.kind == STR:
-                parts.append(h.args[0])
-            elif h.kind == BYTES and h.args[0] == h.args[1]:
-                parts.append(bytes((h.args[0],)))
-            else:
-                break
-            if x.kind != CONCAT:
-                x = tb.empty
-                break
-            x = x.args[1]
-        if parts:
-            heads.append((b"".join(parts), x))
-        elif k.kind != EMPTY:
-            rest.append(k)
+        _literal_words(k, tb, b"", None, heads, rest)
     return heads, rest
+
+
+def _literal_words(k: Term, tb: TermBuilder, prefix: bytes, after: Term | None,
+                   heads: list, rest: list) -> None:
+    """literal_heads' work for one branch k, which follows `prefix` and precedes `after`."""
+    parts, x = [prefix], k
+    while True:
+        h = x.args[0] if x.kind == CONCAT else x
+        if h.kind == STR:
+            parts.append(h.args[0])
+        elif h.kind == BYTES and h.args[0] == h.args[1]:
+            parts.append(bytes((h.args[0],)))
+        elif h.kind == ALT and all(_starts_literal(c) for c in h.args):
+            tail = x.args[1] if x.kind == CONCAT else tb.empty
+            tail = tail if after is None else tb.concat(tail, after)
+            for c in h.args:
+                _literal_words(c, tb, b"".join(parts), tail, heads, rest)
+            return
+        else:
+            break
+        if x.kind != CONCAT:
+            x = tb.empty
+            break
+        x = x.args[1]
+    if after is not None:
+        x = tb.concat(x, after)
+    word = b"".join(parts)
+    if word:
+        heads.append((word, x))
+    elif x.kind != EMPTY:
+        rest.append(x)
+
+
+def _starts_literal(t: Term) -> bool:
+    """t is the empty string or starts with literal bytes."""
+    h = t.args[0] if t.kind == CONCAT else t
+    return h.kind in (STR, EMPTY) or (h.kind == BYTES and h.args[0] == h.args[1])
 
 
 _ALL = (1 << 64) - 1

@@ -473,7 +473,7 @@ class _Compiler:
             # only `type` beside the values: keep the values of those types (every term
             # accepts the same texts of a value, so this equals the intersection, without
             # an emptiness search of it at compile time)
-            return tb.alt(self.const(v, d) for v in node["enum"] if _has_type(v, node.get("type")))
+            return self._enum([self.const(v, d) for v in node["enum"] if _has_type(v, node.get("type"))])
         parts: list[Term] = []
         typed = self._typed(node, d, budget)
         if typed is not None:
@@ -483,7 +483,7 @@ class _Compiler:
         if "enum" in node:
             if not isinstance(node["enum"], list):
                 raise SchemaError("enum must be an array", "enum", self.ptr(node))
-            parts.append(tb.alt(self.const(v, d) for v in node["enum"]))
+            parts.append(self._enum([self.const(v, d) for v in node["enum"]]))
         if "$ref" in node:
             target = self._resolve(node, node["$ref"])
             parts.append(self.value(target, d, budget))
@@ -666,6 +666,11 @@ class _Compiler:
         return False
 
     # -- const / enum ----------------------------------------------------------------
+    def _enum(self, consts: list[Term]) -> Term:
+        """An enum's values: those that are one literal text as a trie (TermBuilder.words)."""
+        texts = [c.args[0] for c in consts if c.kind == STR]
+        return self.tb.alt([self.tb.words(texts)] + [c for c in consts if c.kind != STR])
+
     def const(self, v, d: int) -> Term:
         tb = self.tb
         if v is None:

@@ -154,6 +154,42 @@ class TermBuilder:
         return self._make(ALT, kids, any(c.nullable for c in kids), any(c.boolean for c in kids),
                           1 + sum(c.size for c in kids))
 
+    def words(self, items: Iterable[bytes]) -> Term:
+        """The alternation of byte strings, as a trie: words that share a prefix share
+        one STR of it, so a derivative touches one branch (a flat alternation of 50
+        enum values would rebuild all 50 per byte). Masks still see whole words
+        (automaton.literal_heads reads through the trie). Building one costs about
+        twice a flat alternation: JSON enums use it (a document walks on through
+        them), regex word lists do not (the bench's 200 words: 2.3 -> 3.7 ms TTFM).
+
+        >>> tb = TermBuilder()
+        >>> tb.words([b"country-1", b"country-22"]) is tb.concat(
+        ...     tb.literal(b"country-"), tb.alt([tb.literal(b"1"), tb.literal(b"22")]))
+        True
+        """
+        ws = sorted(set(items))
+        if ws and len(ws[-1]) > 256 and max(map(len, ws)) > 256:  # (recursion: one level per fork)
+            return self.alt(self.literal(w) for w in ws)
+
+        def build(lo: int, hi: int, depth: int) -> Term:  # ws[lo:hi] share ws[lo][:depth]
+            branches, i = [], lo
+            if len(ws[i]) == depth:
+                branches.append(self.empty)
+                i += 1
+            while i < hi:
+                j, b = i, ws[i][depth]
+                while j < hi and ws[j][depth] == b:
+                    j += 1
+                first, last = ws[i], ws[j - 1]  # sorted: their common prefix is the group's
+                end = depth + 1
+                while end < min(len(first), len(last)) and first[end] == last[end]:
+                    end += 1
+                branches.append(self.concat(self.literal(first[depth:end]), build(i, j, end)))
+                i = j
+            return self.alt(branches)
+
+        return build(0, len(ws), 0) if ws else self.nothing
+
     def repeat(self, x: Term, lo: int, hi: int | None) -> Term:
         """x{lo,hi}; hi=None means unbounded."""
         if hi is not None and hi < lo:

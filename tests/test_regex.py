@@ -369,6 +369,23 @@ def test_fast_paths_equal_brute_force(smol_vocab):
                 _live_tokens_brute_force(a, s), (pattern, prefix)
 
 
+def test_enum_tries_keep_masks_exact(smol_vocab):
+    """JSON enums (and regex word lists) are tries (TermBuilder.words); masks read them
+    as whole words (literal_heads), followed by the rest of the document."""
+    from fsm.json_schema import build_automaton
+    schema = {"type": "object", "properties": {
+        "c": {"enum": [f"country-{i}" for i in range(30)] + ["count", "co", "the", "then", 12, 123]},
+        "n": {"type": "integer"}}, "required": ["c", "n"], "additionalProperties": False}
+    toy = small_vocab([b'"co",', b'"country-1"', b'"country-12",', b'12,"', b'123,"n', b'"the', b'n",'])
+    for vocab in (smol_vocab, toy):  # toy: tokens that run past a whole word
+        a = build_automaton(schema, vocab)
+        for prefix in ['{"c":', '{"c":"', '{"c":"co', '{"c":"country-1', '{"c":1', '{"c":"the']:
+            s = a.dfa.walk(a.start, prefix.encode())
+            assert s != 0
+            assert set(a.allowed_tokens(s).tolist()) - set(vocab.eos_ids) == \
+                _live_tokens_brute_force(a, s), prefix
+
+
 def test_long_chain_masks_stay_exact(smol_vocab):
     """A bounded repeat longer than any token: the chain shortcut must not remember a
     partial exploration as the end of the chain (masks ~80 bytes in stay exact)."""
