@@ -1,16 +1,21 @@
 """A byte DFA lifted to the tokens of one vocabulary: the compiled constraint.
 
-Per-state token masks are computed on a state's first visit, the cheapest of three
+Per-state token masks are computed on a state's first visit, the cheapest of four
 ways that applies (all exact; tests compare each with a token-by-token walk):
-- branches that start with literal bytes (word lists, JSON keys and punctuation):
-  each literal is looked up in the vocabulary trie; only what runs past it is walked;
-- a state that a wide byte class moves along a chain of states (`[a-z]+`, a JSON
-  string, with or without maxLength): a token made of the class is alive iff the
-  chain survives its length, decided for all tokens at once from their byte sets;
-  only the other tokens are walked, byte column by byte column;
+- branches that start with literal bytes (word lists, JSON keys, punctuation, enum
+  tries): each literal is looked up in the vocabulary trie; only what runs past it
+  is walked;
+- a run of a character class, x{lo,hi} then something x's characters cannot start (a
+  JSON string's content, `[a-z]{0,50}`): a token of x's characters is alive iff it
+  has at most hi of them, decided for all tokens at once; only tokens with other
+  bytes (a quote, an escape) are walked, byte column by byte column;
+- a state that a wide byte class moves along a chain of states: a token made of the
+  class is alive iff the chain survives its length; the others are walked;
 - otherwise the vocabulary trie is walked level by level (numpy), dropping nodes as
   soon as they die; most die at their first byte.
-Masks are cached per state, so a state's later visits cost a copy.
+States that no token can tell apart share one mask (`clip_repeats`: along a string
+with maxLength 10000 every state clips to one). Masks are cached per state, so a
+state's later visits cost a copy.
 
 A TokenAutomaton is logically immutable: its lazy caches are filled under a lock, so
 one instance is shared by any number of requests and threads.
