@@ -197,10 +197,9 @@ class TokenAutomaton:
         runs_key = np.packbits(cls).tobytes() + np.packbits(dead).tobytes()
         entry = cols.runs.get(runs_key)  # shared by every constraint on this vocabulary
         if entry is None:
-            pos = np.flatnonzero(_made_of(cols, cls) & cols.utf8)
-            n = cols.chars.take(pos)
-            by_count = np.argsort(n, kind="stable")
-            entry = cols.runs[runs_key] = (cols.order.take(pos.take(by_count)), n.take(by_count),
+            inside = _made_of(cols, cls) & cols.utf8
+            pos = cols.by_chars.compress(inside.take(cols.by_chars))  # by character count
+            entry = cols.runs[runs_key] = (cols.order.take(pos), cols.chars.take(pos),
                                            np.flatnonzero(~_made_of(cols, cls | dead)))
         ids, counts, pos = entry
         if hi is not None:

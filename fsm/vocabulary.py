@@ -189,6 +189,7 @@ class TokenColumns:
     high: np.ndarray  # byte_sets[2] | byte_sets[3]: the token has a byte >= 128
     utf8: np.ndarray  # bool: whole UTF-8 characters, the last one possibly cut short
     chars: np.ndarray  # characters begun (bytes that are not UTF-8 continuations)
+    by_chars: np.ndarray  # positions in ascending order of chars
     runs: dict = field(default_factory=dict, compare=False)  # TokenAutomaton._run_tokens' lists
 
     @classmethod
@@ -212,7 +213,8 @@ class TokenColumns:
         first = column[0].astype(np.intp) if depth else np.zeros(0, dtype=np.intp)
         utf8 = np.array([_utf8_prefix(token_bytes[i]) for i in order.tolist()], dtype=bool)
         chars = np.bincount(owner[(flat & 0xC0) != 0x80], minlength=len(lens)).astype(np.int32)
-        return cls(order, count, column, tuple(byte_sets), first, byte_sets[2] | byte_sets[3], utf8, chars)
+        return cls(order, count, column, tuple(byte_sets), first, byte_sets[2] | byte_sets[3], utf8, chars,
+                   np.argsort(chars, kind="stable"))
 
 
 def _utf8_prefix(data: bytes) -> bool:
