@@ -433,6 +433,14 @@ def clip_repeats(t: Term, source, longest: int) -> Term:
     tell hi > B from unbounded nor lo > B+1 from B+1 (so both clip together: hi >= lo).
     Returns t itself if nothing clips."""
     tb = source.tb
+    x, heads = t, []
+    while len(heads) < 3:
+        heads.append(x.args[0] if x.kind == CONCAT else x)
+        if x.kind != CONCAT:
+            break
+        x = x.args[1]
+    if not any(h.kind == REPEAT and (h.args[2] is not None or h.args[1] > 1) for h in heads):
+        return t  # nothing bounded to clip (most states: spare the lengths below)
     parts, x, budget, changed = [], t, longest, False
     while True:
         part = head = x.args[0] if x.kind == CONCAT else x
