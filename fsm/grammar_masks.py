@@ -45,6 +45,8 @@ tokens whose first byte would continue the ignored lexeme: longest match).
 """
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 
 from .dfa import DEFAULT_MAX_STATES, UNKNOWN, LazyDFA
@@ -205,6 +207,8 @@ class _Plan:
 # Below this many trie nodes a subtree is walked node by node in Python (numpy costs
 # ~10 µs a level, Python ~1 µs a node; the trie's deep levels hold a few long tokens).
 SMALL_SUBTREE = 512
+# A walk that builds this many lexer states collects the young generations itself.
+COLLECT_AFTER = 200
 # A walk whose start leads at least this share of the tokens into one state that loops
 # on all their bytes takes TrieWalker.loop_walk.
 LOOP_SHARE = 0.25
@@ -465,7 +469,13 @@ class GrammarMasks:
     def _plan(self, key) -> _Plan:
         p = self._plans.get(key)
         if p is None:
+            before = self.dfa.num_states
             p = self._plans[key] = self._make_plan(key)
+            if self.dfa.num_states - before >= COLLECT_AFTER:
+                # Thousands of new lexer items and sets, all kept: the collector would
+                # scan them young in the next steps anyway (gen 0, then gen 1: ~5-8 ms
+                # each after SQL's boundary walk); done here, in the step already slow.
+                gc.collect(1)
         return p
 
     def _make_plan(self, key) -> _Plan:
