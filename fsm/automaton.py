@@ -172,8 +172,9 @@ class TokenAutomaton:
         JSON string's content, `[a-z]{0,50}`, `[^"\\n]*`) that R cannot start with; None
         for other states.
 
-        A token made of x's one-byte characters (and whole UTF-8 characters, the last maybe
-        cut short, where x takes every one) is alive iff it has at most hi characters;
+        A token of x's characters (whole UTF-8 ones, the last maybe cut short; checked one
+        by one where x takes some non-ASCII characters but not all) is alive iff it has
+        at most hi characters;
         one that also has bytes neither x nor R can start with dies at the first of
         them. Only tokens with other bytes (a JSON string's quote and escapes) are
         walked. The token lists are built once per vocabulary and (class, dead bytes)."""
@@ -187,7 +188,7 @@ class TokenAutomaton:
             chars = self._char_classes[item.id] = _char_class(tb, item)
         if chars is None:
             return None
-        cls, other = chars
+        cls, other, some = chars
         follow = np.zeros(256, dtype=bool)
         for a, b, _ in tb.row(after):
             follow[a:b] = True
@@ -195,9 +196,14 @@ class TokenAutomaton:
             return None
         dead = ~(cls | other | follow)
         runs_key = np.packbits(cls).tobytes() + np.packbits(dead).tobytes()
+        if some:  # which characters, too
+            runs_key = (runs_key, tb.export(item))
         entry = cols.runs.get(runs_key)  # shared by every constraint on this vocabulary
         if entry is None:
             inside = _made_of(cols, cls) & cols.utf8
+            if some:  # tokens with non-ASCII bytes: are their characters members?
+                for p in np.flatnonzero(inside & (cols.high != 0)).tolist():
+                    inside[p] = _members(tb, item, self.vocab.token_bytes[cols.order[p]])
             pos = cols.by_chars.compress(inside.take(cols.by_chars))  # by character count
             entry = cols.runs[runs_key] = (cols.order.take(pos), cols.chars.take(pos),
                                            np.flatnonzero(~_made_of(cols, cls | dead)))
@@ -526,22 +532,59 @@ _UTF8_SEQUENCES = (
 
 
 def _char_class(tb: TermBuilder, x: Term) -> tuple | None:
-    """(cls, other) when x is a character class: cls (bool[256]) holds the bytes that
-    are a whole member, with all bytes >= 0x80 when x takes every non-ASCII UTF-8
-    character; other holds the ASCII bytes that start longer members (an escape).
-    None when x takes some non-ASCII characters but not all, or no one-byte member."""
+    """(cls, other, some) when x is a character class: cls (bool[256]) holds the
+    bytes of its members (all bytes >= 0x80 when x takes every non-ASCII UTF-8
+    character); other holds the ASCII bytes that start longer members (an escape);
+    `some` is True when x takes some non-ASCII characters but not all (tokens with
+    such bytes are then checked one by one). None when a non-ASCII member is not one
+    well-formed character, or no member is one byte."""
     cls, other = np.zeros(256, dtype=bool), np.zeros(256, dtype=bool)
     targets = _targets(tb.row(x))
-    for b, y in enumerate(targets):
+    for b, y in enumerate(targets[:0x80]):
         if y is tb.empty:
             cls[b] = True
         elif y is not None:
             other[b] = True
-    if cls[0x80:].any() or other[0x80:].any():
-        if not _whole_utf8(tb, targets):
+    some = False
+    if any(targets[0x80:]):
+        if _whole_utf8(tb, targets):
+            cls[0x80:] = True
+        elif any(targets[0x80:0xC2]) or any(targets[0xF5:]):
             return None
-        cls[0x80:], other[0x80:] = True, False
-    return (cls, other) if cls.any() else None
+        else:  # some characters: each lead's paths must be its continuation bytes, then the end
+            some = True
+            for (a, b), conts in _UTF8_SEQUENCES:
+                for lead in range(a, b + 1):
+                    if targets[lead] is not None:
+                        if not _ends_after(tb, targets[lead], conts, cls):
+                            return None
+                        cls[lead] = True
+    return (cls, other, some) if cls[:0x80].any() else None
+
+
+def _ends_after(tb: TermBuilder, x: Term, conts: tuple, used: np.ndarray) -> bool:
+    """Every path from x takes one byte of each range in conts, then x ends (EMPTY);
+    the bytes taken are marked in `used`."""
+    if not conts:
+        return x is tb.empty
+    lo, hi = conts[0]
+    for a, b, y in tb.row(x):
+        if a < lo or b > hi + 1 or not _ends_after(tb, y, conts[1:], used):
+            return False
+        used[a:b] = True
+    return not x.nullable
+
+
+def _members(tb: TermBuilder, x: Term, data: bytes) -> bool:
+    """data is members of the character class x, the last one maybe cut short."""
+    y = x
+    for b in data:
+        y = tb.derive(y, b)
+        if y.kind == 0:  # NOTHING
+            return False
+        if y is tb.empty:
+            y = x
+    return True
 
 
 def _whole_utf8(tb: TermBuilder, targets: list) -> bool:

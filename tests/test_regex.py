@@ -358,6 +358,8 @@ def test_fast_paths_equal_brute_force(smol_vocab):
         "[ -~]*(\u00e9|\u4e2d)*z": ["", "ab"],
         "[ -~]*([^\\x00-\\x7f][ -~]*)?\t": ["", "ab"],  # a character leaves the loop
         "([a-z ]|[^\\x00-\\x7f]!)*\t": ["", "ab"],  # characters that do not end the item
+        "[À-ÿ a-z]{0,6}!": ["", "é", "ab"],  # some non-ASCII characters: checked one by one
+        '"[a-zé中]*"': ['"', '"é'],
         '[^"' + "".join(chr(0x30 + 64 * i) for i in range(2, 32)) + ']*"': ["", "a"],  # no (C2-DF) B0: °
     }
     for pattern, prefixes in cases.items():
