@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import gc
 import threading
-from contextlib import contextmanager
 from typing import Iterable, Sequence
 
 NOTHING, EMPTY, BYTES, CONCAT, ALT, REPEAT, AND, NOT, STR, LAZY = range(10)
@@ -32,32 +31,40 @@ _LAZY_PROGRAMS: dict[str, tuple] = {}
 Row = tuple
 
 
-_gc_lock = threading.Lock()
-_gc_users = 0
-_gc_was_enabled = False
+class _PausedGC:
+    """Re-entrant, thread-safe pause of the cyclic collector (see `paused_gc`); a class,
+    not a generator context manager, because it runs twice per decoding step."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._was_enabled = False
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._users == 0:
+                self._was_enabled = gc.isenabled()
+                gc.disable()
+            self._users += 1
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users == 0 and self._was_enabled:
+                gc.enable()
 
 
-@contextmanager
-def paused_gc():
+_PAUSED_GC = _PausedGC()
+
+
+def paused_gc() -> _PausedGC:
     """Pause Python's cyclic garbage collector while terms and derivatives are built.
 
     They are many small acyclic objects (freed by reference counting), yet each batch
     of them counts towards a full collection, which in a process that has loaded
     transformers scans ~300k objects (~100+ ms). Re-entrant and thread-safe; a
     collector the user disabled stays disabled."""
-    global _gc_users, _gc_was_enabled
-    with _gc_lock:
-        if _gc_users == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_users += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_users -= 1
-            if _gc_users == 0 and _gc_was_enabled:
-                gc.enable()
+    return _PAUSED_GC
 
 
 class Term:
