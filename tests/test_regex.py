@@ -467,3 +467,23 @@ def test_shared_automaton_across_threads(smol_vocab):
         for t, mask in zip([smol_vocab.token_bytes.index(bytes([c])) for c in text.encode()], masks):
             assert np.array_equal(mask, m.next_token_mask())
             m.accept_token(t)
+
+
+def test_paused_gc_nests_and_keeps_the_users_choice():
+    import gc
+
+    from fsm.terms import paused_gc
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        with paused_gc():
+            with paused_gc():
+                assert not gc.isenabled()
+            assert not gc.isenabled()  # the outer pause still holds
+        assert gc.isenabled()
+        gc.disable()  # a collector the user turned off stays off
+        with paused_gc():
+            pass
+        assert not gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
