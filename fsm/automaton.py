@@ -35,6 +35,9 @@ from .vocabulary import Vocabulary
 # A state whose byte class chain has at least this many bytes gets its mask token by token
 # (TokenAutomaton._chain_tokens) instead of by a trie walk.
 CHAIN_MIN_BYTES = 16
+# A run of a character class (TokenAutomaton._run_tokens) is taken when at most this
+# many tokens have bytes that its class does not settle.
+RUN_MAX_WALKED = 4096
 
 
 class TokenAutomaton:
@@ -198,15 +201,11 @@ class TokenAutomaton:
         runs_key = np.packbits(cls).tobytes() + np.packbits(dead).tobytes()
         if some:  # which characters, too
             runs_key = (runs_key, tb.export(item))
-        entry = cols.runs.get(runs_key)  # shared by every constraint on this vocabulary
+        entry = cols.runs.get(runs_key, False)  # shared by every constraint on this vocabulary
+        if entry is False:
+            entry = cols.runs[runs_key] = self._run_lists(cls, dead, item if some else None)
         if entry is None:
-            inside = _made_of(cols, cls) & cols.utf8
-            if some:  # tokens with non-ASCII bytes: are their characters members?
-                for p in np.flatnonzero(inside & (cols.high != 0)).tolist():
-                    inside[p] = _members(tb, item, self.vocab.token_bytes[cols.order[p]])
-            pos = cols.by_chars.compress(inside.take(cols.by_chars))  # by character count
-            entry = cols.runs[runs_key] = (cols.order.take(pos), cols.chars.take(pos),
-                                           np.flatnonzero(~_made_of(cols, cls | dead)))
+            return None
         ids, counts, pos = entry
         if hi is not None:
             ids = ids[: int(np.searchsorted(counts, hi, side="right"))]
@@ -215,6 +214,22 @@ class TokenAutomaton:
         keep = np.flatnonzero(first)
         pos = pos.take(keep)
         return np.concatenate([ids, cols.order.take(self._walk_columns(pos, first.take(keep)))])
+
+    def _run_lists(self, cls: np.ndarray, dead: np.ndarray, item: Term | None) -> tuple | None:
+        """_run_tokens' lists: the ids of the tokens of the class's characters with their
+        character counts, ascending, and the positions of the tokens to walk; None when
+        too many are to walk (a narrow class, `\\+?`, before a wide follow: the trie walk
+        is cheaper). `item`: the class, when its non-ASCII members are checked one by one."""
+        cols, tb = self.vocab.columns, self.dfa.source.tb
+        rest = np.flatnonzero(~_made_of(cols, cls | dead))
+        if len(rest) > RUN_MAX_WALKED:
+            return None
+        inside = _made_of(cols, cls) & cols.utf8
+        if item is not None:  # tokens with non-ASCII bytes: are their characters members?
+            for p in np.flatnonzero(inside & (cols.high != 0)).tolist():
+                inside[p] = _members(tb, item, self.vocab.token_bytes[cols.order[p]])
+        pos = cols.by_chars.compress(inside.take(cols.by_chars))  # by character count
+        return cols.order.take(pos), cols.chars.take(pos), rest
 
     def _chain_tokens(self, s: int) -> np.ndarray | None:
         """The live tokens of a state that a wide byte class L moves along a chain of
