@@ -137,30 +137,153 @@ class _Stack:
 class _Tables:
     """LALR(1) tables in plain dicts: action[state][terminal index] is
     (True, next_state) for a shift or (False, (lhs, length)) for a reduction;
-    goto[state][lhs] is the next state; end accepts like lark's parser."""
+    end_action[state] the reduction on end of input; goto[state][lhs] the next state;
+    end_state the state after the start symbol (the input is a sentence there)."""
 
-    def __init__(self, parse_table, term_index: dict[str, int], start: str):
-        self.action: dict[int, dict[int, tuple]] = {}
-        self.end_action: dict[int, tuple] = {}
-        self.goto: dict[int, dict[str, int]] = {}
-        from lark.parsers.lalr_analysis import Shift
-        for st, acts in parse_table.states.items():
-            a, g = {}, {}
-            for sym, (kind, arg) in acts.items():
-                if kind is Shift:
-                    if sym in term_index:
-                        a[term_index[sym]] = (True, arg)
-                    elif sym != "$END":
-                        g[str(sym)] = arg  # plain str: lark's Token compares slowly
+    def __init__(self, action: dict, end_action: dict, goto: dict, start_state: int,
+                 end_state: int):
+        self.action, self.end_action, self.goto = action, end_action, goto
+        self.start_state, self.end_state = start_state, end_state
+
+
+def _lalr_tables(rules, start: str, term_index: dict[str, int]):
+    """The LALR(1) tables of `rules` (lark Rule objects), or the first conflict found
+    as a message. Lark's analysis, with its items and symbols as Python objects, took
+    20 ms of SQL's compile; this is the same algorithm (LR(0) states, then DeRemer
+    and Pennello's lookaheads, as lark computes them) over integers and bit sets."""
+    nts = {"$root_" + start: 0}
+    for r in rules:
+        nts.setdefault(r.origin.name, len(nts))
+    nnt = len(nts)
+    end = nnt + len(term_index)  # the end-of-input terminal
+    prods = [(0, (nts[start],))]  # (lhs, rhs): symbols < nnt are nonterminals
+    for r in rules:
+        prods.append((nts[r.origin.name],
+                      tuple(nnt + term_index[s.name] if s.is_term else nts[s.name]
+                            for s in r.expansion)))
+    by_lhs: list = [[] for _ in range(nnt)]
+    for k, (a, _) in enumerate(prods):
+        by_lhs[a].append(k)
+    nullable = [False] * nnt
+    changed = True
+    while changed:
+        changed = False
+        for a, rhs in prods:
+            if not nullable[a] and all(x < nnt and nullable[x] for x in rhs):
+                nullable[a] = changed = True
+    # items (rule, dot) that closing over a nonterminal adds: its rules', and so on
+    # through the nonterminals those begin with
+    adds = []
+    for a in range(nnt):
+        seen, todo = {a}, [a]
+        while todo:
+            for k in by_lhs[todo.pop()]:
+                rhs = prods[k][1]
+                if rhs and rhs[0] < nnt and rhs[0] not in seen:
+                    seen.add(rhs[0])
+                    todo.append(rhs[0])
+        adds.append([(k, 0) for b in seen for k in by_lhs[b]])
+
+    kernels = [frozenset([(0, 0)])]
+    index = {kernels[0]: 0}
+    trans: list = []   # state -> {symbol: state}
+    done: list = []    # state -> rules complete there
+    s = 0
+    while s < len(kernels):
+        items = set(kernels[s])
+        for k, d in kernels[s]:
+            rhs = prods[k][1]
+            if d < len(rhs) and rhs[d] < nnt:
+                items.update(adds[rhs[d]])
+        nxt: dict = {}
+        fin = []
+        for k, d in items:
+            rhs = prods[k][1]
+            if d < len(rhs):
+                nxt.setdefault(rhs[d], []).append((k, d + 1))
+            else:
+                fin.append(k)
+        t = {}
+        for x, adv in nxt.items():
+            kern = frozenset(adv)
+            j = index.get(kern)
+            if j is None:
+                j = index[kern] = len(kernels)
+                kernels.append(kern)
+            t[x] = j
+        trans.append(t)
+        done.append(fin)
+        s += 1
+
+    # lookaheads: nonterminal transitions (state, A) and their relations
+    reads_from: dict = {}   # direct reads: terminal bits
+    reads: dict = {}
+    includes: dict = {}
+    lookback: dict = {}     # (state, rule) -> nonterminal transitions
+    for p, t in enumerate(trans):
+        for a, q in t.items():
+            if a >= nnt:
+                continue
+            bits = 0
+            rel = []
+            for x in trans[q]:
+                if x >= nnt:
+                    bits |= 1 << (x - nnt)
+                elif nullable[x]:
+                    rel.append((q, x))
+            if p == 0 and a == prods[0][1][0]:
+                bits |= 1 << (end - nnt)
+            reads_from[(p, a)], reads[(p, a)] = bits, rel
+    for (p, b) in reads_from:
+        for k in by_lhs[b]:
+            rhs, q = prods[k][1], p
+            for i, x in enumerate(rhs):
+                if x < nnt and all(y < nnt and nullable[y] for y in rhs[i + 1:]):
+                    includes.setdefault((q, x), []).append((p, b))
+                q = trans[q][x]
+            lookback.setdefault((q, k), []).append((p, b))
+
+    def closure_of(init: dict, rel: dict) -> dict:
+        out = dict(init)
+        changed = True
+        while changed:
+            changed = False
+            for x, ys in rel.items():
+                v = out[x]
+                for y in ys:
+                    v |= out[y]
+                if v != out[x]:
+                    out[x] = v
+                    changed = True
+        return out
+    follow = closure_of(closure_of(reads_from, reads), includes)
+
+    names = {i: n for n, i in term_index.items()}
+    nt_names = list(nts)
+    action, end_action, goto = {}, {}, {}
+    for p, t in enumerate(trans):
+        a = {x - nnt: (True, q) for x, q in t.items() if x >= nnt}
+        g = {nt_names[x]: q for x, q in t.items() if x < nnt}
+        for k in done[p]:
+            la = 0
+            for x in lookback.get((p, k), ()):
+                la |= follow[x]
+            lhs, rhs = prods[k]
+            red = (False, (nt_names[lhs], len(rhs)))
+            while la:
+                low = la & -la
+                la ^= low
+                j = low.bit_length() - 1
+                if j == end - nnt:
+                    if p in end_action:
+                        return f"reduce/reduce conflict at the end of input in rule {nt_names[lhs]}"
+                    end_action[p] = red
+                elif j in a:
+                    return f"conflict on terminal {names[j]} in rule {nt_names[lhs]}"
                 else:
-                    red = (False, (str(arg.origin.name), len(arg.expansion)))
-                    if sym == "$END":
-                        self.end_action[st] = red
-                    elif sym in term_index:
-                        a[term_index[sym]] = red
-            self.action[st], self.goto[st] = a, g
-        self.start_state = parse_table.start_states[start]
-        self.end_state = parse_table.end_states[start]
+                    a[j] = red
+        action[p], goto[p] = a, g
+    return _Tables(action, end_action, goto, 0, trans[0][prods[0][1][0]])
 
 
 # ---------------------------------------------------------------------------------
@@ -456,7 +579,8 @@ def _merge(parts: list) -> tuple:
 # Building
 # ---------------------------------------------------------------------------------
 def _lalr(rules, start: str):
-    """Lark's LALR(1) analysis in strict mode; conflicts become GrammarError."""
+    """Lark's LALR(1) analysis in strict mode, run where `_lalr_tables` found a conflict:
+    its GrammarError names the rules and the terminal."""
     from lark.common import ParserConf
     from lark.exceptions import GrammarError as LarkGrammarError
     from lark.parsers.lalr_analysis import LALR_Analyzer
@@ -472,7 +596,6 @@ def _lalr(rules, start: str):
         msg = str(e).replace("[strict-mode]", "").strip()
         raise GrammarError(f"grammar is not LALR(1) (only conflict-free LALR(1) grammars are "
                            f"supported): {msg}") from None
-    return analyzer.parse_table
 
 
 def _refuse_reduce_reduce(analyzer) -> None:
@@ -618,9 +741,12 @@ def _build(tb, rules, term_names: list, terms: list, ignored: list, start: str,
         if not TermSource(tb, max_states).is_empty(t):
             live.add(name)
     rules = _prune(rules, start, live)
-    table = _lalr(rules, start)
     index = {n: i for i, n in enumerate(term_names)}
-    tables = _Tables(table, index, start)
+    tables = _lalr_tables(rules, start, index)
+    if isinstance(tables, str):
+        _lalr(rules, start)  # lark's analysis names the conflicting rules
+        raise GrammarError(f"grammar is not LALR(1) (only conflict-free LALR(1) grammars "
+                           f"are supported): {tables}")
     ign = [ig and n in live for n, ig in zip(term_names, ignored)]
     return GrammarSource(tb, tables, term_names, terms, ign, max_states)
 

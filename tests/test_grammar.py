@@ -496,6 +496,56 @@ def test_reduce_reduce_conflict_resolved_by_priority_is_refused():
         compile_grammar(rr, small_vocab([b"y", b"x"]))
 
 
+NULLABLE_MIDDLE = r"""
+start: a b c [";"]
+a: "x" |
+b: b "y" |
+c: "z" a c |
+"""
+
+
+@pytest.mark.parametrize("name", [*GRAMMARS, "nullable"])
+def test_lalr_tables_match_lark(name):
+    """fsm.grammar's own LALR(1) analysis builds lark's tables, state for state."""
+    from lark.common import ParserConf
+    from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
+
+    from fsm.grammar import _lalr_tables, load_lark
+    rules, terminals, _ = load_lark(GRAMMARS.get(name, NULLABLE_MIDDLE))
+    index = {t.name: i for i, t in enumerate(terminals)}
+    ours = _lalr_tables(rules, "start", index)
+    analyzer = LALR_Analyzer(ParserConf(rules, None, ["start"]), strict=True)
+    analyzer.compute_lalr()
+    table = analyzer.parse_table
+
+    def acts(st):  # symbol -> ("shift", state) | ("reduce", lhs, length)
+        return {str(sym): ("shift", arg) if kind is Shift else
+                ("reduce", arg.origin.name, len(arg.expansion))
+                for sym, (kind, arg) in table.states[st].items()}
+    pairs = {ours.start_state: table.start_states["start"]}  # our state -> lark's
+    todo = [ours.start_state]
+    while todo:
+        s = todo.pop()
+        theirs = acts(pairs[s])
+        mine = {terminals[j].name: ("shift", v[1]) if v[0] else ("reduce", *v[1])
+                for j, v in ours.action[s].items()}
+        mine.update((lhs, ("shift", q)) for lhs, q in ours.goto[s].items())
+        if s in ours.end_action:
+            mine["$END"] = ("reduce", *ours.end_action[s][1])
+        assert mine.keys() == theirs.keys()
+        for sym, a in mine.items():
+            b = theirs[sym]
+            if a[0] == "reduce":
+                assert a == b
+            elif a[1] in pairs:
+                assert pairs[a[1]] == b[1]
+            else:
+                pairs[a[1]] = b[1]
+                todo.append(a[1])
+    assert pairs[ours.end_state] == table.end_states["start"]
+    assert len(pairs) == len(set(pairs.values())) == len(table.states)
+
+
 def test_unsupported_terminal_regex_names_terminal():
     g = 'start: WORD\nWORD: /a(?=b)b/\n'
     with pytest.raises(GrammarError, match="terminal WORD: .*lookaround"):
