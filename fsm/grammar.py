@@ -49,10 +49,12 @@ complete more terminals than the lexer tracks (ambiguous lexer states) are check
 one by one, stepping the configuration (`step`) from the element.
 
 Performance (benchmarks/grammar_bench.py --repeat 3, SmolLM2 vocabulary, 2 cores
-shared with other work, so +-50%): grammar to first mask 16-28 ms for arithmetic and
-JSON, 33-40 ms for the toy language, 70-125 ms for the SQL subset, where Lark's grammar
-loading (~33 ms; its library imports are parsed once per process) and LALR analysis
-(~50 ms: its optionals expand into 64 alternatives of one rule) dominate. Time between
+shared with other work, so +-50%; `--cpu-time`): grammar to first mask 12-24 ms for
+arithmetic and JSON, 23-37 ms for the toy language, 29-40 ms for the SQL subset, where
+Lark's grammar loading dominates (~20 ms for SQL: parsing the grammar text ~10 ms and
+compiling its EBNF ~10 ms; its library imports are parsed once per process). The LALR
+analysis is ours (`_lalr_tables`, ~2 ms), and a rule with 3+ optional parts gets its tail
+as a fresh rule before Lark expands optionals in place (`_hoist_tails`). Time between
 masks: median 25-260 µs, 0.1-0.5x llguidance's but 1.5x on JSON (24-38 µs against
 16-25): a mask copy for a configuration seen before, else ~20-300 µs. p99 0.35-0.65 ms
 for arithmetic and JSON, ~2 ms for the toy language (comment and string positions,
@@ -807,8 +809,41 @@ def _builder():
     return Builder(False, [])
 
 
-def load_lark(grammar: str, start: str = "start"):
-    """Lark text -> (rules, terminal defs, ignore names), via lark's own loader."""
+def _hoist_tails(defs: dict) -> None:
+    """Give each rule alternative with 3 or more optional parts (`[x]`, `x?`, `x*`) the
+    parts after its first optional one as a fresh rule (whose alternative gets the same
+    treatment). Lark expands optionals in place: SQL's select_stmt became
+    64 alternatives of 551 symbols, a third of lark's compile. Same language, and the
+    fresh rule is reduced only where its alternative ends, so the parser decides
+    nothing earlier than before; grammar_source compiles the grammar as written where
+    the hoisted one has a conflict all the same."""
+    from lark.grammar import NonTerminal
+    from lark.load_grammar import Definition
+    from lark.tree import Tree
+
+    def optional(c) -> bool:
+        return isinstance(c, Tree) and (c.data == "maybe" or c.data == "expr" and c.children[1] in ("?", "*"))
+    todo = [(n, d) for n, d in defs.items() if not d.is_term and not d.params and d.tree]
+    while todo:
+        name, d = todo.pop()  # name: the rule written in the grammar
+        for alt in d.tree.children:
+            exp = alt.children[0] if alt.data == "alias" else alt
+            opts = [i for i, c in enumerate(exp.children) if optional(c)]
+            if exp.data != "expansion" or len(opts) < 3:
+                continue
+            k = 0
+            while f"__{name}_tail{k}" in defs:
+                k += 1
+            fresh = f"__{name}_tail{k}"
+            defs[fresh] = Definition(False, Tree("expansions", [Tree("expansion", exp.children[opts[0] + 1:])]),
+                                     (), d.options)
+            exp.children[opts[0] + 1:] = [Tree("value", [NonTerminal(fresh)])]
+            todo.append((name, defs[fresh]))
+
+
+def load_lark(grammar: str, start: str = "start", hoist: bool = False):
+    """Lark text -> (rules, terminal defs, ignore names), via lark's own loader;
+    `hoist`: with long alternatives' optional tails made rules (`_hoist_tails`)."""
     from lark.exceptions import LarkError
     _warm_lark()
     if not isinstance(grammar, str):
@@ -816,6 +851,8 @@ def load_lark(grammar: str, start: str = "start"):
     try:
         b = _builder()
         b.load_grammar(grammar, "<grammar>")
+        if hoist:
+            _hoist_tails(b._definitions)
         terminals, rules, ignore = b.build().compile([start], set())
     except LarkError as e:
         raise GrammarError(f"invalid grammar: {e}".rstrip()) from None
@@ -826,7 +863,13 @@ def grammar_source(grammar: str, start: str = "start", tb: TermBuilder | None = 
                    max_states: int = DEFAULT_MAX_STATES) -> GrammarSource:
     """The StateSource of a Lark grammar (start key: `source.start_key`)."""
     tb = tb or TermBuilder()
-    rules, terminals, ignore = load_lark(grammar, start)
+    try:
+        return _source(tb, *load_lark(grammar, start, hoist=True), start, max_states)
+    except GrammarError:  # errors (conflicts above all) name the rules as written
+        return _source(tb, *load_lark(grammar, start), start, max_states)
+
+
+def _source(tb, rules, terminals, ignore, start, max_states) -> GrammarSource:
     names, terms = [], []
     for td in terminals:
         if td.pattern is None:  # pragma: no cover - lark keeps declared terminals aside

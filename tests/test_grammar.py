@@ -486,6 +486,11 @@ def test_lalr_conflict_names_rule():
     with pytest.raises(GrammarError, match=r"Reduce/Reduce[\s\S]*<a : Y>[\s\S]*<b : Y>|"
                                            r"Reduce/Reduce[\s\S]*<b : Y>[\s\S]*<a : Y>"):
         compile_grammar(rr, small_vocab([b"y", b"x"]))
+    # 3+ optionals: compiled with the tail as a fresh rule, reported as written
+    tail = 'start: "a" ["b"] ["c"] ["d"] x\nx: "d" |\n'
+    with pytest.raises(GrammarError, match=r"<x : D>") as e:
+        compile_grammar(tail, small_vocab([b"a", b"b", b"c", b"d"]))
+    assert "tail" not in str(e.value)
 
 
 def test_reduce_reduce_conflict_resolved_by_priority_is_refused():
