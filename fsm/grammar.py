@@ -246,17 +246,38 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]):
             lookback.setdefault((q, k), []).append((p, b))
 
     def closure_of(init: dict, rel: dict) -> dict:
-        out = dict(init)
-        changed = True
-        while changed:
-            changed = False
-            for x, ys in rel.items():
-                v = out[x]
-                for y in ys:
-                    v |= out[y]
-                if v != out[x]:
-                    out[x] = v
-                    changed = True
+        """F(x) = init(x) | F(y) for each y that x relates to: DeRemer and Pennello's
+        digraph (Tarjan's strongly connected components, one visit per relation)."""
+        out, depth, stack = dict(init), {}, []
+        inf = len(init) + 1
+        for root in init:
+            if root in depth:
+                continue
+            stack.append(root)
+            depth[root] = len(stack)
+            work = [(root, len(stack), iter(rel.get(root, ())))]
+            while work:
+                x, d, it = work[-1]
+                for y in it:
+                    if y not in depth:
+                        stack.append(y)
+                        depth[y] = len(stack)
+                        work.append((y, len(stack), iter(rel.get(y, ()))))
+                        break
+                    depth[x] = min(depth[x], depth[y])
+                    out[x] |= out[y]
+                else:
+                    work.pop()
+                    if depth[x] == d:  # x heads a component: all of it gets x's set
+                        while True:
+                            z = stack.pop()
+                            depth[z], out[z] = inf, out[x]
+                            if z == x:
+                                break
+                    if work:
+                        p = work[-1][0]
+                        depth[p] = min(depth[p], depth[x])
+                        out[p] |= out[x]
         return out
     follow = closure_of(closure_of(reads_from, reads), includes)
 

@@ -501,22 +501,20 @@ def test_reduce_reduce_conflict_resolved_by_priority_is_refused():
         compile_grammar(rr, small_vocab([b"y", b"x"]))
 
 
-NULLABLE_MIDDLE = r"""
-start: a b c [";"]
-a: "x" |
-b: b "y" |
-c: "z" a c |
-"""
+LALR_EXTRA = {
+    "nullable": 'start: a b c [";"]\na: "x" |\nb: b "y" |\nc: "z" a c |\n',
+    "cycles": 'start: a\na: "x" b | "y" | c\nb: "z" a | "w"\nc: "q" c | "r" a |\n',
+}
 
 
-@pytest.mark.parametrize("name", [*GRAMMARS, "nullable"])
+@pytest.mark.parametrize("name", [*GRAMMARS, *LALR_EXTRA])
 def test_lalr_tables_match_lark(name):
     """fsm.grammar's own LALR(1) analysis builds lark's tables, state for state."""
     from lark.common import ParserConf
     from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 
     from fsm.grammar import _lalr_tables, load_lark
-    rules, terminals, _ = load_lark(GRAMMARS.get(name, NULLABLE_MIDDLE))
+    rules, terminals, _ = load_lark({**GRAMMARS, **LALR_EXTRA}[name])
     index = {t.name: i for i, t in enumerate(terminals)}
     ours = _lalr_tables(rules, "start", index)
     analyzer = LALR_Analyzer(ParserConf(rules, None, ["start"]), strict=True)
