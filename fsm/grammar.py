@@ -50,11 +50,12 @@ one by one, stepping the configuration (`step`) from the element.
 
 Performance (benchmarks/grammar_bench.py --repeat 3, SmolLM2 vocabulary, 2 cores
 shared with other work, so +-50%; `--cpu-time`): grammar to first mask 12-24 ms for
-arithmetic and JSON, 23-37 ms for the toy language, 29-40 ms for the SQL subset, where
-Lark's grammar loading dominates (~20 ms for SQL: parsing the grammar text ~10 ms and
-compiling its EBNF ~10 ms; its library imports are parsed once per process). The LALR
-analysis is ours (`_lalr_tables`, ~2 ms), and a rule with 3+ optional parts gets its tail
-as a fresh rule before Lark expands optionals in place (`_hoist_tails`). Time between
+arithmetic and JSON, 23-37 ms for the toy language, 26-53 ms for the SQL subset (~28 ms
+when the cores are quiet), where Lark's grammar loading dominates (~20 ms for SQL:
+parsing the grammar text ~10 ms, compiling its EBNF ~10 ms; its library imports are
+parsed once per process). The LALR analysis is ours (`_lalr_tables`, ~2 ms), and a rule
+with 3+ optional parts gets its tail as a fresh rule before Lark expands optionals in
+place (`_hoist_tails`). Time between
 masks: median 25-260 µs, 0.1-0.5x llguidance's but 1.5x on JSON (24-38 µs against
 16-25): a mask copy for a configuration seen before, else ~20-300 µs. p99 0.35-0.65 ms
 for arithmetic and JSON, ~2 ms for the toy language (comment and string positions,
