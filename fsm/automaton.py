@@ -38,6 +38,8 @@ CHAIN_MIN_BYTES = 16
 # A run of a character class (TokenAutomaton._run_tokens) is taken when at most this
 # many tokens have bytes that its class does not settle.
 RUN_MAX_WALKED = 4096
+# How many (class, dead bytes) token lists a vocabulary keeps (oldest dropped first).
+RUN_CACHE_MAX = 64
 
 
 class TokenAutomaton:
@@ -203,6 +205,11 @@ class TokenAutomaton:
             runs_key = (runs_key, tb.export(item))
         entry = cols.runs.get(runs_key, False)  # shared by every constraint on this vocabulary
         if entry is False:
+            if len(cols.runs) >= RUN_CACHE_MAX:  # bounded memory (~0.4 MB an entry at 49k tokens)
+                try:
+                    cols.runs.pop(next(iter(cols.runs)), None)
+                except (RuntimeError, StopIteration):  # another thread changed it meanwhile
+                    pass
             entry = cols.runs[runs_key] = self._run_lists(cls, dead, item if some else None)
         if entry is None:
             return None
@@ -229,7 +236,7 @@ class TokenAutomaton:
             for p in np.flatnonzero(inside & (cols.high != 0)).tolist():
                 inside[p] = _members(tb, item, self.vocab.token_bytes[cols.order[p]])
         pos = cols.by_chars.compress(inside.take(cols.by_chars))  # by character count
-        return cols.order.take(pos), cols.chars.take(pos), rest
+        return cols.order.take(pos).astype(np.int32), cols.chars.take(pos), rest.astype(np.int32)
 
     def _chain_tokens(self, s: int) -> np.ndarray | None:
         """The live tokens of a state that a wide byte class L moves along a chain of

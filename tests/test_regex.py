@@ -388,6 +388,21 @@ def test_enum_tries_keep_masks_exact(smol_vocab):
                 _live_tokens_brute_force(a, s), prefix
 
 
+def test_run_lists_are_bounded(monkeypatch):
+    """The per-vocabulary token lists of character-class runs keep at most
+    RUN_CACHE_MAX entries; masks stay exact when one is dropped and rebuilt."""
+    from fsm import automaton
+    monkeypatch.setattr(automaton, "RUN_CACHE_MAX", 2)
+    vocab = small_vocab([b"a", b"ab", b"abc", b"1", b"12", b"x", b"a1", b"b!", b"!", b"\xc3\xa9", b"\xc3"])
+    for i, pattern in enumerate(["[ab]{0,5}x", "[0-9]*!", "[a-c]+!", "[ab]{0,5}x", "[^x]*x", "[0-9]*!"]):
+        a = fsm.compile_regex(pattern, vocab, max_states=10**5 + 10 + i)  # fresh automata
+        for s in [a.start, a.dfa.walk(a.start, b"a"), a.dfa.walk(a.start, b"1")]:
+            if s:
+                assert set(a.allowed_tokens(s).tolist()) - set(vocab.eos_ids) == \
+                    _live_tokens_brute_force(a, s), (pattern, s)
+        assert len(vocab.columns.runs) <= 2
+
+
 def test_long_chain_masks_stay_exact(smol_vocab):
     """A bounded repeat longer than any token: the chain shortcut must not remember a
     partial exploration as the end of the chain (masks ~80 bytes in stay exact)."""
