@@ -71,6 +71,10 @@ def _intersect_ranges(a, b):
     return tuple(out)
 
 
+# the export of StringTerms.any_char (every JSON string character: ~600 terms to build)
+_ANY_CHAR: dict[str, tuple] = {}
+
+
 class StringTerms:
     """Per-builder cache of JSON string terms."""
 
@@ -79,7 +83,12 @@ class StringTerms:
         self._chars: dict = {}
         self._non_ascii = None
         self.quote = tb.literal(b'"')
-        self.any_char = self.char(ALL)
+        prog = _ANY_CHAR.get("program")
+        if prog is None:  # the first builder in the process builds it; later ones load it lazily
+            self.any_char = self.char(ALL)
+            _ANY_CHAR["program"] = tb.export(self.any_char)
+        else:
+            self.any_char = self._chars[charset.normalize(ALL)] = tb.lazy("json:any_char", prog)
         self.any_chars = tb.star(self.any_char)
         self.any_string = tb.seq([self.quote, self.any_chars, self.quote])
 
