@@ -85,9 +85,6 @@ class TokenAutomaton:
     def is_accepting(self, s: int) -> bool:
         return bool(self.dfa.accepting[s])
 
-    def is_eos(self, token_id: int) -> bool:
-        return token_id in self._eos_set
-
     def next_state(self, s: int, token_id: int) -> int:
         """State after `token_id` (an ordinary token) from `s`; 0 when not allowed."""
         nxt = self._next.get((s, token_id))
@@ -395,7 +392,8 @@ class TokenAutomaton:
         while j < len(trie.byte):
             # numpy costs ~15 µs a level, Python ~1 µs a node: finish small subtrees in Python
             if len(live) < 64 and int(trie.descendants[j - 1].take(live).sum()) < 256:
-                found.append(self._walk_small(j - 1, live.tolist(), cur.tolist()))
+                nodes, _ = walk_small(self.vocab.trie, self.dfa, j - 1, live.tolist(), cur.tolist())
+                found.append(np.array(nodes, dtype=np.intp))
                 return
             starts, ends = trie.child_start[j - 1].take(live), trie.child_end[j - 1].take(live)
             sizes = ends - starts
@@ -412,29 +410,6 @@ class TokenAutomaton:
             found.append(live + trie.offset[j])
             j += 1
 
-    def _walk_small(self, level: int, nodes: list, states: list) -> np.ndarray:
-        """The live descendants of a few trie nodes (given with their states), walked
-        one by one: deep levels hold few nodes, where numpy's per-call cost dominates."""
-        trie, dfa = self.vocab.trie, self.dfa
-        byte, cstart, cend = trie.lists
-        offset, flat = trie.offset, dfa.table.reshape(-1)
-        out, stack = [], [(level, k, st) for k, st in zip(nodes, states)]
-        while stack:
-            j, k, st = stack.pop()
-            if j + 1 >= len(byte):
-                continue
-            bj, base = byte[j + 1], st * 256
-            for c in range(cstart[j][k], cend[j][k]):
-                nxt = flat.item(base + bj[c])
-                if nxt < 0:
-                    dfa.expand(st)
-                    flat = dfa.table.reshape(-1)
-                    nxt = flat.item(base + bj[c])
-                if nxt:
-                    out.append(offset[j + 1] + c)
-                    stack.append((j + 1, c, nxt))
-        return np.array(out, dtype=np.intp)
-
     def _step(self, st: np.ndarray, col: np.ndarray) -> np.ndarray:
         """One byte per walker: next states, expanding rows met for the first time."""
         dfa = self.dfa
@@ -447,6 +422,31 @@ class TokenAutomaton:
                 dfa.expand(u)
             nxt[missing] = dfa.table.reshape(-1).take(idx[missing])
         return nxt
+
+
+def walk_small(trie, dfa: LazyDFA, level: int, nodes: list, states: list) -> tuple[list, list]:
+    """The live descendants of a few trie nodes of `level` (given with their DFA
+    states), with their states, walked one by one: deep levels hold few nodes, where
+    numpy's per-call cost dominates."""
+    byte, cstart, cend = trie.lists
+    offset, flat = trie.offset, dfa.table.reshape(-1)
+    out_n, out_s, todo = [], [], [(level, k, st) for k, st in zip(nodes, states)]
+    while todo:
+        j, k, st = todo.pop()
+        if j + 1 >= len(byte):
+            continue
+        bj, base = byte[j + 1], st * 256
+        for c in range(cstart[j][k], cend[j][k]):
+            nxt = flat.item(base + bj[c])
+            if nxt < 0:  # UNKNOWN: the row is not expanded yet
+                dfa.expand(st)
+                flat = dfa.table.reshape(-1)
+                nxt = flat.item(base + bj[c])
+            if nxt:
+                out_n.append(offset[j + 1] + c)
+                out_s.append(nxt)
+                todo.append((j + 1, c, nxt))
+    return out_n, out_s
 
 
 def clip_repeats(t: Term, source, longest: int) -> Term:

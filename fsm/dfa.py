@@ -126,6 +126,7 @@ class TermSource:
 class LazyDFA:
     def __init__(self, source: StateSource, start_key, max_states: int = DEFAULT_MAX_STATES):
         self.source, self.max_states = source, max_states
+        self._derive = getattr(source, "derive", None)  # optional (see StateSource)
         self.keys: list = []
         self._index: dict = {}
         cap = 256
@@ -185,11 +186,11 @@ class LazyDFA:
     def step(self, s: int, byte: int) -> int:
         nxt = int(self.table[s, byte])
         if nxt == UNKNOWN:  # this byte's target only: a walk needs no sibling states
-            key, derive = self.keys[s], getattr(self.source, "derive", None)
-            if derive is None:
+            key = self.keys[s]
+            if self._derive is None:
                 key = next((k for a, b, k in self.source.row(key) if a <= byte < b), self.source.dead)
             else:
-                key = derive(key, byte)
+                key = self._derive(key, byte)
             nxt = self.state_of(key)
             self.table[s, byte] = nxt  # (state_of may have grown the table)
         return nxt

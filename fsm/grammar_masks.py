@@ -49,6 +49,7 @@ import gc
 
 import numpy as np
 
+from .automaton import walk_small
 from .dfa import DEFAULT_MAX_STATES, UNKNOWN, LazyDFA
 
 # Completed non-ignored terminals a lexing may hold before another one starts: LONG_SEQ
@@ -388,34 +389,11 @@ class TrieWalker:
         for k, st in zip(live, sts):
             r = memo.get((st, level, k))
             if r is None:
-                r = memo[(st, level, k)] = self._subtree(level, k, st)
+                n, s = walk_small(self.trie, self.dfa, level, [k], [st])
+                r = memo[(st, level, k)] = (np.array(n, dtype=np.intp), np.array(s, dtype=np.int32))
             if len(r[0]):
                 nodes.append(r[0])
                 states.append(r[1])
-
-    def _subtree(self, level: int, k: int, st: int) -> tuple:
-        """The live descendants of node k of `level` (in state st), one by one."""
-        dfa, trie = self.dfa, self.trie
-        byte, cstart, cend = trie.lists
-        offset, flat = trie.offset, dfa.table.reshape(-1)
-        out_n, out_s, todo = [], [], [(level, k, st)]
-        while todo:
-            j, k, st = todo.pop()
-            if j + 1 >= len(byte):
-                continue
-            bj, base = byte[j + 1], st * 256
-            for c in range(cstart[j][k], cend[j][k]):
-                nxt = flat.item(base + bj[c])
-                if nxt == UNKNOWN:
-                    dfa.expand(st)
-                    flat = dfa.table.reshape(-1)
-                    nxt = flat.item(base + bj[c])
-                if nxt:
-                    out_n.append(offset[j + 1] + c)
-                    out_s.append(nxt)
-                    todo.append((j + 1, c, nxt))
-        return np.array(out_n, dtype=np.intp), np.array(out_s, dtype=np.int32)
-
 
 def _top_states(stack, depth: int) -> tuple:
     """The states of the stack's top depth+1 nodes (fewer at the bottom)."""
