@@ -35,10 +35,11 @@ from .vocabulary import Vocabulary
 # A state whose byte class chain has at least this many bytes gets its mask token by token
 # (TokenAutomaton._chain_tokens) instead of by a trie walk.
 CHAIN_MIN_BYTES = 16
-# A run of a character class (TokenAutomaton._run_tokens) is taken when at most this
+# A run of a character class (TokenAutomaton._run_words) is taken when at most this
 # many tokens have bytes that its class does not settle.
 RUN_MAX_WALKED = 4096
-# How many (class, dead bytes) token lists a vocabulary keeps (oldest dropped first).
+# How many (class, dead bytes) token lists a vocabulary keeps (oldest dropped first);
+# each also keeps a packed bitmask (vocabulary/8 bytes) per length bound met.
 RUN_CACHE_MAX = 64
 
 
@@ -56,6 +57,8 @@ class TokenAutomaton:
         self.dfa = LazyDFA(source, start_key, max_states or DEFAULT_MAX_STATES)
         self._eos = np.array(vocab.eos_ids, dtype=np.int64)
         self._eos_set = frozenset(vocab.eos_ids)
+        self._eos_words = pack_ids(self._eos, vocab.num_words)
+        self._eos_words.setflags(write=False)
         self._masks: dict[int, np.ndarray] = {}
         self._counts: dict[int, int] = {}
         self._next: dict[tuple[int, int], int] = {}  # (state, token) -> state, as met
@@ -118,8 +121,12 @@ class TokenAutomaton:
         return m
 
     def allowed_count(self, s: int) -> int:
-        self.mask(s)
-        return self._counts[s]
+        """How many tokens state s allows (counted on first demand: forced runs)."""
+        mask = self.mask(s)
+        n = self._counts.get(s)
+        if n is None:
+            n = self._counts[s] = int(np.bitwise_count(mask.view(np.uint32)).sum())
+        return n
 
     def allowed_tokens(self, s: int) -> np.ndarray:
         bits = np.unpackbits(self.mask(s).view(np.uint8), bitorder="little")
@@ -132,34 +139,32 @@ class TokenAutomaton:
             twin = clip_repeats(key, dfa.source, len(vocab.columns.count))
             if twin is not key and (t := dfa.state_of(twin)) != s:
                 mask = self._masks[s] = self.mask(t)
-                self._counts[s] = self._counts[t]
                 return mask
-        bits = np.zeros(vocab.num_words * 32, dtype=bool)
         if s != DEAD and vocab.trie.num_nodes:
-            bits[self._live_tokens(s)] = True
-        if dfa.accepting[s] and len(self._eos):
-            bits[self._eos] = True
-        count = int(bits.sum())
-        mask = np.packbits(bits, bitorder="little").view("<i4")
+            words = self._live_words(s)
+        else:
+            words = np.zeros(vocab.num_words, dtype=np.uint32)
+        if dfa.accepting[s]:
+            words |= self._eos_words
+        mask = words.view("<i4")
         mask.setflags(write=False)
-        self._counts[s] = count
         self._masks[s] = mask
         return mask
 
-    def _live_tokens(self, s: int) -> np.ndarray:
-        """The ids of the tokens whose bytes keep state s alive."""
-        key = self.dfa.keys[s]
+    def _live_words(self, s: int) -> np.ndarray:
+        """The tokens whose bytes keep state s alive, as a fresh packed bitmask."""
+        key, n = self.dfa.keys[s], self.vocab.num_words
         if isinstance(key, Term):
             heads, rest = literal_heads(key, self.dfa.source.tb)
             if heads:
-                return self._node_tokens(self._walk_literals(heads, rest))
-            run = self._run_tokens(s, key)
+                return pack_ids(self._node_tokens(self._walk_literals(heads, rest)), n)
+            run = self._run_words(s, key)
             if run is not None:
                 return run
         chained = self._chain_tokens(s)
         if chained is not None:
-            return chained
-        return self._node_tokens(self._walk_state(s))
+            return pack_ids(chained, n)
+        return pack_ids(self._node_tokens(self._walk_state(s)), n)
 
     def _node_tokens(self, live: np.ndarray) -> np.ndarray:
         trie = self.vocab.trie
@@ -169,8 +174,8 @@ class TokenAutomaton:
             ids = np.concatenate([ids, trie.dup_ids[np.isin(trie.dup_nodes, live)]])
         return ids
 
-    def _run_tokens(self, s: int, key: Term) -> np.ndarray | None:
-        """The live tokens of a state x{lo,hi} R whose item x is a character class (a
+    def _run_words(self, s: int, key: Term) -> np.ndarray | None:
+        """The live tokens (a packed bitmask) of a state x{lo,hi} R whose item x is a character class (a
         JSON string's content, `[a-z]{0,50}`, `[^"\\n]*`) that R cannot start with; None
         for other states.
 
@@ -179,7 +184,9 @@ class TokenAutomaton:
         at most hi characters;
         one that also has bytes neither x nor R can start with dies at the first of
         them. Only tokens with other bytes (a JSON string's quote and escapes) are
-        walked. The token lists are built once per vocabulary and (class, dead bytes)."""
+        walked. The token lists are built once per vocabulary and (class, dead bytes),
+        and so is the packed bitmask of the run's tokens per bound hi (a JSON string's
+        content allows ~45k tokens: setting their bits costs ~200 µs, an OR ~2)."""
         tb, cols = self.dfa.source.tb, self.vocab.columns
         head, after = key.args if key.kind == CONCAT else (key, tb.empty)
         if head.kind != REPEAT:
@@ -210,17 +217,20 @@ class TokenAutomaton:
             entry = cols.runs[runs_key] = self._run_lists(cls, dead, item if some else None)
         if entry is None:
             return None
-        ids, counts, pos = entry
-        if hi is not None:
-            ids = ids[: int(np.searchsorted(counts, hi, side="right"))]
+        ids, counts, pos, packed = entry
+        k = len(ids) if hi is None else int(np.searchsorted(counts, hi, side="right"))
+        base = packed.get(k)
+        if base is None:
+            base = packed[k] = pack_ids(ids[:k], self.vocab.num_words)
+            base.setflags(write=False)
         self.dfa.expand(s)
         first = self.dfa.table[s].take(cols.first.take(pos))
         keep = np.flatnonzero(first)
-        pos = pos.take(keep)
-        return np.concatenate([ids, cols.order.take(self._walk_columns(pos, first.take(keep)))])
+        walked = cols.order.take(self._walk_columns(pos.take(keep), first.take(keep)))
+        return base | pack_ids(walked, self.vocab.num_words)
 
     def _run_lists(self, cls: np.ndarray, dead: np.ndarray, item: Term | None) -> tuple | None:
-        """_run_tokens' lists: the ids of the tokens of the class's characters with their
+        """_run_words' lists: the ids of the tokens of the class's characters with their
         character counts, ascending, and the positions of the tokens to walk; None when
         too many are to walk (a narrow class, `\\+?`, before a wide follow: the trie walk
         is cheaper). `item`: the class, when its non-ASCII members are checked one by one."""
@@ -233,7 +243,8 @@ class TokenAutomaton:
             for p in np.flatnonzero(inside & (cols.high != 0)).tolist():
                 inside[p] = _members(tb, item, self.vocab.token_bytes[cols.order[p]])
         pos = cols.by_chars.compress(inside.take(cols.by_chars))  # by character count
-        return cols.order.take(pos).astype(np.int32), cols.chars.take(pos), rest.astype(np.int32)
+        return (cols.order.take(pos).astype(np.int32), cols.chars.take(pos), rest.astype(np.int32),
+                {})  # packed bitmasks of the first k ids, by k (_run_words)
 
     def _chain_tokens(self, s: int) -> np.ndarray | None:
         """The live tokens of a state that a wide byte class L moves along a chain of
@@ -634,6 +645,14 @@ def _targets(row: tuple) -> list:
     for a, b, x in row:
         out[a:b] = [x] * (b - a)
     return out
+
+
+def pack_ids(ids: np.ndarray, num_words: int) -> np.ndarray:
+    """Token ids -> a fresh packed bitmask of num_words uint32 words (bit j of word i:
+    token 32*i+j)."""
+    bits = np.zeros(num_words * 32, dtype=bool)
+    bits[ids] = True
+    return np.packbits(bits, bitorder="little").view("<u4")
 
 
 def _made_of(cols, cls: np.ndarray) -> np.ndarray:

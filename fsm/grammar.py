@@ -533,20 +533,12 @@ class GrammarAutomaton(TokenAutomaton):
         for e in key:
             w = self.masks.element_bits(e)
             words = w if words is None else (words | w)
-        if self.dfa.accepting[s] and len(self._eos):
-            words = words.copy()
-            np.bitwise_or.at(words, self._eos >> 5, np.left_shift(1, self._eos & 31).astype(np.uint32))
+        if self.dfa.accepting[s]:
+            words = words | self._eos_words
         mask = words.view("<i4")
         mask.setflags(write=False)
         self._masks[s] = mask
-        self._counts[s] = -1  # counted on demand (allowed_count)
         return mask
-
-    def allowed_count(self, s: int) -> int:
-        self.mask(s)
-        if self._counts[s] < 0:
-            self._counts[s] = int(np.unpackbits(self._masks[s].view(np.uint8)).sum())
-        return self._counts[s]
 
 
 def _at(row: tuple, c: int):

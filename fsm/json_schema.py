@@ -473,7 +473,7 @@ class _Compiler:
             # only `type` beside the values: keep the values of those types (every term
             # accepts the same texts of a value, so this equals the intersection, without
             # an emptiness search of it at compile time)
-            return self._enum([self.const(v, d) for v in node["enum"] if _has_type(v, node.get("type"))])
+            return self._enum([v for v in node["enum"] if _has_type(v, node.get("type"))], d)
         parts: list[Term] = []
         typed = self._typed(node, d, budget)
         if typed is not None:
@@ -483,7 +483,7 @@ class _Compiler:
         if "enum" in node:
             if not isinstance(node["enum"], list):
                 raise SchemaError("enum must be an array", "enum", self.ptr(node))
-            parts.append(self._enum([self.const(v, d) for v in node["enum"]]))
+            parts.append(self._enum(node["enum"], d))
         if "$ref" in node:
             target = self._resolve(node, node["$ref"])
             parts.append(self.value(target, d, budget))
@@ -666,10 +666,27 @@ class _Compiler:
         return False
 
     # -- const / enum ----------------------------------------------------------------
-    def _enum(self, consts: list[Term]) -> Term:
-        """An enum's values: those that are one literal text as a trie (TermBuilder.words)."""
-        texts = [c.args[0] for c in consts if c.kind == STR]
-        return self.tb.alt([self.tb.words(texts)] + [c for c in consts if c.kind != STR])
+    def _enum(self, values: list, d: int) -> Term:
+        """An enum's values as tries (TermBuilder.words): the literal texts in one, and
+        the literal heads of values with the same tail in one each (integers: their
+        digits, then the shared optional zero fraction), so a derivative touches one
+        branch and the terms are built once, not once per value."""
+        tb, heads, others = self.tb, {}, []
+        for v in values:
+            if type(v) is str:  # what const() makes, without a term per value
+                heads.setdefault(tb.empty, []).append(b'"' + encode_string(v) + b'"')
+                continue
+            if type(v) is int:
+                heads.setdefault(self.nt.zero_frac_opt, []).append(str(v).encode())
+                continue
+            c = self.const(v, d)
+            head, tail = c.args if c.kind == CONCAT else (c, tb.empty)
+            text = _literal_text(head)
+            if text is None:
+                others.append(c)
+            else:
+                heads.setdefault(tail, []).append(text)
+        return tb.alt([tb.concat(tb.words(ts), tail) for tail, ts in heads.items()] + others)
 
     def const(self, v, d: int) -> Term:
         tb = self.tb
@@ -1375,6 +1392,8 @@ def _has_type(v, types) -> bool:
         return True
     for t in [types] if isinstance(types, str) else types:
         if t == "integer":
+            if type(v) is int:
+                return True
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and \
                     v not in (float("inf"), float("-inf")) and to_decimal(v) == to_decimal(v).to_integral_value():
                 return True
@@ -1522,6 +1541,15 @@ class JsonTermSource(TermSource):
                 break
             i = parent[i]
         return False
+
+
+def _literal_text(t: Term) -> bytes | None:
+    """The one text of a literal term (STR, or a one-byte range), else None."""
+    if t.kind == STR:
+        return t.args[0]
+    if t.kind == BYTES and t.args[0] == t.args[1]:
+        return bytes(t.args[:1])
+    return None
 
 
 def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> CompiledSchema:

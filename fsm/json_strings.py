@@ -55,6 +55,8 @@ def encode_char(cp: int) -> bytes:
 
 
 def encode_string(s: str) -> bytes:
+    if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
+        return s.encode()  # nothing to escape: the usual key or enum value
     return b"".join(encode_char(ord(c)) for c in s)
 
 

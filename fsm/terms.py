@@ -187,6 +187,10 @@ class TermBuilder:
                 j, b = i, ws[i][depth]
                 while j < hi and ws[j][depth] == b:
                     j += 1
+                if j == i + 1:  # a leaf: the rest of one word
+                    branches.append(self.literal(ws[i][depth:]))
+                    i = j
+                    continue
                 first, last = ws[i], ws[j - 1]  # sorted: their common prefix is the group's
                 end = depth + 1
                 while end < min(len(first), len(last)) and first[end] == last[end]:

@@ -190,7 +190,7 @@ class TokenColumns:
     utf8: np.ndarray  # bool: whole UTF-8 characters, the last one possibly cut short
     chars: np.ndarray  # characters begun (bytes that are not UTF-8 continuations)
     by_chars: np.ndarray  # positions in ascending order of chars
-    runs: dict = field(default_factory=dict, compare=False)  # TokenAutomaton._run_tokens' lists
+    runs: dict = field(default_factory=dict, compare=False)  # TokenAutomaton._run_words' lists and bitmasks
 
     @classmethod
     def build(cls, token_bytes: Sequence[bytes | None]) -> "TokenColumns":

@@ -243,6 +243,22 @@ def test_typed_enum_keeps_the_values_of_its_types(schema):
         assert acc(text) == valid(schema, json.loads(text)), (schema, text)
 
 
+@pytest.mark.parametrize("schema", [
+    {"enum": [1, 10, 12, -3, 2.5, 100, 7.0, "1", "10", "a\"b", "é", "", [1], None]},
+    {"type": ["integer", "string"], "enum": [3, 30, 31, 300, "3", "30", "3\n"]},
+])
+def test_enum_tries_match_jsonschema(schema):
+    """Enum values are factored into tries (strings; integers before their shared
+    optional zero fraction): the same texts as one constant per value."""
+    acc, cs = compiled(schema)
+    insts = [1, 10, 12, 120, -3, 3, 30, 31, 300, 2.5, 100, 7, 11, "1", "10", "3", "30", "3\n",
+             'a"b', "é", "", "a", [1], None, 0]
+    for inst in insts:
+        assert acc(cs.canonical(inst)) == valid(schema, inst), (schema, inst)
+    for text in ["10.0", "12.00", "-3.0", "2.50", "7.00", "300.0", "1.5", "100.5"]:  # no exponents
+        assert acc(text) == valid(schema, json.loads(text)), (schema, text)
+
+
 def test_enum_with_malformed_type_is_refused():
     with pytest.raises(SchemaError, match="type"):
         schema_to_term({"type": "strng", "enum": ["a"]})
