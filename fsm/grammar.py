@@ -517,8 +517,18 @@ class GrammarAutomaton(TokenAutomaton):
             if not 0 <= token_id < len(data) or not data[token_id]:
                 return DEAD
             with self._lock, paused_gc():
-                key, step = self.dfa.keys[s], self.source.step
-                for c in data[token_id]:
+                key, step, b = self.dfa.keys[s], self.source.step, data[token_id]
+                k = 0
+                if len(key) == 1:  # one lexeme going on (a string's content): its bytes
+                    (stack, i, x), = key  # need no parser and no element sets
+                    live_row = self.source._live_row
+                    while k < len(b) and not x.nullable:
+                        x = _at(live_row(x), b[k])
+                        if x is None:
+                            break
+                        k += 1
+                    key = frozenset() if x is None else frozenset(((stack, i, x),))
+                for c in b[k:]:
                     if not key:
                         break
                     key = step(key, c)

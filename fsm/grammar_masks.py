@@ -432,12 +432,15 @@ class GrammarMasks:
         self.walker = TrieWalker(self.dfa, vocab.trie, vocab.token_bytes, vocab.num_words * 32)
         self.width = vocab.num_words * 32
         self._plans: dict = {}       # lexer key -> _Plan
+        self._ctx_plans: dict = {}   # boundary context -> its _Plan
+        self._pos_plans: dict = {}   # (terminal, lexeme id) -> its position's _Plan
         self._boundary: dict = {}    # stack -> bits
         self._elements: dict = {}    # (stack, terminal, lexeme id) -> bits
         self._startable: dict = {}   # LR stack -> terminals that can start there
         self._acts: dict = {}        # LR state -> GrammarMasks._actions
         self._all = frozenset(range(len(g.terms)))
         self._contexts: list = []    # boundary context sets walked (see _context)
+        self._ctx_of_state: dict = {}  # LR state -> a walked context covering its actions
         self._first_byte = None
         self._restart: dict = {}     # (terminal, lexeme id) -> GrammarMasks._restarts
         self._no_first: dict = {}    # lexeme id -> bits of tokens not starting in its row
@@ -560,12 +563,11 @@ class GrammarMasks:
             k += 1
         return np.frombuffer(met, dtype=bool), low
 
-    def _position_bits(self, key, stack, elem) -> np.ndarray:
-        """The tokens the position `key` allows under `stack`. Outcomes are cached by
-        the states of the stack's top nodes that deciding them read (as many as the
-        deepest reduction reached; any stack with those top states decides alike):
-        nested structure repeats them."""
-        plan = self._plan(key)
+    def _position_bits(self, plan: _Plan, stack, elem) -> np.ndarray:
+        """The tokens the position walked by `plan` allows under `stack`. Outcomes are
+        cached by the states of the stack's top nodes that deciding them read (as many
+        as the deepest reduction reached; any stack with those top states decides
+        alike): nested structure repeats them."""
         if plan.by_top:
             top = _top_states(stack, plan.depths[-1])
             for d in plan.depths:
@@ -620,8 +622,11 @@ class GrammarMasks:
     def boundary_bits(self, stack) -> np.ndarray:
         b = self._boundary.get(stack)
         if b is None:
-            key = self.lex.boundary(self._context(stack))
-            b = self._boundary[stack] = self._position_bits(key, stack, (stack, -1, self.g.tb.empty))
+            ctx = self._context(stack)
+            plan = self._ctx_plans.get(ctx)
+            if plan is None:
+                plan = self._ctx_plans[ctx] = self._plan(self.lex.boundary(ctx))
+            b = self._boundary[stack] = self._position_bits(plan, stack, (stack, -1, self.g.tb.empty))
         return b
 
     def _context(self, stack) -> frozenset:
@@ -632,10 +637,14 @@ class GrammarMasks:
         more). An ignored lexeme's position is walked for all terminals at once: the
         lexer states after it are then the boundary's, shared, and a comment is walked
         once per lexeme, not once per context."""
+        c = self._ctx_of_state.get(stack.state)
+        if c is not None:
+            return c
         ctxs = self._contexts
         acts = self._actions(stack.state)  # a superset of `need`, without parser steps
         for c in ctxs:
             if acts <= c:
+                self._ctx_of_state[stack.state] = c  # contexts are only added: still valid later
                 return c
         need = self.startable(stack)
         for c in ctxs:
@@ -677,8 +686,11 @@ class GrammarMasks:
             b = self._elements[ck] = self.boundary_bits(stack)
             return b
         if seg:
-            ctx = self._all if g.ignored[t] else None
-            b = self._position_bits(self.lex.position(ctx, t, x), stack, elem)
+            plan = self._pos_plans.get((t, x.id))
+            if plan is None:
+                ctx = self._all if g.ignored[t] else None
+                plan = self._pos_plans[(t, x.id)] = self._plan(self.lex.position(ctx, t, x))
+            b = self._position_bits(plan, stack, elem)
         if x.nullable:
             nxt = stack if g.ignored[t] else g.feed(stack, t)
             if nxt is not None:
