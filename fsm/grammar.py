@@ -866,12 +866,24 @@ def _hoist_tails(defs: dict) -> None:
 
 
 def load_lark(grammar: str, start: str = "start", hoist: bool = False):
-    """Lark text -> (rules, terminal defs, ignore names), via lark's own loader;
-    `hoist`: with long alternatives' optional tails made rules (`_hoist_tails`)."""
-    from lark.exceptions import LarkError
-    _warm_lark()
+    """Lark text -> (rules, terminal defs, ignore names), exactly as lark's own loader
+    gives them; `hoist`: with long alternatives' optional tails made rules
+    (`_hoist_tails`). Our front end (fsm/lark_text.py, ~1 ms) reads the common part of
+    Lark's language; the rest, and every grammar with an error, goes through lark's
+    loader (`_load_with_lark`, 6-18 ms), so its errors and messages stay lark's."""
     if not isinstance(grammar, str):
         raise GrammarError("grammar must be Lark grammar text (a str)")
+    from .lark_text import load
+    try:
+        return load(grammar, start, hoist)
+    except Exception:  # noqa: BLE001 - lark_text.Unsupported, or an error lark's helpers raised
+        return _load_with_lark(grammar, start, hoist)
+
+
+def _load_with_lark(grammar: str, start: str = "start", hoist: bool = False):
+    """load_lark through lark's GrammarBuilder (the fallback, and the tests' oracle)."""
+    from lark.exceptions import LarkError
+    _warm_lark()
     try:
         b = _builder()
         b.load_grammar(grammar, "<grammar>")
