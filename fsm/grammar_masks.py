@@ -232,7 +232,6 @@ class TrieWalker:
             below[j] = below[j + 1] + sizes[j]
         self.below = below
         self._small: dict = {}  # (state, level, node) -> (flat nodes, states) below it
-        self._by_first = None
         self._classes: dict = {}  # byte class -> TrieWalker._inside
         self._loops: dict = {}    # (class, bytes to the loop state, live bytes) -> loop_walk's split
 
@@ -293,7 +292,7 @@ class TrieWalker:
             return None
         dfa.expand(s)
         row0 = dfa.table[s]
-        by_first = self._first_counts(cols)
+        by_first = cols.first_counts
         share = np.bincount(row0, weights=by_first, minlength=dfa.num_states)
         share[0] = 0
         u = int(share.argmax())
@@ -378,11 +377,6 @@ class TrieWalker:
             r = self._classes[k] = out == 0
         return r
 
-    def _first_counts(self, cols) -> np.ndarray:
-        """How many tokens start with each byte."""
-        if self._by_first is None:
-            self._by_first = np.bincount(cols.first, minlength=256).astype(np.float64)
-        return self._by_first
 
     def _walk_small(self, level: int, live: list, sts: list, nodes: list, states: list) -> None:
         memo = self._small
@@ -441,7 +435,6 @@ class GrammarMasks:
         self._all = frozenset(range(len(g.terms)))
         self._contexts: list = []    # boundary context sets walked (see _context)
         self._ctx_of_state: dict = {}  # LR state -> a walked context covering its actions
-        self._first_byte = None
         self._restart: dict = {}     # (terminal, lexeme id) -> GrammarMasks._restarts
         self._no_first: dict = {}    # lexeme id -> bits of tokens not starting in its row
         self.stats = {"walks": 0, "exact_checks": 0}
@@ -723,20 +716,15 @@ class GrammarMasks:
         """Tokens whose first byte is not in the row `seg` (of lexeme x)."""
         r = self._no_first.get(x.id)
         if r is None:
-            if self._first_byte is None:
-                self._first_byte = _first_bytes(self.vocab.columns, self.width)
             cont = np.zeros(257, dtype=bool)
             for a, b, _ in seg:
                 cont[a:b] = True
-            r = self._no_first[x.id] = _pack(~cont.take(self._first_byte))
+            first = self.vocab.columns.first_of_id
+            n = min(self.width, len(first))
+            keep = np.ones(self.width, dtype=bool)  # ids past the tokenizer's: no token
+            keep[:n] = ~cont.take(first[:n])
+            r = self._no_first[x.id] = _pack(keep)
         return r
-
-
-def _first_bytes(cols, width: int) -> np.ndarray:
-    """Each token's first byte (256 for tokens without bytes)."""
-    out = np.full(max(width, len(cols.order) and int(cols.order.max()) + 1), 256, dtype=np.int16)
-    out[cols.order] = cols.first
-    return out[:width]
 
 
 def _pack(bits: np.ndarray) -> np.ndarray:

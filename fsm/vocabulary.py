@@ -190,6 +190,8 @@ class TokenColumns:
     utf8: np.ndarray  # bool: whole UTF-8 characters, the last one possibly cut short
     chars: np.ndarray  # characters begun (bytes that are not UTF-8 continuations)
     by_chars: np.ndarray  # positions in ascending order of chars
+    first_counts: np.ndarray  # float64[256]: how many tokens start with each byte
+    first_of_id: np.ndarray  # int16 per token id: its first byte (256: no bytes)
     runs: dict = field(default_factory=dict, compare=False)  # TokenAutomaton._run_words' lists and bitmasks
 
     @classmethod
@@ -213,8 +215,11 @@ class TokenColumns:
         first = column[0].astype(np.intp) if depth else np.zeros(0, dtype=np.intp)
         utf8 = np.array([_utf8_prefix(token_bytes[i]) for i in order.tolist()], dtype=bool)
         chars = np.bincount(owner[(flat & 0xC0) != 0x80], minlength=len(lens)).astype(np.int32)
+        first_of_id = np.full(len(token_bytes), 256, dtype=np.int16)
+        first_of_id[order] = first
         return cls(order, count, column, tuple(byte_sets), first, byte_sets[2] | byte_sets[3], utf8, chars,
-                   np.argsort(chars, kind="stable"))
+                   np.argsort(chars, kind="stable"),
+                   np.bincount(first, minlength=256).astype(np.float64), first_of_id)
 
 
 def _utf8_prefix(data: bytes) -> bool:
