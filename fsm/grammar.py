@@ -96,7 +96,7 @@ import numpy as np
 from .automaton import TokenAutomaton
 from .dfa import DEAD, DEFAULT_MAX_STATES, TermSource
 from .errors import ConstraintError, RegexError
-from .regex import regex_to_term
+from .regex import caseless_literal, regex_to_term
 from .terms import Term, TermBuilder, paused_gc
 from .vocabulary import Vocabulary
 
@@ -748,7 +748,7 @@ def _terminal_term(tb: TermBuilder, tdef) -> Term:
     try:
         if isinstance(p, PatternStr):
             if flags & re.IGNORECASE:
-                return regex_to_term(tb, re.escape(value), re.IGNORECASE)
+                return caseless_literal(tb, value)
             return tb.literal(value.encode("utf-8"))
         if value == _LARK_ESCAPED_STRING:
             return regex_to_term(tb, _ESCAPED_STRING_RE, flags)

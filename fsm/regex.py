@@ -64,6 +64,18 @@ def regex_to_term(tb: TermBuilder, pattern: str, flags: int = 0) -> Term:
     return _Converter(tb, pattern).sequence(parsed, int(parsed.state.flags), True, True)
 
 
+def caseless_literal(tb: TermBuilder, text: str) -> Term:
+    """`text` under re.IGNORECASE: the term regex_to_term(re.escape(text), re.IGNORECASE)
+    gives, without re's parser (a grammar's keywords: `"select"i`).
+
+    >>> tb = TermBuilder()
+    >>> caseless_literal(tb, "as") is regex_to_term(tb, "as", re.IGNORECASE)
+    True
+    """
+    conv = _Converter(tb, text)
+    return tb.seq([conv.chars([(C.LITERAL, ord(c))], _I) for c in text])
+
+
 # An alternation of plain words, optionally in one group: `(red|green|blue)`. Outside a
 # class, a backslash before anything but an ASCII letter, a digit, `\\` or `|` escapes
 # that character (those four are left to re's parser, so every `|` here is a bar).

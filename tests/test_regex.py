@@ -502,3 +502,12 @@ def test_paused_gc_nests_and_keeps_the_users_choice():
         assert not gc.isenabled()
     finally:
         (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize("text", ["select", "SeLeCt", "a.b", "x y", "é", "ß", "ſ", "İ", "Σσς",
+                                  "k2", "(?i)", "\\n", "ﬀ", "\U0001F600", ""])
+def test_caseless_literal_is_the_regex_term(text):
+    """Grammar keywords (`"select"i`) skip re's parser: the same interned term."""
+    from fsm.regex import caseless_literal
+    tb = TermBuilder()
+    assert caseless_literal(tb, text) is regex_to_term(tb, re.escape(text), re.IGNORECASE)
