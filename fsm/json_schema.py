@@ -253,14 +253,13 @@ class _Compiler:
     def _index(self, node, base: str, ptr: str) -> None:
         if not isinstance(node, dict):
             return
-        if "$ref" not in node or True:
-            sid = node.get("$id")
-            if isinstance(sid, str):
-                if sid.startswith("#"):
-                    self.anchors[(base, sid[1:])] = node
-                else:
-                    base = urldefrag(_join(base, sid))[0]
-                    self.resources[base] = node
+        sid = node.get("$id")  # (2020-12: an $id beside $ref still sets the base)
+        if isinstance(sid, str):
+            if sid.startswith("#"):
+                self.anchors[(base, sid[1:])] = node
+            else:
+                base = urldefrag(_join(base, sid))[0]
+                self.resources[base] = node
         if not self.resources.get(base) and ptr == "#":
             self.resources[base] = node
         for a in ("$anchor", "$dynamicAnchor"):
