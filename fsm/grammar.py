@@ -502,6 +502,7 @@ class GrammarAutomaton(TokenAutomaton):
         super().__init__(source, source.start_key, vocab, description, max_states)
         self.source = source
         self.masks = GrammarMasks(source, vocab, self.dfa, max_states or DEFAULT_MAX_STATES)
+        self._loops: dict = {}  # lexeme id -> _loop_bytes
 
     @property
     def stats(self) -> dict:
@@ -522,6 +523,8 @@ class GrammarAutomaton(TokenAutomaton):
                 if len(key) == 1:  # one lexeme going on (a string's content): its bytes
                     (stack, i, x), = key  # need no parser and no element sets
                     live_row = self.source._live_row
+                    if not x.nullable and not b.translate(None, self._loop_bytes(x)):
+                        k = len(b)  # every byte keeps x where it is
                     while k < len(b) and not x.nullable:
                         x = _at(live_row(x), b[k])
                         if x is None:
@@ -534,6 +537,14 @@ class GrammarAutomaton(TokenAutomaton):
                     key = step(key, c)
                 nxt = self._next[(s, token_id)] = self.dfa.state_of(key)
         return nxt
+
+    def _loop_bytes(self, x: Term) -> bytes:
+        """The bytes that lead lexeme x to itself (a string's content characters)."""
+        r = self._loops.get(x.id)
+        if r is None:
+            r = self._loops[x.id] = bytes(c for a, b, y in self.source._live_row(x) if y is x
+                                          for c in range(a, b))
+        return r
 
     def _compute_mask(self, s: int) -> np.ndarray:
         key = self.dfa.keys[s]
