@@ -13,8 +13,11 @@ as it would in a server; per-vocabulary tries and token columns are built before
 timing). Every token of every document must be allowed by each library's mask
 (checked). Prints a markdown table; ratios are ours / theirs. `--cpu-time` times with
 the process's CPU time instead of the wall clock (steps run in the calling thread);
-`--gc-freeze` keeps Python's full collections from rescanning what the process held
-before the benchmark (a full collection then takes ~240 ms, and falls in some step).
+Once the tokenizers are loaded, gc.freeze() keeps Python's full collections from
+rescanning what the process held before (transformers: a full collection then takes
+~200-300 ms and falls in some step), for every library alike, as servers do after
+start-up (vLLM; our engine.LLM) and as json_schema_bench.py does; `--no-gc-freeze`
+measures without it.
 """
 from __future__ import annotations
 
@@ -170,10 +173,10 @@ def main():
     ap.add_argument("--cpu-time", action="store_true",
                     help="time with the process's CPU time, not the wall clock (a machine "
                          "shared with other work: its waits for a core are not counted)")
-    ap.add_argument("--gc-freeze", action="store_true",
-                    help="gc.freeze() once the tokenizer is loaded (as servers do after start-up): "
-                         "the collector then no longer rescans transformers' ~300k objects in "
-                         "its full collections; every object the libraries make is still scanned")
+    ap.add_argument("--no-gc-freeze", action="store_true",
+                    help="do not gc.freeze() once the tokenizers are loaded (by default the "
+                         "collector's full collections then no longer rescan transformers' "
+                         "~300k objects; every object the libraries make is still scanned)")
     args = ap.parse_args()
     if args.cpu_time:
         global clock
@@ -187,15 +190,16 @@ def main():
     vocab.trie  # built once per vocabulary (shared by every constraint): not counted
     vocab.trie.lists  # the list form used for small subtrees, also once per vocabulary
     vocab.columns  # token columns (loop walks, fsm/grammar_masks.py): once per vocabulary
-    if args.gc_freeze:
-        import gc
-        gc.freeze()
     eos = vocab.eos_ids[0]
     if not args.no_peers:
         import llguidance.hf
         import xgrammar
         lltok = llguidance.hf.from_tokenizer(tok)
         info = xgrammar.TokenizerInfo.from_huggingface(tok, vocab_size=vocab.size)
+    if not args.no_gc_freeze:
+        import gc
+        gc.collect()
+        gc.freeze()
 
     us = lambda s: f"{s * 1e6:.0f} µs" if s < 1e-3 else f"{s * 1e3:.2f} ms"  # noqa: E731
     rows = []
