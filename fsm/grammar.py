@@ -48,20 +48,19 @@ stacks that differ deeper than the tokens reach share masks. Tokens whose lexing
 complete more terminals than the lexer tracks (ambiguous lexer states) are checked
 one by one, stepping the configuration (`step`) from the element.
 
-Performance (benchmarks/grammar_bench.py --repeat 3, SmolLM2 vocabulary, 2 cores
-shared with other work, so +-50%; `--cpu-time`): grammar to first mask 12-24 ms for
-arithmetic and JSON, 23-37 ms for the toy language, 26-53 ms for the SQL subset (~28 ms
-when the cores are quiet), where Lark's grammar loading dominates (~20 ms for SQL:
-parsing the grammar text ~10 ms, compiling its EBNF ~10 ms; its library imports are
-parsed once per process). The LALR analysis is ours (`_lalr_tables`, ~2 ms), and a rule
-with 3+ optional parts gets its tail as a fresh rule before Lark expands optionals in
-place (`_hoist_tails`). Time between
-masks: median 25-260 µs, 0.1-0.5x llguidance's but 1.5x on JSON (24-38 µs against
-16-25): a mask copy for a configuration seen before, else ~20-300 µs. p99 0.35-0.65 ms
-for arithmetic and JSON, ~2 ms for the toy language (comment and string positions,
-~1-2 ms each on first visit), 6-40 ms for SQL, whose keyword/identifier lexer states
-are many: its boundary's walk over every terminal takes ~150 ms once, a keyword's
-position 5-10 ms (~100 new lexer states).
+Performance (benchmarks/grammar_bench.py --repeat 3, SmolLM2 vocabulary, 2 shared
+cores, so +-50%): grammar to first mask 6-11 ms for arithmetic and JSON, 11-20 ms for
+the SQL subset and the toy language. Grammar text is read by our own front end
+(fsm/lark_text.py, ~1 ms; Lark's loader only for what it does not read), the LALR
+analysis is ours (`_lalr_tables`, ~2 ms), case-insensitive keywords skip re's parser
+(`regex.caseless_literal`), and a rule with 3+ optional parts gets its tail as a
+fresh rule before optionals are expanded in place (`_hoist_tails`). Time between
+masks: median 20-130 µs, 0.1-0.35x llguidance's but 1.1-1.5x on JSON (17-30 µs
+against 14-20): a mask copy for a configuration seen before, else ~10-300 µs. p99
+0.3-0.5 ms for arithmetic and JSON, ~2-3 ms for the toy language (comment, string and
+number positions, ~1-2 ms each on first visit), ~6-13 ms for SQL, whose
+keyword/identifier lexer states are many: its boundary's walk over every terminal
+takes ~120-200 ms once, a keyword's position 5-10 ms (~100 new lexer states).
 Memory: each DFA state (one per configuration reached) keeps its mask (vocabulary/8
 bytes) and, once its row is built, a 256-entry row; bound them with `max_states`.
 Each lexer position walked keeps its live tokens with their class (16 bytes each; a
