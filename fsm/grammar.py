@@ -89,6 +89,7 @@ from __future__ import annotations
 
 import re
 import threading
+import warnings
 
 import numpy as np
 
@@ -883,11 +884,17 @@ def load_lark(grammar: str, start: str = "start", hoist: bool = False):
     loader (`_load_with_lark`, 6-18 ms), so its errors and messages stay lark's."""
     if not isinstance(grammar, str):
         raise GrammarError("grammar must be Lark grammar text (a str)")
-    from .lark_text import load
+    from lark.exceptions import LarkError
+
+    from .lark_text import Unsupported, load
     try:
         return load(grammar, start, hoist)
-    except Exception:  # noqa: BLE001 - lark_text.Unsupported, or an error lark's helpers raised
-        return _load_with_lark(grammar, start, hoist)
+    except (Unsupported, LarkError):  # outside the front end, or an error lark's helpers found
+        pass
+    except Exception as e:  # noqa: BLE001 - a bug of ours: say so, but still compile
+        warnings.warn(f"fsm.lark_text failed ({type(e).__name__}: {e}); using lark's loader "
+                      "(please report this grammar)", RuntimeWarning, stacklevel=2)
+    return _load_with_lark(grammar, start, hoist)
 
 
 def _load_with_lark(grammar: str, start: str = "start", hoist: bool = False):

@@ -142,6 +142,17 @@ def test_load_lark_uses_the_front_end(monkeypatch):
     assert ignore == ["WS"] and any(t.name == "SELECT" for t in terminals)
 
 
+def test_a_front_end_bug_warns_and_falls_back(monkeypatch):
+    """An unexpected exception in the front end is a bug: said out loud, and the
+    grammar still compiles through lark's loader."""
+    def broken(*args):
+        raise KeyError("boom")
+    monkeypatch.setattr(lark_text, "load", broken)
+    with pytest.warns(RuntimeWarning, match="KeyError"):
+        got = load_lark(GRAMMARS["arith"])
+    assert _normal(got) == _normal(_load_with_lark(GRAMMARS["arith"]))
+
+
 FALLBACK = {
     "template": '_sep{x, sep}: x (sep x)*\nstart: _sep{"a", ","}\n',
     "override": 'start: "a"\n%import common.INT\n%override start: INT\n',
