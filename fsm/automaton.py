@@ -175,9 +175,9 @@ class TokenAutomaton:
         return ids
 
     def _run_words(self, s: int, key: Term) -> np.ndarray | None:
-        """The live tokens (a packed bitmask) of a state x{lo,hi} R whose item x is a character class (a
-        JSON string's content, `[a-z]{0,50}`, `[^"\\n]*`) that R cannot start with; None
-        for other states.
+        """The live tokens (a packed bitmask) of a state x{lo,hi} R whose item x is a
+        character class (a JSON string's content, `[a-z]{0,50}`, `[^"\\n]*`) that R
+        cannot start with; None for other states.
 
         A token of x's characters (whole UTF-8 ones, the last maybe cut short; checked one
         by one where x takes some non-ASCII characters but not all) is alive iff it has
