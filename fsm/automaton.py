@@ -38,9 +38,6 @@ CHAIN_MIN_BYTES = 16
 # A run of a character class (TokenAutomaton._run_words) is taken when at most this
 # many tokens have bytes that its class does not settle.
 RUN_MAX_WALKED = 4096
-# How many (class, dead bytes) token lists a vocabulary keeps (oldest dropped first);
-# each also keeps a packed bitmask (vocabulary/8 bytes) per length bound met.
-RUN_CACHE_MAX = 64
 
 
 class TokenAutomaton:
@@ -207,14 +204,7 @@ class TokenAutomaton:
         runs_key = np.packbits(cls).tobytes() + np.packbits(dead).tobytes()
         if some:  # which characters, too
             runs_key = (runs_key, tb.export(item))
-        entry = cols.runs.get(runs_key, False)  # shared by every constraint on this vocabulary
-        if entry is False:
-            if len(cols.runs) >= RUN_CACHE_MAX:  # bounded memory (~0.4 MB an entry at 49k tokens)
-                try:
-                    cols.runs.pop(next(iter(cols.runs)), None)
-                except (RuntimeError, StopIteration):  # another thread changed it meanwhile
-                    pass
-            entry = cols.runs[runs_key] = self._run_lists(cls, dead, item if some else None)
+        entry = cols.memo(("run", runs_key), lambda: self._run_lists(cls, dead, item if some else None))
         if entry is None:
             return None
         ids, counts, pos, packed = entry

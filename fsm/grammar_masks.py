@@ -232,8 +232,6 @@ class TrieWalker:
             below[j] = below[j + 1] + sizes[j]
         self.below = below
         self._small: dict = {}  # (state, level, node) -> (flat nodes, states) below it
-        self._classes: dict = {}  # byte class -> TrieWalker._inside
-        self._loops: dict = {}    # (class, bytes to the loop state, live bytes) -> loop_walk's split
 
     def walk(self, s: int) -> tuple:
         """(flat trie nodes, their states) of every live node reached from state s."""
@@ -306,16 +304,10 @@ class TrieWalker:
         if any(kind == DEEP for _s, _i, _x, kind in dfa.keys[u]):
             return None  # a class needing exact checks: its thousands of tokens are not checked
         live0 = row0 != 0
-        k = (cls.tobytes(), starts_u.tobytes(), live0.tobytes())
-        r = self._loops.get(k)
-        if r is None:  # the same for the positions of one string or comment
-            loops = self._inside(cols, cls) & starts_u.take(cols.first)
-            ids = cols.order[loops]
-            looping = np.zeros(self.width, dtype=bool)
-            looping[ids[ids < self.width]] = True
-            pos = np.flatnonzero(live0.take(cols.first) & ~loops)  # the others, live at byte 1
-            r = self._loops[k] = (looping, len(ids), pos)
-        looping, n_loop, pos = r
+        # the same for the positions of one string or comment, and for any grammar
+        # (or recursive schema) on this vocabulary with the same bytes
+        k = ("loop", cls.tobytes(), starts_u.tobytes(), live0.tobytes())
+        looping, n_loop, pos = cols.memo(k, lambda: self._loop_split(cols, cls, starts_u, live0))
         if n_loop < least:
             return None
         st = row0.take(cols.first.take(pos))
@@ -361,21 +353,15 @@ class TrieWalker:
         done_pos.append(np.array(out_p, dtype=np.intp))
         done_st.append(np.array(out_s, dtype=np.int32))
 
-    def _inside(self, cols, cls: np.ndarray) -> np.ndarray:
-        """Which tokens (TokenColumns order) have all their bytes in the byte class
-        `cls`; remembered per class (the positions of one string or comment share it)."""
-        k = cls.tobytes()
-        r = self._classes.get(k)
-        if r is None:
-            w = np.packbits(cls, bitorder="little").view("<u8")
-            bs = cols.byte_sets
-            out = (bs[0] & ~w[0]) | (bs[1] & ~w[1])
-            if w[2] or w[3]:
-                out |= (bs[2] & ~w[2]) | (bs[3] & ~w[3])
-            else:  # an ASCII class (the usual one): a byte >= 128 is outside
-                out |= cols.high
-            r = self._classes[k] = out == 0
-        return r
+    def _loop_split(self, cols, cls: np.ndarray, starts_u: np.ndarray, live0: np.ndarray) -> tuple:
+        """loop_walk's split of the tokens: (looping: bool per token id, their number,
+        the positions of the others that live past their first byte)."""
+        loops = _inside(cols, cls) & starts_u.take(cols.first)
+        ids = cols.order[loops]
+        looping = np.zeros(self.width, dtype=bool)
+        looping[ids[ids < self.width]] = True
+        looping.setflags(write=False)  # shared by every grammar on this vocabulary
+        return looping, len(ids), np.flatnonzero(live0.take(cols.first) & ~loops)
 
 
     def _walk_small(self, level: int, live: list, sts: list, nodes: list, states: list) -> None:
@@ -388,6 +374,22 @@ class TrieWalker:
             if len(r[0]):
                 nodes.append(r[0])
                 states.append(r[1])
+
+def _inside(cols, cls: np.ndarray) -> np.ndarray:
+    """Which tokens (TokenColumns order) have all their bytes in the byte class `cls`
+    (remembered per vocabulary and class: the positions of one string or comment, and
+    every grammar's strings of that class, share it)."""
+    def make():
+        w = np.packbits(cls, bitorder="little").view("<u8")
+        bs = cols.byte_sets
+        out = (bs[0] & ~w[0]) | (bs[1] & ~w[1])
+        if w[2] or w[3]:
+            out |= (bs[2] & ~w[2]) | (bs[3] & ~w[3])
+        else:  # an ASCII class (the usual one): a byte >= 128 is outside
+            out |= cols.high
+        return out == 0
+    return cols.memo(("inside", cls.tobytes()), make)
+
 
 def _top_states(stack, depth: int) -> tuple:
     """The states of the stack's top depth+1 nodes (fewer at the bottom)."""

@@ -169,6 +169,11 @@ class Vocabulary:
                 hash(self.token_bytes))
 
 
+# How many results TokenColumns.memo keeps per vocabulary (oldest dropped first).
+WALK_CACHE_MAX = 64
+_MISSING = object()
+
+
 @dataclass(frozen=True)
 class TokenColumns:
     """The tokens with bytes, longest first, stored byte column by byte column, with
@@ -192,7 +197,23 @@ class TokenColumns:
     by_chars: np.ndarray  # positions in ascending order of chars
     first_counts: np.ndarray  # float64[256]: how many tokens start with each byte
     first_of_id: np.ndarray  # int16 per token id: its first byte (256: no bytes)
-    runs: dict = field(default_factory=dict, compare=False)  # TokenAutomaton._run_words' lists and bitmasks
+    walks: dict = field(default_factory=dict, compare=False)  # memo(): results of token walks
+
+    def memo(self, key, make):
+        """make()'s result, remembered for this vocabulary under `key` and shared by
+        every constraint on it (the token lists of a character class's runs, of a
+        string's or comment's loop: the same for every schema or grammar that has one).
+        At most WALK_CACHE_MAX entries (~0.1-0.5 MB each at 49k tokens), the oldest
+        dropped first; entries are never changed in place but for their own caches."""
+        r = self.walks.get(key, _MISSING)
+        if r is _MISSING:
+            if len(self.walks) >= WALK_CACHE_MAX:
+                try:
+                    self.walks.pop(next(iter(self.walks)), None)
+                except (RuntimeError, StopIteration):  # another thread changed it meanwhile
+                    pass
+            r = self.walks[key] = make()
+        return r
 
     @classmethod
     def build(cls, token_bytes: Sequence[bytes | None]) -> "TokenColumns":

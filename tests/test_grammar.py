@@ -320,9 +320,22 @@ def test_masks_equal_brute_force_loop_walks(name, monkeypatch):
     _check_masks(name, grammar_vocab(name, seed=5))
 
 
-def _check_masks(name, vocab, walks=3, steps=14, prefer=()):
+def test_loop_walk_lists_shared_across_automata(monkeypatch):
+    """Loop walks' token lists are kept per vocabulary (TokenColumns.memo): a second,
+    fresh automaton on the same vocabulary starts from them, and its masks stay exact."""
+    import fsm.grammar_masks as gm
+    monkeypatch.setattr(gm, "LOOP_SHARE", 0.0)
+    vocab = grammar_vocab("toy", seed=5)
+    _check_masks("toy", vocab)
+    loops = {k for k in vocab.columns.walks if k[0] == "loop"}
+    assert loops
+    _check_masks("toy", vocab, max_states=10**5 + 7)  # a fresh automaton (own cache slot)
+    assert loops <= set(vocab.columns.walks)
+
+
+def _check_masks(name, vocab, walks=3, steps=14, prefer=(), max_states=None):
     orc = oracle(name)
-    auto = compile_grammar(GRAMMARS[name], vocab)
+    auto = compile_grammar(GRAMMARS[name], vocab, max_states=max_states)
     eos = vocab.eos_ids[0]
     rng = random.Random(1)
     prefer = {vocab.token_bytes.index(t) for t in prefer}

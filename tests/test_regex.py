@@ -390,9 +390,9 @@ def test_enum_tries_keep_masks_exact(smol_vocab):
 
 def test_run_lists_are_bounded(monkeypatch):
     """The per-vocabulary token lists of character-class runs keep at most
-    RUN_CACHE_MAX entries; masks stay exact when one is dropped and rebuilt."""
-    from fsm import automaton
-    monkeypatch.setattr(automaton, "RUN_CACHE_MAX", 2)
+    WALK_CACHE_MAX entries; masks stay exact when one is dropped and rebuilt."""
+    from fsm import vocabulary
+    monkeypatch.setattr(vocabulary, "WALK_CACHE_MAX", 2)
     vocab = small_vocab([b"a", b"ab", b"abc", b"1", b"12", b"x", b"a1", b"b!", b"!", b"\xc3\xa9", b"\xc3"])
     for i, pattern in enumerate(["[ab]{0,5}x", "[0-9]*!", "[a-c]+!", "[ab]{0,5}x", "[^x]*x", "[0-9]*!"]):
         a = fsm.compile_regex(pattern, vocab, max_states=10**5 + 10 + i)  # fresh automata
@@ -400,7 +400,7 @@ def test_run_lists_are_bounded(monkeypatch):
             if s:
                 assert set(a.allowed_tokens(s).tolist()) - set(vocab.eos_ids) == \
                     _live_tokens_brute_force(a, s), (pattern, s)
-        assert len(vocab.columns.runs) <= 2
+        assert len(vocab.columns.walks) <= 2
 
 
 def test_long_chain_masks_stay_exact(smol_vocab):
