@@ -27,7 +27,7 @@ from bisect import bisect_left
 
 import numpy as np
 
-from .dfa import DEAD, DEFAULT_MAX_STATES, LazyDFA, StateSource, TermSource
+from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA, StateSource, TermSource
 from .terms import ALT, BYTES, CONCAT, EMPTY, REPEAT, STR, Term, TermBuilder, paused_gc
 from .vocabulary import Vocabulary
 
@@ -216,7 +216,8 @@ class TokenAutomaton:
         self.dfa.expand(s)
         first = self.dfa.table[s].take(cols.first.take(pos))
         keep = np.flatnonzero(first)
-        walked = cols.order.take(self._walk_columns(pos.take(keep), first.take(keep)))
+        alive, _ = walk_columns(self.dfa, cols, self.vocab.token_bytes, pos.take(keep), first.take(keep))
+        walked = cols.order.take(alive)
         return base | pack_ids(walked, self.vocab.num_words)
 
     def _run_lists(self, cls: np.ndarray, dead: np.ndarray, item: Term | None) -> tuple | None:
@@ -270,26 +271,8 @@ class TokenAutomaton:
             rest[:short] = True
         rest &= first != DEAD
         pos = np.flatnonzero(rest)  # positions, ascending: tokens that end early come last
-        found.append(self._walk_columns(pos, first.take(pos)))
+        found.append(walk_columns(self.dfa, cols, self.vocab.token_bytes, pos, first.take(pos))[0])
         return cols.order.take(np.concatenate(found))
-
-    def _walk_columns(self, pos: np.ndarray, st: np.ndarray) -> np.ndarray:
-        """The positions among `pos` (ascending) of the tokens that stay alive, walked
-        byte column by byte column from states `st`, those after their first bytes."""
-        cols, found = self.vocab.columns, []
-        for j in range(1, len(cols.count)):
-            n = cols.count[j]
-            k = int(np.searchsorted(pos, n))
-            if k < len(pos):  # these tokens have no byte j: they ended alive
-                found.append(pos[k:])
-                pos, st = pos[:k], st[:k]
-            if not k:
-                break
-            st = self._step(st, cols.column[j].take(pos))
-            keep = np.flatnonzero(st)
-            pos, st = pos.take(keep), st.take(keep)
-        found.append(pos)  # alive after the last column
-        return np.concatenate(found)
 
     def _chain(self, t: int, cls: np.ndarray, cap: int) -> tuple[int, bool]:
         """How many more bytes of class `cls` keep state t alive, each moving every
@@ -383,7 +366,7 @@ class TokenAutomaton:
             if nz.size * 8 < len(cur):
                 self._descend(j, nz, cur.take(nz), found)
                 break
-            cur = self._step(cur.take(trie.parent[j]), trie.byte[j])
+            cur = step_states(dfa, cur.take(trie.parent[j]), trie.byte[j])
         return np.concatenate(found)
 
     def _descend(self, j: int, live: np.ndarray, cur: np.ndarray, found: list) -> None:
@@ -403,7 +386,7 @@ class TokenAutomaton:
                 return
             first = np.cumsum(sizes) - sizes
             children = np.repeat(starts - first, sizes) + np.arange(total)
-            nxt = self._step(np.repeat(cur, sizes), trie.byte[j].take(children))
+            nxt = step_states(self.dfa, np.repeat(cur, sizes), trie.byte[j].take(children))
             keep = np.flatnonzero(nxt)
             if not keep.size:
                 return
@@ -411,18 +394,67 @@ class TokenAutomaton:
             found.append(live + trie.offset[j])
             j += 1
 
-    def _step(self, st: np.ndarray, col: np.ndarray) -> np.ndarray:
-        """One byte per walker: next states, expanding rows met for the first time."""
-        dfa = self.dfa
-        idx = st * np.intp(256)  # intp indices: take() converts anything else first
-        idx += col
-        nxt = dfa.table.reshape(-1).take(idx)
-        if dfa.unexpanded and nxt.size and nxt.min() < 0:  # UNKNOWN: rows not expanded yet
-            missing = nxt < 0
-            for u in set(st[missing].tolist()):  # (np.unique imports numpy.ma: 20 ms once)
-                dfa.expand(u)
-            nxt[missing] = dfa.table.reshape(-1).take(idx[missing])
-        return nxt
+
+def step_states(dfa: LazyDFA, st: np.ndarray, col: np.ndarray) -> np.ndarray:
+    """One byte per walker: table[st, col], expanding the rows met for the first time."""
+    idx = st * np.intp(256)  # intp indices: take() converts anything else first
+    idx += col
+    nxt = dfa.table.reshape(-1).take(idx)
+    if dfa.unexpanded and nxt.size and nxt.min() < 0:  # UNKNOWN: rows not expanded yet
+        missing = nxt < 0
+        for u in set(st[missing].tolist()):  # (np.unique imports numpy.ma: 20 ms once)
+            dfa.expand(u)
+        nxt[missing] = dfa.table.reshape(-1).take(idx[missing])
+    return nxt
+
+
+def walk_columns(dfa: LazyDFA, cols, token_bytes, pos: np.ndarray, st: np.ndarray) -> tuple:
+    """The tokens at TokenColumns positions `pos` (ascending), in DFA states `st` after
+    their first bytes, walked on byte column by byte column: (the positions of those
+    alive at their end, their final states). A few long tokens left finish one at a
+    time in Python (numpy costs ~10 µs a column)."""
+    done_pos, done_st = [], []
+    j = 1
+    while len(pos):
+        n = int(np.searchsorted(pos, cols.count[j])) if j < len(cols.count) else 0
+        done_pos.append(pos[n:])  # tokens of j bytes end here, alive
+        done_st.append(st[n:])
+        if not n:
+            break
+        pos, st = pos[:n], st[:n]
+        if n <= 16:
+            _finish_columns(dfa, cols, token_bytes, j, pos.tolist(), st.tolist(), done_pos, done_st)
+            break
+        st = step_states(dfa, st, cols.column[j].take(pos))
+        live = np.flatnonzero(st)
+        pos, st = pos.take(live), st.take(live)
+        j += 1
+    if not done_pos:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.int32)
+    return np.concatenate(done_pos), np.concatenate(done_st)
+
+
+def _finish_columns(dfa: LazyDFA, cols, token_bytes, j: int, pos: list, sts: list,
+                    done_pos: list, done_st: list) -> None:
+    """walk_columns' tail: the tokens at positions `pos` (in states `sts`) from byte j
+    on, one token at a time."""
+    flat, order = dfa.table.reshape(-1), cols.order
+    out_p, out_s = [], []
+    for p, st in zip(pos, sts):
+        for c in token_bytes[order[p]][j:]:
+            nxt = flat.item(st * 256 + c)
+            if nxt == UNKNOWN:
+                dfa.expand(st)
+                flat = dfa.table.reshape(-1)
+                nxt = flat.item(st * 256 + c)
+            st = nxt
+            if not st:
+                break
+        if st:
+            out_p.append(p)
+            out_s.append(st)
+    done_pos.append(np.array(out_p, dtype=np.intp))
+    done_st.append(np.array(out_s, dtype=np.int32))
 
 
 def walk_small(trie, dfa: LazyDFA, level: int, nodes: list, states: list) -> tuple[list, list]:

@@ -49,8 +49,8 @@ import gc
 
 import numpy as np
 
-from .automaton import walk_small
-from .dfa import DEFAULT_MAX_STATES, UNKNOWN, LazyDFA
+from .automaton import step_states, walk_columns, walk_small
+from .dfa import DEFAULT_MAX_STATES, LazyDFA
 
 # Completed non-ignored terminals a lexing may hold before another one starts: LONG_SEQ
 # in lexer states of at most SMALL_KEY items (unambiguous lexing, e.g. `((((` or
@@ -253,9 +253,8 @@ class TrieWalker:
                 return _joined(nodes, states)
             if live.size * 8 < len(cur) or self.below[j + 1] <= SMALL_SUBTREE:
                 break
-            pst = cur.take(trie.parent[j + 1]).astype(np.intp)
             j += 1
-            cur = _step_flat(dfa, pst, pst * 256 + trie.byte[j])
+            cur = step_states(dfa, cur.take(trie.parent[j]), trie.byte[j])
         while j + 1 < depth:  # children of live nodes
             if int(trie.descendants[j].take(live).sum()) <= SMALL_SUBTREE:
                 self._walk_small(j, live.tolist(), st.tolist(), nodes, states)
@@ -266,9 +265,8 @@ class TrieWalker:
             if n == 0:
                 break
             children = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(n)
-            pst = np.repeat(st, sizes).astype(np.intp)
             j += 1
-            nxt = _step_flat(dfa, pst, pst * 256 + trie.byte[j].take(children))
+            nxt = step_states(dfa, np.repeat(st, sizes), trie.byte[j].take(children))
             keep = np.flatnonzero(nxt)
             if not keep.size:
                 break
@@ -310,48 +308,9 @@ class TrieWalker:
         looping, n_loop, pos = cols.memo(k, lambda: self._loop_split(cols, cls, starts_u, live0))
         if n_loop < least:
             return None
-        st = row0.take(cols.first.take(pos))
-        done_pos, done_st = [], []
-        j = 1
-        while pos.size:
-            n = int(np.searchsorted(pos, cols.count[j])) if j < len(cols.count) else 0
-            done_pos.append(pos[n:])  # tokens of j bytes end here
-            done_st.append(st[n:])
-            if not n:
-                break
-            pos, st = pos[:n], st[:n].astype(np.intp)
-            if n <= 16:  # a few long tokens left: numpy costs ~10 µs a column
-                self._finish(cols, j, pos.tolist(), st.tolist(), done_pos, done_st)
-                break
-            st = _step_flat(dfa, st, st * 256 + cols.column[j].take(pos))
-            live = np.flatnonzero(st)
-            pos, st = pos.take(live), st.take(live)
-            j += 1
-        tokens = cols.order.take(np.concatenate(done_pos)) if done_pos else np.zeros(0, np.intp)
-        sts = np.concatenate(done_st).astype(np.int32) if done_st else np.zeros(0, np.int32)
-        return tokens, sts, looping, u
-
-    def _finish(self, cols, j: int, pos: list, sts: list, done_pos: list, done_st: list):
-        """The column walk of the tokens at positions `pos` (in states `sts`) from
-        byte j on, one token at a time."""
-        dfa, order, data = self.dfa, cols.order, self.token_bytes
-        flat = dfa.table.reshape(-1)
-        out_p, out_s = [], []
-        for p, st in zip(pos, sts):
-            for c in data[order[p]][j:]:
-                nxt = flat.item(st * 256 + c)
-                if nxt == UNKNOWN:
-                    dfa.expand(st)
-                    flat = dfa.table.reshape(-1)
-                    nxt = flat.item(st * 256 + c)
-                st = nxt
-                if not st:
-                    break
-            if st:
-                out_p.append(p)
-                out_s.append(st)
-        done_pos.append(np.array(out_p, dtype=np.intp))
-        done_st.append(np.array(out_s, dtype=np.int32))
+        alive, sts = walk_columns(dfa, cols, self.token_bytes, pos, row0.take(cols.first.take(pos)))
+        tokens = cols.order.take(alive)
+        return tokens, sts.astype(np.int32, copy=False), looping, u
 
     def _loop_split(self, cols, cls: np.ndarray, starts_u: np.ndarray, live0: np.ndarray) -> tuple:
         """loop_walk's split of the tokens: (looping: bool per token id, their number,
@@ -404,16 +363,6 @@ def _joined(nodes: list, states: list) -> tuple:
     if not nodes:
         return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.int32)
     return np.concatenate(nodes), np.concatenate(states).astype(np.int32, copy=False)
-
-
-def _step_flat(dfa: LazyDFA, pst: np.ndarray, flat: np.ndarray) -> np.ndarray:
-    """table[pst, byte] given flat = pst * 256 + byte, expanding rows met first."""
-    nxt = dfa.table.reshape(-1).take(flat)
-    if nxt.size and nxt.min() == UNKNOWN:
-        for u in set(pst[nxt == UNKNOWN].tolist()):
-            dfa.expand(u)
-        nxt = dfa.table.reshape(-1).take(flat)
-    return nxt
 
 
 class GrammarMasks:
