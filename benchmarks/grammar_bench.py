@@ -12,7 +12,7 @@ library and grammar, documents in sequence: our per-configuration mask cache war
 as it would in a server; per-vocabulary tries and token columns are built before
 timing). Every token of every document must be allowed by each library's mask
 (checked). Prints a markdown table; ratios are ours / theirs. `--cpu-time` times with
-the process's CPU time instead of the wall clock (steps run in the calling thread);
+the process's CPU time instead of the wall clock (steps run in the calling thread).
 Once the tokenizers are loaded, gc.freeze() keeps Python's full collections from
 rescanning what the process held before (transformers: a full collection then takes
 ~200-300 ms and falls in some step), for every library alike, as servers do after

@@ -28,7 +28,7 @@ from bisect import bisect_left
 import numpy as np
 
 from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA, StateSource, TermSource
-from .terms import ALT, BYTES, CONCAT, EMPTY, REPEAT, STR, Term, TermBuilder, paused_gc
+from .terms import ALT, BYTES, CONCAT, EMPTY, NOTHING, REPEAT, STR, Term, TermBuilder, paused_gc
 from .vocabulary import Vocabulary
 
 
@@ -635,7 +635,7 @@ def _members(tb: TermBuilder, x: Term, data: bytes) -> bool:
     y = x
     for b in data:
         y = tb.derive(y, b)
-        if y.kind == 0:  # NOTHING
+        if y.kind == NOTHING:
             return False
         if y is tb.empty:
             y = x

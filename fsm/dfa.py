@@ -19,7 +19,7 @@ import numpy as np
 from typing import Hashable, Protocol
 
 from .errors import TooLargeError
-from .terms import ALT, AND, BYTES, CONCAT, NOTHING, REPEAT, STR, Term, TermBuilder
+from .terms import ALT, AND, BYTES, CONCAT, NOTHING, REPEAT, STR, Term, TermBuilder, row_target
 
 DEFAULT_MAX_STATES = 200_000
 DEAD, UNKNOWN = 0, -1
@@ -188,7 +188,8 @@ class LazyDFA:
         if nxt == UNKNOWN:  # this byte's target only: a walk needs no sibling states
             key = self.keys[s]
             if self._derive is None:
-                key = next((k for a, b, k in self.source.row(key) if a <= byte < b), self.source.dead)
+                key = row_target(self.source.row(key), byte)
+                key = self.source.dead if key is None else key
             else:
                 key = self._derive(key, byte)
             nxt = self.state_of(key)

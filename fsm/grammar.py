@@ -97,7 +97,7 @@ from .automaton import TokenAutomaton
 from .dfa import DEAD, DEFAULT_MAX_STATES, TermSource
 from .errors import ConstraintError, RegexError
 from .regex import caseless_literal, regex_to_term
-from .terms import Term, TermBuilder, paused_gc
+from .terms import Term, TermBuilder, paused_gc, row_target
 from .vocabulary import Vocabulary
 
 try:  # Python >= 3.11
@@ -456,7 +456,7 @@ class GrammarSource:
         live_row, ignored, feed = self._live_row, self.ignored, self.feed
         starting = None  # (terminal, lexeme) of every terminal that starts with c
         for stack, i, x in key:
-            y = _at(live_row(x), c)
+            y = row_target(live_row(x), c)
             if y is not None:
                 out.add((stack, i, y))
             if x.nullable:
@@ -469,7 +469,7 @@ class GrammarSource:
                 else:
                     nxt = feed(stack, i)
                 if starting is None:
-                    starting = _at(self.template(self._all), c) or ()
+                    starting = row_target(self.template(self._all), c) or ()
                 for j, z in starting:  # as _start_row(nxt) at c, without the whole row
                     if ignored[j] or feed(nxt, j) is not None:
                         out.add((nxt, j, z))
@@ -526,7 +526,7 @@ class GrammarAutomaton(TokenAutomaton):
                     if not x.nullable and not b.translate(None, self._loop_bytes(x)):
                         k = len(b)  # every byte keeps x where it is
                     while k < len(b) and not x.nullable:
-                        x = _at(live_row(x), b[k])
+                        x = row_target(live_row(x), b[k])
                         if x is None:
                             break
                         k += 1
@@ -560,14 +560,6 @@ class GrammarAutomaton(TokenAutomaton):
         mask.setflags(write=False)
         self._masks[s] = mask
         return mask
-
-
-def _at(row: tuple, c: int):
-    """The target of a row at byte c (None where it has none)."""
-    for a, b, t in row:
-        if c < b:
-            return t if c >= a else None
-    return None
 
 
 def _subtract(row: tuple, cover: tuple) -> tuple:
@@ -771,11 +763,12 @@ def _terminal_term(tb: TermBuilder, tdef) -> Term:
 def _build(tb, rules, term_names: list, terms: list, ignored: list, start: str,
            max_states: int) -> GrammarSource:
     live = set()
+    source = TermSource(tb, max_states)  # one emptiness cache for all the terminals
     for name, t in zip(term_names, terms):
         if t.nullable:
             raise GrammarError(f"terminal {name} matches the empty string (zero-width "
                                "terminals are not supported)")
-        if not TermSource(tb, max_states).is_empty(t):
+        if not source.is_empty(t):
             live.add(name)
     rules = _prune(rules, start, live)
     index = {n: i for i, n in enumerate(term_names)}

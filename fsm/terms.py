@@ -31,6 +31,14 @@ _LAZY_PROGRAMS: dict[str, tuple] = {}
 Row = tuple
 
 
+def row_target(row: Row, b: int):
+    """The target of `row` at byte b (None where it has none)."""
+    for s, e, x in row:
+        if b < e:
+            return x if b >= s else None
+    return None
+
+
 class _PausedGC:
     """Re-entrant, thread-safe pause of the cyclic collector (see `paused_gc`); a class,
     not a generator context manager, because it runs twice per decoding step."""
@@ -97,6 +105,7 @@ class TermBuilder:
         self.empty = self._make(EMPTY, (), True, False, 1)
         self.any_byte = self.byte_range(0, 255)
         self.anything = self.repeat(self.any_byte, 0, None)
+        self._loaded: dict[str, Term] = {}  # LAZY name -> its term in this builder
 
     def __len__(self) -> int:
         return len(self._terms)
@@ -275,6 +284,13 @@ class TermBuilder:
         _, _, nullable, boolean, size = prog[-1]
         return self._make(LAZY, (name,), nullable, boolean, size)
 
+    def _unlazy(self, t: Term) -> Term:
+        """The term a LAZY term stands for, loaded into this builder once."""
+        x = self._loaded.get(t.args[0])
+        if x is None:
+            x = self._loaded[t.args[0]] = self.load(_LAZY_PROGRAMS[t.args[0]])
+        return x
+
     def load(self, prog: tuple) -> Term:
         """The term of an `export`ed program, in this builder (interned as usual)."""
         built: list[Term] = []
@@ -322,19 +338,16 @@ class TermBuilder:
         if k == NOT:
             return self._complement_row(self.row(t.args[0]))
         if k == LAZY:
-            return self.row(self.load(_LAZY_PROGRAMS[t.args[0]]))
+            return self.row(self._unlazy(t))
         return ()  # NOTHING, EMPTY
 
     def derive(self, t: Term, b: int) -> Term:
         """t's derivative by the byte b alone (the row's target at b, when the row is
         known): what a walk needs, without building the targets of every other byte
         (a JSON string's row has ~10)."""
-        r = t.row
-        if r is not None:
-            for s, e, x in r:
-                if s <= b < e:
-                    return x
-            return self.nothing
+        if t.row is not None:
+            x = row_target(t.row, b)
+            return self.nothing if x is None else x
         k = t.kind
         if k == BYTES:
             return self.empty if t.args[0] <= b <= t.args[1] else self.nothing
@@ -356,7 +369,7 @@ class TermBuilder:
             d = self.derive(t.args[0], b)
             return self.anything if d.kind == NOTHING else self.complement(d)
         if k == LAZY:
-            return self.derive(self.load(_LAZY_PROGRAMS[t.args[0]]), b)
+            return self.derive(self._unlazy(t), b)
         return self.nothing  # NOTHING, EMPTY
 
     def _union(self, rows: Sequence[Row]) -> Row:
