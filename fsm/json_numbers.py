@@ -210,11 +210,17 @@ def to_decimal(v) -> Decimal:
         raise TypeError(f"not a number: {v!r}") from None
 
 
+def integer_texts(nt: NumberTerms, i: int) -> tuple[bytes, Term]:
+    """The universe texts of the integer i: its digits, then the term `nt.zero_frac_opt`
+    (enums gather the digits of many integers into one trie before it)."""
+    return str(i).encode(), nt.zero_frac_opt
+
+
 def number_text_term(tb: TermBuilder, nt: NumberTerms, v) -> Term:
     """All universe texts of the number v (for const/enum)."""
-    d = to_decimal(v)
-    if d == d.to_integral_value():
-        i = int(d)
-        return tb.concat(tb.literal(str(i).encode()), nt.zero_frac_opt)
+    d = v if type(v) is int else to_decimal(v)  # (ints: no Decimal round trip)
+    if type(d) is int or d == d.to_integral_value():
+        text, tail = integer_texts(nt, int(d))
+        return tb.concat(tb.literal(text), tail)
     s = format(d.normalize(), "f")
     return tb.concat(tb.literal(s.encode()), tb.star(tb.literal(b"0")))

@@ -85,8 +85,8 @@ from urllib.parse import unquote, urldefrag, urljoin
 
 from .dfa import DEFAULT_MAX_STATES, LazyDFA, TermSource
 from .errors import ConstraintError, RegexError, TooLargeError
-from .json_numbers import NumberTerms, number_text_term, to_decimal
-from .json_strings import StringTerms, encode_string, term_matches
+from .json_numbers import NumberTerms, integer_texts, number_text_term, to_decimal
+from .json_strings import StringTerms, encode_string, string_text, term_matches
 from .terms import (ALT, AND, BYTES, CONCAT, EMPTY, NOT, NOTHING, REPEAT, STR, Term, TermBuilder,
                     paused_gc)
 
@@ -222,7 +222,7 @@ class _Compiler:
         self.key_order: list[str] = []
         self._key_set: set = set()
         self._index(root, "", "#")
-        self._gkeys = [(k, tb.literal(b'"' + encode_string(k) + b'"')) for k in self.key_order]
+        self._gkeys = [(k, tb.literal(string_text(k))) for k in self.key_order]
         self._not_known_t = None
         self._memo: dict = {}
         self._free: dict = {}
@@ -672,11 +672,12 @@ class _Compiler:
         branch and the terms are built once, not once per value."""
         tb, heads, others = self.tb, {}, []
         for v in values:
-            if type(v) is str:  # what const() makes, without a term per value
-                heads.setdefault(tb.empty, []).append(b'"' + encode_string(v) + b'"')
+            if type(v) is str:  # the texts const() has, without a term per value
+                heads.setdefault(tb.empty, []).append(string_text(v))
                 continue
             if type(v) is int:
-                heads.setdefault(self.nt.zero_frac_opt, []).append(str(v).encode())
+                text, tail = integer_texts(self.nt, v)
+                heads.setdefault(tail, []).append(text)
                 continue
             c = self.const(v, d)
             head, tail = c.args if c.kind == CONCAT else (c, tb.empty)
@@ -700,7 +701,7 @@ class _Compiler:
                 return tb.nothing
             return number_text_term(tb, self.nt, v)
         if isinstance(v, str):
-            return tb.literal(b'"' + encode_string(v) + b'"')
+            return tb.literal(string_text(v))
         if isinstance(v, list):
             self._uses_depth()
             if d < 1:
@@ -723,7 +724,7 @@ class _Compiler:
             for i, k in enumerate(keys):
                 if i:
                     items.append(self.comma)
-                items += [tb.literal(b'"' + encode_string(k) + b'"'), self.colon, self.const(v[k], d - 1)]
+                items += [tb.literal(string_text(k)), self.colon, self.const(v[k], d - 1)]
             return tb.seq([self.open_obj] + items + [self.close_obj])
         raise SchemaError(f"not a JSON value: {v!r}", "const")
 
@@ -973,7 +974,7 @@ class _Compiler:
                 if req:
                     return tb.nothing
                 continue
-            if names_t is not None and not term_matches(tb, names_t, b'"' + encode_string(k) + b'"'):
+            if names_t is not None and not term_matches(tb, names_t, string_text(k)):
                 if req:
                     return tb.nothing
                 continue

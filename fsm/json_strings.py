@@ -54,6 +54,11 @@ def encode_char(cp: int) -> bytes:
     return chr(cp).encode("utf-8")
 
 
+def string_text(s: str) -> bytes:
+    """The JSON text of the string s (canonical escapes)."""
+    return b'"' + encode_string(s) + b'"'
+
+
 def encode_string(s: str) -> bytes:
     if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
         return s.encode()  # nothing to escape: the usual key or enum value
