@@ -28,7 +28,7 @@ from bisect import bisect_left
 import numpy as np
 
 from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA, StateSource, TermSource
-from .terms import ALT, BYTES, CONCAT, EMPTY, NOTHING, REPEAT, STR, Term, TermBuilder, paused_gc
+from .terms import ALT, AND, BYTES, CONCAT, EMPTY, NOTHING, REPEAT, STR, Term, TermBuilder, paused_gc
 from .vocabulary import Vocabulary
 
 
@@ -500,7 +500,8 @@ def clip_repeats(t: Term, source, longest: int) -> Term:
         if x.kind != CONCAT:
             break
         x = x.args[1]
-    if not any(h.kind == REPEAT and (h.args[2] is not None or h.args[1] > 1) for h in heads):
+    if not any((h.kind == REPEAT and (h.args[2] is not None or h.args[1] > 1))
+               or (h.kind == AND and _length_bound(h, tb)) for h in heads):
         return t  # nothing bounded to clip (most states: spare the lengths below)
     parts, x, budget, changed = [], t, longest, False
     while True:
@@ -509,6 +510,11 @@ def clip_repeats(t: Term, source, longest: int) -> Term:
             item, lo, hi = head.args
             if (hi is not None and hi > budget) or lo > budget + 1:
                 head, changed = tb.repeat(item, min(lo, budget + 1), None), True
+        elif head.kind == AND and (bound := _length_bound(head, tb)):
+            rest, hi = bound
+            radius = source.radius(rest)
+            if radius is not None and hi >= budget + radius:
+                head, changed = rest, True
         parts.append(head)
         budget -= source.minlen(part)
         x = x.args[1] if x.kind == CONCAT else tb.empty
@@ -520,6 +526,24 @@ def clip_repeats(t: Term, source, longest: int) -> Term:
     for p in reversed(parts):
         out = tb.concat(p, out)
     return out
+
+
+def _length_bound(t: Term, tb: TermBuilder) -> tuple[Term, int] | None:
+    """(A, hi) for an intersection `A AND .{lo,hi}` with lo 0 (or 1 and A without the
+    empty string: the same) (a hostname's shape within 253 bytes), else None.
+
+    A token of at most B bytes cannot tell it from A if A's radius r (the farthest any
+    prefix is from A's end) has B + r <= hi: a prefix w of A's members has one of at most
+    |w| + r bytes, within the bound. So along a hostname the states of each label
+    position share one mask, rather than one per byte count."""
+    if len(t.args) != 2:
+        return None
+    for i, x in enumerate(t.args):
+        if x.kind == REPEAT and x.args[0] is tb.any_byte and x.args[2] is not None:
+            a = t.args[1 - i]
+            if x.args[1] == 0 or (x.args[1] == 1 and not a.nullable):
+                return a, x.args[2]
+    return None
 
 
 def literal_heads(t: Term, tb: TermBuilder) -> tuple[list, list]:

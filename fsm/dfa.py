@@ -19,7 +19,7 @@ import numpy as np
 from typing import Hashable, Protocol
 
 from .errors import TooLargeError
-from .terms import ALT, AND, BYTES, CONCAT, NOTHING, REPEAT, STR, Term, TermBuilder, row_target
+from .terms import ALT, AND, BYTES, CONCAT, LAZY, NOT, NOTHING, REPEAT, STR, Term, TermBuilder, row_target
 
 DEFAULT_MAX_STATES = 200_000
 DEAD, UNKNOWN = 0, -1
@@ -42,6 +42,7 @@ class TermSource:
         self.dead = tb.nothing
         self._empty: dict[int, bool] = {}
         self._minlen: dict[int, int] = {}
+        self._radius: dict[int, int | None] = {}
 
     def row(self, t: Term) -> tuple:
         return self.tb.row(t)
@@ -54,43 +55,19 @@ class TermSource:
 
     def minlen(self, t: Term) -> int:
         """A lower bound on the length of t's shortest member (exact without AND/NOT)."""
-        memo = self._minlen
-        v = memo.get(t.id)
-        if v is not None:
-            return v
-        stack = [(t, False)]
-        while stack:
-            x, done = stack.pop()
-            if x.id in memo:
-                continue
-            k = x.kind
-            kids = ()
-            if k in (CONCAT, ALT, AND):
-                kids = x.args
-            elif k == REPEAT:
-                kids = (x.args[0],)
-            if not done and any(c.id not in memo for c in kids):
-                stack.append((x, True))
-                stack.extend((c, False) for c in kids if c.id not in memo)
-                continue
-            if k == BYTES:
-                v = 1
-            elif k == STR:
-                v = len(x.args[0])
-            elif k == CONCAT:
-                v = memo[kids[0].id] + memo[kids[1].id]
-            elif k == ALT:
-                v = min(memo[c.id] for c in kids)
-            elif k == REPEAT:
-                v = x.args[1] * memo[kids[0].id]
-            elif k == AND:
-                v = max(memo[c.id] for c in kids)
-            elif k == NOTHING:
-                v = 1 << 30
-            else:  # EMPTY, NOT
-                v = 0 if x.nullable else 1
-            memo[x.id] = v
-        return memo[t.id]
+        return _fold(t, self._minlen, _minlen_of)
+
+    def radius(self, t: Term) -> int | None:
+        """An upper bound on the shortest completion of every prefix of t's members (how
+        far the end is, at most, from anywhere inside t); None for terms with AND, NOT or
+        LAZY parts, whose shortest members are not known structurally.
+
+        `[a-z]{1,63}(\\.[a-z]{1,63})*` has radius 2: a prefix is a member, or needs a
+        letter, or (after a dot) one. clip_repeats uses it to drop a length bound that
+        no token can reach (a hostname's 253 bytes)."""
+        if t.id not in self._minlen:
+            self.minlen(t)
+        return _fold(t, self._radius, lambda x, kids: _radius_of(x, kids, self._minlen))
 
     def is_empty(self, t: Term) -> bool:
         """True when no string matches t (only needs a search for AND/NOT terms)."""
@@ -121,6 +98,62 @@ class TermSource:
                 self._empty[i] = True
         self._empty[t.id] = not found
         return not found
+
+
+def _fold(t: Term, memo: dict, combine) -> object:
+    """combine(x, kids' values) over t's sub-terms, children first, memoized by term id
+    (a loop, not recursion: terms nest deeper than Python's stack)."""
+    v = memo.get(t.id, memo)
+    if v is not memo:
+        return v
+    stack = [(t, False)]
+    while stack:
+        x, done = stack.pop()
+        if x.id in memo:
+            continue
+        kids = x.args if x.kind in (CONCAT, ALT, AND) else (x.args[0],) if x.kind == REPEAT else ()
+        if not done and any(c.id not in memo for c in kids):
+            stack.append((x, True))
+            stack.extend((c, False) for c in kids if c.id not in memo)
+            continue
+        memo[x.id] = combine(x, [memo[c.id] for c in kids])
+    return memo[t.id]
+
+
+def _minlen_of(x: Term, kids: list) -> int:
+    k = x.kind
+    if k == BYTES:
+        return 1
+    if k == STR:
+        return len(x.args[0])
+    if k == CONCAT:
+        return kids[0] + kids[1]
+    if k == ALT:
+        return min(kids)
+    if k == REPEAT:
+        return x.args[1] * kids[0]
+    if k == AND:
+        return max(kids)
+    if k == NOTHING:
+        return 1 << 30
+    return 0 if x.nullable else 1  # EMPTY, NOT, LAZY
+
+
+def _radius_of(x: Term, kids: list, minlen: dict) -> int | None:
+    k = x.kind
+    if k in (AND, NOT, LAZY) or None in kids:
+        return None
+    if k == BYTES:
+        return 1
+    if k == STR:
+        return len(x.args[0])
+    if k == CONCAT:  # inside the head, then the tail's shortest; or inside the tail
+        return max(kids[0] + minlen[x.args[1].id], kids[1])
+    if k == ALT:
+        return max(kids)
+    if k == REPEAT:  # the worst prefix is inside the first item, lo-1 items to go
+        return kids[0] + max(0, x.args[1] - 1) * minlen[x.args[0].id]
+    return 0  # EMPTY, NOTHING (no prefixes)
 
 
 class LazyDFA:

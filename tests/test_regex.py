@@ -441,6 +441,36 @@ def test_clipped_repeats_keep_masks_exact(smol_vocab):
                 (pattern, prefix, i)
 
 
+def test_clipped_length_bounds_keep_masks_exact(smol_vocab):
+    """`A AND .{0,hi}` shares A's mask once no token can reach the bound, judged by A's
+    radius (TermSource.radius, clip_repeats): a hostname-like A (radius 2) and one whose
+    prefixes may be 31 bytes from the end (`[a-z.]*x{30}`), around the clip edge, with
+    SmolLM2's vocabulary (longest token: 81 bytes) and one whose longest token (12
+    bytes) is made of A's bytes, so a bound clipped too early shows."""
+    from fsm.automaton import TokenAutomaton
+    tight = small_vocab([b"a", b".", b"x", b"aaaa", b"x" * 8, b"a." * 6, b"x" * 12, b'"', b'"1', b'x"1'])
+    cases = [  # vocabulary, A, its radius, hi, the unit walked, how many units in (ascending)
+        (smol_vocab, r"[a-z]{1,5}(\.[a-z]{1,5})*", 2, 130, b"abc.", [0, 1, 10, 11, 12, 13, 20, 30]),
+        (smol_vocab, r"[a-z.]*x{30}", 31, 160, b"a.", [0, 10, 20, 22, 23, 24, 25, 30, 40, 60]),
+        (tight, r"[a-z.]*x{30}", 31, 80, b"a", [0, 10, 20, 30, 35, 36, 37, 38, 40, 45, 49]),
+        (tight, r"[a-z.]*x{30}", 31, 80, b"x", [0, 10, 29, 30, 40, 60]),
+    ]
+    for vocab, pattern, radius, hi, unit, steps in cases:
+        tb = TermBuilder()
+        shape = regex_to_term(tb, pattern)
+        root = tb.concat(tb.intersect([shape, tb.repeat(tb.any_byte, 1, hi)]), regex_to_term(tb, '"[0-9]'))
+        a = TokenAutomaton.from_term(tb, root, vocab)
+        assert a.dfa.source.radius(shape) == radius
+        assert set(a.allowed_tokens(a.start).tolist()) - set(vocab.eos_ids) == \
+            _live_tokens_brute_force(a, a.start), pattern  # .{1,hi}: lo 1, A without ""
+        s, done = a.dfa.walk(a.start, unit[:1]), 0  # past the first byte: lo is 0
+        for i in steps:
+            s, done = a.dfa.walk(s, unit * (i - done)), i
+            assert s != 0, (pattern, unit, i)
+            assert set(a.allowed_tokens(s).tolist()) - set(vocab.eos_ids) == \
+                _live_tokens_brute_force(a, s), (pattern, unit, i)
+
+
 def test_matcher_contract():
     vocab = small_vocab([b"a", b"b", b"ab", b"c", b"\xc3", b"\xa9"])
     eos = vocab.eos_ids[0]
