@@ -331,6 +331,7 @@ class GrammarSource:
         self._live: dict[int, tuple] = {}
         self._templates: dict = {}  # terminal set -> merged start row (GrammarSource.template)
         self._all = frozenset(range(len(self.terms)))
+        self._starting: dict[int, tuple] = {}  # byte -> ((terminal, lexeme), ...) starting with it
         self.root = self._push(tables.start_state, None)
         self.start_key = frozenset({(self.root, -1, tb.empty)})
 
@@ -469,7 +470,9 @@ class GrammarSource:
                 else:
                     nxt = feed(stack, i)
                 if starting is None:
-                    starting = row_target(self.template(self._all), c) or ()
+                    starting = self._starting.get(c)
+                    if starting is None:
+                        starting = self._starting[c] = row_target(self.template(self._all), c) or ()
                 for j, z in starting:  # as _start_row(nxt) at c, without the whole row
                     if ignored[j] or feed(nxt, j) is not None:
                         out.add((nxt, j, z))
