@@ -61,6 +61,7 @@ class TokenAutomaton:
         self._next: dict[tuple[int, int], int] = {}  # (state, token) -> state, as met
         self._chains: dict[bytes, dict] = {}  # byte class -> {state: _chain(state)}
         self._char_classes: dict[int, tuple | None] = {}  # term id -> _char_class(term)
+        self.walker = TrieWalker(self.dfa, vocab.trie, remember=False)
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -161,7 +162,7 @@ class TokenAutomaton:
         chained = self._chain_tokens(s)
         if chained is not None:
             return pack_ids(chained, n)
-        return pack_ids(self._node_tokens(self._walk_state(s)), n)
+        return pack_ids(self._node_tokens(self.walker.walk(s)[0]), n)
 
     def _node_tokens(self, live: np.ndarray) -> np.ndarray:
         trie = self.vocab.trie
@@ -339,60 +340,110 @@ class TokenAutomaton:
                     nodes, states = tails.setdefault(len(word) - 1, ([], []))
                     nodes.append(c)
                     states.append(st)
-        out = [np.array(found, dtype=np.intp)]
+        out, sts = [np.array(found, dtype=np.intp)], []
         for level, (nodes, states) in tails.items():
-            self._descend(level + 1, np.array(nodes, dtype=np.intp), np.array(states, dtype=np.int32), out)
+            self.walker.descend(level, np.array(nodes, dtype=np.intp), np.array(states, dtype=np.int32),
+                                out, sts)
         if rest:
-            out.append(self._walk_state(dfa.state_of(tb.alt(rest))))
+            out.append(self.walker.walk(dfa.state_of(tb.alt(rest)))[0])
         return np.concatenate(out)
 
-    def _walk_state(self, s: int) -> np.ndarray:
-        """The live trie nodes of state s, found one trie level at a time.
 
-        A level is computed whole while many of its nodes live (dead parents sit in
-        state 0, whose row is all 0, so no compaction is needed); once few live, only
-        the children of live nodes are visited (`_descend`). Work scales with the live nodes."""
-        trie, dfa = self.vocab.trie, self.dfa
-        if s == DEAD:
-            return np.zeros(0, dtype=np.intp)
+# Below this many trie nodes a subtree is walked node by node in Python (numpy costs
+# ~10-15 µs a level, Python ~1 µs a node; the trie's deep levels hold a few long tokens).
+SMALL_SUBTREE = 256
+SMALL_SUBTREE_REMEMBERED = 512  # the walk of each is kept: worth more levels in Python
+
+
+class TrieWalker:
+    """Walks of the vocabulary trie through a LazyDFA: the live nodes and their states.
+
+    Levels are computed whole with numpy while most of a level lives (a dead parent is
+    state 0, whose row is all 0: no compaction needed), then only the children of live
+    nodes, and small subtrees (the deep levels, or few live nodes) in Python: work
+    scales with the live nodes. `remember`: small subtrees are kept per (state, level,
+    node). A grammar's lexer DFA meets the same deep subtrees (long runs of spaces,
+    dashes, string content) from many positions; a regex's states are walked once
+    each, so there they are walked in one batch and not kept."""
+
+    def __init__(self, dfa: LazyDFA, trie, remember: bool):
+        self.dfa, self.trie, self.remember = dfa, trie, remember
+        self.small = SMALL_SUBTREE_REMEMBERED if remember else SMALL_SUBTREE
+        below = [0] * (len(trie.byte) + 1)  # below[j]: nodes in levels j and deeper
+        for j in range(len(trie.byte) - 1, -1, -1):
+            below[j] = below[j + 1] + len(trie.byte[j])
+        self.below = below
+        self._small: dict = {}  # (state, level, node) -> (flat nodes, states) below it
+
+    def walk(self, s: int) -> tuple:
+        """(flat trie nodes, their states) of every live node reached from state s."""
+        dfa, trie = self.dfa, self.trie
+        nodes, states = [], []
+        if not trie.num_nodes or s == DEAD:
+            return _joined(nodes, states)
         dfa.expand(s)
         cur = dfa.table[s].take(trie.byte[0])
-        found = []
-        for j in range(1, len(trie.byte) + 1):
-            nz = np.flatnonzero(cur)
-            found.append(nz + trie.offset[j - 1])
-            if not nz.size or j == len(trie.byte):
+        j, depth = 0, len(trie.byte)
+        while True:  # whole levels
+            live = np.flatnonzero(cur)
+            if not live.size:
+                return _joined(nodes, states)
+            st = cur.take(live)
+            nodes.append(live + trie.offset[j])
+            states.append(st)
+            if j + 1 == depth:
+                return _joined(nodes, states)
+            if live.size * 8 < len(cur) or self.below[j + 1] <= self.small:
                 break
-            if nz.size * 8 < len(cur):
-                self._descend(j, nz, cur.take(nz), found)
-                break
+            j += 1
             cur = step_states(dfa, cur.take(trie.parent[j]), trie.byte[j])
-        return np.concatenate(found)
+        self.descend(j, live, st, nodes, states)
+        return _joined(nodes, states)
 
-    def _descend(self, j: int, live: np.ndarray, cur: np.ndarray, found: list) -> None:
-        """Append to `found` the live descendants of the nodes `live` of level j-1,
-        which are in states `cur`."""
-        trie = self.vocab.trie
-        while j < len(trie.byte):
-            # numpy costs ~15 µs a level, Python ~1 µs a node: finish small subtrees in Python
-            if len(live) < 64 and int(trie.descendants[j - 1].take(live).sum()) < 256:
-                nodes, _ = walk_small(self.vocab.trie, self.dfa, j - 1, live.tolist(), cur.tolist())
-                found.append(np.array(nodes, dtype=np.intp))
+    def descend(self, j: int, live: np.ndarray, st: np.ndarray, nodes: list, states: list) -> None:
+        """Append to `nodes` (flat) and `states` the live descendants of the nodes `live`
+        of level j, which are in states `st`."""
+        trie = self.trie
+        while j + 1 < len(trie.byte):
+            if int(trie.descendants[j].take(live).sum()) <= self.small:
+                self._walk_small(j, live.tolist(), st.tolist(), nodes, states)
                 return
-            starts, ends = trie.child_start[j - 1].take(live), trie.child_end[j - 1].take(live)
-            sizes = ends - starts
-            total = int(sizes.sum())
-            if total == 0:
+            starts = trie.child_start[j].take(live)
+            sizes = trie.child_end[j].take(live) - starts
+            n = int(sizes.sum())
+            if n == 0:
                 return
-            first = np.cumsum(sizes) - sizes
-            children = np.repeat(starts - first, sizes) + np.arange(total)
-            nxt = step_states(self.dfa, np.repeat(cur, sizes), trie.byte[j].take(children))
+            children = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(n)
+            j += 1
+            nxt = step_states(self.dfa, np.repeat(st, sizes), trie.byte[j].take(children))
             keep = np.flatnonzero(nxt)
             if not keep.size:
                 return
-            live, cur = children.take(keep), nxt.take(keep)
-            found.append(live + trie.offset[j])
-            j += 1
+            live, st = children.take(keep), nxt.take(keep)
+            nodes.append(live + trie.offset[j])
+            states.append(st)
+
+    def _walk_small(self, level: int, live: list, sts: list, nodes: list, states: list) -> None:
+        if not self.remember:
+            n, s = walk_small(self.trie, self.dfa, level, live, sts)
+            nodes.append(np.array(n, dtype=np.intp))
+            states.append(np.array(s, dtype=np.int32))
+            return
+        memo = self._small
+        for k, st in zip(live, sts):
+            r = memo.get((st, level, k))
+            if r is None:
+                n, s = walk_small(self.trie, self.dfa, level, [k], [st])
+                r = memo[(st, level, k)] = (np.array(n, dtype=np.intp), np.array(s, dtype=np.int32))
+            if len(r[0]):
+                nodes.append(r[0])
+                states.append(r[1])
+
+
+def _joined(nodes: list, states: list) -> tuple:
+    if not nodes:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.int32)
+    return np.concatenate(nodes), np.concatenate(states).astype(np.int32, copy=False)
 
 
 def step_states(dfa: LazyDFA, st: np.ndarray, col: np.ndarray) -> np.ndarray:

@@ -24,7 +24,7 @@ per the states of the stack's top nodes that the parser steps read (a parser ste
 records how deep its reductions went), so a new stack whose top looks like one seen
 before (nesting) costs a lookup.
 
-The walk (`TrieWalker`) keeps only live nodes: levels whole with numpy while most of
+The walk (`LexerWalker`) keeps only live nodes: levels whole with numpy while most of
 a level lives, then the children of live nodes, and small subtrees (the trie's deep
 levels) node by node in Python, remembered per (state, node). Where most tokens go
 into one lexer state that loops on all their bytes (inside a string or a comment),
@@ -49,7 +49,7 @@ import gc
 
 import numpy as np
 
-from .automaton import step_states, walk_columns, walk_small
+from .automaton import TrieWalker, walk_columns
 from .dfa import DEFAULT_MAX_STATES, LazyDFA
 
 # Completed non-ignored terminals a lexing may hold before another one starts: LONG_SEQ
@@ -202,78 +202,23 @@ class _Plan:
         self.by_top: dict = {}                      # top states of a stack -> bits
         self.depths: list = []                      # their lengths - 1 (_position_bits)
         self.loop = None                            # tokens of class loop_class (bool
-        self.loop_class = -1                        # per token: TrieWalker.loop_walk)
+        self.loop_class = -1                        # per token: LexerWalker.loop_walk)
 
 
-# Below this many trie nodes a subtree is walked node by node in Python (numpy costs
-# ~10 µs a level, Python ~1 µs a node; the trie's deep levels hold a few long tokens).
-SMALL_SUBTREE = 512
 # A walk that builds this many lexer states collects the young generations itself.
 COLLECT_AFTER = 200
 # A walk whose start leads at least this share of the tokens into one state that loops
-# on all their bytes takes TrieWalker.loop_walk.
+# on all their bytes takes LexerWalker.loop_walk.
 LOOP_SHARE = 0.25
 
 
-class TrieWalker:
-    """Walks of the vocabulary trie through a LazyDFA: the live nodes and their states.
-
-    Levels are computed with numpy, whole while most of a level lives (a dead parent is
-    state 0, whose row is all 0), then only the children of live nodes. Small subtrees
-    (the deep levels, or few live nodes) are walked in Python and remembered per
-    (state, node): the DFA is deterministic, and the deep subtrees (long runs of
-    spaces, dashes, string content) are met in the same states by many positions."""
+class LexerWalker(TrieWalker):
+    """Trie walks through the lexer DFA (automaton.TrieWalker, small subtrees kept),
+    plus the walk of a position inside a string or a comment (`loop_walk`)."""
 
     def __init__(self, dfa: LazyDFA, trie, token_bytes, width: int):
-        self.dfa, self.trie, self.token_bytes, self.width = dfa, trie, token_bytes, width
-        sizes = [len(b) for b in trie.byte]
-        below = [0] * (len(sizes) + 1)  # below[j]: nodes in levels j and deeper
-        for j in range(len(sizes) - 1, -1, -1):
-            below[j] = below[j + 1] + sizes[j]
-        self.below = below
-        self._small: dict = {}  # (state, level, node) -> (flat nodes, states) below it
-
-    def walk(self, s: int) -> tuple:
-        """(flat trie nodes, their states) of every live node reached from state s."""
-        dfa, trie = self.dfa, self.trie
-        nodes, states = [], []
-        if not trie.num_nodes:
-            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.int32)
-        dfa.expand(s)
-        cur = dfa.table[s].take(trie.byte[0])
-        j, depth = 0, len(trie.byte)
-        while True:  # whole levels
-            live = np.flatnonzero(cur)
-            if not live.size:
-                return _joined(nodes, states)
-            st = cur.take(live)
-            nodes.append(live + trie.offset[j])
-            states.append(st)
-            if j + 1 == depth:
-                return _joined(nodes, states)
-            if live.size * 8 < len(cur) or self.below[j + 1] <= SMALL_SUBTREE:
-                break
-            j += 1
-            cur = step_states(dfa, cur.take(trie.parent[j]), trie.byte[j])
-        while j + 1 < depth:  # children of live nodes
-            if int(trie.descendants[j].take(live).sum()) <= SMALL_SUBTREE:
-                self._walk_small(j, live.tolist(), st.tolist(), nodes, states)
-                break
-            starts = trie.child_start[j].take(live)
-            sizes = trie.child_end[j].take(live) - starts
-            n = int(sizes.sum())
-            if n == 0:
-                break
-            children = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(n)
-            j += 1
-            nxt = step_states(dfa, np.repeat(st, sizes), trie.byte[j].take(children))
-            keep = np.flatnonzero(nxt)
-            if not keep.size:
-                break
-            live, st = children.take(keep), nxt.take(keep)
-            nodes.append(live + trie.offset[j])
-            states.append(st)
-        return _joined(nodes, states)
+        super().__init__(dfa, trie, remember=True)
+        self.token_bytes, self.width = token_bytes, width
 
     def loop_walk(self, s: int, cols):
         """The walk from state s when most tokens loop in one state (inside a string
@@ -323,17 +268,6 @@ class TrieWalker:
         return looping, len(ids), np.flatnonzero(live0.take(cols.first) & ~loops)
 
 
-    def _walk_small(self, level: int, live: list, sts: list, nodes: list, states: list) -> None:
-        memo = self._small
-        for k, st in zip(live, sts):
-            r = memo.get((st, level, k))
-            if r is None:
-                n, s = walk_small(self.trie, self.dfa, level, [k], [st])
-                r = memo[(st, level, k)] = (np.array(n, dtype=np.intp), np.array(s, dtype=np.int32))
-            if len(r[0]):
-                nodes.append(r[0])
-                states.append(r[1])
-
 def _inside(cols, cls: np.ndarray) -> np.ndarray:
     """Which tokens (TokenColumns order) have all their bytes in the byte class `cls`
     (remembered per vocabulary and class: the positions of one string or comment, and
@@ -359,12 +293,6 @@ def _top_states(stack, depth: int) -> tuple:
     return tuple(out)
 
 
-def _joined(nodes: list, states: list) -> tuple:
-    if not nodes:
-        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.int32)
-    return np.concatenate(nodes), np.concatenate(states).astype(np.int32, copy=False)
-
-
 class GrammarMasks:
     """Element masks (packed uint32 bitmask rows) for a GrammarSource and vocabulary."""
 
@@ -374,7 +302,7 @@ class GrammarMasks:
         # the lexer DFA depends on the grammar and vocabulary only, not on the output:
         # it is not held to the configuration cap
         self.dfa = LazyDFA(self.lex, self.lex.dead, max(max_states, DEFAULT_MAX_STATES))
-        self.walker = TrieWalker(self.dfa, vocab.trie, vocab.token_bytes, vocab.num_words * 32)
+        self.walker = LexerWalker(self.dfa, vocab.trie, vocab.token_bytes, vocab.num_words * 32)
         self.width = vocab.num_words * 32
         self._plans: dict = {}       # lexer key -> _Plan
         self._ctx_plans: dict = {}   # boundary context -> its _Plan

@@ -292,8 +292,8 @@ def test_masks_equal_brute_force_numpy_walks_and_duplicate_tokens(name, monkeypa
     """The same with every trie level walked by numpy (small vocabularies are otherwise
     walked node by node, as the deep levels of real ones) and tokens whose bytes
     another token also has."""
-    import fsm.grammar_masks as gm
-    monkeypatch.setattr(gm, "SMALL_SUBTREE", -1)
+    import fsm.automaton as am
+    monkeypatch.setattr(am, "SMALL_SUBTREE_REMEMBERED", -1)  # read when a walker is made
     toks = list(grammar_vocab(name, seed=3).token_bytes[:-1])
     toks += toks[::7]
     _check_masks(name, small_vocab(toks))
@@ -313,7 +313,7 @@ def test_masks_equal_brute_force_deep_nesting(name):
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
 def test_masks_equal_brute_force_loop_walks(name, monkeypatch):
     """The same with every walk that can take the loop-state shortcut taking it
-    (TrieWalker.loop_walk: tokens that stay in one looping lexer state are decided
+    (LexerWalker.loop_walk: tokens that stay in one looping lexer state are decided
     from their byte sets, the others walked column by column)."""
     import fsm.grammar_masks as gm
     monkeypatch.setattr(gm, "LOOP_SHARE", 0.0)
