@@ -80,6 +80,55 @@ BIG_DOC = {
     "rating": 4.5, "login_count": 42, "last_login": "2024-05-02T08:00:00+01:00",
     "preferences": {"theme": "dark", "newsletter": False}, "status": "ok"}
 
+# A Kubernetes Deployment manifest (a subset of the real schema's structure: ~20 objects,
+# ~50 property names, string maps, arrays of containers)
+_CONTAINER = {"type": "object", "properties": {
+    "name": {"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": 63},
+    "image": {"type": "string"},
+    "command": {"type": "array", "items": {"type": "string"}},
+    "args": {"type": "array", "items": {"type": "string"}},
+    "env": {"type": "array", "items": {"type": "object", "properties": {
+        "name": {"type": "string"}, "value": {"type": "string"},
+        "valueFrom": {"type": "object", "properties": {"secretKeyRef": {"type": "object", "properties": {
+            "name": {"type": "string"}, "key": {"type": "string"}, "optional": {"type": "boolean"}},
+            "required": ["key"]}}}},
+        "required": ["name"], "additionalProperties": False}},
+    "ports": {"type": "array", "items": {"type": "object", "properties": {
+        "containerPort": {"type": "integer", "minimum": 1, "maximum": 65535},
+        "protocol": {"enum": ["TCP", "UDP", "SCTP"]}, "name": {"type": "string"}}, "required": ["containerPort"]}},
+    "resources": {"type": "object", "properties": {
+        "limits": {"type": "object", "additionalProperties": {"type": "string", "pattern": "^[0-9]+(m|Mi|Gi)?$"}},
+        "requests": {"type": "object", "additionalProperties": {"type": "string", "pattern": "^[0-9]+(m|Mi|Gi)?$"}}}},
+    "imagePullPolicy": {"enum": ["Always", "IfNotPresent", "Never"]}},
+    "required": ["name", "image"]}
+_STRINGS = {"type": "object", "additionalProperties": {"type": "string"}}
+DEPLOYMENT = {"type": "object", "properties": {
+    "apiVersion": {"const": "apps/v1"}, "kind": {"const": "Deployment"},
+    "metadata": {"type": "object", "properties": {
+        "name": {"type": "string"}, "namespace": {"type": "string"},
+        "labels": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 63}},
+        "annotations": _STRINGS}, "required": ["name"]},
+    "spec": {"type": "object", "properties": {
+        "replicas": {"type": "integer", "minimum": 0},
+        "selector": {"type": "object", "properties": {"matchLabels": _STRINGS}},
+        "template": {"type": "object", "properties": {
+            "metadata": {"type": "object", "properties": {"labels": _STRINGS}},
+            "spec": {"type": "object", "properties": {
+                "containers": {"type": "array", "items": _CONTAINER, "minItems": 1},
+                "initContainers": {"type": "array", "items": _CONTAINER},
+                "restartPolicy": {"enum": ["Always", "OnFailure", "Never"]},
+                "nodeSelector": _STRINGS},
+                "required": ["containers"]}}}},
+        "required": ["selector", "template"]}},
+    "required": ["apiVersion", "kind", "metadata", "spec"]}
+DEPLOYMENT_DOC = {
+    "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "labels": {"app": "web"}},
+    "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}, "template": {
+        "metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{
+            "name": "nginx", "image": "nginx:1.25", "ports": [{"containerPort": 80, "protocol": "TCP"}],
+            "env": [{"name": "MODE", "value": "prod"}],
+            "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}}}]}}}}
+
 TREE = {"$defs": {"node": {"type": "object", "properties": {
     "value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
     "required": ["value"], "additionalProperties": False}}, "$ref": "#/$defs/node"}
@@ -147,6 +196,7 @@ CASES = [  # name, schema, document, our options
     ("allOf", {"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
                          {"properties": {"b": {"type": "string", "maxLength": 5}}, "required": ["b"]}]},
      {"a": 5, "b": "hey"}, {}),
+    ("k8s-deployment", DEPLOYMENT, DEPLOYMENT_DOC, {}),
 ]
 
 

@@ -166,7 +166,17 @@ def test_additional_properties_false_and_schema():
     acc, _ = compiled({"properties": {"a": {}}, "additionalProperties": False})
     assert acc('{"a":1}') and acc("{}") and not acc('{"b":1}')
     acc, _ = compiled({"properties": {"a": {}}, "additionalProperties": {"type": "integer"}})
-    assert acc('{"a":"s","b":1}') and not acc('{"a":1,"b":"s"}') and not acc('{"b":1,"a":1}')
+    assert acc('{"a":"s","b":1}') and not acc('{"a":1,"b":"s"}')
+    # no keyword intersects objects here: undeclared keys may also come before and between
+    # declared ones (declared ones keep their order); their schema still applies
+    assert acc('{"b":1,"a":"s"}') and not acc('{"b":"s","a":1}') and not acc('{"a":1,"b":"s","c":2}')
+    acc, _ = compiled({"properties": {"a": {}, "c": {}}, "additionalProperties": {"type": "integer"}})
+    assert acc('{"a":1,"b":2,"c":3}') and acc('{"b":2,"c":3}') and not acc('{"c":1,"a":1}')
+    assert not acc('{"a":1,"a":2}') and not acc('{"c":1,"b":2,"c":3}')  # declared keys once
+    # with allOf (objects intersect) every known key has its place, undeclared ones last
+    acc, _ = compiled({"properties": {"a": {}}, "additionalProperties": {"type": "integer"},
+                       "allOf": [{"required": ["a"]}]})
+    assert acc('{"a":"s","b":1}') and not acc('{"b":1,"a":1}')
 
 
 def test_allow_extra_properties_false_option():
