@@ -46,6 +46,13 @@ _CATEGORY = {
 }
 
 
+_PLAIN = charset.normalize([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7F)])  # ASCII written as itself
+
+
+def _plain(cp: int) -> bool:
+    return 0x20 <= cp <= 0x7F and cp != 0x22 and cp != 0x5C
+
+
 def encode_char(cp: int) -> bytes:
     if cp in _SHORT:
         return _SHORT[cp]
@@ -89,6 +96,8 @@ class StringTerms:
         self.tb = tb
         self._chars: dict = {}
         self._non_ascii = None
+        self._escapes = None  # the 34 escaped characters' texts, as one alternation
+        self._except: dict[tuple, Term] = {}  # letters -> _plain_except
         self.quote = tb.literal(b'"')
         prog = _ANY_CHAR.get("program")
         if prog is None:  # the first builder in the process builds it; later ones load it lazily
@@ -104,7 +113,10 @@ class StringTerms:
 
         Split at 0x80: the ASCII part is a small byte class; a set holding every non-ASCII
         code point (negated classes, "any but these ASCII characters") reuses one shared
-        term instead of re-encoding a million code points."""
+        term instead of re-encoding a million code points, and one holding every escaped
+        character reuses one alternation of their escapes."""
+        if len(ranges) == 1 and ranges[0][0] == ranges[0][1] and _plain(ranges[0][0]):
+            return self.tb.byte_range(ranges[0][0], ranges[0][0])  # one letter of a key
         ranges = charset.normalize(ranges)
         t = self._chars.get(ranges)
         if t is None:
@@ -121,13 +133,21 @@ class StringTerms:
                 parts.append(self._non_ascii)
             elif high:
                 parts.append(charset.to_term(tb, high))
-            for lo, hi in _intersect_ranges(ranges, _SPECIAL):
-                parts.extend(tb.literal(encode_char(c)) for c in range(lo, hi + 1))
+            special = _intersect_ranges(ranges, _SPECIAL)
+            if special == _SPECIAL:  # every escape (a key's "not this letter"): one shared term
+                if self._escapes is None:
+                    self._escapes = tb.alt(tb.literal(encode_char(c)) for lo, hi in _SPECIAL
+                                           for c in range(lo, hi + 1))
+                parts.append(self._escapes)
+            else:
+                for lo, hi in special:
+                    parts.extend(tb.literal(encode_char(c)) for c in range(lo, hi + 1))
             t = self._chars[ranges] = tb.alt(parts)
         return t
 
     def not_in(self, words) -> Term:
-        """Contents of strings (decoded) that are none of `words`; no complement needed."""
+        """Contents of strings (decoded) that are none of `words`; no complement needed:
+        a trie whose every node also takes any other character, then anything."""
         trie: dict = {}
         for w in words:
             node = trie
@@ -135,17 +155,41 @@ class StringTerms:
                 node = node.setdefault(ord(ch), {})
             node[None] = True
         tb = self.tb
+        if self._non_ascii is None:
+            self._non_ascii = charset.to_term(tb, _NON_ASCII)
+        # a non-ASCII or escaped character is no word's letter in the usual trie (plain
+        # ASCII keys): one shared branch, not ~50 alternatives in every node
+        wide = tb.concat(tb.alt([self._non_ascii, self.char(_SPECIAL)]), self.any_chars)
 
-        def build(node) -> Term:
+        def build(node) -> tuple[Term, list]:  # the node's term, the words' encoded rests
             kids = sorted(c for c in node if c is not None)
-            parts = [] if None in node else [tb.empty]
+            parts, ends = ([], [b""]) if None in node else ([tb.empty], [])
             for c in kids:
-                parts.append(tb.concat(self.char(((c, c),)), build(node[c])))
-            rest = charset.complement(charset.normalize([(c, c) for c in kids]))
-            if rest:
-                parts.append(tb.concat(self.char(rest), self.any_chars))
-            return tb.alt(parts)
-        return build(trie)
+                t, e = build(node[c])
+                parts.append(tb.concat(self.char(((c, c),)), t))
+                ends += [encode_char(c) + x for x in e]
+            if all(_plain(c) for c in kids):
+                parts += [self._plain_except(tuple(kids)), wide]
+            else:
+                rest = charset.complement(charset.normalize([(c, c) for c in kids]))
+                if rest:
+                    parts.append(tb.concat(self.char(rest), self.any_chars))
+            t = tb.alt(parts)
+            tb.cofinite[t.id] = (tuple(ends), self.any_chars)
+            return t, ends
+        return build(trie)[0]
+
+    def _plain_except(self, kids: tuple) -> Term:
+        """A plain ASCII character other than `kids`, then anything (a key trie node's
+        way out; the same few letters recur in most nodes)."""
+        t = self._except.get(kids)
+        if t is None:
+            tb, out, lo = self.tb, [], 0x20
+            for c in kids + (0x80,):  # the plain characters between the kids
+                out += [tb.byte_range(x, y) for x, y in _intersect_ranges(((lo, c - 1),), _PLAIN)]
+                lo = c + 1
+            t = self._except[kids] = tb.concat(tb.alt(out), self.any_chars)
+        return t
 
     def quoted(self, content: Term) -> Term:
         return self.tb.seq([self.quote, content, self.quote])

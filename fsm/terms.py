@@ -106,6 +106,11 @@ class TermBuilder:
         self.any_byte = self.byte_range(0, 255)
         self.anything = self.repeat(self.any_byte, 0, None)
         self._loaded: dict[str, Term] = {}  # LAZY name -> its term in this builder
+        # term id -> (ends, A): the term is A's language minus the strings `ends` (a key
+        # other than the object's own ones, part way: json_strings.not_in), and every
+        # derivative leaves it for A once off the ends' paths (TokenAutomaton masks it
+        # as A's mask minus the ends' continuations)
+        self.cofinite: dict[int, tuple] = {}
 
     def __len__(self) -> int:
         return len(self._terms)

@@ -12,6 +12,7 @@ tokenizer's length; ids past the tokenizer are never allowed.
 from __future__ import annotations
 
 import base64
+from bisect import bisect_left
 import codecs
 import json
 import re
@@ -289,6 +290,33 @@ class TokenTrie:
         out[self.token_of_node[nodes]] = nodes
         out[self.dup_ids] = self.dup_nodes
         return out
+
+    def tokens_under(self, prefix: bytes) -> np.ndarray:
+        """The ids of the tokens whose bytes start with `prefix` (its subtree: one
+        contiguous range of nodes per level)."""
+        byte, cstart, cend = self.lists
+        lo, hi, k = 0, len(byte[0]) if byte else 0, -1
+        if not prefix or len(prefix) > len(byte):
+            return np.zeros(0, dtype=np.intp)
+        for j, b in enumerate(prefix):
+            if j:
+                lo, hi = cstart[j - 1][k], cend[j - 1][k]
+            k = bisect_left(byte[j], b, lo, hi)
+            if k == hi or byte[j][k] != b:
+                return np.zeros(0, dtype=np.intp)
+        j, lo, hi, nodes = len(prefix) - 1, k, k + 1, []
+        while lo < hi:
+            nodes.append(np.arange(self.offset[j] + lo, self.offset[j] + hi))
+            if j + 1 == len(byte):
+                break
+            lo, hi = cstart[j][lo], cend[j][hi - 1]
+            j += 1
+        flat = np.concatenate(nodes)
+        ids = self.token_of_node.take(flat)
+        ids = ids[ids >= 0]
+        if len(self.dup_nodes):
+            ids = np.concatenate([ids, self.dup_ids[np.isin(self.dup_nodes, flat)]])
+        return ids
 
     @cached_property
     def lists(self) -> tuple:

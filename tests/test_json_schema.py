@@ -162,6 +162,32 @@ def test_object_declared_order_optional_and_extra():
     assert canonical_json({"zz": 1, "a": "x", "b": 2}, cs.key_order) == '{"b":2,"a":"x","zz":1}'
 
 
+def test_open_object_key_masks_equal_token_walks(smol_vocab):
+    """At key positions of open objects, a key other than the object's own ones is
+    masked as any string content minus the own keys' continuations
+    (TokenAutomaton._cofinite_words): every mask must equal a token-by-token walk,
+    mid-key and at own-key ends too (`kind":"` must die: kind is an integer)."""
+    from fsm.json_schema import build_automaton
+    schema = {"type": "object", "properties": {
+        "kind": {"type": "integer"}, "name": {"type": "string"},
+        "spec": {"type": "object", "properties": {"replicas": {"type": "integer"}, "app": {"enum": ["x"]}}}},
+        "required": ["kind"]}
+    auto = build_automaton(schema, smol_vocab)
+    eos = set(smol_vocab.eos_ids)
+    data = smol_vocab.token_bytes
+    for prefix in [b'{"', b'{"k', b'{"kin', b'{"kind', b'{"kinds', b'{"x', b'{"kind":1,"', b'{"kind":1,"na',
+                   b'{"kind":1,"spec":{"', b'{"kind":1,"spec":{"ap', b'{"kind":1,"spec":{"app',
+                   b'{"kind":1,"spec":{"replicas":2,"', b'{"kind":1,"\\u0001', b'{"\xc3\xa9']:
+        s = auto.dfa.walk(auto.start, prefix)
+        assert s != 0, prefix
+        brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
+        assert set(auto.allowed_tokens(s).tolist()) - eos == brute, prefix
+    m = auto.matcher()  # an own key's end: the token that closes it as another key dies
+    for t in [b'{"', b"kind"]:
+        assert m.accept_token(data.index(t)), t
+    assert data.index(b'":"') not in set(auto.allowed_tokens(m.state).tolist())
+
+
 def test_additional_properties_false_and_schema():
     acc, _ = compiled({"properties": {"a": {}}, "additionalProperties": False})
     assert acc('{"a":1}') and acc("{}") and not acc('{"b":1}')
