@@ -98,6 +98,7 @@ class StringTerms:
         self._non_ascii = None
         self._escapes = None  # the 34 escaped characters' texts, as one alternation
         self._except: dict[tuple, Term] = {}  # letters -> _plain_except
+        self._wide = None  # _not_in_term's branch for non-ASCII and escaped characters
         self.quote = tb.literal(b'"')
         prog = _ANY_CHAR.get("program")
         if prog is None:  # the first builder in the process builds it; later ones load it lazily
@@ -147,37 +148,39 @@ class StringTerms:
 
     def not_in(self, words) -> Term:
         """Contents of strings (decoded) that are none of `words`; no complement needed:
-        a trie whose every node also takes any other character, then anything."""
-        trie: dict = {}
-        for w in words:
-            node = trie
-            for ch in w:
-                node = node.setdefault(ord(ch), {})
-            node[None] = True
-        tb = self.tb
-        if self._non_ascii is None:
-            self._non_ascii = charset.to_term(tb, _NON_ASCII)
-        # a non-ASCII or escaped character is no word's letter in the usual trie (plain
-        # ASCII keys): one shared branch, not ~50 alternatives in every node
-        wide = tb.concat(tb.alt([self._non_ascii, self.char(_SPECIAL)]), self.any_chars)
+        a trie whose every node also takes any other character, then anything. Each
+        node is a deferred term (TermBuilder.deferred), built when a derivative first
+        reaches it: a key is a few nodes deep, while the whole trie of an object's own
+        keys is hundreds (most of a Kubernetes schema's compile time)."""
+        return self._not_in_node(tuple(sorted(set(words))))
 
-        def build(node) -> tuple[Term, list]:  # the node's term, the words' encoded rests
-            kids = sorted(c for c in node if c is not None)
-            parts, ends = ([], [b""]) if None in node else ([tb.empty], [])
-            for c in kids:
-                t, e = build(node[c])
-                parts.append(tb.concat(self.char(((c, c),)), t))
-                ends += [encode_char(c) + x for x in e]
-            if all(_plain(c) for c in kids):
-                parts += [self._plain_except(tuple(kids)), wide]
-            else:
-                rest = charset.complement(charset.normalize([(c, c) for c in kids]))
-                if rest:
-                    parts.append(tb.concat(self.char(rest), self.any_chars))
-            t = tb.alt(parts)
-            tb.cofinite[t.id] = (tuple(ends), self.any_chars)
-            return t, ends
-        return build(trie)[0]
+    def _not_in_node(self, rests: tuple) -> Term:
+        """The trie node whose excluded rests (of the words through it) are `rests`."""
+        tb = self.tb
+        t = tb.deferred(("json:not_in", rests), lambda: self._not_in_term(rests), "" not in rests)
+        if t.id not in tb.cofinite:
+            tb.cofinite[t.id] = (tuple(encode_string(r) for r in rests), self.any_chars)
+        return t
+
+    def _not_in_term(self, rests: tuple) -> Term:
+        tb = self.tb
+        kids = sorted({ord(r[0]) for r in rests if r})
+        parts = [] if "" in rests else [tb.empty]
+        for c in kids:
+            sub = tuple(sorted({r[1:] for r in rests if r and ord(r[0]) == c}))
+            parts.append(tb.concat(self.char(((c, c),)), self._not_in_node(sub)))
+        if all(_plain(c) for c in kids):
+            if self._wide is None:  # a non-ASCII or escaped character, then anything: no
+                # usual key's letter, so one shared branch, not ~50 alternatives per node
+                if self._non_ascii is None:
+                    self._non_ascii = charset.to_term(tb, _NON_ASCII)
+                self._wide = tb.concat(tb.alt([self._non_ascii, self.char(_SPECIAL)]), self.any_chars)
+            parts += [self._plain_except(tuple(kids)), self._wide]
+        else:
+            rest = charset.complement(charset.normalize([(c, c) for c in kids]))
+            if rest:
+                parts.append(tb.concat(self.char(rest), self.any_chars))
+        return tb.alt(parts)
 
     def _plain_except(self, kids: tuple) -> Term:
         """A plain ASCII character other than `kids`, then anything (a key trie node's

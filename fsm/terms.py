@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gc
 import threading
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 NOTHING, EMPTY, BYTES, CONCAT, ALT, REPEAT, AND, NOT, STR, LAZY = range(10)
 
@@ -105,7 +105,8 @@ class TermBuilder:
         self.empty = self._make(EMPTY, (), True, False, 1)
         self.any_byte = self.byte_range(0, 255)
         self.anything = self.repeat(self.any_byte, 0, None)
-        self._loaded: dict[str, Term] = {}  # LAZY name -> its term in this builder
+        self._loaded: dict = {}  # LAZY name -> its term in this builder
+        self._deferred: dict = {}  # LAZY name -> what builds it (TermBuilder.deferred)
         # term id -> (ends, A): the term is A's language minus the strings `ends` (a key
         # other than the object's own ones, part way: json_strings.not_in), and every
         # derivative leaves it for A once off the ends' paths (TokenAutomaton masks it
@@ -274,6 +275,8 @@ class TermBuilder:
                 stack.extend(kids)
                 continue
             stack.pop()
+            if x.kind == LAZY and x.args[0] not in _LAZY_PROGRAMS:
+                raise ValueError(f"a deferred term ({x.args[0]!r}) cannot be exported")
             args = tuple(index[a.id] if isinstance(a, Term) else a for a in x.args)
             index[x.id] = len(prog)
             prog.append((x.kind, args, x.nullable, x.boolean, x.size))
@@ -289,11 +292,22 @@ class TermBuilder:
         _, _, nullable, boolean, size = prog[-1]
         return self._make(LAZY, (name,), nullable, boolean, size)
 
+    def deferred(self, name, build: Callable[[], Term], nullable: bool) -> Term:
+        """A LAZY term that `build()` makes when its first derivative is needed (in this
+        builder: unlike `lazy`, it has no program, and cannot be exported). `name` must
+        identify the language for the whole process; the term has no AND/NOT inside
+        and is nullable as given."""
+        if name not in self._loaded:
+            self._deferred.setdefault(name, build)
+        return self._make(LAZY, (name,), nullable, False, 1)
+
     def _unlazy(self, t: Term) -> Term:
-        """The term a LAZY term stands for, loaded into this builder once."""
-        x = self._loaded.get(t.args[0])
+        """The term a LAZY term stands for, loaded (or built) into this builder once."""
+        name = t.args[0]
+        x = self._loaded.get(name)
         if x is None:
-            x = self._loaded[t.args[0]] = self.load(_LAZY_PROGRAMS[t.args[0]])
+            build = self._deferred.pop(name, None)
+            x = self._loaded[name] = build() if build is not None else self.load(_LAZY_PROGRAMS[name])
         return x
 
     def load(self, prog: tuple) -> Term:

@@ -162,6 +162,30 @@ def test_object_declared_order_optional_and_extra():
     assert canonical_json({"zz": 1, "a": "x", "b": 2}, cs.key_order) == '{"b":2,"a":"x","zz":1}'
 
 
+def test_key_exclusion_tries_exact():
+    """StringTerms.not_in (other keys of an object, a trie of deferred nodes): a string
+    content is accepted iff it is none of the words, for words and contents mixing
+    ASCII, non-ASCII, escaped and control characters; deferred terms refuse export."""
+    from fsm.dfa import LazyDFA, TermSource
+    from fsm.json_strings import StringTerms, encode_string
+    from fsm.terms import TermBuilder
+    rng = random.Random(1)
+    alphabet = ["a", "b", "é", '"', "\\", "\x01", "\x7f", " ", "z", "~", "日"]
+    for _ in range(120):
+        words = {"".join(rng.choice(alphabet) for _ in range(rng.randint(0, 3)))
+                 for _ in range(rng.randint(0, 5))}
+        tb = TermBuilder()
+        t = StringTerms(tb).not_in(words)
+        dfa = LazyDFA(TermSource(tb), t)
+        for _ in range(40):
+            w = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 4)))
+            assert bool(dfa.accepting[dfa.walk(dfa.start, encode_string(w))]) == (w not in words), (words, w)
+        for raw in (b"\x01", b'"', b"\\"):  # never contents as such
+            assert not dfa.accepting[dfa.walk(dfa.start, raw)]
+    with pytest.raises(ValueError, match="deferred"):
+        tb.export(t)
+
+
 def test_open_object_key_masks_equal_token_walks(smol_vocab):
     """At key positions of open objects, a key other than the object's own ones is
     masked as any string content minus the own keys' continuations
