@@ -22,7 +22,13 @@ exactly the same texts of it. The texts of a value (its canonical forms):
   keys of const/enum objects) in the order of their first occurrence in the schema
   document (`key_order`), each at most once; then the other keys, in any order.
   For an ordinary schema this is the declared property order. Optional properties may
-  be omitted.
+  be omitted. In a document where no keyword intersects or complements objects (none of
+  `_MEETS`: allOf, oneOf, not, if, dependentSchemas, contains, uniqueItems...), an
+  object fixes the places of its own keys only (properties, required, dependency
+  keys: declared order, each at most once) and other keys may come before, between and
+  after them; the canonical text is still accepted. This keeps an open object's term
+  small in schemas with many keys (a Kubernetes manifest), and its other keys are
+  masked as any string but its own keys (TokenAutomaton._cofinite_words).
 - numbers: plain decimal without exponent and without negative zero; an integral value
   may carry `.0`, `.00`... (see fsm/json_numbers.py). Integers are written as integers.
 - strings: one encoding per character (fsm/json_strings.py).
