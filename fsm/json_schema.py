@@ -22,11 +22,11 @@ exactly the same texts of it. The texts of a value (its canonical forms):
   keys of const/enum objects) in the order of their first occurrence in the schema
   document (`key_order`), each at most once; then the other keys, in any order.
   For an ordinary schema this is the declared property order. Optional properties may
-  be omitted. In a document where no keyword intersects or complements objects (none of
-  `_MEETS`: allOf, oneOf, not, if, dependentSchemas, contains, uniqueItems...), an
-  object fixes the places of its own keys only (properties, required, dependency
-  keys: declared order, each at most once) and other keys may come before, between and
-  after them; the canonical text is still accepted. This keeps an open object's term
+  be omitted. In a document where no keyword intersects or complements objects (none
+  of `_MEETS`: allOf, oneOf, not, if, dependentSchemas, patternProperties, a $ref with
+  sibling keywords...), an object fixes the places of its own keys only (properties,
+  required, dependency keys: declared order, each at most once) and other keys may
+  come before, between and after them; the canonical text is still accepted. This keeps an open object's term
   small in schemas with many keys (a Kubernetes manifest), and its other keys are
   masked as any string but its own keys (TokenAutomaton._cofinite_words).
 - numbers: plain decimal without exponent and without negative zero; an integral value
@@ -119,7 +119,11 @@ _OPEN = {"additionalProperties": True}
 # canonical anyway): a document with none of them gives its objects slots for their
 # own keys only, other keys between them (_Compiler._object_variant)
 _MEETS = frozenset(("allOf", "oneOf", "not", "if", "dependentSchemas", "dependencies", "contains",
-                    "uniqueItems", "unevaluatedProperties", "unevaluatedItems"))
+                    "uniqueItems", "unevaluatedProperties", "unevaluatedItems", "patternProperties",
+                    "$ref beside"))  # (_index: a $ref with sibling keywords is intersected with them)
+_NOTES = frozenset(("$ref", "$id", "$schema", "$comment", "$anchor", "$dynamicAnchor", "$defs",
+                    "definitions", "title", "description", "default", "examples", "deprecated",
+                    "readOnly", "writeOnly"))
 _UNSUPPORTED = {"$dynamicRef": "dynamic references", "$recursiveRef": "recursive references (2019-09)"}
 
 
@@ -267,6 +271,8 @@ class _Compiler:
         if not isinstance(node, dict):
             return
         self._keywords.update(node)
+        if "$ref" in node and not node.keys() <= _NOTES:
+            self._keywords.add("$ref beside")
         sid = node.get("$id")  # (2020-12: an $id beside $ref still sets the base)
         if isinstance(sid, str):
             if sid.startswith("#"):

@@ -227,6 +227,9 @@ def test_additional_properties_false_and_schema():
     acc, _ = compiled({"properties": {"a": {}}, "additionalProperties": {"type": "integer"},
                        "allOf": [{"required": ["a"]}]})
     assert acc('{"a":"s","b":1}') and not acc('{"b":1,"a":1}')
+    acc, cs = compiled({"$defs": {"o": {"properties": {"a": {}}}}, "$ref": "#/$defs/o",  # so with a
+                        "properties": {"b": {}}})  # $ref beside other keywords (intersected)
+    assert cs.key_order[:2] == ["b", "a"] and acc('{"b":1,"a":2}') and not acc('{"a":2,"b":1}')
 
 
 def test_allow_extra_properties_false_option():
