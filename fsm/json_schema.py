@@ -24,11 +24,12 @@ exactly the same texts of it. The texts of a value (its canonical forms):
   For an ordinary schema this is the declared property order. Optional properties may
   be omitted. In a document where no keyword intersects or complements objects (none
   of `_MEETS`: allOf, oneOf, not, if, dependentSchemas, patternProperties, a $ref with
-  sibling keywords...), an object fixes the places of its own keys only (properties,
-  required, dependency keys: declared order, each at most once) and other keys may
-  come before, between and after them; the canonical text is still accepted. This keeps an open object's term
-  small in schemas with many keys (a Kubernetes manifest), and its other keys are
-  masked as any string but its own keys (TokenAutomaton._cofinite_words).
+  sibling keywords...), an object fixes the places of the known keys up to its last
+  own key (properties, required, dependency keys) only; the later ones are among its
+  other keys, which come last in any order: the canonical text is still accepted, and
+  an open object's term stays small in schemas with many keys (a Kubernetes
+  manifest). Other keys are masked as any string but the slotted ones
+  (TokenAutomaton._cofinite_words).
 - numbers: plain decimal without exponent and without negative zero; an integral value
   may carry `.0`, `.00`... (see fsm/json_numbers.py). Integers are written as integers.
 - strings: one encoding per character (fsm/json_strings.py).
@@ -987,18 +988,19 @@ class _Compiler:
             except RegexError as e:
                 self.refuse(node, "patternProperties", f"unsupported pattern {p!r}: {e}")
         addl_t = self.value(addl, d - 1, budget) if addl is not True else self.any(d - 1)
-        # slots: keys at fixed places, in the document's key order. Where objects may be
-        # intersected or complemented every known key has one and other keys come last:
-        # objects agree on one order, and complements see only canonical texts. In a
-        # document without such keywords (_MEETS) only this object's own keys have
-        # slots and other keys may come before, between and after them: a Kubernetes
-        # manifest's ~20 objects would otherwise each hold a slot for each of its ~60
-        # keys (compile 69 -> 18 ms).
+        # slots: keys at fixed places, in the document's key order; other keys come
+        # last. Where objects may be intersected or complemented every known key has
+        # one: objects agree on one order, and complements see only canonical texts. In
+        # a document without such keywords (_MEETS) the known keys after this object's
+        # own ones need no slot (in a canonical text they come after the own keys too,
+        # in key order, which the other keys allow): a Kubernetes manifest's string
+        # maps and late objects hold few slots instead of one per key of the document.
         canon = self._negated > 0 or not self.own_slots
         gkeys = self._gkeys
         if not canon:
             own = set(props) | required | set(modes)
-            gkeys = [(k, lit) for k, lit in gkeys if k in own]
+            last = max((i for i, (k, _) in enumerate(gkeys) if k in own), default=-1)
+            gkeys = gkeys[: last + 1]
         slots = []
         for k, lit in gkeys:
             mode = modes.get(k)
@@ -1085,9 +1087,6 @@ class _Compiler:
                 return tb.alt([tb.empty, first]) if rlo == 0 else first
             return tb.repeat(more, rlo, rhi)
 
-        if other is not None and not canon:
-            return self._interleaved(slots, other, lo, hi, cap)
-
         def build(i: int, c: int) -> Term:
             c = min(c, cap)
             k = (i, c)
@@ -1108,50 +1107,6 @@ class _Compiler:
             for c in range(cap, -1, -1):
                 build(i, c)
         return tb.seq([self.open_obj, build(0, 0), self.close_obj])
-
-    def _interleaved(self, slots: list, other: Term, lo: int, hi: int | None, cap: int) -> Term:
-        """An object whose slots (pair, required) come in order, with `other` pairs
-        before, between and after them, lo <= properties <= hi (counts clipped at cap).
-
-        One parse per text, so recursive schemas stay LALR(1): the other pairs before
-        slot i are taken first (`gap`), then the next present slot (`next_slot`: the
-        optional ones before it are skipped without any pair in between)."""
-        tb, comma, n = self.tb, self.comma, len(slots)
-        gaps: dict = {}
-        nexts: dict = {}
-
-        def gap(i: int, c: int) -> Term:  # other pairs, then slot i or a later one
-            c = min(c, cap)
-            t = gaps.get((i, c))
-            if t is None:
-                if hi is not None and c > hi:
-                    t = tb.nothing
-                elif c == cap:  # (then hi is None) counting no longer matters
-                    t = tb.concat(tb.star(tb.concat(comma, other)), next_slot(i, c))
-                else:
-                    t = tb.alt([next_slot(i, c), tb.seq([comma if c else tb.empty, other, gap(i, c + 1)])])
-                gaps[(i, c)] = t
-            return t
-
-        def next_slot(i: int, c: int) -> Term:  # slot i, or (if optional) a later one, or the end
-            t = nexts.get((i, c))
-            if t is None:
-                if i == n:
-                    t = tb.empty if c >= lo else tb.nothing
-                else:
-                    pair, req = slots[i]
-                    t = tb.seq([comma if c else tb.empty, pair, gap(i + 1, c + 1)])
-                    if not req:
-                        t = tb.alt([t, next_slot(i + 1, c)])
-                nexts[(i, c)] = t
-            return t
-
-        # build from the end so recursion depth stays small
-        for i in range(n, -1, -1):
-            for c in range(cap, -1, -1):
-                next_slot(i, c)
-                gap(i, c)
-        return tb.seq([self.open_obj, gap(0, 0), self.close_obj])
 
     # -- arrays ----------------------------------------------------------------------
     def _array_list(self, prefix: list, rest: Term | None, lo: int, hi: int | None) -> Term:

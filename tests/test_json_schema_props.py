@@ -132,7 +132,7 @@ def test_acceptance_equals_validity_on_random_values(i):
     assert seen[True] >= 20 and seen[False] >= 20, seen
 
 
-def random_walks(cs, n=150, max_len=600, seed=0):
+def random_walks(cs, n=150, max_len=300, seed=0):
     """Random byte walks that stop in accepting states; yields the texts."""
     src = JsonTermSource(cs.tb)
     dfa = cs.dfa()
