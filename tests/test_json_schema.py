@@ -159,6 +159,9 @@ def test_object_declared_order_optional_and_extra():
     assert not acc('{"b":1}')  # required
     assert not acc('{"a":"x","a":"y"}')  # a declared key twice
     assert not acc('{"a":"x","b":1}')
+    # other keys only after the declared ones: a small model cannot open the object with
+    # made-up keys and wander off before the required ones (it did when they could)
+    assert not acc('{"zz":1,"a":"x"}') and not acc('{"zz":1,"b":1,"a":"x"}')
     assert canonical_json({"zz": 1, "a": "x", "b": 2}, cs.key_order) == '{"b":2,"a":"x","zz":1}'
 
 
