@@ -315,6 +315,45 @@ def test_token_level_random_walks(smol_vocab):
     assert done >= 10
 
 
+def test_token_level_random_walks_open_objects(smol_vocab):
+    """Open objects (other keys allowed, masked as any key but the known ones:
+    TokenAutomaton._cofinite_words): random token walks never meet an empty mask, and
+    every walk that ends validates with jsonschema."""
+    import numpy as np
+
+    from fsm.json_schema import compile_json_schema
+    schema = {"type": "object", "properties": {
+        "name": {"type": "string"}, "age": {"type": "integer"},
+        "tags": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 5}}},
+        "required": ["name"]}
+    auto = compile_json_schema(schema, smol_vocab)
+    v = _validator(schema)
+    rng = np.random.default_rng(1)
+    row = np.zeros(smol_vocab.num_words, dtype=np.int32)
+    data = smol_vocab.token_bytes
+    done = 0
+    for _ in range(12):
+        m, out = auto.matcher(), []
+        for _ in range(400):
+            m.fill_next_token_bitmask(row)
+            allowed = np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")[: smol_vocab.size])
+            assert len(allowed)
+            eos = [t for t in allowed if t in smol_vocab.eos_ids]
+            if eos and rng.random() < 0.7:
+                assert m.accept_token(int(eos[0]))
+                break
+            closers = [t for t in allowed if (data[t] or b"")[:1] in (b"}", b'"')]
+            t = int(rng.choice(closers if closers and rng.random() < 0.5 else allowed))
+            assert m.accept_token(t)
+            if t in smol_vocab.eos_ids:
+                break
+            out.append(t)
+        if m.is_terminated():
+            assert v.is_valid(json.loads(b"".join(data[t] for t in out).decode("utf-8")))
+            done += 1
+    assert done >= 6
+
+
 @pytest.mark.slow
 def test_token_level_recursive_document(smol_vocab, smol_tokenizer):
     """A recursive model through the grammar path at token level: a deep valid document
