@@ -23,7 +23,6 @@ one instance is shared by any number of requests and threads.
 from __future__ import annotations
 
 import threading
-from bisect import bisect_left
 
 import numpy as np
 
@@ -157,12 +156,12 @@ class TokenAutomaton:
             if heads:
                 nodes = self._walk_literals(heads)
                 if not rest:
-                    return pack_ids(self._node_tokens(nodes), n)
+                    return pack_ids(self.vocab.trie.tokens_at(nodes), n)
                 r = self.dfa.state_of(self.dfa.source.tb.alt(rest))  # the other branches
                 words = self._cofinite_words(self.dfa.keys[r])
                 if words is None:
-                    return pack_ids(self._node_tokens(np.concatenate([nodes, self.walker.walk(r)[0]])), n)
-                return words | pack_ids(self._node_tokens(nodes), n)
+                    return pack_ids(self.vocab.trie.tokens_at(np.concatenate([nodes, self.walker.walk(r)[0]])), n)
+                return words | pack_ids(self.vocab.trie.tokens_at(nodes), n)
             run = self._run_words(s, key)
             if run is not None:
                 return run
@@ -172,7 +171,7 @@ class TokenAutomaton:
         chained = self._chain_tokens(s)
         if chained is not None:
             return pack_ids(chained, n)
-        return pack_ids(self._node_tokens(self.walker.walk(s)[0]), n)
+        return pack_ids(self.vocab.trie.tokens_at(self.walker.walk(s)[0]), n)
 
     def _cofinite_words(self, key: Term) -> np.ndarray | None:
         """The live tokens of a state N R where N is A minus a few strings (an object's
@@ -190,24 +189,16 @@ class TokenAutomaton:
             return None
         n, after = key.args
         ends, a = tb.cofinite[n.id]
-        follow = [c for x, y, _ in tb.row(after) for c in range(x, y)]
-        starts = {c for x, y, _ in tb.row(a) for c in range(x, y)}
-        if not follow or starts.intersection(follow) or after.nullable:
+        follow = _first_bytes(tb, after)
+        if not follow.any() or (follow & _first_bytes(tb, a)).any() or after.nullable:
             return None
         t = self.dfa.state_of(tb.concat(a, after))
         words = self.mask(t).view(np.uint32).copy()  # (t is not accepting: after is not nullable)
-        gone = [self.vocab.trie.tokens_under(e + bytes((c,))) for e in ends for c in follow]
+        gone = [self.vocab.trie.tokens_under(e + bytes((c,))) for e in ends
+                for c in np.flatnonzero(follow).tolist()]
         if gone:
             words &= ~pack_ids(np.concatenate(gone), self.vocab.num_words)
         return words
-
-    def _node_tokens(self, live: np.ndarray) -> np.ndarray:
-        trie = self.vocab.trie
-        ids = trie.token_of_node.take(live)
-        ids = ids[ids >= 0]
-        if len(trie.dup_nodes):
-            ids = np.concatenate([ids, trie.dup_ids[np.isin(trie.dup_nodes, live)]])
-        return ids
 
     def _run_words(self, s: int, key: Term) -> np.ndarray | None:
         """The live tokens (a packed bitmask) of a state x{lo,hi} R whose item x is a
@@ -233,9 +224,7 @@ class TokenAutomaton:
         if chars is None:
             return None
         cls, other, some = chars
-        follow = np.zeros(256, dtype=bool)
-        for a, b, _ in tb.row(after):
-            follow[a:b] = True
+        follow = _first_bytes(tb, after)
         if (follow & cls).any():
             return None
         dead = ~(cls | other | follow)
@@ -354,29 +343,21 @@ class TokenAutomaton:
         200-word list has hundreds), and only a branch's continuation past its whole
         literal is walked."""
         trie, dfa, tb = self.vocab.trie, self.dfa, self.dfa.source.tb
-        byte, cstart, cend = trie.lists
-        offset, depth = trie.offset, len(byte)
+        _, cstart, cend = trie.lists
+        offset = trie.offset
         found: list = []
         tails: dict[int, tuple[list, list]] = {}  # level -> (nodes, states) to walk on from
         for word, tail in heads:
             st = dfa.state_of(tail) if tail is not tb.empty else -1
             if st == DEAD:
                 continue
-            lo, hi, c = 0, len(byte[0]), -1
-            for i, b in enumerate(word):
-                if i == depth:
-                    break
-                level = byte[i]
-                c = bisect_left(level, b, lo, hi)
-                if c == hi or level[c] != b:
-                    break
-                found.append(offset[i] + c)
-                lo, hi = cstart[i][c], cend[i][c]
-            else:
-                if st > 0 and lo < hi:  # tokens that run past the literal
-                    nodes, states = tails.setdefault(len(word) - 1, ([], []))
-                    nodes.append(c)
-                    states.append(st)
+            path = trie.path(word)
+            found += [offset[i] + c for i, c in enumerate(path)]
+            i = len(word) - 1
+            if len(path) == len(word) and st > 0 and cstart[i][path[-1]] < cend[i][path[-1]]:
+                nodes, states = tails.setdefault(i, ([], []))  # tokens that run past the literal
+                nodes.append(path[-1])
+                states.append(st)
         out, sts = [np.array(found, dtype=np.intp)], []
         for level, (nodes, states) in tails.items():
             self.walker.descend(level, np.array(nodes, dtype=np.intp), np.array(states, dtype=np.int32),
@@ -404,10 +385,6 @@ class TrieWalker:
     def __init__(self, dfa: LazyDFA, trie, remember: bool):
         self.dfa, self.trie, self.remember = dfa, trie, remember
         self.small = SMALL_SUBTREE_REMEMBERED if remember else SMALL_SUBTREE
-        below = [0] * (len(trie.byte) + 1)  # below[j]: nodes in levels j and deeper
-        for j in range(len(trie.byte) - 1, -1, -1):
-            below[j] = below[j + 1] + len(trie.byte[j])
-        self.below = below
         self._small: dict = {}  # (state, level, node) -> (flat nodes, states) below it
 
     def walk(self, s: int) -> tuple:
@@ -428,7 +405,7 @@ class TrieWalker:
             states.append(st)
             if j + 1 == depth:
                 return _joined(nodes, states)
-            if live.size * 8 < len(cur) or self.below[j + 1] <= self.small:
+            if live.size * 8 < len(cur) or trie.below[j + 1] <= self.small:
                 break
             j += 1
             cur = step_states(dfa, cur.take(trie.parent[j]), trie.byte[j])
@@ -674,6 +651,14 @@ def _literal_words(k: Term, tb: TermBuilder, prefix: bytes, after: Term | None,
         heads.append((word, x))
     elif x.kind != EMPTY:
         rest.append(x)
+
+
+def _first_bytes(tb: TermBuilder, t: Term) -> np.ndarray:
+    """bool[256]: the bytes t's members can start with."""
+    out = np.zeros(256, dtype=bool)
+    for a, b, _ in tb.row(t):
+        out[a:b] = True
+    return out
 
 
 def _cofinite(t: Term, tb: TermBuilder) -> bool:

@@ -241,7 +241,6 @@ class _Compiler:
         self._index(root, "", "#")
         self.own_slots = not (self._keywords & _MEETS)
         self._gkeys = [(k, tb.literal(string_text(k))) for k in self.key_order]
-        self._not_in_t: dict[tuple, Term] = {}  # key list -> _not_in
         self._memo: dict = {}
         self._free: dict = {}
         self._any: dict[int, Term] = {}
@@ -356,14 +355,6 @@ class _Compiler:
             raise SchemaError(f"unknown anchor in reference {ref!r}", "$ref", self.ptr(node))
         self._ref_targets.add(id(hit))
         return hit
-
-    def _not_in(self, keys: list) -> Term:
-        """Key contents that are none of `keys` (built once per key list)."""
-        k = tuple(keys)
-        t = self._not_in_t.get(k)
-        if t is None:
-            t = self._not_in_t[k] = self.st.not_in(keys)
-        return t
 
     def ptr(self, node) -> str:
         return self.ptr_of.get(id(node), "#")
@@ -1034,7 +1025,7 @@ class _Compiler:
         # other keys: not among the known ones
         others = []
         if pat_terms or addl is not False:
-            not_known = self._not_in(self.key_order if canon else [k for k, _ in gkeys])
+            not_known = st.not_in(k for k, _ in gkeys)  # (deferred trie nodes: interned by words)
             subsets = [()]
             if pat_terms:
                 if len(pat_terms) > MAX_PATTERN_PROPERTIES_PARTITION:

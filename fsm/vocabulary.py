@@ -291,32 +291,51 @@ class TokenTrie:
         out[self.dup_ids] = self.dup_nodes
         return out
 
+    def path(self, prefix: bytes) -> list[int]:
+        """The level indices of the nodes along `prefix`, as far as the trie has it
+        (shorter than the prefix where no token goes on with its next byte)."""
+        byte, cstart, cend = self.lists
+        out: list[int] = []
+        lo, hi = 0, len(byte[0]) if byte else 0
+        for j, b in enumerate(prefix[: len(byte)]):
+            k = bisect_left(byte[j], b, lo, hi)
+            if k == hi or byte[j][k] != b:
+                break
+            out.append(k)
+            lo, hi = cstart[j][k], cend[j][k]
+        return out
+
+    def tokens_at(self, nodes: np.ndarray) -> np.ndarray:
+        """The ids of the tokens that end at the flat nodes `nodes` (duplicates too)."""
+        ids = self.token_of_node.take(nodes)
+        ids = ids[ids >= 0]
+        if len(self.dup_nodes):
+            ids = np.concatenate([ids, self.dup_ids[np.isin(self.dup_nodes, nodes)]])
+        return ids
+
     def tokens_under(self, prefix: bytes) -> np.ndarray:
         """The ids of the tokens whose bytes start with `prefix` (its subtree: one
         contiguous range of nodes per level)."""
-        byte, cstart, cend = self.lists
-        lo, hi, k = 0, len(byte[0]) if byte else 0, -1
-        if not prefix or len(prefix) > len(byte):
+        path = self.path(prefix)
+        if not prefix or len(path) < len(prefix):
             return np.zeros(0, dtype=np.intp)
-        for j, b in enumerate(prefix):
-            if j:
-                lo, hi = cstart[j - 1][k], cend[j - 1][k]
-            k = bisect_left(byte[j], b, lo, hi)
-            if k == hi or byte[j][k] != b:
-                return np.zeros(0, dtype=np.intp)
-        j, lo, hi, nodes = len(prefix) - 1, k, k + 1, []
+        _, cstart, cend = self.lists
+        j, lo, hi, nodes = len(prefix) - 1, path[-1], path[-1] + 1, []
         while lo < hi:
             nodes.append(np.arange(self.offset[j] + lo, self.offset[j] + hi))
-            if j + 1 == len(byte):
+            if j + 1 == len(cstart):
                 break
             lo, hi = cstart[j][lo], cend[j][hi - 1]
             j += 1
-        flat = np.concatenate(nodes)
-        ids = self.token_of_node.take(flat)
-        ids = ids[ids >= 0]
-        if len(self.dup_nodes):
-            ids = np.concatenate([ids, self.dup_ids[np.isin(self.dup_nodes, flat)]])
-        return ids
+        return self.tokens_at(np.concatenate(nodes))
+
+    @cached_property
+    def below(self) -> list[int]:
+        """below[j]: how many nodes levels j and deeper hold (below[depth] is 0)."""
+        out = [0] * (len(self.byte) + 1)
+        for j in range(len(self.byte) - 1, -1, -1):
+            out[j] = out[j + 1] + len(self.byte[j])
+        return out
 
     @cached_property
     def lists(self) -> tuple:
