@@ -172,9 +172,7 @@ class StringTerms:
         if all(_plain(c) for c in kids):
             if self._wide is None:  # a non-ASCII or escaped character, then anything: no
                 # usual key's letter, so one shared branch, not ~50 alternatives per node
-                if self._non_ascii is None:
-                    self._non_ascii = charset.to_term(tb, _NON_ASCII)
-                self._wide = tb.concat(tb.alt([self._non_ascii, self.char(_SPECIAL)]), self.any_chars)
+                self._wide = tb.concat(self.char(_SPECIAL + _NON_ASCII), self.any_chars)
             parts += [self._plain_except(tuple(kids)), self._wide]
         else:
             rest = charset.complement(charset.normalize([(c, c) for c in kids]))
