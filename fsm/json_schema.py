@@ -24,11 +24,13 @@ exactly the same texts of it. The texts of a value (its canonical forms):
   For an ordinary schema this is the declared property order. Optional properties may
   be omitted. In a document where no keyword intersects or complements objects (none
   of `_MEETS`: allOf, oneOf, not, if, dependentSchemas, patternProperties, a $ref with
-  sibling keywords...), an object fixes the places of the known keys up to its last
-  own key (properties, required, dependency keys) only; the later ones are among its
-  other keys, which come last in any order: the canonical text is still accepted, and
-  an open object's term stays small in schemas with many keys (a Kubernetes
-  manifest). Other keys are masked as any string but the slotted ones
+  sibling keywords, two parts of one schema that may both hold objects...), an
+  object's own keys (its properties, required and dependentRequired keys) come
+  first, in key order, each at most once; all other keys come after them, in any
+  order. That is the issue's "declared property order, undeclared keys after them",
+  per object; an open object's term stays small in schemas with many keys (a
+  Kubernetes manifest). `CompiledSchema.canonical` writes it (it walks the instance
+  with the schema). Other keys are masked as any string but the slotted ones
   (TokenAutomaton._cofinite_words).
 - numbers: plain decimal without exponent and without negative zero; an integral value
   may carry `.0`, `.00`... (see fsm/json_numbers.py). Integers are written as integers.
@@ -38,7 +40,8 @@ exactly the same texts of it. The texts of a value (its canonical forms):
   where JSON allows whitespace (around `{ } [ ] , :` and around the whole document).
 - nesting: values are at most `max_depth` (default 20) containers deep. This bounds the
   values generated where the schema leaves them free (`{}`, `true`, missing `items`).
-`canonical_json(instance, key_order)` writes an instance in the compact canonical form.
+`CompiledSchema.canonical(instance)` writes an instance in the compact canonical form
+(`canonical_json(instance, key_order)` where every object uses the key order).
 
 Strict mode (default): what cannot be enforced exactly raises `SchemaError` naming the
 keyword and the JSON pointer of the subschema. `strict=False` warns (SchemaWarning)
@@ -118,10 +121,12 @@ _SUB_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
 _OPEN = {"additionalProperties": True}
 # Keywords under which object terms meet in intersections (complement operands are built
 # canonical anyway): a document with none of them gives its objects slots for their
-# own keys only, other keys between them (_Compiler._object_variant)
+# own keys only, the other keys after them (_Compiler._object_variant)
 _MEETS = frozenset(("allOf", "oneOf", "not", "if", "dependentSchemas", "dependencies", "contains",
                     "uniqueItems", "unevaluatedProperties", "unevaluatedItems", "patternProperties",
-                    "$ref beside"))  # (_index: a $ref with sibling keywords is intersected with them)
+                    "$ref beside", "containers beside"))  # (_index: a $ref with sibling keywords
+# is intersected with them; so are two parts of one schema that may both accept objects
+# or arrays)
 _NOTES = frozenset(("$ref", "$id", "$schema", "$comment", "$anchor", "$dynamicAnchor", "$defs",
                     "definitions", "title", "description", "default", "examples", "deprecated",
                     "readOnly", "writeOnly"))
@@ -147,10 +152,83 @@ class CompiledSchema:
     def __init__(self, tb: TermBuilder, term: Term, key_order: list[str], options: dict, relaxed: list):
         self.tb, self.term, self.key_order, self.options, self.relaxed = tb, term, key_order, options, relaxed
 
-    def canonical(self, instance) -> str:
-        return canonical_json(instance, self.key_order)
-
     rules = None  # _RecursiveRules for recursive schemas
+    own_slots = None  # (root schema, its $ref resolver) where objects slot own keys only
+    MAX_ARRANGEMENTS = 256
+
+    def canonical(self, instance, indent: int | None = None) -> str:
+        """The canonical text of an instance (module notes), compact or indented.
+
+        Where objects put their own keys first (`own_slots`), which keys are an object's
+        own depends on the subschema it is read under: the instance is walked with the
+        schema, and under an anyOf each branch gives an arrangement; the first one the
+        automaton accepts is written (the first one if none is: an invalid instance).
+
+        >>> cs = schema_to_term({"properties": {"a": {"properties": {"z": {}}}, "z": {}}})
+        >>> cs.canonical({"z": 1, "a": {"a": 2, "z": 3}})
+        '{"a":{"z":3,"a":2},"z":1}'
+        """
+        if self.own_slots is None:
+            return canonical_json(instance, self.key_order, indent)
+        first = None
+        for k, v in enumerate(self._arrange(self.own_slots[0], instance)):
+            if k == self.MAX_ARRANGEMENTS:
+                break
+            if first is None:
+                first = v
+            if self.accepts(canonical_json(v, None), self._dfa()):
+                return canonical_json(v, None, indent)
+        return canonical_json(first, None, indent)
+
+    def _dfa(self) -> LazyDFA:
+        d = self.__dict__.get("_canon_dfa")
+        if d is None:
+            d = self._canon_dfa = self.dfa()
+        return d
+
+    def _arrange(self, node, v):
+        """The instance v (read under schema `node`) with its objects' keys in the order
+        of their slots: own keys first, in key order, then the others; one arrangement
+        per anyOf branch taken (a generator: the caller stops at the first accepted)."""
+        if isinstance(node, dict) and "$ref" in node:  # (own_slots: nothing beside it)
+            yield from self._arrange(self.own_slots[1](node, node["$ref"]), v)
+            return
+        if not isinstance(v, (dict, list)) or not isinstance(node, dict):
+            yield self._ordered(v)
+            return
+        if "anyOf" in node:  # (own_slots: no other part of node accepts objects)
+            for b in node["anyOf"]:
+                yield from self._arrange(b, v)
+            return
+        if isinstance(v, list):
+            pre = node.get("prefixItems")
+            rest = node.get("items", True)
+            if isinstance(rest, list):  # draft-07 tuple form
+                pre, rest = rest, node.get("additionalItems", True)
+            pre = pre or []
+            subs = [pre[i] if i < len(pre) else rest for i in range(len(v))]
+            for combo in product(*[self._arrange(s, x) for s, x in zip(subs, v)]):
+                yield list(combo)
+            return
+        props = node.get("properties", {})
+        own = set(props) | set(node.get("required", [])) | set(node.get("dependentRequired", {}))
+        for deps in node.get("dependentRequired", {}).values():
+            own.update(deps)
+        order = {k: i for i, k in enumerate(self.key_order)}
+        keys = sorted(v, key=lambda k: (k not in own, order.get(k, len(order))))
+        addl = node.get("additionalProperties", True)
+        subs = [props[k] if k in props else addl for k in keys]
+        for combo in product(*[self._arrange(s, v[k]) for s, k in zip(subs, keys)]):
+            yield dict(zip(keys, combo))
+
+    def _ordered(self, v):
+        """v with every object's keys in key order (the universe and const values)."""
+        if isinstance(v, list):
+            return [self._ordered(x) for x in v]
+        if isinstance(v, dict):
+            order = {k: i for i, k in enumerate(self.key_order)}
+            return {k: self._ordered(v[k]) for k in sorted(v, key=lambda k: order.get(k, len(order)))}
+        return v
 
     def source(self, max_states: int = DEFAULT_MAX_STATES):
         """(state source, start key): terms, or a grammar for recursive schemas."""
@@ -169,6 +247,22 @@ class CompiledSchema:
         data = text.encode("utf-8") if isinstance(text, str) else text
         s = dfa.walk(dfa.start, data)  # walk first: it may grow dfa.accepting
         return bool(dfa.accepting[s])
+
+
+def _container_parts(node: dict) -> int:
+    """How many of the parts that _Compiler._value intersects for `node` may accept an
+    object or an array, which may hold objects (a typed part, const, enum, anyOf; a
+    $ref beside others is counted apart)."""
+    ty = node.get("type")
+    if ty is not None:
+        typed = bool({"object", "array"} & set(ty if isinstance(ty, list) else [ty]))
+    else:
+        typed = any(k in node for k in _STRING_KW + _NUMBER_KW + _OBJECT_KW + _ARRAY_KW)
+    if "enum" in node and set(node) <= _TYPED_ENUM_KEYS and _well_typed(ty):
+        return int(typed)  # the enum values are filtered by type, not intersected
+    const = isinstance(node.get("const"), (dict, list))
+    enum = isinstance(node.get("enum"), list) and any(isinstance(v, (dict, list)) for v in node["enum"])
+    return typed + const + enum + ("anyOf" in node)
 
 
 def _escape_ptr(k: str) -> str:
@@ -273,6 +367,8 @@ class _Compiler:
         self._keywords.update(node)
         if "$ref" in node and not node.keys() <= _NOTES:
             self._keywords.add("$ref beside")
+        if _container_parts(node) > 1:
+            self._keywords.add("containers beside")
         sid = node.get("$id")  # (2020-12: an $id beside $ref still sets the base)
         if isinstance(sid, str):
             if sid.startswith("#"):
@@ -982,16 +1078,17 @@ class _Compiler:
         # slots: keys at fixed places, in the document's key order; other keys come
         # last. Where objects may be intersected or complemented every known key has
         # one: objects agree on one order, and complements see only canonical texts. In
-        # a document without such keywords (_MEETS) the known keys after this object's
-        # own ones need no slot (in a canonical text they come after the own keys too,
-        # in key order, which the other keys allow): a Kubernetes manifest's string
-        # maps and late objects hold few slots instead of one per key of the document.
+        # a document without such keywords (_MEETS) only the object's own keys have one
+        # (the same for all its dependentRequired variants) and every other key is among
+        # the other keys: a Kubernetes manifest's objects hold a few slots each instead
+        # of one per key of the document (CompiledSchema.canonical writes that order).
         canon = self._negated > 0 or not self.own_slots
         gkeys = self._gkeys
         if not canon:
-            own = set(props) | required | set(modes)
-            last = max((i for i, (k, _) in enumerate(gkeys) if k in own), default=-1)
-            gkeys = gkeys[: last + 1]
+            own = set(props) | required | set(node.get("dependentRequired", {}))
+            for v in node.get("dependentRequired", {}).values():
+                own.update(v)
+            gkeys = [(k, lit) for k, lit in gkeys if k in own]
         slots = []
         for k, lit in gkeys:
             mode = modes.get(k)
@@ -1592,6 +1689,8 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
     if ws is not tb.empty:
         term = tb.seq([ws, term, ws])
     cs = CompiledSchema(tb, term, comp.key_order, options, comp.relaxed)
+    if comp.own_slots:
+        cs.own_slots = (root, comp._resolve)
     cs.rules = _RecursiveRules(tb, term, comp.rule_bodies) if comp.rule_bodies else None
     return cs
 
@@ -1650,9 +1749,10 @@ def _number_text(v) -> str:
 
 
 def canonical_json(value, key_order, indent: int | None = None) -> str:
-    """The canonical text of a JSON value (see the module notes); indent gives a
+    """The canonical text of a JSON value with object keys in `key_order` (None: as
+    they are; see the module notes, and CompiledSchema.canonical); indent gives a
     flexible-whitespace variant (json.dumps-like indentation)."""
-    order = {k: i for i, k in enumerate(key_order)}
+    order = {k: i for i, k in enumerate(key_order or ())}
     big = len(order)
 
     def enc(v, level):
@@ -1674,7 +1774,7 @@ def canonical_json(value, key_order, indent: int | None = None) -> str:
             if not v:
                 return "[]"
             return "[" + sep.join(nl + enc(x, level + 1) for x in v) + end + "]"
-        keys = sorted(v, key=lambda k: (order.get(k, big), 0))
+        keys = list(v) if key_order is None else sorted(v, key=lambda k: order.get(k, big))
         if not keys:
             return "{}"
         return "{" + sep.join(nl + json.dumps(k, ensure_ascii=False) + colon + enc(v[k], level + 1)

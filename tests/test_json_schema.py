@@ -219,16 +219,48 @@ def test_additional_properties_false_and_schema():
     assert acc('{"a":1}') and acc("{}") and not acc('{"b":1}')
     acc, _ = compiled({"properties": {"a": {}}, "additionalProperties": {"type": "integer"}})
     assert acc('{"a":"s","b":1}') and not acc('{"a":1,"b":"s"}') and not acc('{"b":1,"a":1}')
-    # known keys after an object's last own key are other keys there (no keyword
-    # intersects objects): last, in any order; the ones before keep their places
+    # keys known elsewhere are other keys in an object that does not declare them (no
+    # keyword intersects objects): after its own keys, in any order, wherever they come
+    # in the key order
     d = {"properties": {"a": {}}, "additionalProperties": {"type": "integer"}}
-    acc, cs = compiled({"properties": {"d": d, "a": {}, "b": {}, "c": {}}})
-    assert cs.key_order == ["d", "a", "b", "c"]
+    acc, cs = compiled({"properties": {"b": {}, "d": d, "a": {}, "c": {}}})
+    assert cs.key_order == ["b", "d", "a", "c"]
     assert acc('{"d":{"a":1,"c":2,"b":3}}') and acc('{"d":{"c":2,"b":3}}') and acc('{"d":{"b":3,"c":2}}')
     assert not acc('{"d":{"b":2,"a":1}}') and not acc('{"d":{"a":1,"a":2}}') and not acc('{"d":{"a":1,"c":"s"}}')
+    assert cs.canonical({"c": 0, "d": {"c": 2, "b": 3, "a": 1}, "b": 4}) == '{"b":4,"d":{"a":1,"b":3,"c":2},"c":0}'
+    assert cs.canonical({"d": {"b": 3, "a": 1}}, indent=1) == '{\n "d": {\n  "a": 1,\n  "b": 3\n }\n}'
     # with allOf (objects intersect) every known key has its place
     acc, _ = compiled({"properties": {"d": d, "a": {}, "b": {}, "c": {}}, "allOf": [{"required": ["d"]}]})
     assert acc('{"d":{"a":1,"b":3,"c":2}}') and not acc('{"d":{"a":1,"c":2,"b":3}}')
+
+
+def test_canonical_text_follows_the_schema():
+    """CompiledSchema.canonical puts an object's own keys first where objects slot only
+    their own keys: under each anyOf branch in turn, the first arrangement accepted."""
+    schema = {"anyOf": [{"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                        {"properties": {"b": {"$ref": "#/$defs/o"}}, "required": ["b"]}],
+              "$defs": {"o": {"properties": {"c": {}}}}}
+    acc, cs = compiled(schema)
+    assert cs.own_slots is not None
+    for inst, text in [({"b": 2, "a": 1}, '{"a":1,"b":2}'),  # both branches: the first one's
+                       ({"b": 2, "a": "x"}, '{"b":2,"a":"x"}'),  # the second branch only
+                       ({"a": "x", "b": {"a": 1, "c": 2}}, '{"b":{"c":2,"a":1},"a":"x"}')]:
+        assert cs.canonical(inst) == text and acc(text) == valid(schema, inst), inst
+    assert not acc('{"a":"x","b":2}')  # the second branch's own key comes first there
+    for inst in [{"a": "x"}, {"c": {}}]:  # invalid: written under the first branch
+        assert cs.canonical(inst) == json.dumps(inst, separators=(",", ":")) and not acc(cs.canonical(inst))
+
+
+def test_objects_beside_each_other_keep_the_key_order():
+    """Two parts of one schema that may both hold objects are intersected: their objects
+    then slot every known key, in key order (own keys only would disagree)."""
+    for schema, text in [({"type": "object", "properties": {"a": {}}, "anyOf": [{"properties": {"b": {}}}]},
+                          '{"a":1,"b":2}'),
+                         ({"type": "array", "items": {"properties": {"a": {}}},
+                           "anyOf": [{"items": {"properties": {"b": {}}}}]}, '[{"a":1,"b":2}]'),
+                         ({"properties": {"b": {}, "a": {}}, "const": {"b": 1, "a": 2}}, '{"b":1,"a":2}')]:
+        acc, cs = compiled(schema)
+        assert cs.own_slots is None and acc(text) and cs.canonical(json.loads(text)) == text, schema
 
 
 def test_allow_extra_properties_false_option():

@@ -125,8 +125,8 @@ def test_acceptance_equals_validity_on_random_values(i):
         inst = mutate(data, data.draw(st.sampled_from(SEEDS[i])))
         ok = v.is_valid(inst)
         seen[ok] += 1
-        assert cs.accepts(canonical_json(inst, cs.key_order), dfa) == ok, inst
-        assert flex.accepts(canonical_json(inst, cs.key_order, indent=2), fdfa) == ok, inst
+        assert cs.accepts(cs.canonical(inst), dfa) == ok, inst
+        assert flex.accepts(flex.canonical(inst, indent=2), fdfa) == ok, inst
 
     check()
     assert seen[True] >= 20 and seen[False] >= 20, seen
@@ -244,7 +244,7 @@ def test_pydantic_model_instances_accepted_and_walks_validate():
     for p in PEOPLE:
         data = p.model_dump(mode="json")
         data["flags"] = sorted(data["flags"])
-        text = canonical_json(data, cs.key_order)
+        text = cs.canonical(data)
         assert cs.accepts(text, dfa), text
         assert Person.model_validate_json(text) == p or Person.model_validate_json(text)
     texts, _ = random_walks(cs, n=60, max_len=1500, seed=1)
@@ -262,7 +262,7 @@ def test_pydantic_constraints_rejected():
                        ("addresses", [{"street": "a", "zip": "1234"}]), ("pair", [1]), ("flags", ["a", "a"]),
                        ("born", "2001-02-29"), ("uid", "nope"), ("extra", {"k": "v"})]:
         inst = dict(base, **{field: bad})
-        assert not cs.accepts(canonical_json(inst, cs.key_order)), field
+        assert not cs.accepts(cs.canonical(inst)), field
 
 
 def test_pydantic_recursive_model():
@@ -271,13 +271,13 @@ def test_pydantic_recursive_model():
     cs = schema_to_term(Tree)  # exact: grammar path
     assert cs.rules is not None
     t = Tree(value=1, children=[Tree(value=2, children=[Tree(value=3, children=[Tree(value=4)])])])
-    assert cs.accepts(canonical_json(t.model_dump(mode="json"), cs.key_order))
+    assert cs.accepts(cs.canonical(t.model_dump(mode="json")))
     texts, _ = random_walks(cs, n=40, seed=3)
     for x in texts:
         Tree.model_validate_json(x)
     cs = schema_to_term(Tree, max_recursion_depth=3)
     t = Tree(value=1, children=[Tree(value=2, children=[Tree(value=3)])])
-    assert cs.accepts(canonical_json(t.model_dump(mode="json"), cs.key_order))
+    assert cs.accepts(cs.canonical(t.model_dump(mode="json")))
     texts, _ = random_walks(cs, n=40, seed=2)
     for x in texts:
         Tree.model_validate_json(x)
@@ -399,7 +399,7 @@ def test_pydantic_time_and_timedelta_round_trip():
                     fs=frozenset({Color.RED}), d={"home": Address(street="x", zip="00000")})]:
         data = m.model_dump(mode="json")
         data["fs"] = sorted(data["fs"])
-        assert cs.accepts(canonical_json(data, cs.key_order)), data
+        assert cs.accepts(cs.canonical(data)), data
     texts, _ = random_walks(cs, n=40, max_len=400, seed=4)
     assert len(texts) > 20
     for x in texts:
