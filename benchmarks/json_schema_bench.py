@@ -335,7 +335,7 @@ def main():
 
     import fsm
     from engine.loader import resolve_model
-    from fsm.json_schema import canonical_json, schema_to_term
+    from fsm.json_schema import schema_to_term
     folder = resolve_model()
     tok = AutoTokenizer.from_pretrained(folder)
     vocab = fsm.Vocabulary.from_tokenizer(tok)
@@ -355,7 +355,7 @@ def main():
     for name, schema, doc, opts in CASES:
         if args.only and args.only != name:
             continue
-        text = canonical_json(doc, schema_to_term(schema, **opts).key_order)
+        text = schema_to_term(schema, **opts).canonical(doc)
         tokens = tok.encode(text, add_special_tokens=False)
         o = bench_ours(vocab, schema, tokens, opts, args.reps)
         x = bench_xgrammar(tok, vocab_size, schema, tokens, args.reps)
