@@ -48,6 +48,14 @@ SCHEMAS = [
     {"if": {"type": "string"}, "then": {"maxLength": 2}, "else": {"type": "integer", "maximum": 3}},
     {"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "null"}},
                                             "required": ["b"]}}},
+    # own keys first (no keyword intersects objects): keys known elsewhere are other keys
+    # in the objects that do not declare them, under anyOf branches and through $ref
+    {"type": "object", "properties": {
+        "a": {"anyOf": [{"type": "object", "properties": {"b": {"type": "integer"}, "name": {"type": "string"}},
+                         "required": ["b"]}, {"type": "null"}, {"$ref": "#/$defs/p"}]},
+        "b": {"type": "array", "items": {"$ref": "#/$defs/p"}, "maxItems": 3}},
+     "$defs": {"p": {"type": "object", "properties": {"name": {"type": "string"}, "a": {"type": "boolean"}},
+                     "required": ["a"], "additionalProperties": {"type": "integer"}}}},
 ]
 
 
@@ -73,6 +81,8 @@ SEEDS = [  # valid instances per schema, mutated below
     ["s", 1, None],
     ["ab", 3, -1],
     [{"a": {"b": None}}, {}],
+    [{"a": {"b": 1, "name": "x"}, "b": [{"name": "y", "a": True, "age": 3}]}, {"a": None, "b": []},
+     {"a": {"a": False, "b": 2}, "b": [{"a": True, "b": 1, "name": "z"}]}],
 ]
 
 
