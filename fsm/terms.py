@@ -25,6 +25,10 @@ NOTHING, EMPTY, BYTES, CONCAT, ALT, REPEAT, AND, NOT, STR, LAZY = range(10)
 
 # LAZY terms' programs (see TermBuilder.lazy), by name: constant data, shared by builders
 _LAZY_PROGRAMS: dict[str, tuple] = {}
+# and their rows, as ((start, end, program of the target), ...): a builder takes the
+# first derivatives of a LAZY term (a JSON string's character: ~100 rows deep) without
+# loading it or deriving it again
+_LAZY_ROWS: dict[str, tuple] = {}
 
 # A derivative row: sorted, disjoint (start, end_exclusive, target) byte segments
 # whose target is not NOTHING. Bytes not covered lead to NOTHING.
@@ -357,8 +361,25 @@ class TermBuilder:
         if k == NOT:
             return self._complement_row(self.row(t.args[0]))
         if k == LAZY:
-            return self.row(self._unlazy(t))
+            return self._lazy_row(t)
         return ()  # NOTHING, EMPTY
+
+    def _lazy_row(self, t: Term) -> Row:
+        name = t.args[0]
+        saved = _LAZY_ROWS.get(name)
+        if saved is not None:
+            loaded: dict = {}
+            return tuple((s, e, loaded.get(id(p)) or loaded.setdefault(id(p), self.load(p)))
+                         for s, e, p in saved)
+        r = self.row(self._unlazy(t))
+        if name in _LAZY_PROGRAMS:  # (a deferred term's row is its builder's own)
+            progs: dict = {}
+            try:
+                _LAZY_ROWS[name] = tuple((s, e, progs.get(x.id) or progs.setdefault(x.id, self.export(x)))
+                                         for s, e, x in r)
+            except ValueError:  # a target holds a deferred term
+                pass
+        return r
 
     def derive(self, t: Term, b: int) -> Term:
         """t's derivative by the byte b alone (the row's target at b, when the row is
@@ -388,6 +409,9 @@ class TermBuilder:
             d = self.derive(t.args[0], b)
             return self.anything if d.kind == NOTHING else self.complement(d)
         if k == LAZY:
+            if t.args[0] in _LAZY_ROWS:
+                x = row_target(self.row(t), b)
+                return self.nothing if x is None else x
             return self.derive(self._unlazy(t), b)
         return self.nothing  # NOTHING, EMPTY
 

@@ -87,12 +87,22 @@ def test_export_load_keeps_the_language(p1, p2, seed):
     deferred = other.lazy(f"test:{p1!r}:{p2!r}", prog)
     assert (deferred.nullable, deferred.boolean) == (t.nullable, t.boolean)
     deferred = LazyDFA(TermSource(other), other.concat(deferred, other.literal(b"!")))
+    # a later builder takes the lazy term's row as the first one saved it (_LAZY_ROWS):
+    # the same targets as its own derivative of the loaded term
+    third = TermBuilder()
+    third.literal(b"shift the ids again")
+    other.row(other.lazy(f"test:{p1!r}:{p2!r}", prog))
+    late = third.lazy(f"test:{p1!r}:{p2!r}", prog)
+    saved = third.row(late)
+    assert saved == third.row(third._unlazy(late)), (p1, p2)
+    late = LazyDFA(TermSource(third), late)
     rx1, rx2 = re.compile(p1), re.compile(p2)
     for text in strings_near(p1, np.random.default_rng(seed)):
         want = bool(rx1.fullmatch(text)) and not rx2.fullmatch(text) or any(
             rx2.fullmatch(text[:i]) and _repeats(rx1, text[i:], 1, 3) for i in range(len(text) + 1))
         assert dfa_fullmatch(loaded, text) == want, (p1, p2, text)
         assert dfa_fullmatch(deferred, text + "!") == want, (p1, p2, text)
+        assert dfa_fullmatch(late, text) == want, (p1, p2, text)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
