@@ -162,7 +162,7 @@ class LazyDFA:
         self._derive = getattr(source, "derive", None)  # optional (see StateSource)
         self.keys: list = []
         self._index: dict = {}
-        cap = 256
+        cap = 32  # (rows of 1 KiB: np.full of 256 of them cost ~40 us per automaton)
         self.table = np.full((cap, 256), UNKNOWN, dtype=np.int32)
         self.expanded = np.zeros(cap, dtype=bool)
         self.accepting = np.zeros(cap, dtype=bool)

@@ -937,7 +937,12 @@ class _Compiler:
                 raise SchemaError("multipleOf must be > 0", "multipleOf", self.ptr(node))
         if integer or (mult is not None and mult == mult.to_integral_value() and mult >= 1):
             # integers only (a number that is a multiple of an integer is an integer)
-            base = nt.int_range(ilo, ihi)
+            if ilo is None and ihi is None:
+                base = nt.int_range(None, None)
+            elif ilo is None or ihi is None or ilo <= ihi:  # (not empty: deferred terms are not)
+                base = self._range(("int", ilo, ihi), lambda: nt.int_range(ilo, ihi))
+            else:
+                base = tb.nothing
             if mult is not None and mult != 1:
                 _, _, exp = mult.normalize().as_tuple()
                 j = -exp if exp < 0 else 0
@@ -949,9 +954,9 @@ class _Compiler:
             return base
         parts = []
         if lo is not None:
-            parts.append(nt.lower(*lo))
+            parts.append(self._range(("lower",) + lo, lambda: nt.lower(*lo)))
         if hi is not None:
-            parts.append(nt.upper(*hi))
+            parts.append(self._range(("upper",) + hi, lambda: nt.upper(*hi)))
         if mult is not None:
             mt = self._dec_multiple(node, mult, ilo, ihi)
             if mt is not None:
@@ -963,6 +968,12 @@ class _Compiler:
                              or (lo[0] == hi[0] and not lo[1] and not hi[1])):
             tb.nonempty.add(t.id)  # an interval of decimals with a member: no search needed
         return t
+
+    def _range(self, name: tuple, build) -> Term:
+        """A digit-range term, built when the output first reaches it (a schema's
+        numbers cost nothing before its first mask: `numbers` compiled in 1.7 ms, 1.3 of
+        them digit ranges). `build()` makes a non-empty language, the same for `name`."""
+        return self.tb.deferred(("json:range",) + name, build, False)
 
     def _int_multiple(self, node, m: int, ilo, ihi) -> Term | None:
         tb, nt = self.tb, self.nt
