@@ -595,6 +595,7 @@ def _merge(parts: list) -> tuple:
 
 
 _END = 1 << 30  # past every byte: a row that is done
+_DONE = (_END, _END, None)
 
 
 def _merge2(a: tuple, b: tuple) -> tuple:
@@ -603,51 +604,32 @@ def _merge2(a: tuple, b: tuple) -> tuple:
         return a or b
     out: list = []
     i = j = 0
-    na, nb = len(a), len(b)
     s1, e1, x1 = a[0]
     s2, e2, x2 = b[0]
     while True:
+        if s2 < s1:  # the row that starts first is a
+            a, b, i, j, s1, e1, x1, s2, e2, x2 = b, a, j, i, s2, e2, x2, s1, e1, x1
+        if s1 == _END:
+            break
         if s1 < s2:  # a alone, up to where b starts
             if e1 <= s2:
                 seg = (s1, e1, x1)
                 i += 1
-                if i < na:
-                    s1, e1, x1 = a[i]
-                else:
-                    s1 = _END
+                s1, e1, x1 = a[i] if i < len(a) else _DONE
             else:
                 seg = (s1, s2, x1)
                 s1 = s2
-        elif s2 < s1:
-            if e2 <= s1:
-                seg = (s2, e2, x2)
-                j += 1
-                if j < nb:
-                    s2, e2, x2 = b[j]
-                else:
-                    s2 = _END
-            else:
-                seg = (s2, s1, x2)
-                s2 = s1
-        elif s1 == _END:
-            break
         else:  # both, up to the nearer end
             e = e1 if e1 < e2 else e2
             seg = (s1, e, x1 if x1 is x2 else x1 | x2)
             if e1 == e:
                 i += 1
-                if i < na:
-                    s1, e1, x1 = a[i]
-                else:
-                    s1 = _END
+                s1, e1, x1 = a[i] if i < len(a) else _DONE
             else:
                 s1 = e
             if e2 == e:
                 j += 1
-                if j < nb:
-                    s2, e2, x2 = b[j]
-                else:
-                    s2 = _END
+                s2, e2, x2 = b[j] if j < len(b) else _DONE
             else:
                 s2 = e
         if out and out[-1][1] == seg[0] and out[-1][2] == seg[2]:
