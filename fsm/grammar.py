@@ -604,18 +604,19 @@ def _merge2(a: tuple, b: tuple) -> tuple:
         return a or b
     out: list = []
     i = j = 0
+    na, nb = len(a), len(b)
     s1, e1, x1 = a[0]
     s2, e2, x2 = b[0]
     while True:
         if s2 < s1:  # the row that starts first is a
-            a, b, i, j, s1, e1, x1, s2, e2, x2 = b, a, j, i, s2, e2, x2, s1, e1, x1
+            a, b, i, j, na, nb, s1, e1, x1, s2, e2, x2 = b, a, j, i, nb, na, s2, e2, x2, s1, e1, x1
         if s1 == _END:
             break
         if s1 < s2:  # a alone, up to where b starts
             if e1 <= s2:
                 seg = (s1, e1, x1)
                 i += 1
-                s1, e1, x1 = a[i] if i < len(a) else _DONE
+                s1, e1, x1 = a[i] if i < na else _DONE
             else:
                 seg = (s1, s2, x1)
                 s1 = s2
@@ -624,12 +625,12 @@ def _merge2(a: tuple, b: tuple) -> tuple:
             seg = (s1, e, x1 if x1 is x2 else x1 | x2)
             if e1 == e:
                 i += 1
-                s1, e1, x1 = a[i] if i < len(a) else _DONE
+                s1, e1, x1 = a[i] if i < na else _DONE
             else:
                 s1 = e
             if e2 == e:
                 j += 1
-                s2, e2, x2 = b[j] if j < len(b) else _DONE
+                s2, e2, x2 = b[j] if j < nb else _DONE
             else:
                 s2 = e
         if out and out[-1][1] == seg[0] and out[-1][2] == seg[2]:
