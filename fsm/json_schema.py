@@ -210,10 +210,7 @@ class CompiledSchema:
             for combo in product(*[self._arrange(s, x) for s, x in zip(subs, v)]):
                 yield list(combo)
             return
-        props = node.get("properties", {})
-        own = set(props) | set(node.get("required", [])) | set(node.get("dependentRequired", {}))
-        for deps in node.get("dependentRequired", {}).values():
-            own.update(deps)
+        props, own = node.get("properties", {}), _own_keys(node)
         order = {k: i for i, k in enumerate(self.key_order)}
         keys = sorted(v, key=lambda k: (k not in own, order.get(k, len(order))))
         addl = node.get("additionalProperties", True)
@@ -247,6 +244,16 @@ class CompiledSchema:
         data = text.encode("utf-8") if isinstance(text, str) else text
         s = dfa.walk(dfa.start, data)  # walk first: it may grow dfa.accepting
         return bool(dfa.accepting[s])
+
+
+def _own_keys(node: dict) -> set:
+    """An object schema's own keys: its properties, required and dependentRequired keys
+    (the keys that have slots where objects slot their own keys only)."""
+    own = set(node.get("properties", {})) | set(node.get("required", []))
+    for k, deps in node.get("dependentRequired", {}).items():
+        own.add(k)
+        own.update(deps)
+    return own
 
 
 def _container_parts(node: dict) -> int:
@@ -1096,9 +1103,7 @@ class _Compiler:
         canon = self._negated > 0 or not self.own_slots
         gkeys = self._gkeys
         if not canon:
-            own = set(props) | required | set(node.get("dependentRequired", {}))
-            for v in node.get("dependentRequired", {}).values():
-                own.update(v)
+            own = _own_keys(node)
             gkeys = [(k, lit) for k, lit in gkeys if k in own]
         slots = []
         for k, lit in gkeys:
