@@ -631,6 +631,9 @@ def _literal_words(k: Term, tb: TermBuilder, prefix: bytes, after: Term | None,
             parts.append(h.args[0])
         elif h.kind == BYTES and h.args[0] == h.args[1]:
             parts.append(bytes((h.args[0],)))
+        elif h.kind == LAZY and h.id not in tb.cofinite and (body := tb.deferred_body(h)) is not None:
+            x = tb.concat(body, x.args[1]) if x.kind == CONCAT else body  # (an enum, built now)
+            continue
         elif h.kind == ALT and h.id not in tb.cofinite and all(_starts_literal(c) or _cofinite(c, tb)
                                                                 for c in h.args):
             tail = x.args[1] if x.kind == CONCAT else tb.empty

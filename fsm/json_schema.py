@@ -787,6 +787,16 @@ class _Compiler:
         the literal heads of values with the same tail in one each (integers: their
         digits, then the shared optional zero fraction), so a derivative touches one
         branch and the terms are built once, not once per value."""
+        tb = self.tb
+        if values and all(v is None or type(v) in (bool, int, str) or (type(v) is float and math.isfinite(v))
+                          for v in values):
+            # scalars: built when the output first reaches the enum (the tries of a
+            # schema's enums cost nothing before its first mask)
+            name = ("json:enum", json.dumps(values, ensure_ascii=False, allow_nan=True))
+            return tb.deferred(name, lambda: self._enum_term(values, d), False)
+        return self._enum_term(values, d)
+
+    def _enum_term(self, values: list, d: int) -> Term:
         tb, heads, others = self.tb, {}, []
         for v in values:
             if type(v) is str:  # the texts const() has, without a term per value

@@ -305,6 +305,13 @@ class TermBuilder:
             self._deferred.setdefault(name, build)
         return self._make(LAZY, (name,), nullable, False, 1)
 
+    def deferred_body(self, t: Term) -> Term | None:
+        """The term a deferred LAZY term (`deferred`) stands for, built now; None for
+        any other term (a `lazy` program's term is not loaded)."""
+        if t.kind != LAZY or t.args[0] in _LAZY_PROGRAMS:
+            return None
+        return self._unlazy(t)
+
     def _unlazy(self, t: Term) -> Term:
         """The term a LAZY term stands for, loaded (or built) into this builder once."""
         name = t.args[0]

@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 
 from fsm.json_schema import SchemaError, SchemaWarning, canonical_json, schema_to_term
+from .conftest import small_vocab
 
 
 def compiled(schema, **opts):
@@ -187,6 +188,36 @@ def test_key_exclusion_tries_exact():
             assert not dfa.accepting[dfa.walk(dfa.start, raw)]
     with pytest.raises(ValueError, match="deferred"):
         tb.export(t)
+
+
+def test_deferred_enums_and_ranges_keep_masks_exact(smol_vocab):
+    """Scalar enums and digit ranges are built when the output reaches them (deferred
+    terms; masks read an enum's words through it): masks at and inside them equal a
+    token-by-token walk, and the compile leaves them unbuilt."""
+    from fsm.json_schema import build_automaton
+    words = [f"country-{i}" for i in range(30)] + ["c", "", "é"]
+    schema = {"type": "object", "properties": {
+        "c": {"enum": words + [1, 2.5, True, None]}, "n": {"type": "integer", "enum": list(range(100, 120))},
+        "x": {"type": "number", "minimum": -2.5, "exclusiveMaximum": 1000}, "i": {"type": "integer", "maximum": 42}},
+        "required": ["c", "n", "x", "i"], "additionalProperties": False}
+    # tokens that run past a whole enum value (SmolLM2 has few): the value's tail too
+    crafted = small_vocab([bytes([b]) for b in range(256)] + [
+        b'"c","', b'"country-1"', b'"country-12","n', b'null,"n":1', b'1,', b'2.5,"', b'true,"n":10',
+        b'"",', b'"\xc3\xa9",', b'101,"x":-', b'119,', b'-2.5', b'1000', b'42}', b'-0,', b'0.0,"i":4'])
+    for vocab in (smol_vocab, crafted):
+        auto = build_automaton(schema, vocab)
+        tb = auto.dfa.source.tb
+        assert not [k for k in tb._loaded if isinstance(k, tuple) and k[0] in ("json:enum", "json:range")]
+        eos = set(vocab.eos_ids)
+        data = vocab.token_bytes
+        for prefix in [b'{"c":', b'{"c":"', b'{"c":"country-', b'{"c":"country-1', b'{"c":tr', b'{"c":2',
+                       b'{"c":null,"n":', b'{"c":null,"n":1', b'{"c":null,"n":11', b'{"c":1,"n":100,"x":',
+                       b'{"c":1,"n":100,"x":-', b'{"c":1,"n":100,"x":-2.', b'{"c":1,"n":100,"x":999.9,"i":',
+                       b'{"c":1,"n":100,"x":0,"i":-']:
+            s = auto.dfa.walk(auto.start, prefix)
+            assert s != 0, prefix
+            brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
+            assert set(auto.allowed_tokens(s).tolist()) - eos == brute, prefix
 
 
 def test_open_object_key_masks_equal_token_walks(smol_vocab):
