@@ -85,6 +85,7 @@ vocabularies, remote `$ref`s, `$dynamicRef`. Numbers are produced without expone
 """
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import json
@@ -314,7 +315,7 @@ class _Compiler:
         self.recursion_grammar = recursion == "grammar" and max_recursion_depth is None
         self.nonterminals: dict[int, int] = {}  # id(node) -> index
         self.rule_bodies: dict[int, Term] = {}  # index -> term (with markers)
-        self.nt, self.st = NumberTerms(tb), StringTerms(tb)
+        self.st = StringTerms(tb)
         self.ws_options = (whitespace, max_whitespace)
         if whitespace == "flexible":
             ws_byte = tb.alt([tb.literal(b" "), tb.literal(b"\t"), tb.literal(b"\n"), tb.literal(b"\r")])
@@ -352,6 +353,11 @@ class _Compiler:
         self._merged: dict[int, object] = {}
         self._keep: list = []  # merged schemas stay alive (memo keys are ids)
         self._negated = 0
+
+    @functools.cached_property
+    def nt(self) -> NumberTerms:
+        """Number terms, made for the first number (a schema without one skips ~30 terms)."""
+        return NumberTerms(self.tb)
 
     # -- indexing: $id / $anchor / key order ---------------------------------------
     def _add_key(self, k) -> None:
