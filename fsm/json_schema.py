@@ -961,7 +961,7 @@ class _Compiler:
         if integer or (mult is not None and mult == mult.to_integral_value() and mult >= 1):
             # integers only (a number that is a multiple of an integer is an integer)
             if ilo is None and ihi is None:
-                base = nt.int_range(None, None)
+                base = nt.integer  # (int_range(None, None)'s language, already built)
             elif ilo is None or ihi is None or ilo <= ihi:  # (not empty: deferred terms are not)
                 base = self._range(("int", ilo, ihi), lambda: nt.int_range(ilo, ihi))
             else:
