@@ -275,6 +275,37 @@ def test_pydantic_constraints_rejected():
         assert not cs.accepts(cs.canonical(inst)), field
 
 
+def test_recursive_schema_with_deferred_ranges_and_enums():
+    """Digit ranges and enums are deferred terms (built when the output reaches them):
+    inside a recursive schema's terminals too (the grammar path), the canonical text
+    of a random instance is accepted iff jsonschema says valid."""
+    schema = {"$defs": {"n": {"type": "object", "properties": {
+        "v": {"type": "integer", "minimum": -5, "maximum": 120}, "x": {"type": "number", "exclusiveMinimum": 0.5},
+        "tag": {"enum": ["a", "bb", 3, None]}, "kids": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
+        "required": ["v"], "additionalProperties": False}}, "$ref": "#/$defs/n"}
+    cs = schema_to_term(schema)
+    assert cs.rules is not None
+    dfa, v = cs.dfa(), _validator(schema)
+    rng = random.Random(0)
+
+    def node(depth):
+        o = {"v": rng.choice([-6, -5, 0, 7, 120, 121, 55])}
+        if rng.random() < 0.5:
+            o["x"] = rng.choice([0.5, 0.51, 3, 100.25, -1])
+        if rng.random() < 0.5:
+            o["tag"] = rng.choice(["a", "bb", "c", 3, 4, None, True])
+        if depth < 3 and rng.random() < 0.6:
+            o["kids"] = [node(depth + 1) for _ in range(rng.randint(0, 2))]
+        return o
+    seen = {True: 0, False: 0}
+    for _ in range(300):
+        inst = node(0)
+        ok = v.is_valid(inst)
+        seen[ok] += 1
+        assert cs.accepts(cs.canonical(inst), dfa) == ok, inst
+    assert min(seen.values()) >= 50, seen
+
+
 def test_pydantic_recursive_model():
     with pytest.raises(Exception, match="recursive"):
         schema_to_term(Tree, recursion="refuse")
