@@ -5,13 +5,14 @@ xgrammar, llguidance and outlines-core, same process, SmolLM2 tokenizer.
 
 TTFM: compile from scratch (no caches: a fresh term builder / compiler each time) plus
 the first token mask; best of --reps. Between masks: the valid instance below, written
-compactly (our canonical text: declared key order), tokenized with the SmolLM2
+compactly (our canonical text: CompiledSchema.canonical), tokenized with the SmolLM2
 tokenizer; per step fill_next_token_bitmask + accept_token (then the EOS mask), along
 a first pass after each of the --reps compiles: per step the minimum over those passes
 (this machine's hiccups out; a document of 10-30 steps has its p99 at its slowest
-step), then the median and p99 over the steps. outlines-core runs in a child process with a time limit
-(its compile can take minutes). xgrammar runs with any_whitespace=False, llguidance with
-compact whitespace; both as their defaults otherwise (xgrammar strict_mode=True).
+step), then the median and p99 over the steps. outlines-core runs in a child process
+with a time limit (its compile can take minutes). xgrammar runs with any_whitespace=False,
+llguidance with compact whitespace; both as their defaults otherwise (xgrammar
+strict_mode=True).
 Every library first runs one throwaway schema (WARMUP) that is not reported.
 """
 from __future__ import annotations
@@ -228,8 +229,8 @@ def _time_steps(fill, accept, tokens):
 
 def _runs(compile_first_mask, tokens, reps):
     """`reps` runs of: compile from scratch + first mask (timed), then a first pass
-    along `tokens`. (best TTFM, per-step minimum over the runs' passes or None if a
-    token was refused, the last run's matcher and its compiled object)."""
+    along `tokens`. Returns (best TTFM, per-step minimum over the runs' passes or None
+    if a token was refused, the last run's compiled object)."""
     ttfm, best = [], None
     for _ in range(reps):
         t0 = time.perf_counter()

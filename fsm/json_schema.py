@@ -115,6 +115,7 @@ _OBJECT_KW = ("properties", "required", "additionalProperties", "patternProperti
               "unevaluatedProperties")
 _ARRAY_KW = ("items", "prefixItems", "additionalItems", "contains", "minContains", "maxContains",
              "minItems", "maxItems", "uniqueItems", "unevaluatedItems")
+_TYPED_KW = frozenset(_STRING_KW + _NUMBER_KW + _OBJECT_KW + _ARRAY_KW)  # (a typed part without `type`)
 _SUB_ONE = ("additionalProperties", "additionalItems", "contains", "propertyNames", "not", "if", "then",
             "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema")
 _SUB_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
@@ -177,15 +178,18 @@ class CompiledSchema:
                 break
             if first is None:
                 first = v
-            if self.accepts(canonical_json(v, None), self._dfa()):
+            if self.accepts(canonical_json(v, None), self._canon_dfa):
                 return canonical_json(v, None, indent)
         return canonical_json(first, None, indent)
 
-    def _dfa(self) -> LazyDFA:
-        d = self.__dict__.get("_canon_dfa")
-        if d is None:
-            d = self._canon_dfa = self.dfa()
-        return d
+    @functools.cached_property
+    def _canon_dfa(self) -> LazyDFA:
+        return self.dfa()
+
+    @functools.cached_property
+    def _key_rank(self) -> dict:
+        """Key -> its place in the key order (unknown keys: after all of them)."""
+        return {k: i for i, k in enumerate(self.key_order)}
 
     def _arrange(self, node, v):
         """The instance v (read under schema `node`) with its objects' keys in the order
@@ -211,9 +215,8 @@ class CompiledSchema:
             for combo in product(*[self._arrange(s, x) for s, x in zip(subs, v)]):
                 yield list(combo)
             return
-        props, own = node.get("properties", {}), _own_keys(node)
-        order = {k: i for i, k in enumerate(self.key_order)}
-        keys = sorted(v, key=lambda k: (k not in own, order.get(k, len(order))))
+        props, own, rank = node.get("properties", {}), _own_keys(node), self._key_rank
+        keys = sorted(v, key=lambda k: (k not in own, rank.get(k, len(rank))))
         addl = node.get("additionalProperties", True)
         subs = [props[k] if k in props else addl for k in keys]
         for combo in product(*[self._arrange(s, v[k]) for s, k in zip(subs, keys)]):
@@ -224,8 +227,8 @@ class CompiledSchema:
         if isinstance(v, list):
             return [self._ordered(x) for x in v]
         if isinstance(v, dict):
-            order = {k: i for i, k in enumerate(self.key_order)}
-            return {k: self._ordered(v[k]) for k in sorted(v, key=lambda k: order.get(k, len(order)))}
+            rank = self._key_rank
+            return {k: self._ordered(v[k]) for k in sorted(v, key=lambda k: rank.get(k, len(rank)))}
         return v
 
     def source(self, max_states: int = DEFAULT_MAX_STATES):
@@ -265,7 +268,7 @@ def _container_parts(node: dict) -> int:
     if ty is not None:
         typed = bool({"object", "array"} & set(ty if isinstance(ty, list) else [ty]))
     else:
-        typed = any(k in node for k in _STRING_KW + _NUMBER_KW + _OBJECT_KW + _ARRAY_KW)
+        typed = not _TYPED_KW.isdisjoint(node)
     if "enum" in node and set(node) <= _TYPED_ENUM_KEYS and _well_typed(ty):
         return int(typed)  # the enum values are filtered by type, not intersected
     const = isinstance(node.get("const"), (dict, list))

@@ -374,18 +374,16 @@ class TermBuilder:
     def _lazy_row(self, t: Term) -> Row:
         name = t.args[0]
         saved = _LAZY_ROWS.get(name)
-        if saved is not None:
-            loaded: dict = {}
-            return tuple((s, e, loaded.get(id(p)) or loaded.setdefault(id(p), self.load(p)))
-                         for s, e, p in saved)
+        if saved is not None:  # one load per distinct target
+            loaded = {id(p): self.load(p) for p in {id(p): p for _, _, p in saved}.values()}
+            return tuple((s, e, loaded[id(p)]) for s, e, p in saved)
         r = self.row(self._unlazy(t))
         if name in _LAZY_PROGRAMS:  # (a deferred term's row is its builder's own)
-            progs: dict = {}
             try:
-                _LAZY_ROWS[name] = tuple((s, e, progs.get(x.id) or progs.setdefault(x.id, self.export(x)))
-                                         for s, e, x in r)
+                progs = {x.id: self.export(x) for _, _, x in r}
             except ValueError:  # a target holds a deferred term
-                pass
+                return r
+            _LAZY_ROWS[name] = tuple((s, e, progs[x.id]) for s, e, x in r)
         return r
 
     def derive(self, t: Term, b: int) -> Term:

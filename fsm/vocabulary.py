@@ -12,7 +12,7 @@ tokenizer's length; ids past the tokenizer are never allowed.
 from __future__ import annotations
 
 import base64
-from bisect import bisect_left
+import bisect
 import codecs
 import json
 import re
@@ -298,7 +298,7 @@ class TokenTrie:
         out: list[int] = []
         lo, hi = 0, len(byte[0]) if byte else 0
         for j, b in enumerate(prefix[: len(byte)]):
-            k = bisect_left(byte[j], b, lo, hi)
+            k = bisect.bisect_left(byte[j], b, lo, hi)
             if k == hi or byte[j][k] != b:
                 break
             out.append(k)
