@@ -25,10 +25,10 @@ NOTHING, EMPTY, BYTES, CONCAT, ALT, REPEAT, AND, NOT, STR, LAZY = range(10)
 
 # LAZY terms' programs (see TermBuilder.lazy), by name: constant data, shared by builders
 _LAZY_PROGRAMS: dict[str, tuple] = {}
-# and their rows, as ((start, end, program of the target), ...): a builder takes the
-# first derivatives of a LAZY term (a JSON string's character: ~100 rows deep) without
-# loading it or deriving it again
-_LAZY_ROWS: dict[str, tuple] = {}
+# and their rows, as (program, ((start, end, the target's entry), ...)): a builder takes
+# the first derivatives of a LAZY term (a JSON string's character: ~100 rows deep)
+# without loading it or deriving it again (None: not saved, a target is deferred)
+_LAZY_ROWS: dict[str, tuple | None] = {}
 
 # A derivative row: sorted, disjoint (start, end_exclusive, target) byte segments
 # whose target is not NOTHING. Bytes not covered lead to NOTHING.
@@ -266,9 +266,14 @@ class TermBuilder:
     def export(self, t: Term) -> tuple:
         """t as a builder-independent program (children first) that `load` rebuilds in
         any builder: a constant term (a JSON format) is built once per process."""
+        return self._export((t,))[0]
+
+    def _export(self, roots) -> tuple:
+        """(program, the roots' entries): one program for several terms, with the parts
+        they share once."""
         index: dict[int, int] = {}
         prog: list = []
-        stack = [t]
+        stack = list(reversed(roots))
         while stack:
             x = stack[-1]
             if x.id in index:
@@ -284,7 +289,7 @@ class TermBuilder:
             args = tuple(index[a.id] if isinstance(a, Term) else a for a in x.args)
             index[x.id] = len(prog)
             prog.append((x.kind, args, x.nullable, x.boolean, x.size))
-        return tuple(prog)
+        return tuple(prog), [index[x.id] for x in roots]
 
     def lazy(self, name: str, prog: tuple) -> Term:
         """The term of an `export`ed program, loaded only when its first derivative is
@@ -323,6 +328,9 @@ class TermBuilder:
 
     def load(self, prog: tuple) -> Term:
         """The term of an `export`ed program, in this builder (interned as usual)."""
+        return self._load(prog)[-1]
+
+    def _load(self, prog: tuple) -> list[Term]:
         built: list[Term] = []
         make = self._make
         for kind, args, nullable, boolean, size in prog:
@@ -333,7 +341,7 @@ class TermBuilder:
             elif kind in (NOT, REPEAT):
                 args = (built[args[0]],) + args[1:]
             built.append(make(kind, args, nullable, boolean, size))
-        return built[-1]
+        return built
 
     # -- derivatives -----------------------------------------------------------------
     def nullable(self, t: Term) -> bool:
@@ -374,16 +382,19 @@ class TermBuilder:
     def _lazy_row(self, t: Term) -> Row:
         name = t.args[0]
         saved = _LAZY_ROWS.get(name)
-        if saved is not None:  # one load per distinct target
-            loaded = {id(p): self.load(p) for p in {id(p): p for _, _, p in saved}.values()}
-            return tuple((s, e, loaded[id(p)]) for s, e, p in saved)
+        if saved is not None:
+            built = self._load(saved[0])
+            return tuple((s, e, built[k]) for s, e, k in saved[1])
         r = self.row(self._unlazy(t))
-        if name in _LAZY_PROGRAMS:  # (a deferred term's row is its builder's own)
+        if name in _LAZY_PROGRAMS and name not in _LAZY_ROWS:  # (a deferred term's row is its builder's own)
+            # the targets in one program: they share most of their parts (date-time's
+            # ten targets: 11.5k entries exported one by one, 1.2k together)
             try:
-                progs = {x.id: self.export(x) for _, _, x in r}
-            except ValueError:  # a target holds a deferred term
-                return r
-            _LAZY_ROWS[name] = tuple((s, e, progs[x.id]) for s, e, x in r)
+                out = self._export([x for _, _, x in r])
+            except ValueError:  # a target holds a deferred term: not saved
+                out = None
+            _LAZY_ROWS[name] = None if out is None else (
+                out[0], tuple((s, e, k) for (s, e, _), k in zip(r, out[1])))
         return r
 
     def derive(self, t: Term, b: int) -> Term:
@@ -414,7 +425,7 @@ class TermBuilder:
             d = self.derive(t.args[0], b)
             return self.anything if d.kind == NOTHING else self.complement(d)
         if k == LAZY:
-            if t.args[0] in _LAZY_ROWS:
+            if _LAZY_ROWS.get(t.args[0]) is not None:
                 x = row_target(self.row(t), b)
                 return self.nothing if x is None else x
             return self.derive(self._unlazy(t), b)

@@ -93,6 +93,8 @@ def test_export_load_keeps_the_language(p1, p2, seed):
     third.literal(b"shift the ids again")
     other.row(other.lazy(f"test:{p1!r}:{p2!r}", prog))
     late = third.lazy(f"test:{p1!r}:{p2!r}", prog)
+    from fsm.terms import _LAZY_ROWS
+    assert _LAZY_ROWS[f"test:{p1!r}:{p2!r}"] is not None  # saved: the next row is loaded
     saved = third.row(late)
     assert saved == third.row(third._unlazy(late)), (p1, p2)
     late = LazyDFA(TermSource(third), late)
