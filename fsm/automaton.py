@@ -34,6 +34,9 @@ from .vocabulary import Vocabulary
 # A state whose byte class chain has at least this many bytes gets its mask token by token
 # (TokenAutomaton._chain_tokens) instead of by a trie walk.
 CHAIN_MIN_BYTES = 16
+# A length bound (TokenAutomaton._bounded_words) is taken when tokens of this many
+# bytes cannot reach it, and at most BOUNDED_MAX_CHECKED longer ones need a check.
+BOUNDED_MIN_SHORT, BOUNDED_MAX_CHECKED = 8, 256
 # A run of a character class (TokenAutomaton._run_words) is taken when at most this
 # many tokens have bytes that its class does not settle.
 RUN_MAX_WALKED = 4096
@@ -60,6 +63,7 @@ class TokenAutomaton:
         self._next: dict[tuple[int, int], int] = {}  # (state, token) -> state, as met
         self._chains: dict[bytes, dict] = {}  # byte class -> {state: _chain(state)}
         self._char_classes: dict[int, tuple | None] = {}  # term id -> _char_class(term)
+        self._needs: dict[tuple, dict] = {}  # (A id, R id) -> {token: _need(A, R, token)}
         self.walker = TrieWalker(self.dfa, vocab.trie, remember=False)
         self._lock = threading.RLock()
 
@@ -132,12 +136,16 @@ class TokenAutomaton:
     def _compute_mask(self, s: int) -> np.ndarray:
         vocab, dfa = self.vocab, self.dfa
         key = dfa.keys[s]
+        words = None
         if isinstance(key, Term):  # share the mask of a state that no token tells apart from s
             twin = clip_repeats(key, dfa.source, len(vocab.columns.count))
             if twin is not key and (t := dfa.state_of(twin)) != s:
                 mask = self._masks[s] = self.mask(t)
                 return mask
-        if s != DEAD and vocab.trie.num_nodes:
+            words = self._bounded_words(key)
+        if words is not None:
+            pass
+        elif s != DEAD and vocab.trie.num_nodes:
             words = self._live_words(s)
         else:
             words = np.zeros(vocab.num_words, dtype=np.uint32)
@@ -172,6 +180,63 @@ class TokenAutomaton:
         if chained is not None:
             return pack_ids(chained, n)
         return pack_ids(self.vocab.trie.tokens_at(self.walker.walk(s)[0]), n)
+
+    def _bounded_words(self, key: Term) -> np.ndarray | None:
+        """The live tokens (a packed bitmask, without EOS) of a state `(A AND x{0,hi}) R`
+        whose bound the longest tokens reach (`_length_bound`; clip_repeats shares the
+        mask of A R where none does); None for other states.
+
+        A token of at most hi - r bytes (r: A's radius) is alive iff it is alive from
+        A R, whose mask every count shares; the longer ones alive there are checked
+        one by one, by the bound they need (`_need`, kept per A and R). Along a
+        pattern with maxLength 63 each character is a new count: its walk over the
+        vocabulary took 1-2 ms."""
+        dfa, src = self.dfa, self.dfa.source
+        if key.kind != CONCAT or key.args[0].kind != AND:
+            return None
+        head, rest = key.args
+        bound = _length_bound(head, src)
+        if bound is None:
+            return None
+        a, hi = bound
+        r = src.radius(a)
+        if r is None or hi - r < BOUNDED_MIN_SHORT:
+            return None
+        short, cols, n = hi - r, self.vocab.columns, self.vocab.num_words
+        relaxed = self.mask(dfa.state_of(src.tb.concat(a, rest))).view(np.uint32)
+        ids = cols.order[: cols.count[short]] if short < len(cols.count) else cols.order[:0]
+        ids = ids[(relaxed.take(ids >> 5) >> (ids & 31).astype(np.uint32)) & 1 == 1]
+        if len(ids) > BOUNDED_MAX_CHECKED:
+            return None
+        words = relaxed & cols.memo(("shorter", short, n), lambda: pack_ids(cols.order[cols.count[short]:], n))
+        needs = self._needs.setdefault((a.id, rest.id), {})
+        fits = []
+        for u in ids.tolist():
+            need = needs.get(u)
+            if need is None:
+                need = needs[u] = self._need(a, rest, self.vocab.token_bytes[u])
+            if need <= hi:
+                fits.append(u)
+        if fits:
+            words |= pack_ids(np.array(fits, dtype=np.intp), n)
+        return words
+
+    def _need(self, a: Term, rest: Term, data: bytes) -> float:
+        """The least bound hi for which bytes `data` are alive from `(A AND x{0,hi}) R`
+        (x single bytes along A, and A without AND/NOT/LAZY parts, so its shortest
+        completions are exact): where they leave A (A may end there) for a prefix of R,
+        the bytes in A; else, staying in A, theirs and the shortest completion's
+        (infinite where they die). It does not depend on hi: a string's later counts
+        reuse it."""
+        dfa, src = self.dfa, self.dfa.source
+        x = a
+        for k, b in enumerate(data):
+            if x.nullable and dfa.walk(dfa.state_of(rest), data[k:]) != DEAD:
+                return k
+            x = src.tb.derive(x, b)
+            if x.kind == NOTHING:
+                return float("inf")
+        return len(data) + src.minlen(x)
 
     def _cofinite_words(self, key: Term) -> np.ndarray | None:
         """The live tokens of a state N R where N is A minus a few strings (an object's
@@ -564,7 +629,7 @@ def clip_repeats(t: Term, source, longest: int) -> Term:
             break
         x = x.args[1]
     if not any((h.kind == REPEAT and (h.args[2] is not None or h.args[1] > 1))
-               or (h.kind == AND and _length_bound(h, tb)) for h in heads):
+               or (h.kind == AND and _length_bound(h, source)) for h in heads):
         return t  # nothing bounded to clip (most states: spare the lengths below)
     parts, x, budget, changed = [], t, longest, False
     while True:
@@ -573,7 +638,7 @@ def clip_repeats(t: Term, source, longest: int) -> Term:
             item, lo, hi = head.args
             if (hi is not None and hi > budget) or lo > budget + 1:
                 head, changed = tb.repeat(item, min(lo, budget + 1), None), True
-        elif head.kind == AND and (bound := _length_bound(head, tb)):
+        elif head.kind == AND and (bound := _length_bound(head, source)):
             rest, hi = bound
             radius = source.radius(rest)
             if radius is not None and hi >= budget + radius:
@@ -591,9 +656,12 @@ def clip_repeats(t: Term, source, longest: int) -> Term:
     return out
 
 
-def _length_bound(t: Term, tb: TermBuilder) -> tuple[Term, int] | None:
-    """(A, hi) for an intersection `A AND .{lo,hi}` with lo 0 (or 1 and A without the
-    empty string: the same) (a hostname's shape within 253 bytes), else None.
+def _length_bound(t: Term, source) -> tuple[Term, int] | None:
+    """(A, hi) for an intersection `A AND x{lo,hi}` with lo 0 (or 1 and A without the
+    empty string: the same) whose items x are single bytes along A's members (every
+    byte of A's alphabet is a whole x, and starts no longer one): a hostname's shape
+    within 253 bytes, a plain ASCII pattern within maxLength JSON characters; else None.
+    A's members are then strings of x, and hi bounds their length in bytes.
 
     A token of at most B bytes cannot tell it from A if A's radius r (the farthest any
     prefix is from A's end) has B + r <= hi: a prefix w of A's members has one of at most
@@ -602,11 +670,27 @@ def _length_bound(t: Term, tb: TermBuilder) -> tuple[Term, int] | None:
     if len(t.args) != 2:
         return None
     for i, x in enumerate(t.args):
-        if x.kind == REPEAT and x.args[0] is tb.any_byte and x.args[2] is not None:
+        if x.kind == REPEAT and x.args[2] is not None:
             a = t.args[1 - i]
-            if x.args[1] == 0 or (x.args[1] == 1 and not a.nullable):
+            if (x.args[1] == 0 or (x.args[1] == 1 and not a.nullable)) and _byte_items(a, x.args[0], source):
                 return a, x.args[2]
     return None
+
+
+def _byte_items(a: Term, item: Term, source) -> bool:
+    """Whether each byte of a's members is, alone, a whole `item` that no longer
+    one starts with (any byte; a JSON character, for plain printable ASCII)."""
+    tb = source.tb
+    if item is tb.any_byte:
+        return True
+    alphabet = source.alphabet(a)
+    if alphabet is None:
+        return False
+    whole = 0
+    for s, e, y in tb.row(item):
+        if y is tb.empty:
+            whole |= (1 << e) - (1 << s)
+    return not alphabet & ~whole
 
 
 def literal_heads(t: Term, tb: TermBuilder) -> tuple[list, list]:

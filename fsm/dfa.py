@@ -43,6 +43,7 @@ class TermSource:
         self._empty: dict[int, bool] = {}
         self._minlen: dict[int, int] = {}
         self._radius: dict[int, int | None] = {}
+        self._alphabet: dict[int, int | None] = {}
 
     def row(self, t: Term) -> tuple:
         return self.tb.row(t)
@@ -68,6 +69,11 @@ class TermSource:
         if t.id not in self._minlen:
             self.minlen(t)
         return _fold(t, self._radius, lambda x, kids: _radius_of(x, kids, self._minlen))
+
+    def alphabet(self, t: Term) -> int | None:
+        """The bytes t's members are made of, as a 256-bit mask (bit b: byte b); None
+        for terms with AND, NOT or LAZY parts."""
+        return _fold(t, self._alphabet, _alphabet_of)
 
     def is_empty(self, t: Term) -> bool:
         """True when no string matches t (only needs a search for AND/NOT terms)."""
@@ -137,6 +143,23 @@ def _minlen_of(x: Term, kids: list) -> int:
     if k == NOTHING:
         return 1 << 30
     return 0 if x.nullable else 1  # EMPTY, NOT, LAZY
+
+
+def _alphabet_of(x: Term, kids: list) -> int | None:
+    k = x.kind
+    if k in (AND, NOT, LAZY) or None in kids:
+        return None
+    if k == BYTES:
+        return (1 << (x.args[1] + 1)) - (1 << x.args[0])
+    if k == STR:
+        out = 0
+        for b in set(x.args[0]):
+            out |= 1 << b
+        return out
+    out = 0
+    for v in kids:
+        out |= v
+    return out
 
 
 def _radius_of(x: Term, kids: list, minlen: dict) -> int | None:

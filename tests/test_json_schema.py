@@ -220,6 +220,44 @@ def test_deferred_enums_and_ranges_keep_masks_exact(smol_vocab):
             assert set(auto.allowed_tokens(s).tolist()) - eos == brute, prefix
 
 
+def test_pattern_within_max_length_masks_equal_token_walks(smol_vocab):
+    """A plain ASCII pattern within maxLength: tokens too short to reach the bound take
+    the mask of the pattern alone (one for every count), the longer ones are checked by
+    the bound they need (TokenAutomaton._bounded_words). Masks at every count equal
+    token-by-token walks, with SmolLM2 and with a vocabulary of long runs of the
+    pattern's bytes, some leaving the string; the fast path must be taken."""
+    from fsm.json_schema import build_automaton
+    runs = small_vocab([bytes([b]) for b in range(256)] + [b"-" * k for k in (8, 16, 24, 31, 40, 64)] + [
+        b"a" * k for k in (9, 17, 33)] + [b"ab-" * 5, b'a"', b'ab"}', b'-a",', b"a" * 20 + b'"}', b"9" * 12,
+        b"-" * 20 + b'a"}', b"1-" * 9])
+    cases = [  # pattern, minLength, maxLength, first bytes, the unit walked after them
+        ("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", 0, 63, b"n", b"a"),
+        ("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", 0, 45, b"1", b"-a"),
+        ("^[a-z]+-[0-9]{3}$", 0, 40, b"q", b"a"),  # radius 4
+        ("^[a-z-]*$", 1, 50, b"", b"ab-"),
+        ("^[a-zé]+$", 0, 30, b"\xc3\xa9", b"a\xc3\xa9"),  # not one byte per character: not taken
+    ]
+    eos = set(smol_vocab.eos_ids)
+    for vocab in (runs, smol_vocab):
+        data = vocab.token_bytes
+        for pattern, lo, hi, first, unit in cases:
+            schema = {"type": "object", "properties": {"s": {
+                "type": "string", "pattern": pattern, "minLength": lo, "maxLength": hi}}, "required": ["s"]}
+            auto = build_automaton(schema, vocab)
+            text, taken = first, 0
+            while len(text) <= hi:
+                s = auto.dfa.walk(auto.start, b'{"s":"' + text)
+                if s == 0:  # too long for the rest of a member (4 bytes at most)
+                    assert len(text) > hi - 4, (pattern, text)
+                    break
+                if vocab is runs or len(text) % 5 == 0 or len(text) > hi - 12:
+                    taken += auto._bounded_words(auto.dfa.keys[s]) is not None
+                    brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
+                    assert set(auto.allowed_tokens(s).tolist()) - eos == brute, (pattern, len(text))
+                text += unit
+            assert bool(taken) == pattern.isascii(), pattern
+
+
 def test_open_object_key_masks_equal_token_walks(smol_vocab):
     """At key positions of open objects, a key other than the object's own ones is
     masked as any string content minus the own keys' continuations
