@@ -26,7 +26,7 @@ import threading
 
 import numpy as np
 
-from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA, StateSource, TermSource
+from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA, StateSource, TermSource, length_bound
 from .terms import ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOTHING, REPEAT, STR, Term, TermBuilder, paused_gc
 from .vocabulary import Vocabulary
 
@@ -183,7 +183,7 @@ class TokenAutomaton:
 
     def _bounded_words(self, key: Term) -> np.ndarray | None:
         """The live tokens (a packed bitmask, without EOS) of a state `(A AND x{0,hi}) R`
-        whose bound the longest tokens reach (`_length_bound`; clip_repeats shares the
+        whose bound the longest tokens reach (`length_bound`; clip_repeats shares the
         mask of A R where none does); None for other states.
 
         A token of at most hi - r bytes (r: A's radius) is alive iff it is alive from
@@ -195,13 +195,13 @@ class TokenAutomaton:
         if key.kind != CONCAT or key.args[0].kind != AND:
             return None
         head, rest = key.args
-        bound = _length_bound(head, src)
+        bound = length_bound(head, src)
         if bound is None:
             return None
         a, hi = bound
         r = src.radius(a)
-        if r is None or hi - r < BOUNDED_MIN_SHORT:
-            return None
+        if r is None or hi - r < BOUNDED_MIN_SHORT or src.alphabet(a) is None:
+            return None  # (no alphabet: AND inside, whose shortest completions _need cannot tell)
         short, cols, n = hi - r, self.vocab.columns, self.vocab.num_words
         relaxed = self.mask(dfa.state_of(src.tb.concat(a, rest))).view(np.uint32)
         ids = cols.order[: cols.count[short]] if short < len(cols.count) else cols.order[:0]
@@ -629,7 +629,7 @@ def clip_repeats(t: Term, source, longest: int) -> Term:
             break
         x = x.args[1]
     if not any((h.kind == REPEAT and (h.args[2] is not None or h.args[1] > 1))
-               or (h.kind == AND and _length_bound(h, source)) for h in heads):
+               or (h.kind == AND and length_bound(h, source)) for h in heads):
         return t  # nothing bounded to clip (most states: spare the lengths below)
     parts, x, budget, changed = [], t, longest, False
     while True:
@@ -638,7 +638,7 @@ def clip_repeats(t: Term, source, longest: int) -> Term:
             item, lo, hi = head.args
             if (hi is not None and hi > budget) or lo > budget + 1:
                 head, changed = tb.repeat(item, min(lo, budget + 1), None), True
-        elif head.kind == AND and (bound := _length_bound(head, source)):
+        elif head.kind == AND and (bound := length_bound(head, source)):
             rest, hi = bound
             radius = source.radius(rest)
             if radius is not None and hi >= budget + radius:
@@ -654,43 +654,6 @@ def clip_repeats(t: Term, source, longest: int) -> Term:
     for p in reversed(parts):
         out = tb.concat(p, out)
     return out
-
-
-def _length_bound(t: Term, source) -> tuple[Term, int] | None:
-    """(A, hi) for an intersection `A AND x{lo,hi}` with lo 0 (or 1 and A without the
-    empty string: the same) whose items x are single bytes along A's members (every
-    byte of A's alphabet is a whole x, and starts no longer one): a hostname's shape
-    within 253 bytes, a plain ASCII pattern within maxLength JSON characters; else None.
-    A's members are then strings of x, and hi bounds their length in bytes.
-
-    A token of at most B bytes cannot tell it from A if A's radius r (the farthest any
-    prefix is from A's end) has B + r <= hi: a prefix w of A's members has one of at most
-    |w| + r bytes, within the bound. So along a hostname the states of each label
-    position share one mask, rather than one per byte count."""
-    if len(t.args) != 2:
-        return None
-    for i, x in enumerate(t.args):
-        if x.kind == REPEAT and x.args[2] is not None:
-            a = t.args[1 - i]
-            if (x.args[1] == 0 or (x.args[1] == 1 and not a.nullable)) and _byte_items(a, x.args[0], source):
-                return a, x.args[2]
-    return None
-
-
-def _byte_items(a: Term, item: Term, source) -> bool:
-    """Whether each byte of a's members is, alone, a whole `item` that no longer
-    one starts with (any byte; a JSON character, for plain printable ASCII)."""
-    tb = source.tb
-    if item is tb.any_byte:
-        return True
-    alphabet = source.alphabet(a)
-    if alphabet is None:
-        return False
-    whole = 0
-    for s, e, y in tb.row(item):
-        if y is tb.empty:
-            whole |= (1 << e) - (1 << s)
-    return not alphabet & ~whole
 
 
 def literal_heads(t: Term, tb: TermBuilder) -> tuple[list, list]:

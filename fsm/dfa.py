@@ -60,20 +60,35 @@ class TermSource:
 
     def radius(self, t: Term) -> int | None:
         """An upper bound on the shortest completion of every prefix of t's members (how
-        far the end is, at most, from anywhere inside t); None for terms with AND, NOT or
-        LAZY parts, whose shortest members are not known structurally.
+        far the end is, at most, from anywhere inside t); None for terms with AND (but
+        length bounds: `length_bound`), NOT or LAZY parts, whose shortest members are not
+        known structurally.
 
         `[a-z]{1,63}(\\.[a-z]{1,63})*` has radius 2: a prefix is a member, or needs a
         letter, or (after a dot) one. clip_repeats uses it to drop a length bound that
         no token can reach (a hostname's 253 bytes)."""
         if t.id not in self._minlen:
             self.minlen(t)
-        return _fold(t, self._radius, lambda x, kids: _radius_of(x, kids, self._minlen))
+        return _fold(t, self._radius, lambda x, kids: _radius_of(x, kids, self._minlen, self))
 
     def alphabet(self, t: Term) -> int | None:
         """The bytes t's members are made of, as a 256-bit mask (bit b: byte b); None
         for terms with AND, NOT or LAZY parts."""
         return _fold(t, self._alphabet, _alphabet_of)
+
+    def bound_is_empty(self, t: Term) -> bool | None:
+        """Whether a length bound `A AND x{0,hi}` (`length_bound`) is empty, without a
+        search: iff A's shortest member is longer than hi, where A has no AND/NOT/LAZY
+        part (its shortest member is exact); iff A is, where A's radius is at most hi
+        (its shortest member is no longer: a hostname within 253 bytes, whose labels are
+        bounds too). None for other terms (a search decides them)."""
+        if t.kind != AND or (bound := length_bound(t, self)) is None:
+            return None
+        a, hi = bound
+        if self.alphabet(a) is not None or self.minlen(a) > hi:
+            return self.minlen(a) > hi
+        r = self.radius(a)
+        return self.is_empty(a) if r is not None and r <= hi else None
 
     def is_empty(self, t: Term) -> bool:
         """True when no string matches t (only needs a search for AND/NOT terms)."""
@@ -82,6 +97,9 @@ class TermSource:
         cached = self._empty.get(t.id)
         if cached is not None:
             return cached
+        if (res := self.bound_is_empty(t)) is not None:
+            self._empty[t.id] = res
+            return res
         seen, stack, found = {t.id}, [t], False
         while stack and not found:
             x = stack.pop()
@@ -162,8 +180,12 @@ def _alphabet_of(x: Term, kids: list) -> int | None:
     return out
 
 
-def _radius_of(x: Term, kids: list, minlen: dict) -> int | None:
+def _radius_of(x: Term, kids: list, minlen: dict, source) -> int | None:
     k = x.kind
+    if k == AND and (bound := length_bound(x, source)) is not None:
+        # a prefix of A AND x{0,hi}'s members is one of A's, and its shortest completion
+        # in A fits within hi if any does (a hostname's labels of 1-63 bytes)
+        return kids[x.args.index(bound[0])]
     if k in (AND, NOT, LAZY) or None in kids:
         return None
     if k == BYTES:
@@ -177,6 +199,44 @@ def _radius_of(x: Term, kids: list, minlen: dict) -> int | None:
     if k == REPEAT:  # the worst prefix is inside the first item, lo-1 items to go
         return kids[0] + max(0, x.args[1] - 1) * minlen[x.args[0].id]
     return 0  # EMPTY, NOTHING (no prefixes)
+
+
+def length_bound(t: Term, source) -> tuple[Term, int] | None:
+    """(A, hi) for an intersection `A AND x{lo,hi}` with lo 0 (or 1 and A without the
+    empty string: the same) whose items x are single bytes along A's members (every
+    byte of A's alphabet is a whole x, and starts no longer one): a hostname's shape
+    within 253 bytes, a plain ASCII pattern within maxLength JSON characters; else None.
+    A's members are then strings of x, and hi bounds their length in bytes.
+
+    A token of at most B bytes cannot tell it from A if A's radius r (the farthest any
+    prefix is from A's end) has B + r <= hi: a prefix w of A's members has one of at most
+    |w| + r bytes, within the bound. So along a hostname the states of each label
+    position share one mask, rather than one per byte count."""
+    if len(t.args) != 2:
+        return None
+    for i, x in enumerate(t.args):
+        if x.kind == REPEAT and x.args[2] is not None:
+            a = t.args[1 - i]
+            if (x.args[1] == 0 or (x.args[1] == 1 and not a.nullable)) and _byte_items(a, x.args[0], source):
+                return a, x.args[2]
+    return None
+
+
+def _byte_items(a: Term, item: Term, source) -> bool:
+    """Whether each byte of a's members is, alone, a whole `item` that no longer
+    one starts with (any byte; a JSON character, for plain printable ASCII)."""
+    tb = source.tb
+    if item is tb.any_byte:
+        return True
+    alphabet = source.alphabet(a)
+    if alphabet is None:
+        return False
+    whole = 0
+    for s, e, y in tb.row(item):
+        if y is tb.empty:
+            whole |= (1 << e) - (1 << s)
+    return not alphabet & ~whole
+
 
 
 class LazyDFA:

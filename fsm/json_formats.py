@@ -47,9 +47,9 @@ IPV6 = "(?:" + "|".join([
 ]) + ")"
 UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
 _A, _D = "[A-Za-z0-9]", "[A-Za-z0-9-]"
-# 1-63 LDH characters, letters/digits at both ends, not "--" in positions 3-4
-_LABEL = rf"{_A}(?:{_A}|{_D}{_A}|{_D}{_D}{_A}|{_D}(?:{_A}{_D}|-{_A}){_D}{{0,58}}{_A})?"
-_HOST_SHAPE = rf"{_LABEL}(?:\.{_LABEL})*"
+# LDH characters, letters/digits at both ends, not "--" in positions 3-4 (1-63 of them:
+# a length bound beside it, see format_term)
+_LABEL = rf"{_A}(?:{_A}|{_D}{_A}|{_D}{_D}{_A}|{_D}(?:{_A}{_D}|-{_A}){_D}*{_A})?"
 _ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
 _QUOTED = r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"'
 _UNRES = r"[A-Za-z0-9._~-]"
@@ -133,8 +133,14 @@ def format_term(st, name: str, python: bool = False) -> Term:
         t = st.fullmatch("-?" + DURATION.replace("[0-9]+S", r"[0-9]+(?:\.[0-9]{1,6})?S")
                          .replace("[0-9]+", "[0-9]{1,6}")) if python else st.fullmatch(DURATION)
     elif name == "hostname":
-        # the shape is ASCII: count bytes (a one-segment row) rather than UTF-8 characters
-        t = tb.intersect([st.fullmatch(_HOST_SHAPE), tb.repeat(tb.any_byte, 1, 253)])
+        # The lengths are length bounds (automaton.length_bound) beside unbounded shapes,
+        # not counted repeats inside them: a mask then takes the shape's states (a few),
+        # not one per byte count (~60 row derivations per label on a first pass), for
+        # the tokens that cannot reach the bound. The shape is ASCII: bytes are counted
+        # (a one-segment row) rather than UTF-8 characters.
+        label = tb.intersect([st.fullmatch(_LABEL), tb.repeat(tb.any_byte, 1, 63)])
+        shape = tb.concat(label, tb.star(tb.concat(st.fullmatch(r"\."), label)))
+        t = tb.intersect([shape, tb.repeat(tb.any_byte, 1, 253)])
     elif name == "email":
         local = st.fullmatch(rf"(?:{_ATEXT}+(?:\.{_ATEXT}+)*|{_QUOTED})")
         domain = tb.alt([format_term(st, "hostname", python), st.fullmatch(rf"\[(?:{IPV4}|IPv6:{IPV6})\]")])

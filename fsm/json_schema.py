@@ -1661,7 +1661,9 @@ class JsonTermSource(TermSource):
         elif k == REPEAT:
             res = t.args[1] > 0 and self.is_empty(t.args[0])
         else:
-            res = self._search_empty(t)
+            res = self.bound_is_empty(t)
+            if res is None:
+                res = self._search_empty(t)
         empty[t.id] = res
         return res
 

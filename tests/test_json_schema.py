@@ -149,6 +149,53 @@ def test_formats(fmt, good, bad):
         assert not acc(json.dumps(s)), s
 
 
+def _hostname_prefix_ok(p: str) -> bool:
+    """Whether p starts some hostname (RFC 1123 LDH labels of 1-63 bytes, no hyphen at a
+    label's ends, none at both positions 3 and 4, 253 bytes in all): an oracle
+    written apart from the format's term."""
+    labels = p.split(".")
+    ldh = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
+
+    def shape_ok(x: str) -> bool:
+        return set(x) <= ldh and x[:1] != "-" and x[2:4] != "--"
+    for x in labels[:-1]:
+        if not (1 <= len(x) <= 63 and shape_ok(x) and x[-1] != "-"):
+            return False
+    last = labels[-1]
+    need = 1 if last == "" or last.endswith("-") else 0  # bytes still needed to end
+    return shape_ok(last) and len(last) + need <= 63 and len(p) + need <= 253
+
+
+def test_hostname_prefixes_and_masks_near_the_bounds(smol_vocab):
+    """A hostname's labels (1-63 bytes) and whole length (253) are length bounds beside
+    unbounded shapes (TokenAutomaton._bounded_words, TermSource.bound_is_empty): which
+    prefixes live equals an oracle written apart, near both bounds; masks equal
+    token-by-token walks there, with SmolLM2 and with a vocabulary of long hyphen runs."""
+    from fsm.json_schema import build_automaton
+    rng = random.Random(7)
+    auto = build_automaton({"type": "string", "format": "hostname"}, smol_vocab)
+    edges = ["a" * 61 + "-", "a" * 62 + "-", "a" * 63 + "-", "a" * 63 + "a", "ab--", "ab-", "a.-"]
+    for _ in range(4000):
+        parts = [rng.choice(["a" * rng.choice([1, 3, 20, 61, 62, 63, 64]), "ab-", "a--", "ab--c", "-a", "9", "",
+                             rng.choice(edges)]) for _ in range(rng.randint(1, 6))]
+        p = ".".join(parts)
+        cut = rng.choice([5, 70, 200, 252, 253, 254, 300])
+        p = p[:cut - 1] + rng.choice("a-.") if rng.random() < 0.3 and len(p) >= cut else p[:cut]
+        assert (auto.dfa.walk(auto.start, b'"' + p.encode()) != 0) == _hostname_prefix_ok(p), p
+    runs = small_vocab([bytes([b]) for b in range(256)] + [b"-" * k for k in range(2, 65, 3)] + [
+        b"a" * 40, b"a" * 40 + b'"', b"ab." * 9, b'b"'])
+    for vocab in (runs, smol_vocab):
+        auto = build_automaton({"type": "string", "format": "hostname"}, vocab)
+        data, eos = vocab.token_bytes, set(vocab.eos_ids)
+        near = [("a" * 63 + ".") * 2 + "a" * k for k in range(50, 64)]  # 253 - the longest token - radius
+        for p in ["a", "a" * 20, "a" * 50, "a" * 60, "a" * 62, "a-", "a" * 61 + "-", ("a" * 63 + ".") * 2,
+                  ("a" * 63 + ".") * 3 + "a" * 40, ("a" * 63 + ".") * 3 + "a" * 60] + near[:: 1 if vocab is runs else 4]:
+            s = auto.dfa.walk(auto.start, b'"' + p.encode())
+            assert s != 0, p
+            brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
+            assert set(auto.allowed_tokens(s).tolist()) - eos == brute, p
+
+
 # -- objects ----------------------------------------------------------------------------
 def test_object_declared_order_optional_and_extra():
     schema = {"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "string"}},

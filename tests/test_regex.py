@@ -483,6 +483,46 @@ def test_clipped_length_bounds_keep_masks_exact(smol_vocab):
                 _live_tokens_brute_force(a, s), (pattern, unit, i)
 
 
+def _shortest_member(tb, t, limit=20):
+    """The length of t's shortest member, by a breadth-first walk of its derivatives
+    (no emptiness rule prunes them: an oracle for TermSource's); None if none within
+    `limit` bytes."""
+    level, seen = [t], {t.id}
+    for n in range(limit + 1):
+        if any(x.nullable for x in level):
+            return n
+        level = [y for x in level for _, _, y in tb.row(x) if y.id not in seen and not seen.add(y.id)]
+    return None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(patterns(), patterns(), st.integers(1, 5), st.integers(0, 6), st.integers(0, 2))
+def test_length_bound_rules_equal_search(p1, p2, h1, h2, lo):
+    """TermSource's rules for length bounds `A AND .{0,hi}` against breadth-first search,
+    at the bound and at states reached from it: emptiness without a search
+    (bound_is_empty), for A plain and for A holding a bound itself (a hostname's
+    labels), and the radius through a bound (every live state's shortest completion is
+    at most the radius). A branch whose bound is empty hides a longer shortest member
+    behind its length: the radius must see it."""
+    tb = TermBuilder()
+    src = TermSource(tb)
+    a, b = regex_to_term(tb, p1), regex_to_term(tb, p2)
+    nested = tb.concat(tb.intersect([a, tb.repeat(tb.any_byte, 0, h1)]), b)
+    hidden = tb.alt([tb.intersect([tb.literal(b"xxxxx"), tb.repeat(tb.any_byte, 0, 2)]), tb.literal(b"abcdefg")])
+    for t in (tb.intersect([a, tb.repeat(tb.any_byte, lo, h2)]),
+              tb.intersect([nested, tb.repeat(tb.any_byte, lo, h1 + h2)]),
+              tb.intersect([hidden, tb.repeat(tb.any_byte, lo, 4 + h2)])):
+        radius, states, seen = src.radius(t), [t], {t.id}
+        for x in states:
+            if len(states) < 40:
+                states += [y for _, _, y in tb.row(x) if y.id not in seen and not seen.add(y.id)]
+        for x in states:
+            shortest = _shortest_member(tb, x)
+            rule = src.bound_is_empty(x)
+            assert rule is None or rule == (shortest is None), (p1, p2, h1, h2)
+            assert radius is None or shortest is None or shortest <= radius, (p1, p2, h1, h2)
+
+
 def test_matcher_contract():
     vocab = small_vocab([b"a", b"b", b"ab", b"c", b"\xc3", b"\xa9"])
     eos = vocab.eos_ids[0]
