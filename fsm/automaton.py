@@ -143,6 +143,8 @@ class TokenAutomaton:
                 mask = self._masks[s] = self.mask(t)
                 return mask
             words = self._bounded_words(key)
+            if words is None:
+                words = self._branch_words(key)
         if words is not None:
             pass
         elif s != DEAD and vocab.trie.num_nodes:
@@ -219,6 +221,22 @@ class TokenAutomaton:
                 fits.append(u)
         if fits:
             words |= pack_ids(np.array(fits, dtype=np.intp), n)
+        return words
+
+    def _branch_words(self, key: Term) -> np.ndarray | None:
+        """The live tokens of a state `(B1 | B2 | ...) R` where some branch starts with a
+        length bound (an email's domain: a hostname or an address literal), as the
+        union of the branches' masks (`B1 R`...), each of which clip_repeats and
+        _bounded_words may share; None for other states."""
+        src = self.dfa.source
+        head, rest = key.args if key.kind == CONCAT else (key, src.tb.empty)
+        if head.kind != ALT or not any((h := b.args[0] if b.kind == CONCAT else b).kind == AND
+                                       and length_bound(h, src) for b in head.args):
+            return None
+        words = None
+        for b in head.args:
+            w = self.mask(self.dfa.state_of(src.tb.concat(b, rest))).view(np.uint32)
+            words = w.copy() if words is None else words | w
         return words
 
     def _need(self, a: Term, rest: Term, data: bytes) -> float:

@@ -114,6 +114,18 @@ def format_term(st, name: str, python: bool = False) -> Term:
         t = cache[(name, python)] = st.tb.lazy(f"format:{name}:{int(python)}", prog)
         _known_nonempty(st.tb, t)
         return t
+    t = cache[(name, python)] = _build(st, name, python)
+    _PROGRAMS[(name, python)] = st.tb.export(t)
+    return t
+
+
+def _build(st, name: str, python: bool) -> Term:
+    """Format `name`'s term, built in st's builder (a format inside another one, an
+    email's hostname, is built in place, not loaded: masks read its structure)."""
+    cache = st.__dict__.setdefault("_built_formats", {})
+    t = cache.get((name, python))
+    if t is not None:
+        return t
     tb = st.tb
     if name == "date":
         t = st.fullmatch(DATE)
@@ -125,8 +137,8 @@ def format_term(st, name: str, python: bool = False) -> Term:
         else:
             t = tb.alt([st.fullmatch(_TIME_NO_LEAP), _leap_second_time(st)])
     elif name == "date-time":
-        time_t = (st.fullmatch(_TIME_NO_LEAP) if python else format_term(st, "time"))  # offset required
-        t = tb.seq([format_term(st, "date", python), st.fullmatch("[Tt]"), time_t])
+        time_t = (st.fullmatch(_TIME_NO_LEAP) if python else _build(st, "time", False))  # offset required
+        t = tb.seq([_build(st, "date", python), st.fullmatch("[Tt]"), time_t])
     elif name == "duration":
         # Pydantic writes timedeltas with fractional seconds and a sign ("-PT0.5S")
         # (components of at most 6 digits: larger ones overflow Python's timedelta)
@@ -143,7 +155,7 @@ def format_term(st, name: str, python: bool = False) -> Term:
         t = tb.intersect([shape, tb.repeat(tb.any_byte, 1, 253)])
     elif name == "email":
         local = st.fullmatch(rf"(?:{_ATEXT}+(?:\.{_ATEXT}+)*|{_QUOTED})")
-        domain = tb.alt([format_term(st, "hostname", python), st.fullmatch(rf"\[(?:{IPV4}|IPv6:{IPV6})\]")])
+        domain = tb.alt([_build(st, "hostname", python), st.fullmatch(rf"\[(?:{IPV4}|IPv6:{IPV6})\]")])
         t = tb.seq([local, st.fullmatch("@"), domain])
     elif name == "ipv4":
         t = st.fullmatch(IPV4)
@@ -162,7 +174,6 @@ def format_term(st, name: str, python: bool = False) -> Term:
     else:
         raise KeyError(name)
     cache[(name, python)] = t
-    _PROGRAMS[(name, python)] = tb.export(t)
     _known_nonempty(tb, t)
     return t
 

@@ -170,7 +170,8 @@ def test_hostname_prefixes_and_masks_near_the_bounds(smol_vocab):
     """A hostname's labels (1-63 bytes) and whole length (253) are length bounds beside
     unbounded shapes (TokenAutomaton._bounded_words, TermSource.bound_is_empty): which
     prefixes live equals an oracle written apart, near both bounds; masks equal
-    token-by-token walks there, with SmolLM2 and with a vocabulary of long hyphen runs."""
+    token-by-token walks there, with SmolLM2 and with a vocabulary of long hyphen runs,
+    and in an email's domain (TokenAutomaton._branch_words)."""
     from fsm.json_schema import build_automaton
     rng = random.Random(7)
     auto = build_automaton({"type": "string", "format": "hostname"}, smol_vocab)
@@ -194,6 +195,16 @@ def test_hostname_prefixes_and_masks_near_the_bounds(smol_vocab):
             assert s != 0, p
             brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
             assert set(auto.allowed_tokens(s).tolist()) - eos == brute, p
+        # an email's domain: a hostname or an address literal, masked branch by branch
+        auto = build_automaton({"type": "string", "format": "email"}, vocab)
+        taken = 0
+        for p in ["x@", "x.y@", "x@" + "a" * 58, "x@ab.", "x@[", "x@[1.2", "x@[IPv6:"]:
+            s = auto.dfa.walk(auto.start, b'"' + p.encode())
+            assert s != 0, p
+            taken += auto._branch_words(auto.dfa.keys[s]) is not None
+            brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
+            assert set(auto.allowed_tokens(s).tolist()) - eos == brute, p
+        assert taken == 2  # right after "@"
 
 
 # -- objects ----------------------------------------------------------------------------
