@@ -145,12 +145,9 @@ class TokenAutomaton:
             words = self._bounded_words(key)
             if words is None:
                 words = self._branch_words(key)
-        if words is not None:
-            pass
-        elif s != DEAD and vocab.trie.num_nodes:
-            words = self._live_words(s)
-        else:
-            words = np.zeros(vocab.num_words, dtype=np.uint32)
+        if words is None:
+            live = s != DEAD and vocab.trie.num_nodes
+            words = self._live_words(s) if live else np.zeros(vocab.num_words, dtype=np.uint32)
         if dfa.accepting[s]:
             words |= self._eos_words
         mask = words.view("<i4")
@@ -210,7 +207,8 @@ class TokenAutomaton:
         ids = ids[(relaxed.take(ids >> 5) >> (ids & 31).astype(np.uint32)) & 1 == 1]
         if len(ids) > BOUNDED_MAX_CHECKED:
             return None
-        words = relaxed & cols.memo(("shorter", short, n), lambda: pack_ids(cols.order[cols.count[short]:], n))
+        shorter = cols.memo(("shorter", short, n), lambda: pack_ids(cols.order[cols.count[short]:], n))
+        words = relaxed & shorter
         needs = self._needs.setdefault((a.id, rest.id), {})
         fits = []
         for u in ids.tolist():

@@ -501,8 +501,9 @@ class _Compiler:
             parts = [self.null, self.boolean, self.nt.number, self.st.any_string]
             if d >= 1:
                 inner = self.any(d - 1)
-                if not canon:  # a level's program names the next one: ~30 entries, not ~500
-                    inner = tb.lazy(f"universe:{(d - 1, self.ws_options)!r}", _UNIVERSES[(d - 1, self.ws_options)])
+                if not canon:  # a level's program names the next one: ~120 entries, not ~500
+                    below = (d - 1, self.ws_options)
+                    inner = tb.lazy(f"universe:{below!r}", _UNIVERSES[below])
                 parts.append(self._array_list([], inner, 0, None))
                 if canon:
                     parts.append(self._object(_OPEN, d))  # the universe: always open
