@@ -282,8 +282,8 @@ class TokenAutomaton:
         return words
 
     def _run_words(self, s: int, key: Term) -> np.ndarray | None:
-        """The live tokens (a packed bitmask) of a state x{lo,hi} R whose item x is a
-        character class (a JSON string's content, `[a-z]{0,50}`, `[^"\\n]*`) that R
+        """The live tokens (a packed bitmask) of a state x{lo,hi} R (or x R) whose item x
+        is a character class (a JSON string's content, `[a-z]{0,50}`, `[^"\\n]*`) that R
         cannot start with; None for other states.
 
         A token of x's characters (whole UTF-8 ones, the last maybe cut short; checked one
@@ -296,9 +296,12 @@ class TokenAutomaton:
         content allows ~45k tokens: setting their bits costs ~200 µs, an OR ~2)."""
         tb, cols = self.dfa.source.tb, self.vocab.columns
         head, after = key.args if key.kind == CONCAT else (key, tb.empty)
-        if head.kind != REPEAT:
+        if head.kind == REPEAT:
+            item, _, hi = head.args
+        elif head.kind in (BYTES, ALT, LAZY):  # one character of a class (a uuid's last hex digit)
+            item, hi = head, 1
+        else:
             return None
-        item, _, hi = head.args
         chars = self._char_classes.get(item.id, False)
         if chars is False:
             chars = self._char_classes[item.id] = _char_class(tb, item)

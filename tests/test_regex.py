@@ -373,14 +373,18 @@ def test_fast_paths_equal_brute_force(smol_vocab):
         "[À-ÿ a-z]{0,6}!": ["", "é", "ab"],  # some non-ASCII characters: checked one by one
         '"[a-zé中]*"': ['"', '"é'],
         '[^"' + "".join(chr(0x30 + 64 * i) for i in range(2, 32)) + ']*"': ["", "a"],  # no (C2-DF) B0: °
+        "[0-9a-f]{2}-[0-9a-f]-[a-zé]!": ["a", "ab-", "ab-c-"],  # one character of a class left (x R)
     }
+    runs = 0
     for pattern, prefixes in cases.items():
         a = fsm.compile_regex(pattern, smol_vocab)
         for prefix in prefixes:
             s = a.dfa.walk(a.start, prefix.encode())
             assert s != 0
+            runs += pattern.startswith("[0-9a-f]{2}") and a._run_words(s, a.dfa.keys[s]) is not None
             assert set(a.allowed_tokens(s).tolist()) - set(smol_vocab.eos_ids) == \
                 _live_tokens_brute_force(a, s), (pattern, prefix)
+    assert runs == 3
 
 
 def test_enum_tries_keep_masks_exact(smol_vocab):
