@@ -37,6 +37,9 @@ CHAIN_MIN_BYTES = 16
 # A length bound (TokenAutomaton._bounded_words) is taken when tokens of this many
 # bytes cannot reach it, and at most BOUNDED_MAX_CHECKED longer ones need a check.
 BOUNDED_MIN_SHORT, BOUNDED_MAX_CHECKED = 8, 256
+# A bounded run (TokenAutomaton._relaxed_walk) walks its tokens where more than this many
+# of them are longer than the bound, not those of the unbounded run.
+RELAXED_MAX_LONG = 64
 # A run of a character class (TokenAutomaton._run_words) is taken when at most this
 # many tokens have bytes that its class does not settle.
 RUN_MAX_WALKED = 4096
@@ -63,6 +66,7 @@ class TokenAutomaton:
         self._next: dict[tuple[int, int], int] = {}  # (state, token) -> state, as met
         self._chains: dict[bytes, dict] = {}  # byte class -> {state: _chain(state)}
         self._char_classes: dict[int, tuple | None] = {}  # term id -> _char_class(term)
+        self._relaxed: dict[tuple, np.ndarray | None] = {}  # (state, walked) -> _relaxed_walk's share
         self._needs: dict[tuple, dict] = {}  # (A id, R id) -> {token: _need(A, R, token)}
         self.walker = TrieWalker(self.dfa, vocab.trie, remember=False)
         self._lock = threading.RLock()
@@ -324,12 +328,44 @@ class TokenAutomaton:
         if base is None:
             base = packed[k] = pack_ids(ids[:k], self.vocab.num_words)
             base.setflags(write=False)
+        alive = None
+        if head.kind == REPEAT and hi is not None:
+            alive = self._relaxed_walk(s, head, after, pos)
+        if alive is None:
+            alive = self._walk_positions(s, pos)
+        return base | pack_ids(cols.order.take(alive), self.vocab.num_words)
+
+    def _walk_positions(self, s: int, pos: np.ndarray) -> np.ndarray:
+        """The TokenColumns positions among `pos` whose tokens live from state s."""
+        cols = self.vocab.columns
         self.dfa.expand(s)
         first = self.dfa.table[s].take(cols.first.take(pos))
         keep = np.flatnonzero(first)
-        alive, _ = walk_columns(self.dfa, cols, self.vocab.token_bytes, pos.take(keep), first.take(keep))
-        walked = cols.order.take(alive)
-        return base | pack_ids(walked, self.vocab.num_words)
+        return walk_columns(self.dfa, cols, self.vocab.token_bytes, pos.take(keep), first.take(keep))[0]
+
+    def _relaxed_walk(self, s: int, head: Term, after: Term, pos: np.ndarray) -> np.ndarray | None:
+        """_run_words' walked tokens (positions `pos`: a quote, an escape) for a state
+        s = x{lo,hi} R with a bound, from x{lo,} R instead, which every count shares: a
+        token of at most hi bytes spans at most hi items of x (each a byte or more), so
+        it lives from both or from neither. The few longer ones are walked from s. None
+        where more than RELAXED_MAX_LONG are longer (a short bound: walk s itself), and
+        at a string's first count (x{lo,} R is walked from its second on). Along a
+        string with maxLength 50 each character is a new count, whose own walk expanded
+        ~50 states (UTF-8 and escape states of that count)."""
+        cols, tb = self.vocab.columns, self.dfa.source.tb
+        item, lo, hi = head.args
+        edge = cols.count[hi] if hi < len(cols.count) else 0  # positions < edge: longer than hi
+        longer = pos[: int(np.searchsorted(pos, edge))]
+        if len(longer) > RELAXED_MAX_LONG:
+            return None
+        key = (self.dfa.state_of(tb.concat(tb.repeat(item, lo, None), after)), len(pos))
+        if key not in self._relaxed:  # a string's first count: walk it (most strings are short)
+            self._relaxed[key] = None
+            return None
+        shared = self._relaxed[key]
+        if shared is None:
+            shared = self._relaxed[key] = np.sort(self._walk_positions(key[0], pos))
+        return np.concatenate([shared[np.searchsorted(shared, edge):], self._walk_positions(s, longer)])
 
     def _run_lists(self, cls: np.ndarray, dead: np.ndarray, item: Term | None) -> tuple | None:
         """_run_words' lists: the ids of the tokens of the class's characters with their

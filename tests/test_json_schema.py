@@ -278,6 +278,31 @@ def test_deferred_enums_and_ranges_keep_masks_exact(smol_vocab):
             assert set(auto.allowed_tokens(s).tolist()) - eos == brute, prefix
 
 
+def test_bounded_string_masks_equal_token_walks(smol_vocab):
+    """Along a string with maxLength below the longest token, the tokens with a quote or
+    an escape are walked once from the unbounded string (TokenAutomaton._relaxed_walk)
+    and only those longer than the bound from each count: masks at every count equal
+    token-by-token walks, with SmolLM2 and with a vocabulary of long tokens that end
+    the string, escape or stay in it."""
+    from fsm.json_schema import build_automaton
+    longs = small_vocab([bytes([b]) for b in range(256)] + [b"a" * k + b'"' for k in (3, 8, 15, 20)] + [
+        b"a" * 12 + b'","b', b'\\n' * 6, b"ab\\t" * 4, b"x" * 18, b'"}', b'","', b"\\u00", b'a\\"b' * 3])
+    for vocab in (longs, smol_vocab):
+        data, eos = vocab.token_bytes, set(vocab.eos_ids)
+        for lo, hi in ((0, 16), (2, 12)):
+            schema = {"type": "object", "properties": {"a": {"type": "string", "minLength": lo, "maxLength": hi},
+                                                       "b": {"type": "integer"}}, "required": ["a"]}
+            auto = build_automaton(schema, vocab)
+            for n in range(hi + 1):
+                s = auto.dfa.walk(auto.start, b'{"a":"' + b"a" * n)
+                if vocab is smol_vocab and n % 4:
+                    auto.mask(s)  # (the shared walk needs counts before)
+                    continue
+                brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
+                assert set(auto.allowed_tokens(s).tolist()) - eos == brute, (lo, hi, n)
+            assert any(v is not None for v in auto._relaxed.values()), (lo, hi)
+
+
 def test_pattern_within_max_length_masks_equal_token_walks(smol_vocab):
     """A plain ASCII pattern within maxLength: tokens too short to reach the bound take
     the mask of the pattern alone (one for every count), the longer ones are checked by
