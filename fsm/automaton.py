@@ -7,8 +7,9 @@ ways that applies (all exact; tests compare each with a token-by-token walk):
   is walked;
 - a run of a character class, x{lo,hi} then something x's characters cannot start (a
   JSON string's content, `[a-z]{0,50}`): a token of x's characters is alive iff it
-  has at most hi of them, decided for all tokens at once; only tokens with other
-  bytes (a quote, an escape) are walked, byte column by byte column;
+  has at most hi of them, decided for all tokens at once; tokens with other bytes (a
+  quote, an escape) are walked, byte column by byte column, or in a JSON string split
+  into its characters and what follows its quote, walked once per string;
 - a state that a wide byte class moves along a chain of states: a token made of the
   class is alive iff the chain survives its length; the others are walked;
 - otherwise the vocabulary trie is walked level by level (numpy), dropping nodes as
@@ -28,7 +29,7 @@ import numpy as np
 
 from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA, StateSource, TermSource, length_bound
 from .terms import ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOTHING, REPEAT, STR, Term, TermBuilder, paused_gc
-from .vocabulary import Vocabulary
+from .vocabulary import TokenColumns, Vocabulary
 
 
 # A state whose byte class chain has at least this many bytes gets its mask token by token
@@ -37,9 +38,6 @@ CHAIN_MIN_BYTES = 16
 # A length bound (TokenAutomaton._bounded_words) is taken when tokens of this many
 # bytes cannot reach it, and at most BOUNDED_MAX_CHECKED longer ones need a check.
 BOUNDED_MIN_SHORT, BOUNDED_MAX_CHECKED = 8, 256
-# A bounded run (TokenAutomaton._relaxed_walk) walks its tokens where more than this many
-# of them are longer than the bound, not those of the unbounded run.
-RELAXED_MAX_LONG = 64
 # A run of a character class (TokenAutomaton._run_words) is taken when at most this
 # many tokens have bytes that its class does not settle.
 RUN_MAX_WALKED = 4096
@@ -66,7 +64,7 @@ class TokenAutomaton:
         self._next: dict[tuple[int, int], int] = {}  # (state, token) -> state, as met
         self._chains: dict[bytes, dict] = {}  # byte class -> {state: _chain(state)}
         self._char_classes: dict[int, tuple | None] = {}  # term id -> _char_class(term)
-        self._relaxed: dict[tuple, np.ndarray | None] = {}  # (state, walked) -> _relaxed_walk's share
+        self._rest_lives: dict[tuple, np.ndarray] = {}  # (R's state, split key) -> _split_walk's verdicts
         self._needs: dict[tuple, dict] = {}  # (A id, R id) -> {token: _need(A, R, token)}
         self.walker = TrieWalker(self.dfa, vocab.trie, remember=False)
         self._lock = threading.RLock()
@@ -295,7 +293,8 @@ class TokenAutomaton:
         at most hi characters;
         one that also has bytes neither x nor R can start with dies at the first of
         them. Only tokens with other bytes (a JSON string's quote and escapes) are
-        walked. The token lists are built once per vocabulary and (class, dead bytes),
+        walked, or split (`_split_walk`). The token lists are built once per vocabulary
+        and (class, dead bytes),
         and so is the packed bitmask of the run's tokens per bound hi (a JSON string's
         content allows ~45k tokens: setting their bits costs ~200 µs, an OR ~2)."""
         tb, cols = self.dfa.source.tb, self.vocab.columns
@@ -328,44 +327,77 @@ class TokenAutomaton:
         if base is None:
             base = packed[k] = pack_ids(ids[:k], self.vocab.num_words)
             base.setflags(write=False)
-        alive = None
-        if head.kind == REPEAT and hi is not None:
-            alive = self._relaxed_walk(s, head, after, pos)
-        if alive is None:
-            alive = self._walk_positions(s, pos)
-        return base | pack_ids(cols.order.take(alive), self.vocab.num_words)
+        walked = None
+        if other.any() and not (follow & other).any():  # a JSON string: escapes, then its quote
+            lo = head.args[1] if head.kind == REPEAT else 1
+            walked = self._split_walk(item, lo, hi, after, follow, pos, runs_key)
+        if walked is None:
+            walked = cols.order.take(self._walk_positions(s, pos))
+        return base | pack_ids(walked, self.vocab.num_words)
 
-    def _walk_positions(self, s: int, pos: np.ndarray) -> np.ndarray:
-        """The TokenColumns positions among `pos` whose tokens live from state s."""
-        cols = self.vocab.columns
+    def _split_walk(self, item: Term, lo: int, hi: int | None, after: Term, follow: np.ndarray,
+                    pos: np.ndarray, runs_key) -> np.ndarray | None:
+        """_run_words' other tokens (a quote, an escape: TokenColumns positions `pos`) for
+        a state x{lo,hi} R, without walking the run's states: each token is x's members
+        (escapes whole), the last maybe cut short, then at a member's end maybe a byte R
+        starts with and the rest (`_split_lists`, once per vocabulary and class). It lives
+        iff its members fit (at most hi; at least lo where R follows) and its rest lives
+        from R, walked once per R for all such rests. None where a token splits two
+        ways. A string's counts walked their own states: ~25-50 new ones (UTF-8 and
+        escape states of that count) at each new count of a string with maxLength."""
+        cols, dfa = self.vocab.columns, self.dfa
+        try:
+            key = ("split", runs_key, np.packbits(follow).tobytes(), dfa.source.tb.export(item))
+        except ValueError:  # a deferred class: not shared between constraints
+            return None
+        lists = cols.memo(key, lambda: self._split_lists(item, follow, pos))
+        if lists is None:
+            return None
+        only, only_counts, split, split_counts, split_rest, rests, rest_cols = lists
+        a = dfa.state_of(after)
+        lives = self._rest_lives.get((a, key))
+        if lives is None:
+            lives = np.zeros(len(rests), dtype=bool)
+            walked = self._walk_positions(a, np.arange(len(rest_cols.order)), rest_cols, rests)
+            lives[rest_cols.order.take(walked)] = True
+            self._rest_lives[(a, key)] = lives
+        k = len(only) if hi is None else int(np.searchsorted(only_counts, hi, side="right"))
+        fits = split_counts >= lo if hi is None else (split_counts >= lo) & (split_counts <= hi)
+        return np.concatenate([only[:k], split[fits & lives.take(split_rest)]])
+
+    def _split_lists(self, item: Term, follow: np.ndarray, pos: np.ndarray) -> tuple | None:
+        """_split_walk's lists: the tokens that are members only (ids, member counts,
+        ascending) and those that go on into R (ids, member counts, index of their rest),
+        the distinct rests and their TokenColumns; None where a token splits two ways."""
+        tb, data, order = self.dfa.source.tb, self.vocab.token_bytes, self.vocab.columns.order
+        only, split, rests = [], [], {}
+        for p in pos.tolist():
+            u = int(order[p])
+            parsed = _split_members(tb, item, data[u], follow)
+            if parsed is False:
+                return None
+            if parsed is None:
+                continue  # dies in the run
+            n, i = parsed
+            if i == len(data[u]):
+                only.append((n, u))
+            else:
+                split.append((n, u, rests.setdefault(data[u][i:], len(rests))))
+        only.sort()
+        rest_list = list(rests)
+        return (np.array([u for _, u in only], dtype=np.int32), np.array([n for n, _ in only], dtype=np.intp),
+                np.array([u for _, u, _ in split], dtype=np.int32), np.array([n for n, _, _ in split], dtype=np.intp),
+                np.array([r for _, _, r in split], dtype=np.intp), rest_list, TokenColumns.build(rest_list))
+
+    def _walk_positions(self, s: int, pos: np.ndarray, cols=None, data=None) -> np.ndarray:
+        """The positions among `pos` (ascending) of TokenColumns `cols` (the vocabulary's;
+        `data` their bytes) whose tokens live from state s."""
+        cols = self.vocab.columns if cols is None else cols
         self.dfa.expand(s)
         first = self.dfa.table[s].take(cols.first.take(pos))
         keep = np.flatnonzero(first)
-        return walk_columns(self.dfa, cols, self.vocab.token_bytes, pos.take(keep), first.take(keep))[0]
-
-    def _relaxed_walk(self, s: int, head: Term, after: Term, pos: np.ndarray) -> np.ndarray | None:
-        """_run_words' walked tokens (positions `pos`: a quote, an escape) for a state
-        s = x{lo,hi} R with a bound, from x{lo,} R instead, which every count shares: a
-        token of at most hi bytes spans at most hi items of x (each a byte or more), so
-        it lives from both or from neither. The few longer ones are walked from s. None
-        where more than RELAXED_MAX_LONG are longer (a short bound: walk s itself), and
-        at a string's first count (x{lo,} R is walked from its second on). Along a
-        string with maxLength 50 each character is a new count, whose own walk expanded
-        ~50 states (UTF-8 and escape states of that count)."""
-        cols, tb = self.vocab.columns, self.dfa.source.tb
-        item, lo, hi = head.args
-        edge = cols.count[hi] if hi < len(cols.count) else 0  # positions < edge: longer than hi
-        longer = pos[: int(np.searchsorted(pos, edge))]
-        if len(longer) > RELAXED_MAX_LONG:
-            return None
-        key = (self.dfa.state_of(tb.concat(tb.repeat(item, lo, None), after)), len(pos))
-        if key not in self._relaxed:  # a string's first count: walk it (most strings are short)
-            self._relaxed[key] = None
-            return None
-        shared = self._relaxed[key]
-        if shared is None:
-            shared = self._relaxed[key] = np.sort(self._walk_positions(key[0], pos))
-        return np.concatenate([shared[np.searchsorted(shared, edge):], self._walk_positions(s, longer)])
+        data = self.vocab.token_bytes if data is None else data
+        return walk_columns(self.dfa, cols, data, pos.take(keep), first.take(keep))[0]
 
     def _run_lists(self, cls: np.ndarray, dead: np.ndarray, item: Term | None) -> tuple | None:
         """_run_words' lists: the ids of the tokens of the class's characters with their
@@ -852,6 +884,27 @@ def _ends_after(tb: TermBuilder, x: Term, conts: tuple, used: np.ndarray) -> boo
             return False
         used[a:b] = True
     return not x.nullable
+
+
+def _split_members(tb: TermBuilder, x: Term, data: bytes, follow: np.ndarray):
+    """(n, i): data is n members of the character class x, the last maybe cut short,
+    then at i (a member's end; len(data) if none) a byte of `follow` and the rest.
+    None where it is not (it dies in the run); False where a member could end or go on
+    (its count is not known)."""
+    y, n = x, 0
+    for i, b in enumerate(data):
+        if y is x:
+            if follow[b]:
+                return n, i
+            n += 1
+        y = tb.derive(y, b)
+        if y.kind == NOTHING:
+            return None
+        if y.boolean or (y.nullable and y is not tb.empty):
+            return False
+        if y is tb.empty:
+            y = x
+    return n, len(data)
 
 
 def _members(tb: TermBuilder, x: Term, data: bytes) -> bool:

@@ -280,10 +280,10 @@ def test_deferred_enums_and_ranges_keep_masks_exact(smol_vocab):
 
 def test_bounded_string_masks_equal_token_walks(smol_vocab):
     """Along a string with maxLength below the longest token, the tokens with a quote or
-    an escape are walked once from the unbounded string (TokenAutomaton._relaxed_walk)
-    and only those longer than the bound from each count: masks at every count equal
-    token-by-token walks, with SmolLM2 and with a vocabulary of long tokens that end
-    the string, escape or stay in it."""
+    an escape are split into the string's characters and what follows its quote, the
+    latter walked once per string (TokenAutomaton._split_walk): masks at every count
+    (minLength too) equal token-by-token walks, with SmolLM2 and with a vocabulary of
+    long tokens that end the string, escape or stay in it."""
     from fsm.json_schema import build_automaton
     longs = small_vocab([bytes([b]) for b in range(256)] + [b"a" * k + b'"' for k in (3, 8, 15, 20)] + [
         b"a" * 12 + b'","b', b'\\n' * 6, b"ab\\t" * 4, b"x" * 18, b'"}', b'","', b"\\u00", b'a\\"b' * 3])
@@ -296,11 +296,35 @@ def test_bounded_string_masks_equal_token_walks(smol_vocab):
             for n in range(hi + 1):
                 s = auto.dfa.walk(auto.start, b'{"a":"' + b"a" * n)
                 if vocab is smol_vocab and n % 4:
-                    auto.mask(s)  # (the shared walk needs counts before)
                     continue
                 brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
                 assert set(auto.allowed_tokens(s).tolist()) - eos == brute, (lo, hi, n)
-            assert any(v is not None for v in auto._relaxed.values()), (lo, hi)
+            assert auto._rest_lives, (lo, hi)  # the split was taken
+
+
+def test_string_runs_count_escapes_exactly(smol_vocab):
+    """A JSON string's tokens with escapes count member by member (`\\n` is one
+    character, `\\u00` one begun) and those with the closing quote go on into what
+    follows (TokenAutomaton._split_walk): masks equal token-by-token walks at every
+    count of short bounds, minLength too, with a vocabulary of escapes and quotes."""
+    from fsm.json_schema import build_automaton
+    escapes = small_vocab([bytes([b]) for b in range(256)] + [
+        b"\\n", b"\\n\\n", b"a\\nb", b'\\"', b'\\"",', b"\\\\", b"\\u00e9", b"\\u00", b"\\u", b"\\q", b"\\/",
+        b"\\u0041", b"\\u001f", b"ab\\t", b"\\t\\t\\t\\t", b"\xc3\xa9\\n", b"\\", b'\\"}', b"x\\", b'a"}',
+        b'ab",', b'\\n",', b'",', b'"', b'"x', b'\\t"}'])
+    for vocab in (escapes, smol_vocab):
+        data, eos = vocab.token_bytes, set(vocab.eos_ids)
+        for lo, hi in ((0, None), (0, 1), (0, 2), (2, 4)):
+            string = {"type": "string", "minLength": lo} if hi is None else \
+                {"type": "string", "minLength": lo, "maxLength": hi}
+            auto = build_automaton({"type": "object", "properties": {"s": string}, "required": ["s"]}, vocab)
+            for prefix in [b'{"s":"', b'{"s":"a', b'{"s":"\\n', b'{"s":"ab', b'{"s":"ab\\t']:
+                s = auto.dfa.walk(auto.start, prefix)
+                if s == 0:
+                    continue
+                brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
+                assert set(auto.allowed_tokens(s).tolist()) - eos == brute, (lo, hi, prefix)
+            assert auto._rest_lives, (lo, hi)
 
 
 def test_pattern_within_max_length_masks_equal_token_walks(smol_vocab):
