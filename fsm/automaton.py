@@ -28,7 +28,8 @@ import threading
 import numpy as np
 
 from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA, StateSource, TermSource, length_bound
-from .terms import ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOTHING, REPEAT, STR, Term, TermBuilder, paused_gc
+from .terms import (_LAZY_PROGRAMS, ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOTHING, REPEAT, STR, Term,
+                    TermBuilder, paused_gc)
 from .vocabulary import TokenColumns, Vocabulary
 
 
@@ -140,7 +141,7 @@ class TokenAutomaton:
         key = dfa.keys[s]
         words = None
         if isinstance(key, Term):  # share the mask of a state that no token tells apart from s
-            twin = clip_repeats(key, dfa.source, len(vocab.columns.count))
+            twin = clip_repeats(_loaded_head(key, dfa.source.tb), dfa.source, len(vocab.columns.count))
             if twin is not key and (t := dfa.state_of(twin)) != s:
                 mask = self._masks[s] = self.mask(t)
                 return mask
@@ -695,6 +696,15 @@ def walk_small(trie, dfa: LazyDFA, level: int, nodes: list, states: list) -> tup
                 out_s.append(nxt)
                 todo.append((j + 1, c, nxt))
     return out_n, out_s
+
+
+def _loaded_head(t: Term, tb: TermBuilder) -> Term:
+    """t with its head loaded where it is a lazy program (a format's first character):
+    the same language, whose structure the masks' fast paths read (a uuid's hex run)."""
+    head, rest = t.args if t.kind == CONCAT else (t, tb.empty)
+    if head.kind != LAZY or head.args[0] not in _LAZY_PROGRAMS:
+        return t
+    return tb.concat(tb._unlazy(head), rest)
 
 
 def clip_repeats(t: Term, source, longest: int) -> Term:

@@ -166,6 +166,27 @@ def _hostname_prefix_ok(p: str) -> bool:
     return shape_ok(last) and len(last) + need <= 63 and len(p) + need <= 253
 
 
+def test_format_entry_masks_read_the_loaded_format(smol_vocab):
+    """A later schema's format is a lazy program; at its first character the mask reads
+    the loaded term (automaton._loaded_head: a uuid's hex run, a date's digits), and it
+    equals a token-by-token walk."""
+    from fsm.automaton import _loaded_head
+    from fsm.json_schema import build_automaton
+    whole = small_vocab([bytes([b]) for b in range(256)] + [  # tokens past a whole value
+        b'1.2.3.4"}', b'1.2.3.4"', b'a@b.co"}', b'123e4567-e89b-12d3-a456-426614174000"}'])
+    for vocab in (smol_vocab, whole):
+        data, eos = vocab.token_bytes, set(vocab.eos_ids)
+        for fmt in ("uuid", "date-time", "email", "ipv4"):
+            schema = {"type": "object", "properties": {"v": {"type": "string", "format": fmt}}, "required": ["v"]}
+            build_automaton(schema, vocab)  # the format's program, for the next schema
+            auto = build_automaton(schema, vocab)
+            s = auto.dfa.walk(auto.start, b'{"v":"')
+            key = auto.dfa.keys[s]
+            assert _loaded_head(key, auto.dfa.source.tb) is not key, fmt
+            brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
+            assert set(auto.allowed_tokens(s).tolist()) - eos == brute, fmt
+
+
 def test_hostname_prefixes_and_masks_near_the_bounds(smol_vocab):
     """A hostname's labels (1-63 bytes) and whole length (253) are length bounds beside
     unbounded shapes (TokenAutomaton._bounded_words, TermSource.bound_is_empty): which
