@@ -699,10 +699,12 @@ def walk_small(trie, dfa: LazyDFA, level: int, nodes: list, states: list) -> tup
 
 
 def _loaded_head(t: Term, tb: TermBuilder) -> Term:
-    """t with its head loaded where it is a lazy program (a format's first character):
-    the same language, whose structure the masks' fast paths read (a uuid's hex run)."""
+    """t with its head loaded where it is a lazy program other than a character class
+    (a format's first character): the same language, whose structure the masks' fast
+    paths read (a uuid's hex run). A JSON string's character stays lazy: its class is
+    known by name (_char_class)."""
     head, rest = t.args if t.kind == CONCAT else (t, tb.empty)
-    if head.kind != LAZY or head.args[0] not in _LAZY_PROGRAMS:
+    if head.kind != LAZY or head.args[0] not in _LAZY_PROGRAMS or _char_class(tb, head) is not None:
         return t
     return tb.concat(tb._unlazy(head), rest)
 
