@@ -36,6 +36,9 @@ from .vocabulary import TokenColumns, Vocabulary
 # A state whose byte class chain has at least this many bytes gets its mask token by token
 # (TokenAutomaton._chain_tokens) instead of by a trie walk.
 CHAIN_MIN_BYTES = 16
+# A lazy program of at most this many entries is loaded to mask the state it heads
+# (_loaded_head).
+LOADED_HEAD_MAX = 256
 # A length bound (TokenAutomaton._bounded_words) is taken when tokens of this many
 # bytes cannot reach it, and at most BOUNDED_MAX_CHECKED longer ones need a check.
 BOUNDED_MIN_SHORT, BOUNDED_MAX_CHECKED = 8, 256
@@ -699,12 +702,14 @@ def walk_small(trie, dfa: LazyDFA, level: int, nodes: list, states: list) -> tup
 
 
 def _loaded_head(t: Term, tb: TermBuilder) -> Term:
-    """t with its head loaded where it is a lazy program other than a character class
-    (a format's first character): the same language, whose structure the masks' fast
-    paths read (a uuid's hex run). A JSON string's character stays lazy: its class is
-    known by name (_char_class)."""
+    """t with its head loaded where it is a small lazy program other than a character
+    class (a format's first character): the same language, whose structure the masks'
+    fast paths read (a uuid's hex run). A JSON string's character stays lazy: its class
+    is known by name (_char_class); so does a big program (a date-time's 1.2k entries),
+    whose first row is loaded saved (terms._LAZY_ROWS) by the step that enters it."""
     head, rest = t.args if t.kind == CONCAT else (t, tb.empty)
-    if head.kind != LAZY or head.args[0] not in _LAZY_PROGRAMS or _char_class(tb, head) is not None:
+    if (head.kind != LAZY or len(_LAZY_PROGRAMS.get(head.args[0], ())) > LOADED_HEAD_MAX
+            or head.args[0] not in _LAZY_PROGRAMS or _char_class(tb, head) is not None):
         return t
     return tb.concat(tb._unlazy(head), rest)
 

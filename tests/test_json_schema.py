@@ -168,8 +168,8 @@ def _hostname_prefix_ok(p: str) -> bool:
 
 def test_format_entry_masks_read_the_loaded_format(smol_vocab):
     """A later schema's format is a lazy program; at its first character the mask reads
-    the loaded term (automaton._loaded_head: a uuid's hex run, a date's digits), and it
-    equals a token-by-token walk."""
+    the loaded term where the program is small (automaton._loaded_head: a uuid's hex
+    run), and it equals a token-by-token walk."""
     from fsm.automaton import _loaded_head
     from fsm.json_schema import build_automaton
     whole = small_vocab([bytes([b]) for b in range(256)] + [  # tokens past a whole value
@@ -182,7 +182,8 @@ def test_format_entry_masks_read_the_loaded_format(smol_vocab):
             auto = build_automaton(schema, vocab)
             s = auto.dfa.walk(auto.start, b'{"v":"')
             key = auto.dfa.keys[s]
-            assert _loaded_head(key, auto.dfa.source.tb) is not key, fmt
+            # (date-time's program is big: its first row is loaded saved, not the whole)
+            assert (_loaded_head(key, auto.dfa.source.tb) is not key) == (fmt != "date-time"), fmt
             brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
             assert set(auto.allowed_tokens(s).tolist()) - eos == brute, fmt
 
