@@ -15,8 +15,11 @@ ways that applies (all exact; tests compare each with a token-by-token walk):
 - otherwise the vocabulary trie is walked level by level (numpy), dropping nodes as
   soon as they die; most die at their first byte.
 States that no token can tell apart share one mask (`clip_repeats`: along a string
-with maxLength 10000 every state clips to one). Masks are cached per state, so a
-state's later visits cost a copy.
+with maxLength 10000 every state clips to one). A length bound the longest tokens can
+reach (`A AND x{0,hi}`: a pattern within maxLength, a hostname's labels) shares A's
+mask for the tokens too short to reach it and checks the few longer ones
+(`_bounded_words`); an alternation with such a branch is masked branch by branch.
+Masks are cached per state, so a state's later visits cost a copy.
 
 A TokenAutomaton is logically immutable: its lazy caches are filled under a lock, so
 one instance is shared by any number of requests and threads.
