@@ -70,7 +70,7 @@ class TokenAutomaton:
         self._counts: dict[int, int] = {}
         self._next: dict[tuple[int, int], int] = {}  # (state, token) -> state, as met
         self._chains: dict[bytes, dict] = {}  # byte class -> {state: _chain(state)}
-        self._char_classes: dict[int, tuple | None] = {}  # term id -> _char_class(term)
+        self._char_classes: dict[int, tuple] = {}  # term id -> _char_class_entry(term)
         self._rest_lives: dict[tuple, np.ndarray] = {}  # (R's state, split key) -> _split_walk's verdicts
         self._needs: dict[tuple, dict] = {}  # (A id, R id) -> {token: _need(A, R, token)}
         self.walker = TrieWalker(self.dfa, vocab.trie, remember=False)
@@ -254,9 +254,9 @@ class TokenAutomaton:
         (infinite where they die). It does not depend on hi: a string's later counts
         reuse it."""
         dfa, src = self.dfa, self.dfa.source
-        x = a
+        x, r = a, dfa.state_of(rest)
         for k, b in enumerate(data):
-            if x.nullable and dfa.walk(dfa.state_of(rest), data[k:]) != DEAD:
+            if x.nullable and dfa.walk(r, data[k:]) != DEAD:
                 return k
             x = src.tb.derive(x, b)
             if x.kind == NOTHING:
@@ -312,19 +312,20 @@ class TokenAutomaton:
             item, hi = head, 1
         else:
             return None
-        chars = self._char_classes.get(item.id, False)
-        if chars is False:
-            chars = self._char_classes[item.id] = _char_class(tb, item)
+        entry = self._char_classes.get(item.id)
+        if entry is None:
+            entry = self._char_classes[item.id] = _char_class_entry(tb, item)
+        chars, item_key = entry
         if chars is None:
             return None
         cls, other, some = chars
         follow = _first_bytes(tb, after)
-        if (follow & cls).any():
+        if (follow & cls).any() or (some and item_key is None):
             return None
         dead = ~(cls | other | follow)
         runs_key = np.packbits(cls).tobytes() + np.packbits(dead).tobytes()
         if some:  # which characters, too
-            runs_key = (runs_key, tb.export(item))
+            runs_key = (runs_key, item_key)
         entry = cols.memo(("run", runs_key), lambda: self._run_lists(cls, dead, item if some else None))
         if entry is None:
             return None
@@ -335,15 +336,15 @@ class TokenAutomaton:
             base = packed[k] = pack_ids(ids[:k], self.vocab.num_words)
             base.setflags(write=False)
         walked = None
-        if other.any() and not (follow & other).any():  # a JSON string: escapes, then its quote
+        if other.any() and not (follow & other).any() and item_key is not None:  # a JSON string
             lo = head.args[1] if head.kind == REPEAT else 1
-            walked = self._split_walk(item, lo, hi, after, follow, pos, runs_key)
+            walked = self._split_walk(item, lo, hi, after, follow, pos, (runs_key, item_key))
         if walked is None:
             walked = cols.order.take(self._walk_positions(s, pos))
         return base | pack_ids(walked, self.vocab.num_words)
 
     def _split_walk(self, item: Term, lo: int, hi: int | None, after: Term, follow: np.ndarray,
-                    pos: np.ndarray, runs_key) -> np.ndarray | None:
+                    pos: np.ndarray, lists_key) -> np.ndarray | None:
         """_run_words' other tokens (a quote, an escape: TokenColumns positions `pos`) for
         a state x{lo,hi} R, without walking the run's states: each token is x's members
         (escapes whole), the last maybe cut short, then at a member's end maybe a byte R
@@ -353,10 +354,7 @@ class TokenAutomaton:
         ways. A string's counts walked their own states: ~25-50 new ones (UTF-8 and
         escape states of that count) at each new count of a string with maxLength."""
         cols, dfa = self.vocab.columns, self.dfa
-        try:
-            key = ("split", runs_key, np.packbits(follow).tobytes(), dfa.source.tb.export(item))
-        except ValueError:  # a deferred class: not shared between constraints
-            return None
+        key = ("split", lists_key, np.packbits(follow).tobytes())
         lists = cols.memo(key, lambda: self._split_lists(item, follow, pos))
         if lists is None:
             return None
@@ -392,8 +390,9 @@ class TokenAutomaton:
                 split.append((n, u, rests.setdefault(data[u][i:], len(rests))))
         only.sort()
         rest_list = list(rests)
-        return (np.array([u for _, u in only], dtype=np.int32), np.array([n for n, _ in only], dtype=np.intp),
-                np.array([u for _, u, _ in split], dtype=np.int32), np.array([n for n, _, _ in split], dtype=np.intp),
+        ids = lambda xs: np.array([x[1] for x in xs], dtype=np.int32)  # noqa: E731
+        counts = lambda xs: np.array([x[0] for x in xs], dtype=np.intp)  # noqa: E731
+        return (ids(only), counts(only), ids(split), counts(split),
                 np.array([r for _, _, r in split], dtype=np.intp), rest_list, TokenColumns.build(rest_list))
 
     def _walk_positions(self, s: int, pos: np.ndarray, cols=None, data=None) -> np.ndarray:
@@ -417,8 +416,9 @@ class TokenAutomaton:
             return None
         inside = _made_of(cols, cls) & cols.utf8
         if item is not None:  # tokens with non-ASCII bytes: are their characters members?
+            data = self.vocab.token_bytes
             for p in np.flatnonzero(inside & (cols.high != 0)).tolist():
-                inside[p] = _members(tb, item, self.vocab.token_bytes[cols.order[p]])
+                inside[p] = type(_split_members(tb, item, data[cols.order[p]], _NO_BYTES)) is tuple
         pos = cols.by_chars.compress(inside.take(cols.by_chars))  # by character count
         return (cols.order.take(pos).astype(np.int32), cols.chars.take(pos), rest.astype(np.int32),
                 {})  # packed bitmasks of the first k ids, by k (_run_words)
@@ -711,8 +711,8 @@ def _loaded_head(t: Term, tb: TermBuilder) -> Term:
     is known by name (_char_class); so does a big program (a date-time's 1.2k entries),
     whose first row is loaded saved (terms._LAZY_ROWS) by the step that enters it."""
     head, rest = t.args if t.kind == CONCAT else (t, tb.empty)
-    if (head.kind != LAZY or len(_LAZY_PROGRAMS.get(head.args[0], ())) > LOADED_HEAD_MAX
-            or head.args[0] not in _LAZY_PROGRAMS or _char_class(tb, head) is not None):
+    prog = _LAZY_PROGRAMS.get(head.args[0]) if head.kind == LAZY else None
+    if prog is None or len(prog) > LOADED_HEAD_MAX or _char_class(tb, head) is not None:
         return t
     return tb.concat(tb._unlazy(head), rest)
 
@@ -845,6 +845,19 @@ _UTF8_SEQUENCES = (
 )
 
 
+def _char_class_entry(tb: TermBuilder, x: Term) -> tuple:
+    """(_char_class(x), x's export where the run lists depend on its members (some
+    non-ASCII ones, or escapes), else None; also None where x cannot be exported (a
+    deferred term): those lists are shared by every constraint on the vocabulary)."""
+    chars = _char_class(tb, x)
+    if chars is None or not (chars[2] or chars[1].any()):
+        return chars, None
+    try:
+        return chars, tb.export(x)
+    except ValueError:
+        return chars, None
+
+
 def _char_class(tb: TermBuilder, x: Term) -> tuple | None:
     """(cls, other, some) when x is a character class: cls (bool[256]) holds the
     bytes of its members (all bytes >= 0x80 when x takes every non-ASCII UTF-8
@@ -906,11 +919,15 @@ def _ends_after(tb: TermBuilder, x: Term, conts: tuple, used: np.ndarray) -> boo
     return not x.nullable
 
 
+_NO_BYTES = np.zeros(256, dtype=bool)
+
+
 def _split_members(tb: TermBuilder, x: Term, data: bytes, follow: np.ndarray):
     """(n, i): data is n members of the character class x, the last maybe cut short,
     then at i (a member's end; len(data) if none) a byte of `follow` and the rest.
     None where it is not (it dies in the run); False where a member could end or go on
-    (its count is not known)."""
+    (its count is not known: not for a class _char_class accepts, whose members end
+    in EMPTY)."""
     y, n = x, 0
     for i, b in enumerate(data):
         if y is x:
@@ -925,18 +942,6 @@ def _split_members(tb: TermBuilder, x: Term, data: bytes, follow: np.ndarray):
         if y is tb.empty:
             y = x
     return n, len(data)
-
-
-def _members(tb: TermBuilder, x: Term, data: bytes) -> bool:
-    """data is members of the character class x, the last one maybe cut short."""
-    y = x
-    for b in data:
-        y = tb.derive(y, b)
-        if y.kind == NOTHING:
-            return False
-        if y is tb.empty:
-            y = x
-    return True
 
 
 def _whole_utf8(tb: TermBuilder, targets: list) -> bool:

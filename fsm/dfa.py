@@ -85,8 +85,10 @@ class TermSource:
         if t.kind != AND or (bound := length_bound(t, self)) is None:
             return None
         a, hi = bound
-        if self.alphabet(a) is not None or self.minlen(a) > hi:
-            return self.minlen(a) > hi
+        if self.minlen(a) > hi:  # (a lower bound: exact without AND/NOT/LAZY parts)
+            return True
+        if self.alphabet(a) is not None:  # no AND/NOT/LAZY part
+            return False
         r = self.radius(a)
         return self.is_empty(a) if r is not None and r <= hi else None
 
@@ -236,7 +238,6 @@ def _byte_items(a: Term, item: Term, source) -> bool:
         if y is tb.empty:
             whole |= (1 << e) - (1 << s)
     return not alphabet & ~whole
-
 
 
 class LazyDFA:
