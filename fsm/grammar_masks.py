@@ -49,7 +49,7 @@ import gc
 
 import numpy as np
 
-from .automaton import TrieWalker, walk_columns
+from .automaton import TrieWalker, made_of, walk_columns
 from .dfa import DEFAULT_MAX_STATES, LazyDFA
 
 # Completed non-ignored terminals a lexing may hold before another one starts: LONG_SEQ
@@ -260,28 +260,12 @@ class LexerWalker(TrieWalker):
     def _loop_split(self, cols, cls: np.ndarray, starts_u: np.ndarray, live0: np.ndarray) -> tuple:
         """loop_walk's split of the tokens: (looping: bool per token id, their number,
         the positions of the others that live past their first byte)."""
-        loops = _inside(cols, cls) & starts_u.take(cols.first)
+        loops = made_of(cols, cls) & starts_u.take(cols.first)
         ids = cols.order[loops]
         looping = np.zeros(self.width, dtype=bool)
         looping[ids[ids < self.width]] = True
         looping.setflags(write=False)  # shared by every grammar on this vocabulary
         return looping, len(ids), np.flatnonzero(live0.take(cols.first) & ~loops)
-
-
-def _inside(cols, cls: np.ndarray) -> np.ndarray:
-    """Which tokens (TokenColumns order) have all their bytes in the byte class `cls`
-    (remembered per vocabulary and class: the positions of one string or comment, and
-    every grammar's strings of that class, share it)."""
-    def make():
-        w = np.packbits(cls, bitorder="little").view("<u8")
-        bs = cols.byte_sets
-        out = (bs[0] & ~w[0]) | (bs[1] & ~w[1])
-        if w[2] or w[3]:
-            out |= (bs[2] & ~w[2]) | (bs[3] & ~w[3])
-        else:  # an ASCII class (the usual one): a byte >= 128 is outside
-            out |= cols.high
-        return out == 0
-    return cols.memo(("inside", cls.tobytes()), make)
 
 
 def _top_states(stack, depth: int) -> tuple:
