@@ -208,12 +208,13 @@ class TokenColumns:
         dropped first; entries are never changed in place but for their own caches."""
         r = self.walks.get(key, _MISSING)
         if r is _MISSING:
-            if len(self.walks) >= WALK_CACHE_MAX:
+            r = make()  # (which may remember entries of its own: the bound is kept after)
+            while len(self.walks) >= WALK_CACHE_MAX:
                 try:
                     self.walks.pop(next(iter(self.walks)), None)
                 except (RuntimeError, StopIteration):  # another thread changed it meanwhile
-                    pass
-            r = self.walks[key] = make()
+                    break
+            self.walks[key] = r
         return r
 
     @classmethod
