@@ -19,7 +19,8 @@ import numpy as np
 from typing import Hashable, Protocol
 
 from .errors import TooLargeError
-from .terms import ALT, AND, BYTES, CONCAT, LAZY, NOT, NOTHING, REPEAT, STR, Term, TermBuilder, row_target
+from .terms import (ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOT, NOTHING, REPEAT, STR, Term, TermBuilder,
+                    row_target)
 
 DEFAULT_MAX_STATES = 200_000
 DEAD, UNKNOWN = 0, -1
@@ -44,6 +45,7 @@ class TermSource:
         self._minlen: dict[int, int] = {}
         self._radius: dict[int, int | None] = {}
         self._alphabet: dict[int, int | None] = {}
+        self._guess: dict[int, bytes | None] = {}
 
     def row(self, t: Term) -> tuple:
         return self.tb.row(t)
@@ -57,6 +59,22 @@ class TermSource:
     def minlen(self, t: Term) -> int:
         """A lower bound on the length of t's shortest member (exact without AND/NOT)."""
         return _fold(t, self._minlen, _minlen_of)
+
+    def has_guess(self, t: Term) -> bool:
+        """Whether a short candidate member of t is one (False: no candidate, or it is
+        not). The candidate is the shortest member of t's positive parts (an AND's
+        first part other than a NOT; a NOT's empty string): what a search would try
+        first, without building the rows of every state on the way (a 200-key object's
+        row is ~200 derivatives). Checked exactly, by the derivatives along it."""
+        w = _fold(t, self._guess, _guess_of)
+        if w is None:
+            return False
+        x, tb = t, self.tb
+        for b in w:
+            x = tb.derive(x, b)
+            if x.kind == NOTHING:
+                return False
+        return x.nullable
 
     def radius(self, t: Term) -> int | None:
         """An upper bound on the shortest completion of every prefix of t's members (how
@@ -102,6 +120,9 @@ class TermSource:
         if (res := self.bound_is_empty(t)) is not None:
             self._empty[t.id] = res
             return res
+        if self.has_guess(t):
+            self._empty[t.id] = False
+            return False
         seen, stack, found = {t.id}, [t], False
         while stack and not found:
             x = stack.pop()
@@ -163,6 +184,31 @@ def _minlen_of(x: Term, kids: list) -> int:
     if k == NOTHING:
         return 1 << 30
     return 0 if x.nullable else 1  # EMPTY, NOT, LAZY
+
+
+GUESS_MAX = 4096  # longest candidate has_guess derives along
+
+
+def _guess_of(x: Term, kids: list) -> bytes | None:
+    """TermSource.has_guess's candidate for x, from its kids' (None: none known)."""
+    k = x.kind
+    if k == BYTES:
+        return bytes((x.args[0],))
+    if k == STR:
+        return x.args[0]
+    if k == CONCAT:
+        return None if None in kids or len(kids[0]) + len(kids[1]) > GUESS_MAX else kids[0] + kids[1]
+    if k == ALT:
+        known = [w for w in kids if w is not None]
+        return min(known, key=len) if known else None
+    if k == REPEAT:
+        lo = x.args[1]
+        return b"" if lo == 0 else None if kids[0] is None or len(kids[0]) * lo > GUESS_MAX else kids[0] * lo
+    if k == AND:  # its first part other than a complement (their kids are not folded)
+        return next((w for c, w in zip(x.args, kids) if c.kind != NOT), b"")
+    if k in (EMPTY, NOT):
+        return b""
+    return None  # NOTHING; LAZY (not loaded for a guess)
 
 
 def _alphabet_of(x: Term, kids: list) -> int | None:

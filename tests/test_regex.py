@@ -527,6 +527,34 @@ def test_length_bound_rules_equal_search(p1, p2, h1, h2, lo):
             assert radius is None or shortest is None or shortest <= radius, (p1, p2, h1, h2)
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(patterns(), patterns(), patterns())
+def test_emptiness_guess_agrees_with_search(p1, p2, p3):
+    """is_empty tries a guessed member (TermSource.has_guess: the shortest member of
+    the positive parts, checked by derivatives) before searching; the answers equal a
+    breadth-first search's wherever that finds a member within its limit, and a search
+    without the guess, for TermSource and for JsonTermSource (A*)."""
+    from fsm.json_schema import JsonTermBuilder, JsonTermSource
+
+    def terms(tb):
+        a, b, c = (regex_to_term(tb, p) for p in (p1, p2, p3))
+        return [tb.intersect([a, tb.complement(b)]), tb.intersect([a, b]),
+                tb.concat(tb.intersect([a, tb.complement(b)]), c),
+                tb.alt([tb.intersect([a, b, tb.complement(c)]), tb.intersect([b, c])]),
+                tb.intersect([tb.repeat(a, 2, None), tb.complement(tb.concat(b, c))])]
+
+    for make, source in ((TermBuilder, TermSource), (JsonTermBuilder, JsonTermSource)):
+        tb = make()
+        guessed = [source(tb).is_empty(t) for t in terms(tb)]
+        tb2 = make()
+        plain = source(tb2)
+        plain.has_guess = lambda t: False
+        assert guessed == [plain.is_empty(t) for t in terms(tb2)], (p1, p2, p3, source)
+        for t, empty in zip(terms(tb), guessed):
+            if _shortest_member(tb, t, 12) is not None:
+                assert not empty, (p1, p2, p3, source)
+
+
 def test_matcher_contract():
     vocab = small_vocab([b"a", b"b", b"ab", b"c", b"\xc3", b"\xa9"])
     eos = vocab.eos_ids[0]
