@@ -168,7 +168,8 @@ class TokenAutomaton:
         """The tokens whose bytes keep state s alive, as a fresh packed bitmask."""
         key, n = self.dfa.keys[s], self.vocab.num_words
         if isinstance(key, Term):
-            heads, rest = literal_heads(key, self.dfa.source.tb)
+            trie = self.vocab.trie
+            heads, rest = literal_heads(key, self.dfa.source.tb, lambda w: len(trie.path(w)) == len(w))
             if heads:
                 nodes = self._walk_literals(heads)
                 if not rest:
@@ -763,20 +764,22 @@ def clip_repeats(t: Term, source, longest: int) -> Term:
     return out
 
 
-def literal_heads(t: Term, tb: TermBuilder) -> tuple[list, list]:
+def literal_heads(t: Term, tb: TermBuilder, reach=None) -> tuple[list, list]:
     """t's branches as (literal bytes, the rest) where a branch starts with literal bytes;
     the other branches (but the empty string) in a list beside. A literal followed by
     an alternation of literal-headed words (a trie: TermBuilder.words) yields each
-    whole word, so masks look words up whole."""
+    whole word, so masks look words up whole; where `reach(literal)` is false (no token
+    starts with it) the alternation is left whole in the rest: no token reaches its
+    words (nested objects' key paths, `{"a":{"b":{"c":`, multiply to thousands)."""
     heads: list = []
     rest: list = []
     for k in (t.args if t.kind == ALT else (t,)):
-        _literal_words(k, tb, b"", None, heads, rest)
+        _literal_words(k, tb, b"", None, heads, rest, reach)
     return heads, rest
 
 
 def _literal_words(k: Term, tb: TermBuilder, prefix: bytes, after: Term | None,
-                   heads: list, rest: list) -> None:
+                   heads: list, rest: list, reach) -> None:
     """literal_heads' work for one branch k, which follows `prefix` and precedes `after`."""
     parts, x = [prefix], k
     while True:
@@ -790,10 +793,13 @@ def _literal_words(k: Term, tb: TermBuilder, prefix: bytes, after: Term | None,
             continue
         elif h.kind == ALT and h.id not in tb.cofinite and all(_starts_literal(c) or _cofinite(c, tb)
                                                                 for c in h.args):
+            word = b"".join(parts)
+            if reach is not None and word and not reach(word):
+                break
             tail = x.args[1] if x.kind == CONCAT else tb.empty
             tail = tail if after is None else tb.concat(tail, after)
             for c in h.args:
-                _literal_words(c, tb, b"".join(parts), tail, heads, rest)
+                _literal_words(c, tb, word, tail, heads, rest, reach)
             return
         else:
             break

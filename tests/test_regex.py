@@ -347,6 +347,29 @@ def _live_tokens_brute_force(a, s):
     return {i for i, b in enumerate(a.vocab.token_bytes) if b and a.dfa.walk(s, b) != 0}
 
 
+def test_literal_words_stop_where_no_token_reaches(smol_vocab):
+    """Nested objects' key paths multiply (`{"p1":{"q2":{"k3":"x"`...): literal_heads
+    spells an alternation out only after a literal that some token starts with; the
+    masks stay exact, token by token, also for tokens that run into the nested keys."""
+    from fsm.automaton import literal_heads
+    from fsm.json_schema import build_automaton
+    inner = {"type": "object", "properties": {f"k{i}": {"enum": ["x", "y"]} for i in range(8)}}
+    schema = {"type": "object", "properties": {
+        f"p{i}": {"type": "object", "properties": {f"q{j}": inner for j in range(6)}} for i in range(6)}}
+    toy = small_vocab([b'{"', b'{"p1":{"', b'{"p1":{"q2', b'{"p', b'":{"', b'{"p2":{"q3":{"k4":"x"', b'x"}', b'}}'])
+    for vocab in (smol_vocab, toy):
+        a = build_automaton(schema, vocab)
+        tb, trie = a.dfa.source.tb, vocab.trie
+        key = a.dfa.keys[a.start]
+        spelled, _ = literal_heads(key, tb)
+        heads, _ = literal_heads(key, tb, lambda w: len(trie.path(w)) == len(w))
+        assert len(spelled) > 500 and len(heads) < 40, (len(spelled), len(heads))
+        for prefix in ['', '{"', '{"p1":{"', '{"p2":{"q3":{"']:
+            s = a.dfa.walk(a.start, prefix.encode())
+            assert set(a.allowed_tokens(s).tolist()) - set(vocab.eos_ids) == \
+                _live_tokens_brute_force(a, s), prefix
+
+
 def test_fast_paths_equal_brute_force(smol_vocab):
     """Branches that start with literal bytes descend the vocabulary trie directly
     (TokenAutomaton._walk_literals), states that loop on a wide class test byte sets
