@@ -201,6 +201,8 @@ class CompiledSchema:
         if not isinstance(v, (dict, list)) or not isinstance(node, dict):
             yield self._ordered(v)
             return
+        if (parts := _presence_parts(node)) is not None:  # (variants of node: its slots)
+            node = parts[2]
         if "anyOf" in node:  # (own_slots: no other part of node accepts objects)
             for b in node["anyOf"]:
                 yield from self._arrange(b, v)
@@ -258,6 +260,101 @@ def _own_keys(node: dict) -> set:
         own.add(k)
         own.update(deps)
     return own
+
+
+# Keywords of a "presence" schema: one that only says which keys an object has
+# (`{"required": ["a"]}`, `{"not": {"required": ["b"]}}`, oneOf/anyOf/allOf of such);
+# a property listed beside them must allow any value and be required there.
+_PRESENCE_KW = frozenset(("required", "allOf", "anyOf", "oneOf", "not", "properties", "title",
+                          "description", "$comment"))
+PRESENCE_MAX_KEYS = 6  # keys whose presence patterns are enumerated (2^6 variants at most)
+
+
+def _presence(s):
+    """s as a formula over which keys an object has: ("req", keys), ("all" | "any" |
+    "one", parts), ("not", part); None where s says more than that."""
+    if s is True or s == {}:
+        return ("all", ())
+    if not isinstance(s, dict) or not set(s) <= _PRESENCE_KW:
+        return None
+    props = s.get("properties", {})
+    if any(v is not True and v != {} for v in props.values()) or not set(props) <= set(s.get("required", ())):
+        return None  # (a property it names otherwise would be a key of its own)
+    parts = [("req", frozenset(s.get("required", ())))]
+    for kw, op in (("allOf", "all"), ("anyOf", "any"), ("oneOf", "one")):
+        if kw in s:
+            subs = [_presence(x) for x in s[kw]] if isinstance(s[kw], list) else [None]
+            if None in subs:
+                return None
+            parts.append((op, tuple(subs)))
+    if "not" in s:
+        inner = _presence(s["not"])
+        if inner is None:
+            return None
+        parts.append(("not", inner))
+    return ("all", tuple(parts))
+
+
+def _holds(f, keys: frozenset) -> bool:
+    """Whether an object with exactly the keys `keys` (of those f names) satisfies f."""
+    op, arg = f
+    if op == "req":
+        return arg <= keys
+    if op == "not":
+        return not _holds(arg, keys)
+    n = sum(_holds(x, keys) for x in arg)
+    return n == len(arg) if op == "all" else n >= 1 if op == "any" else n == 1
+
+
+def _named(f) -> set:
+    """The keys formula f names."""
+    op, arg = f
+    if op == "req":
+        return set(arg)
+    if op == "not":
+        return _named(arg)
+    return set().union(*(_named(x) for x in arg))
+
+
+def _presence_parts(node: dict):
+    """The parts of an object schema (`type: object`) that only say which of its own
+    keys it has (anyOf / oneOf / not / allOf branches that are presence schemas, at
+    most PRESENCE_MAX_KEYS keys): (those keywords, the formula they make together,
+    node without them); None where there are none. _Compiler writes the node as the
+    alternation of its variants, one per allowed set of those keys (required /
+    forbidden), not as an intersection with complements: dependabot's `oneOf: [{required:
+    [directory]}, {required: [directories]}]`, an emptiness search at each new state."""
+    if not isinstance(node, dict) or node.get("type") != "object":
+        return None
+    taken, parts, rest = [], [], dict(node)
+    for kw, op in (("anyOf", "any"), ("oneOf", "one")):
+        if isinstance(node.get(kw), list):
+            subs = [_presence(x) for x in node[kw]]
+            if None not in subs:
+                taken.append(kw)
+                parts.append((op, tuple(subs)))
+                del rest[kw]
+    if "not" in node and (inner := _presence(node["not"])) is not None:
+        taken.append("not")
+        parts.append(("not", inner))
+        del rest["not"]
+    if isinstance(node.get("allOf"), list):
+        subs = [_presence(x) for x in node["allOf"]]
+        if any(f is not None for f in subs):
+            taken.append("allOf")
+            parts += [f for f in subs if f is not None]
+            others = [x for x, f in zip(node["allOf"], subs) if f is None]
+            if others:
+                rest["allOf"] = others
+            else:
+                del rest["allOf"]
+    if not parts:
+        return None
+    f = ("all", tuple(parts))
+    keys = _named(f)
+    if len(keys) > PRESENCE_MAX_KEYS or not keys <= _own_keys(node):
+        return None
+    return taken, f, rest
 
 
 def _container_parts(node: dict) -> int:
@@ -354,6 +451,7 @@ class _Compiler:
         self._ref_targets: set[int] = set()
         self.rule_bodies_done: set[int] = set()
         self._merged: dict[int, object] = {}
+        self._variants: dict[int, list | None] = {}  # id(node) -> _presence_variants
         self._keep: list = []  # merged schemas stay alive (memo keys are ids)
         self._negated = 0
 
@@ -377,13 +475,18 @@ class _Compiler:
             for x in v:
                 self._value_keys(x)
 
-    def _index(self, node, base: str, ptr: str) -> None:
+    def _index(self, node, base: str, ptr: str, presence: bool = False) -> None:
+        """Index node (`presence`: a presence part of its parent, whose keywords do not
+        intersect anything: _presence_parts)."""
         if not isinstance(node, dict):
             return
-        self._keywords.update(node)
+        parts = _presence_parts(node)  # (written as variants: no intersection)
+        taken = parts[0] if parts else ()
+        if not presence:
+            self._keywords.update(k for k in node if k not in taken or k == "allOf" and "allOf" in parts[2])
         if "$ref" in node and not node.keys() <= _NOTES:
             self._keywords.add("$ref beside")
-        if _container_parts(node) > 1:
+        if _container_parts(node if parts is None else parts[2]) > 1 and not presence:
             self._keywords.add("containers beside")
         sid = node.get("$id")  # (2020-12: an $id beside $ref still sets the base)
         if isinstance(sid, str):
@@ -418,7 +521,7 @@ class _Compiler:
             self._value_keys(node["enum"])
         for k in _SUB_ONE:
             if k in node:
-                self._index(node[k], base, f"{ptr}/{k}")
+                self._index(node[k], base, f"{ptr}/{k}", presence or k in taken)
         if "items" in node:
             it = node["items"]
             if isinstance(it, list):
@@ -433,7 +536,8 @@ class _Compiler:
         for k in _SUB_LIST:
             if isinstance(node.get(k), list):
                 for i, s in enumerate(node[k]):
-                    self._index(s, base, f"{ptr}/{k}/{i}")
+                    self._index(s, base, f"{ptr}/{k}/{i}",
+                                presence or k in taken and _presence(s) is not None)
 
     def _resolve(self, node: dict, ref: str):
         base = self.base_of.get(id(node), "")
@@ -593,6 +697,9 @@ class _Compiler:
             merged = self._merged_all_of(node)
             if merged is not None:
                 return self.value(merged, d, budget)
+        variants = self._presence_variants(node)
+        if variants is not None:
+            return tb.alt([self.value(v, d, budget) for v in variants])
         for k, what in _UNSUPPORTED.items():
             if k in node:
                 self.refuse(node, k, f"{what} are not supported")
@@ -640,6 +747,33 @@ class _Compiler:
         if not parts:
             return self.any(d)
         return tb.intersect(parts) if len(parts) > 1 else parts[0]
+
+    def _presence_variants(self, node: dict) -> list | None:
+        """node as schemas without its presence parts (_presence_parts), one per set of
+        the keys they name that satisfies them: those keys required, the others'
+        properties false. None where node has no presence parts."""
+        if id(node) in self._variants:
+            return self._variants[id(node)]
+        got = _presence_parts(node)
+        out = None
+        if got is not None:
+            _, f, rest = got
+            keys = sorted(_named(f))
+            out = []
+            for bits in range(1 << len(keys)):
+                have = frozenset(k for i, k in enumerate(keys) if bits >> i & 1)
+                if not _holds(f, have):
+                    continue
+                v = dict(rest)
+                v["required"] = sorted(set(rest.get("required", ())) | have)
+                v["properties"] = {**rest.get("properties", {}), **{k: False for k in keys if k not in have}}
+                self.base_of[id(v)] = self.base_of.get(id(node), "")
+                self.ptr_of[id(v)] = self.ptr(node)
+                self._index_subs(v)
+                out.append(v)
+        self._variants[id(node)] = out
+        self._keep.append(out)
+        return out
 
     _MERGEABLE = {"type", "properties", "required", "additionalProperties", "allOf", "title",
                   "description", "$comment", "default", "examples", "$schema", "$id"}

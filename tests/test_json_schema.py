@@ -647,3 +647,39 @@ def test_all_of_objects_merged_exact(schema):
              {"id": "x"}, 5, "s", None]
     for inst in insts:
         assert acc(cs.canonical(inst)) == valid(schema, inst), (schema, inst)
+
+
+def _presence_schema(rng: random.Random, depth: int = 0):
+    """A random schema that only says which of the keys a-d an object has."""
+    pick = rng.random()
+    if depth >= 2 or pick < 0.35:
+        return {"required": rng.sample("abcd", rng.randint(1, 2))}
+    if pick < 0.5:
+        return {"not": _presence_schema(rng, depth + 1)}
+    kw = rng.choice(["anyOf", "oneOf", "allOf"])
+    return {kw: [_presence_schema(rng, depth + 1) for _ in range(rng.randint(1, 3))]}
+
+
+def test_presence_parts_are_variants():
+    """anyOf / oneOf / not / allOf parts of an object schema that only say which of its
+    keys are present are written as variants of the object (keys required or forbidden:
+    no intersection, no complement in the term, and objects keep their own slots);
+    every set of keys is accepted exactly when jsonschema validates it."""
+    import itertools
+    rng = random.Random(7)
+    for case in range(60):
+        schema = {"type": "object", "properties": {k: {"type": "integer"} for k in "abcd"}}
+        if case % 3 == 0:
+            schema["additionalProperties"] = False
+        for kw in rng.sample(["anyOf", "oneOf", "not", "allOf"], rng.randint(1, 3)):
+            sub = _presence_schema(rng)
+            schema[kw] = sub if kw == "not" else [sub, _presence_schema(rng)]
+        cs = schema_to_term(schema)
+        assert not cs.term.boolean and cs.own_slots is not None, schema  # nothing meets
+        dfa = cs.dfa()
+        check = jsonschema.Draft202012Validator(schema)
+        for n in range(5):
+            for keys in itertools.combinations("abcd", n):
+                inst = {k: i for i, k in enumerate(keys)}
+                assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), (schema, inst)
+        assert not cs.accepts('"x"', dfa)
