@@ -683,3 +683,17 @@ def test_presence_parts_are_variants():
                 inst = {k: i for i, k in enumerate(keys)}
                 assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), (schema, inst)
         assert not cs.accepts('"x"', dfa)
+
+
+def test_pattern_named_groups():
+    """ECMA named groups `(?<name>...)` (a semver pattern's parts) are plain groups;
+    lookbehind stays refused, and error positions are the pattern's own."""
+    cs = schema_to_term({"type": "string", "pattern": r"^(?<major>0|[1-9]\d*)\.(?<minor>0|[1-9]\d*)$"})
+    dfa = cs.dfa()
+    assert [cs.accepts(t, dfa) for t in ('"1.2"', '"10.0"', '"01.2"', '"1."', '"[(?<x]"')] == \
+        [True, True, False, False, False]
+    cs = schema_to_term({"type": "string", "pattern": r"^[(?<x]\(?<y$"})  # not groups
+    assert cs.accepts('"x<y"') and cs.accepts('"?(<y"') and not cs.accepts('"xy"')
+    for pattern, pos in ((r"(?<a>x)(", 7), (r"(?<a>x)(?<=y)z", 7)):
+        with pytest.raises(SchemaError, match=f"at position {pos}\n"):
+            schema_to_term({"type": "string", "pattern": pattern})
