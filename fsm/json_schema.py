@@ -120,6 +120,7 @@ _SUB_ONE = ("additionalProperties", "additionalItems", "contains", "propertyName
             "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema")
 _SUB_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
 _SUB_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
+_PARTS_KW = ("type", "const", "enum", "$ref", "allOf", "anyOf", "oneOf", "not", "if")  # (_value's parts)
 _OPEN = {"additionalProperties": True}
 # Keywords under which object terms meet in intersections (complement operands are built
 # canonical anyway): a document with none of them gives its objects slots for their
@@ -452,6 +453,7 @@ class _Compiler:
         self.rule_bodies_done: set[int] = set()
         self._merged: dict[int, object] = {}
         self._variants: dict[int, list | None] = {}  # id(node) -> _presence_variants
+        self._marker_memo: dict[int, int | None] = {}  # term id -> _marker_index
         self._keep: list = []  # merged schemas stay alive (memo keys are ids)
         self._negated = 0
 
@@ -732,7 +734,7 @@ class _Compiler:
             self._negated += 1
             try:
                 inner = self.value(node["not"], d, budget)
-                parts.append(tb.intersect([self.any(d), tb.complement(inner)]))
+                parts.append(self._meet(node, "not", tb.intersect([self.any(d), tb.complement(inner)])))
             finally:
                 self._negated -= 1
         if "if" in node and ("then" in node or "else" in node):
@@ -743,10 +745,25 @@ class _Compiler:
             finally:
                 self._negated -= 1
             then = self.value(node.get("then", True), d, budget)
-            parts.append(tb.alt([tb.intersect([cond, then]), els]))
+            parts.append(tb.alt([self._meet(node, "if", tb.intersect([cond, then])), self._meet(node, "if", els)]))
         if not parts:
             return self.any(d)
-        return tb.intersect(parts) if len(parts) > 1 else parts[0]
+        if len(parts) == 1:
+            return parts[0]
+        return self._meet(node, "/".join(k for k in _PARTS_KW if k in node) or "allOf", tb.intersect(parts))
+
+    def _meet(self, node: dict, keyword: str, t: Term) -> Term:
+        """t, an intersection made for `keyword` of node; refused (naming the keyword,
+        node and the recursive schema) where it holds a recursive reference, which the
+        grammar path cannot intersect (_RecursiveRules)."""
+        if self.nonterminals and t.kind in (AND, NOT):
+            k = _marker_index(t, self._marker_memo)
+            if k is not None:
+                target = next(i for i, j in self.nonterminals.items() if j == k)
+                raise SchemaError(f"recursive schema: {keyword} intersects the recursive reference to "
+                                  f"{self.ptr_of.get(target, '?')} (a recursive reference under an "
+                                  "intersection or complement is not supported)", keyword, self.ptr(node))
+        return t
 
     def _presence_variants(self, node: dict) -> list | None:
         """node as schemas without its presence parts (_presence_parts), one per set of
@@ -845,7 +862,8 @@ class _Compiler:
             comps = [tb.complement(t) for t in terms]
         finally:
             self._negated -= 1
-        return tb.alt(tb.intersect([t] + [c for j, c in enumerate(comps) if j != i]) for i, t in enumerate(terms))
+        return tb.alt(self._meet(node, "oneOf", tb.intersect([t] + [c for j, c in enumerate(comps) if j != i]))
+                      for i, t in enumerate(terms))
 
     # -- oneOf disjointness ----------------------------------------------------------
     def _deref(self, s, depth: int = 0):
@@ -1535,7 +1553,7 @@ class _RecursiveRules:
         self.terminals: dict[str, Term] = {}
         self._term_names: dict[int, str] = {}
         self._sym: dict[int, str] = {}
-        self._marked: dict[int, bool] = {}
+        self._marked: dict[int, int | None] = {}  # term id -> _marker_index
         for k in bodies:
             self.rules[f"r{k}"] = []
         for k, body in bodies.items():
@@ -1564,19 +1582,7 @@ class _RecursiveRules:
 
     # -- helpers -----------------------------------------------------------------------
     def _has_marker(self, t: Term) -> bool:
-        v = self._marked.get(t.id)
-        if v is None:
-            k = t.kind
-            if k == BYTES:
-                v = t.args == (0xFF, 0xFF)
-            elif k in (CONCAT, ALT, AND):
-                v = any(self._has_marker(c) for c in t.args)
-            elif k in (REPEAT, NOT):
-                v = self._has_marker(t.args[0])
-            else:
-                v = False
-            self._marked[t.id] = v
-        return v
+        return _marker_index(t, self._marked) is not None
 
     def _minus_empty(self, t: Term) -> Term:
         tb = self.tb
@@ -1677,6 +1683,23 @@ class _RecursiveRules:
         raise SchemaError("recursive schema: a recursive reference under an intersection or "
                           "complement (allOf with siblings, not, overlapping oneOf, contains, "
                           "if/then/else...) is not supported", "$ref")
+
+
+def _marker_index(t: Term, memo: dict) -> int | None:
+    """The index of a recursion marker in t (_Compiler._marker: bytes 0xFF, then two
+    bytes of the index), None if t holds none; memoized by term id."""
+    if t.id in memo:
+        return memo[t.id]
+    k, v = t.kind, None
+    if k == CONCAT and t.args[0].kind == BYTES and t.args[0].args == (0xFF, 0xFF):
+        hi, lo = t.args[1].args  # (the marker's last byte may head the rest: CONCAT)
+        v = (hi.args[0] << 8) | (lo.args[0] if lo.kind == BYTES else lo.args[0].args[0])
+    elif k in (CONCAT, ALT, AND):
+        v = next((i for c in t.args if (i := _marker_index(c, memo)) is not None), None)
+    elif k in (REPEAT, NOT):
+        v = _marker_index(t.args[0], memo)
+    memo[t.id] = v
+    return v
 
 
 def _join(base: str, ref: str) -> str:

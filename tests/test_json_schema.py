@@ -697,3 +697,16 @@ def test_pattern_named_groups():
     for pattern, pos in ((r"(?<a>x)(", 7), (r"(?<a>x)(?<=y)z", 7)):
         with pytest.raises(SchemaError, match=f"at position {pos}\n"):
             schema_to_term({"type": "string", "pattern": pattern})
+
+
+def test_recursion_under_intersection_names_the_place():
+    """A recursive reference under an intersection or complement cannot take the grammar
+    path: the error names the keyword, the schema holding it and the recursive one."""
+    node = {"type": "object", "properties": {"c": {"not": {"$ref": "#/$defs/n"}}}}
+    with pytest.raises(SchemaError, match=r"not intersects the recursive reference to #/\$defs/n") as e:
+        schema_to_term({"$defs": {"n": node}, "$ref": "#/$defs/n"})
+    assert (e.value.keyword, e.value.pointer) == ("not", "#/$defs/n/properties/c")
+    node = {"type": "object", "properties": {"c": {"oneOf": [{"$ref": "#/$defs/n"}, {"required": ["a"]}]}}}
+    with pytest.raises(SchemaError, match="oneOf intersects") as e:
+        schema_to_term({"$defs": {"n": node}, "$ref": "#/$defs/n"})
+    assert e.value.pointer == "#/$defs/n/properties/c"
