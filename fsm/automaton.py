@@ -715,7 +715,7 @@ def _loaded_head(t: Term, tb: TermBuilder) -> Term:
     prog = _LAZY_PROGRAMS.get(head.args[0]) if head.kind == LAZY else None
     if prog is None or len(prog) > LOADED_HEAD_MAX or _char_class(tb, head) is not None:
         return t
-    return tb.concat(tb._unlazy(head), rest)
+    return tb.concat(tb.body(head), rest)
 
 
 def clip_repeats(t: Term, source, longest: int) -> Term:

@@ -35,6 +35,9 @@ class StateSource(Protocol):
     def is_empty(self, key) -> bool: ...  # may be expensive; called once per new key
 
 
+GUESS_MAX = 4096  # longest candidate has_guess derives along
+
+
 class TermSource:
     """Regex states: interned terms and their derivative rows."""
 
@@ -62,19 +65,37 @@ class TermSource:
 
     def has_guess(self, t: Term) -> bool:
         """Whether a short candidate member of t is one (False: no candidate, or it is
-        not). The candidate is the shortest member of t's positive parts (an AND's
-        first part other than a NOT; a NOT's empty string): what a search would try
-        first, without building the rows of every state on the way (a 200-key object's
+        not). The candidate is the shortest member of t's positive parts (of an AND,
+        the longest of its parts' candidates that is a member of it: a type and an
+        enum, an object and its required keys; a NOT's empty string): what a search
+        would try first, without building the rows of every state on the way (a 200-key object's
         row is ~200 derivatives). Checked exactly, by the derivatives along it."""
-        w = _fold(t, self._guess, _guess_of)
-        if w is None:
-            return False
-        x, tb = t, self.tb
-        for b in w:
-            x = tb.derive(x, b)
-            if x.kind == NOTHING:
-                return False
-        return x.nullable
+        w = _fold(t, self._guess, self._guess_of)
+        return w is not None and _accepts(self.tb, t, w)
+
+    def _guess_of(self, x: Term, kids: list) -> bytes | None:
+        """has_guess's candidate for x, from its kids' (None: none known)."""
+        k = x.kind
+        if k == BYTES:
+            return bytes((x.args[0],))
+        if k == STR:
+            return x.args[0]
+        if k == CONCAT:
+            return None if None in kids or len(kids[0]) + len(kids[1]) > GUESS_MAX else kids[0] + kids[1]
+        if k == ALT:
+            known = [w for w in kids if w is not None]
+            return min(known, key=len) if known else None
+        if k == REPEAT:
+            lo = x.args[1]
+            return b"" if lo == 0 else None if kids[0] is None or len(kids[0]) * lo > GUESS_MAX else kids[0] * lo
+        if k == AND:  # a part's candidate that is a member (a complement's kids are not folded)
+            tried = {w for c, w in zip(x.args, kids) if c.kind != NOT and w is not None} or {b""}
+            return next((w for w in sorted(tried, key=len, reverse=True) if _accepts(self.tb, x, w)), None)
+        if k == LAZY:  # (loaded: a format, another key of an open object)
+            return _fold(self.tb.body(x), self._guess, self._guess_of)
+        if k in (EMPTY, NOT):
+            return b""
+        return None  # NOTHING
 
     def radius(self, t: Term) -> int | None:
         """An upper bound on the shortest completion of every prefix of t's members (how
@@ -186,29 +207,15 @@ def _minlen_of(x: Term, kids: list) -> int:
     return 0 if x.nullable else 1  # EMPTY, NOT, LAZY
 
 
-GUESS_MAX = 4096  # longest candidate has_guess derives along
 
 
-def _guess_of(x: Term, kids: list) -> bytes | None:
-    """TermSource.has_guess's candidate for x, from its kids' (None: none known)."""
-    k = x.kind
-    if k == BYTES:
-        return bytes((x.args[0],))
-    if k == STR:
-        return x.args[0]
-    if k == CONCAT:
-        return None if None in kids or len(kids[0]) + len(kids[1]) > GUESS_MAX else kids[0] + kids[1]
-    if k == ALT:
-        known = [w for w in kids if w is not None]
-        return min(known, key=len) if known else None
-    if k == REPEAT:
-        lo = x.args[1]
-        return b"" if lo == 0 else None if kids[0] is None or len(kids[0]) * lo > GUESS_MAX else kids[0] * lo
-    if k == AND:  # its first part other than a complement (their kids are not folded)
-        return next((w for c, w in zip(x.args, kids) if c.kind != NOT), b"")
-    if k in (EMPTY, NOT):
-        return b""
-    return None  # NOTHING; LAZY (not loaded for a guess)
+def _accepts(tb: TermBuilder, t: Term, data: bytes) -> bool:
+    """Whether data is a member of t (the derivatives along it: exact for AND/NOT)."""
+    for b in data:
+        t = tb.derive(t, b)
+        if t.kind == NOTHING:
+            return False
+    return t.nullable
 
 
 def _alphabet_of(x: Term, kids: list) -> int | None:

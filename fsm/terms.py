@@ -315,9 +315,9 @@ class TermBuilder:
         any other term (a `lazy` program's term is not loaded)."""
         if t.kind != LAZY or t.args[0] in _LAZY_PROGRAMS:
             return None
-        return self._unlazy(t)
+        return self.body(t)
 
-    def _unlazy(self, t: Term) -> Term:
+    def body(self, t: Term) -> Term:
         """The term a LAZY term stands for, loaded (or built) into this builder once."""
         name = t.args[0]
         x = self._loaded.get(name)
@@ -385,7 +385,7 @@ class TermBuilder:
         if saved is not None:
             built = self._load(saved[0])
             return tuple((s, e, built[k]) for s, e, k in saved[1])
-        r = self.row(self._unlazy(t))
+        r = self.row(self.body(t))
         if name in _LAZY_PROGRAMS and name not in _LAZY_ROWS:  # (a deferred term's row is its builder's own)
             # the targets in one program: they share most of their parts (date-time's
             # ten targets: 11.5k entries exported one by one, 1.2k together)
@@ -428,7 +428,7 @@ class TermBuilder:
             if _LAZY_ROWS.get(t.args[0]) is not None:
                 x = row_target(self.row(t), b)
                 return self.nothing if x is None else x
-            return self.derive(self._unlazy(t), b)
+            return self.derive(self.body(t), b)
         return self.nothing  # NOTHING, EMPTY
 
     def _union(self, rows: Sequence[Row]) -> Row:
