@@ -1203,6 +1203,11 @@ class _Compiler:
                 deps_req[k] = v
             else:
                 deps_sch[k] = v
+        for k, v in list(deps_sch.items()):  # {required: [...]} alone: a dependentRequired
+            f = _presence(v)
+            if f is not None and len(f[1]) == 1:
+                deps_req[k] = sorted(set(deps_req.get(k, ())) | f[1][0][1])
+                del deps_sch[k]
         dep_keys = list(dict.fromkeys(list(deps_req) + list(deps_sch)))
         if not dep_keys:
             return self._object_variant(node, d, budget, {})

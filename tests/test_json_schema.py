@@ -710,3 +710,21 @@ def test_recursion_under_intersection_names_the_place():
     with pytest.raises(SchemaError, match="oneOf intersects") as e:
         schema_to_term({"$defs": {"n": node}, "$ref": "#/$defs/n"})
     assert e.value.pointer == "#/$defs/n/properties/c"
+
+
+def test_dependent_schemas_of_required_keys_are_dependent_required():
+    """A dependentSchemas / dependencies entry that only requires keys is a
+    dependentRequired one: object variants, no intersection in the term."""
+    import itertools
+    for deps, validator in (
+            ({"dependentSchemas": {"a": {"required": ["b"]}, "c": {"required": ["a", "d"]}}},
+             jsonschema.Draft202012Validator),
+            ({"dependencies": {"a": {"required": ["b"]}, "c": ["d"]}}, jsonschema.Draft7Validator)):
+        schema = {"type": "object", "properties": {k: {"type": "integer"} for k in "abcd"}, **deps}
+        cs = schema_to_term(schema)
+        assert not cs.term.boolean, schema
+        dfa, check = cs.dfa(), validator(schema)
+        for n in range(5):
+            for keys in itertools.combinations("abcd", n):
+                inst = {k: i for i, k in enumerate(keys)}
+                assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), (schema, inst)
