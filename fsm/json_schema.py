@@ -13,8 +13,12 @@ intersection, `anyOf` a union, `oneOf` the union of each branch minus the others
 (plain union when the branches are provably disjoint: distinct types or a const
 discriminator), `not` the universe minus the subschema, `if/then/else` is
 (if & then) | (universe - if) & else, `dependentSchemas` and `dependentRequired` are
-unions of "key absent" and "key present and ...". Derivatives are lazy, so nothing is
-expanded at compile time: `maxLength: 10000` is one repeat node.
+unions of "key absent" and "key present and ..." (a dependentSchemas entry that only
+requires keys is a dependentRequired one). Parts of an object schema that only say
+which of its own keys it has (`oneOf: [{required: [a]}, {required: [b]}]`, `not:
+{required: [...]}`: _presence_parts) are no intersection either: the object is the
+union of its variants, one per allowed set of those keys. Derivatives are lazy, so
+nothing is expanded at compile time: `maxLength: 10000` is one repeat node.
 
 For intersection and complement to be exact, every term that accepts a value must accept
 exactly the same texts of it. The texts of a value (its canonical forms):
@@ -69,9 +73,11 @@ those Python's datetime holds (no year 0000, no leap second; python_dates=True).
 
 Emptiness: intersections and complements can make a derivative empty without being
 syntactically NOTHING; the DFA asks the source. `JsonTermSource.is_empty` decides it
-structurally (concatenation, alternation, repeat) and searches only AND/NOT parts, A*
-towards the shortest accepted completion; `JsonTermBuilder` folds `X & ~X` (and
-`X & ~(X|Y)`) to nothing, which otherwise needs an exhaustive search of X's states.
+structurally (concatenation, alternation, repeat) and searches only AND/NOT parts:
+first a guessed member (TermSource.has_guess), then A* towards the shortest accepted
+completion; `JsonTermBuilder` folds `X & ~X` (and `X & ~(X|Y)`) to nothing, which
+otherwise needs an exhaustive search of X's states. A recursive reference (the grammar
+path) cannot be intersected: refused where the intersection is made (_meet).
 
 Free positions (`{}`, `true`, missing `items`/`additionalProperties` values) use a cheap
 universe: objects with any keys in any order. Complement operands (`not`, `if` and
