@@ -28,7 +28,8 @@ exactly the same texts of it. The texts of a value (its canonical forms):
   For an ordinary schema this is the declared property order. Optional properties may
   be omitted. In a document where no keyword intersects or complements objects (none
   of `_MEETS`: allOf, oneOf, not, if, dependentSchemas, patternProperties, a $ref with
-  sibling keywords, two parts of one schema that may both hold objects...), an
+  sibling keywords, two parts of one schema that may both hold objects...; presence
+  parts do not count), an
   object's own keys (its properties, required and dependentRequired keys) come
   first, in key order, each at most once; all other keys come after them, in any
   order. That is the issue's "declared property order, undeclared keys after them",
