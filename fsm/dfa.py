@@ -68,8 +68,9 @@ class TermSource:
         not). The candidate is the shortest member of t's positive parts (of an AND,
         the longest of its parts' candidates that is a member of it: a type and an
         enum, an object and its required keys; a NOT's empty string): what a search
-        would try first, without building the rows of every state on the way (a 200-key object's
-        row is ~200 derivatives). Checked exactly, by the derivatives along it."""
+        would try first, without building the rows of every state on the way (a
+        200-key object's row is ~200 derivatives). Checked exactly, by the derivatives
+        along it."""
         w = _fold(t, self._guess, self._guess_of)
         return w is not None and _accepts(self.tb, t, w)
 
@@ -205,8 +206,6 @@ def _minlen_of(x: Term, kids: list) -> int:
     if k == NOTHING:
         return 1 << 30
     return 0 if x.nullable else 1  # EMPTY, NOT, LAZY
-
-
 
 
 def _accepts(tb: TermBuilder, t: Term, data: bytes) -> bool:
