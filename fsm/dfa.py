@@ -71,8 +71,12 @@ class TermSource:
         would try first, without building the rows of every state on the way (a
         200-key object's row is ~200 derivatives). Checked exactly, by the derivatives
         along it."""
-        w = _fold(t, self._guess, self._guess_of)
+        w = self.guess(t)
         return w is not None and _accepts(self.tb, t, w)
+
+    def guess(self, t: Term) -> bytes | None:
+        """has_guess's candidate, not checked (None: none known)."""
+        return _fold(t, self._guess, self._guess_of)
 
     def _guess_of(self, x: Term, kids: list) -> bytes | None:
         """has_guess's candidate for x, from its kids' (None: none known)."""
@@ -92,8 +96,10 @@ class TermSource:
         if k == AND:  # a part's candidate that is a member (a complement's kids are not folded)
             tried = {w for c, w in zip(x.args, kids) if c.kind != NOT and w is not None} or {b""}
             return next((w for w in sorted(tried, key=len, reverse=True) if _accepts(self.tb, x, w)), None)
-        if k == LAZY:  # (loaded: a format, another key of an open object)
-            return _fold(self.tb.body(x), self._guess, self._guess_of)
+        if k == LAZY:  # a deferred term (another key of an open object) is built; a
+            # format's program is not loaded for a guess (a date-time's: 1.2k entries)
+            body = self.tb.deferred_body(x)
+            return None if body is None else _fold(body, self._guess, self._guess_of)
         if k in (EMPTY, NOT):
             return b""
         return None  # NOTHING
@@ -209,7 +215,12 @@ def _minlen_of(x: Term, kids: list) -> int:
 
 
 def _accepts(tb: TermBuilder, t: Term, data: bytes) -> bool:
-    """Whether data is a member of t (the derivatives along it: exact for AND/NOT)."""
+    """Whether data is a member of t: of each part of an intersection, of no complement's
+    operand, else the derivatives along it (no intersection of derivatives is built)."""
+    if t.kind == AND:
+        return all(_accepts(tb, c, data) for c in t.args)
+    if t.kind == NOT:
+        return not _accepts(tb, t.args[0], data)
     for b in data:
         t = tb.derive(t, b)
         if t.kind == NOTHING:

@@ -101,7 +101,7 @@ from decimal import Decimal
 from itertools import product
 from urllib.parse import unquote, urldefrag, urljoin
 
-from .dfa import DEFAULT_MAX_STATES, LazyDFA, TermSource
+from .dfa import DEFAULT_MAX_STATES, LazyDFA, TermSource, _accepts
 from .errors import ConstraintError, RegexError, TooLargeError
 from .json_numbers import NumberTerms, integer_texts, number_text_term, to_decimal
 from .json_strings import StringTerms, encode_string, string_text, term_matches
@@ -1817,6 +1817,11 @@ class JsonTermBuilder(TermBuilder):
         return super().complement(x)
 
 
+# JsonTermSource: a guessed member (TermSource.guess) of at most GUESS_FIRST_MAX bytes
+# is checked before the search, a longer one after GUESS_AFTER of its steps
+GUESS_FIRST_MAX, GUESS_AFTER = 64, 4
+
+
 class JsonTermSource(TermSource):
     """TermSource whose emptiness check is an A* search for an accepting state.
 
@@ -1864,13 +1869,21 @@ class JsonTermSource(TermSource):
 
     def _search_empty(self, t: Term) -> bool:
         empty = self._empty
-        if self.has_guess(t):
-            return False
         heap = [(self.minlen(t), 0, t.id, t)]
         best = {t.id: 0}
         parent: dict[int, int] = {}
         found = None
+        # a short guess first; a long one (the rest of a document, from inside a
+        # string) after a few steps: a state next to one known to live is settled
+        # there, where checking the guess would derive the whole document
+        w, pops = self.guess(t), 0
+        if w is not None and len(w) <= GUESS_FIRST_MAX and _accepts(self.tb, t, w):
+            return False
         while heap:
+            pops += 1
+            if pops == GUESS_AFTER and w is not None and len(w) > GUESS_FIRST_MAX \
+                    and _accepts(self.tb, t, w):
+                return False
             _, g, _, x = heapq.heappop(heap)
             g = -g
             if best.get(x.id, g) < g:

@@ -571,11 +571,27 @@ def test_emptiness_guess_agrees_with_search(p1, p2, p3):
         guessed = [source(tb).is_empty(t) for t in terms(tb)]
         tb2 = make()
         plain = source(tb2)
-        plain.has_guess = lambda t: False
+        plain.guess = lambda t: None
         assert guessed == [plain.is_empty(t) for t in terms(tb2)], (p1, p2, p3, source)
         for t, empty in zip(terms(tb), guessed):
             if _shortest_member(tb, t, 12) is not None:
                 assert not empty, (p1, p2, p3, source)
+
+
+def test_wrong_guesses_fall_back_to_the_search():
+    """Where the guessed member (the shortest of the positive part) is excluded, the
+    answer is the search's: empty, or the longer member found."""
+    from fsm.json_schema import JsonTermBuilder, JsonTermSource
+    for make, source in ((TermBuilder, TermSource), (JsonTermBuilder, JsonTermSource)):
+        for a, b, empty in (("a(b|c)?", "ab?|ac", True), ("a(b|c)?", "ab?", False),
+                            ("(xy)+", "xy|xyxy|xyxyxy", False), ("x{1,3}", "x|xx|xxx", True)):
+            tb = make()
+            t = tb.intersect([regex_to_term(tb, a), tb.complement(regex_to_term(tb, b))])
+            assert source(tb).is_empty(t) == empty, (a, b, source)
+        tb = make()  # a complement's guess (the empty string) outside an intersection
+        nothing = tb.complement(tb.alt([tb.empty, tb.repeat(tb.any_byte, 1, None)]))  # all strings
+        assert source(tb).is_empty(tb.concat(nothing, tb.literal(b"y"))), source
+        assert not source(tb).is_empty(tb.alt([tb.concat(nothing, tb.literal(b"y")), tb.literal(b"z")]))
 
 
 def test_matcher_contract():
