@@ -181,16 +181,19 @@ def _fold(t: Term, memo: dict, combine) -> object:
     v = memo.get(t.id, memo)
     if v is not memo:
         return v
-    stack = [(t, False)]
+    stack = [t]
     while stack:
-        x, done = stack.pop()
+        x = stack[-1]
         if x.id in memo:
+            stack.pop()
             continue
-        kids = x.args if x.kind in (CONCAT, ALT, AND) else (x.args[0],) if x.kind == REPEAT else ()
-        if not done and any(c.id not in memo for c in kids):
-            stack.append((x, True))
-            stack.extend((c, False) for c in kids if c.id not in memo)
+        k = x.kind
+        kids = x.args if k == CONCAT or k == ALT or k == AND else (x.args[0],) if k == REPEAT else ()
+        todo = [c for c in kids if c.id not in memo]
+        if todo:  # (x stays below them: combined once they are)
+            stack += todo
             continue
+        stack.pop()
         memo[x.id] = combine(x, [memo[c.id] for c in kids])
     return memo[t.id]
 
