@@ -709,6 +709,13 @@ class _Compiler:
         variants = self._presence_variants(node)
         if variants is not None:
             return tb.alt([self.value(v, d, budget) for v in variants])
+        if "$ref" in node and set(node) <= _NOTES | {"type"} and "type" in node:
+            # `type` beside a $ref whose target has those types already (renovate's
+            # {"type": "object", "$ref": "#"}): the target alone, not an intersection
+            target = self._resolve(node, node["$ref"])
+            types = self._types_of(target)
+            if types is not None and types <= self._types_of({"type": node["type"]}):
+                return self.value(target, d, budget)
         for k, what in _UNSUPPORTED.items():
             if k in node:
                 self.refuse(node, k, f"{what} are not supported")

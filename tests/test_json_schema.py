@@ -728,3 +728,17 @@ def test_dependent_schemas_of_required_keys_are_dependent_required():
             for keys in itertools.combinations("abcd", n):
                 inst = {k: i for i, k in enumerate(keys)}
                 assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), (schema, inst)
+
+
+def test_type_beside_a_ref_it_already_has():
+    """`type` beside a $ref whose target has that type is the target alone: a recursive
+    reference stays on the grammar path instead of under an intersection."""
+    node = {"type": "object", "properties": {"c": {"type": "object", "$ref": "#/$defs/n"}},
+            "additionalProperties": False}
+    cs = schema_to_term({"$defs": {"n": node}, "$ref": "#/$defs/n"})
+    assert cs.rules is not None
+    dfa = cs.dfa()
+    assert cs.accepts('{"c":{"c":{"c":{}}}}', dfa) and not cs.accepts('{"c":1}', dfa)
+    other = {"properties": {"x": {"type": "string", "$ref": "#/$defs/o"}}, "$defs": {"o": {"type": "object"}}}
+    cs = schema_to_term(other)  # a type the target does not have: still their intersection
+    assert cs.accepts('{}') and not cs.accepts('{"x":{}}') and not cs.accepts('{"x":"s"}')
