@@ -72,7 +72,7 @@ class TermSource:
         200-key object's row is ~200 derivatives). Checked exactly, by the derivatives
         along it."""
         w = self.guess(t)
-        return w is not None and _accepts(self.tb, t, w)
+        return w is not None and self.tb.matches(t, w)
 
     def guess(self, t: Term) -> bytes | None:
         """has_guess's candidate, not checked (None: none known)."""
@@ -95,7 +95,7 @@ class TermSource:
             return b"" if lo == 0 else None if kids[0] is None or len(kids[0]) * lo > GUESS_MAX else kids[0] * lo
         if k == AND:  # a part's candidate that is a member (a complement's kids are not folded)
             tried = {w for c, w in zip(x.args, kids) if c.kind != NOT and w is not None} or {b""}
-            return next((w for w in sorted(tried, key=len, reverse=True) if _accepts(self.tb, x, w)), None)
+            return next((w for w in sorted(tried, key=len, reverse=True) if self.tb.matches(x, w)), None)
         if k == LAZY:  # a deferred term (another key of an open object) is built; a
             # format's program is not loaded for a guess (a date-time's: 1.2k entries)
             body = self.tb.deferred_body(x)
@@ -215,20 +215,6 @@ def _minlen_of(x: Term, kids: list) -> int:
     if k == NOTHING:
         return 1 << 30
     return 0 if x.nullable else 1  # EMPTY, NOT, LAZY
-
-
-def _accepts(tb: TermBuilder, t: Term, data: bytes) -> bool:
-    """Whether data is a member of t: of each part of an intersection, of no complement's
-    operand, else the derivatives along it (no intersection of derivatives is built)."""
-    if t.kind == AND:
-        return all(_accepts(tb, c, data) for c in t.args)
-    if t.kind == NOT:
-        return not _accepts(tb, t.args[0], data)
-    for b in data:
-        t = tb.derive(t, b)
-        if t.kind == NOTHING:
-            return False
-    return t.nullable
 
 
 def _alphabet_of(x: Term, kids: list) -> int | None:

@@ -101,10 +101,10 @@ from decimal import Decimal
 from itertools import product
 from urllib.parse import unquote, urldefrag, urljoin
 
-from .dfa import DEFAULT_MAX_STATES, LazyDFA, TermSource, _accepts
+from .dfa import DEFAULT_MAX_STATES, LazyDFA, TermSource
 from .errors import ConstraintError, RegexError, TooLargeError
 from .json_numbers import NumberTerms, integer_texts, number_text_term, to_decimal
-from .json_strings import StringTerms, encode_string, string_text, term_matches
+from .json_strings import StringTerms, encode_string, string_text
 from .terms import (ALT, AND, BYTES, CONCAT, EMPTY, NOT, NOTHING, REPEAT, STR, Term, TermBuilder,
                     paused_gc)
 
@@ -1306,7 +1306,7 @@ class _Compiler:
                 if req:
                     return tb.nothing
                 continue
-            if names_t is not None and not term_matches(tb, names_t, string_text(k)):
+            if names_t is not None and not tb.matches(names_t, string_text(k)):
                 if req:
                     return tb.nothing
                 continue
@@ -1314,7 +1314,7 @@ class _Compiler:
             vparts = []
             if k in props:
                 vparts.append(self.value(props[k], d - 1, budget))
-            matched = [s for p, t, s in pat_terms if term_matches(tb, t, enc)]
+            matched = [s for p, t, s in pat_terms if tb.matches(t, enc)]
             vparts += [self.value(s, d - 1, budget) for s in matched]
             if k not in props and not matched:
                 if addl is False:
@@ -1884,12 +1884,12 @@ class JsonTermSource(TermSource):
         # string) after a few steps: a state next to one known to live is settled
         # there, where checking the guess would derive the whole document
         w, pops = self.guess(t), 0
-        if w is not None and len(w) <= GUESS_FIRST_MAX and _accepts(self.tb, t, w):
+        if w is not None and len(w) <= GUESS_FIRST_MAX and self.tb.matches(t, w):
             return False
         while heap:
             pops += 1
             if pops == GUESS_AFTER and w is not None and len(w) > GUESS_FIRST_MAX \
-                    and _accepts(self.tb, t, w):
+                    and self.tb.matches(t, w):
                 return False
             _, g, _, x = heapq.heappop(heap)
             g = -g

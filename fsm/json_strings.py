@@ -322,18 +322,3 @@ def _search_term(st: StringTerms, pattern: str) -> Term:
         return tb.seq([pre, conv.sequence(items, flags, False, False), post])
 
     return search(parsed, parsed.state.flags)
-
-
-def term_matches(tb: TermBuilder, t: Term, data: bytes) -> bool:
-    """Whether the byte string is in t's language (walks derivative rows; for short keys).
-
-    AND/NOT terms are exact here too: a derivative that is an empty AND term simply
-    never becomes nullable."""
-    for b in data:
-        for s, e, x in tb.row(t):
-            if s <= b < e:
-                t = x
-                break
-        else:
-            return False
-    return t.nullable

@@ -310,6 +310,24 @@ class TermBuilder:
             self._deferred.setdefault(name, build)
         return self._make(LAZY, (name,), nullable, False, 1)
 
+    def matches(self, t: Term, data: bytes) -> bool:
+        """Whether `data` is a member of t: its derivatives along data, an intersection's
+        parts and a complement's operand apart (no intersection of derivatives is built).
+
+        >>> tb = TermBuilder()
+        >>> tb.matches(tb.intersect([tb.literal(b"ab"), tb.complement(tb.literal(b"a"))]), b"ab")
+        True
+        """
+        if t.kind == AND:
+            return all(self.matches(c, data) for c in t.args)
+        if t.kind == NOT:
+            return not self.matches(t.args[0], data)
+        for b in data:
+            t = self.derive(t, b)
+            if t.kind == NOTHING:
+                return False
+        return t.nullable
+
     def deferred_body(self, t: Term) -> Term | None:
         """The term a deferred LAZY term (`deferred`) stands for, built now; None for
         any other term (a `lazy` program's term is not loaded)."""
