@@ -36,7 +36,6 @@ class BlockManager:
         self.block_hash: list[int | None] = [None] * num_blocks
         self.block_tokens: list[tuple | None] = [None] * num_blocks
         self.hash_to_block: dict[int, int] = {}
-        self.hit_tokens = 0      # tokens served from the prefix cache, over the lifetime
         # Free blocks in eviction order (oldest first); values unused.
         self.free: OrderedDict[int, None] = OrderedDict((i, None) for i in range(num_blocks))
 
@@ -75,7 +74,6 @@ class BlockManager:
             seq.block_hashes.append(h)
             prev = h
         seq.num_computed_tokens = seq.num_cached_tokens = len(seq.block_table) * bs
-        self.hit_tokens += seq.num_cached_tokens
         if seq.num_preemptions == 0:
             seq.prefix_hit_tokens = seq.num_cached_tokens
 

@@ -80,9 +80,12 @@ class Scheduler:
                 else:
                     n = budget
             if not bm.allocate(seq, n):
+                # Give back the prefix blocks it matched (it matches again when next at
+                # the head): a preemption may queue others in front of it, and blocks
+                # held by a waiting sequence would be stranded until one "did not fit".
+                bm.free_sequence(seq)
                 if not scheduled and not self.running:
                     # Not even this one sequence fits in the whole cache.
-                    bm.free_sequence(seq)
                     self.waiting.popleft()
                     seq.status = SequenceStatus.FINISHED
                     seq.finish_reason = "error"
