@@ -1,4 +1,5 @@
-"""Engine throughput on CPU (or GPU): our engine against transformers' `generate`.
+"""Engine throughput on CPU (or GPU): our engine against transformers' `generate`
+on the same device and dtype.
 
     .venv/bin/python benchmarks/engine_throughput.py            # full: 64 prompts, 16-128 new tokens
     .venv/bin/python benchmarks/engine_throughput.py --quick    # a short run (32 prompts, batch 8)
@@ -71,7 +72,7 @@ def run_hf(hf, tok, prompts, lens, batch):
     def go():
         for i in range(0, len(prompts), batch):
             ps, ls = prompts[i:i + batch], lens[i:i + batch]
-            enc = tok(ps, return_tensors="pt", padding=True)
+            enc = tok(ps, return_tensors="pt", padding=True).to(hf.device)
             m = int(max(ls))
             with torch.inference_mode():
                 hf.generate(**enc, max_new_tokens=m, min_new_tokens=m, do_sample=False,
@@ -136,7 +137,8 @@ def main():
     hf = None
     if not args.skip_hf:
         from transformers import AutoModelForCausalLM
-        hf = AutoModelForCausalLM.from_pretrained(llm.folder, dtype=torch.float32).eval()
+        # Same device and dtype as the engine (fp32 on CPU, bf16 on CUDA by default).
+        hf = AutoModelForCausalLM.from_pretrained(llm.folder, dtype=llm.dtype).to(llm.device).eval()
     ours, theirs = [], []
     for _ in range(args.repeat):
         _, tok, dt, cpu = run_engine(llm, prompts, lens, ignore_eos=True)

@@ -10,6 +10,7 @@ import math
 import pytest
 import torch
 
+import engine.attention as attention
 from engine.attention import DECODE_GROUP, AttentionMetadata, paged_attention, store_kv_cache
 
 
@@ -29,8 +30,17 @@ def dense_attention(q, k, v, scale, window):
     return torch.einsum("hqk,khd->qhd", scores.softmax(-1), v.double()).float()
 
 
+@pytest.mark.parametrize("cuda_slots", [None, 48, 1 << 18], ids=["cpu-groups", "cuda-split", "cuda-one"])
 @pytest.mark.parametrize("heads,kv_heads,window", [(4, 2, None), (4, 4, None), (6, 2, 5)])
-def test_paged_attention_matches_dense(heads, kv_heads, window):
+def test_paged_attention_matches_dense(heads, kv_heads, window, cuda_slots, monkeypatch):
+    """Decodes grouped as on CPU (groups of DECODE_GROUP) and as on CUDA (by gathered
+    slots: a small budget splits them, the default takes all at once)."""
+    groups = []
+    if cuda_slots is not None:
+        decode_groups = attention._decode_groups
+        monkeypatch.setattr(attention, "CUDA_DECODE_SLOTS", cuda_slots)
+        monkeypatch.setattr(attention, "_decode_groups",
+                            lambda meta, cuda: groups.append(decode_groups(meta, True)) or groups[-1])
     torch.manual_seed(0)
     bs, dim, num_blocks = 4, 8, 64
     # (kv_len, q_len): decodes first, then prefills with and without cached context.
@@ -65,6 +75,12 @@ def test_paged_attention_matches_dense(heads, kv_heads, window):
     out = paged_attention(query, k_cache, v_cache, meta, scale, window)
     again = paged_attention(query, k_cache, v_cache, meta, scale, window)   # cached indices
     assert torch.equal(out, again)
+    if cuda_slots == 48:     # split where a group's padded slots would pass 48
+        assert len(groups[0]) > 1 and all(
+            (hi - lo) * max(-(-n // bs) * bs for n in seq_lens[lo:hi]) <= 48 or hi - lo == 1
+            for lo, hi in groups[0])
+    elif cuda_slots:
+        assert groups[0] == [(0, meta.num_decodes)]
     start = 0
     for (kv_len, q_len), k, v in zip(shapes, keys, values):
         expected = dense_attention(query[start:start + q_len], k, v, scale, window)
