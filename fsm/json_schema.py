@@ -17,8 +17,14 @@ unions of "key absent" and "key present and ..." (a dependentSchemas entry that 
 requires keys is a dependentRequired one). Parts of an object schema that only say
 which of its own keys it has (`oneOf: [{required: [a]}, {required: [b]}]`, `not:
 {required: [...]}`: _presence_parts) are no intersection either: the object is the
-union of its variants, one per allowed set of those keys. Derivatives are lazy, so
-nothing is expanded at compile time: `maxLength: 10000` is one repeat node.
+union of its variants, one per allowed set of those keys. Likewise an `if` that tests one
+property's value (`if: {properties: {kind: {const: "cron"}}}`, then/else) makes one
+variant per outcome: the test and `then`, or the other values and `else`. allOf
+branches are merged where they are plain objects (properties merged per key, some
+keywords of one branch carried over), plain arrays (items merged), value lists
+(common values) or string/number keywords (tightest bounds): one term, not an
+intersection. Derivatives are lazy, so nothing is expanded at compile time:
+`maxLength: 10000` is one repeat node.
 
 For intersection and complement to be exact, every term that accepts a value must accept
 exactly the same texts of it. The texts of a value (its canonical forms):
@@ -140,6 +146,7 @@ _MEETS = frozenset(("allOf", "oneOf", "not", "if", "dependentSchemas", "dependen
 _NOTES = frozenset(("$ref", "$id", "$schema", "$comment", "$anchor", "$dynamicAnchor", "$defs",
                     "definitions", "title", "description", "default", "examples", "deprecated",
                     "readOnly", "writeOnly"))
+_ANNOTATIONS = _NOTES - {"$ref"}  # keywords that assert nothing
 _UNSUPPORTED = {"$dynamicRef": "dynamic references", "$recursiveRef": "recursive references (2019-09)"}
 
 
@@ -365,6 +372,54 @@ def _presence_parts(node: dict):
     return taken, f, rest
 
 
+CONDITIONS_MAX = 3  # value conditions of one schema written as variants (2^3 at most)
+
+
+def _condition(part):
+    """An if/then/else whose `if` tests one property's value: {"if": {"properties": {k:
+    test}, "required": [k]?}, "then": ..., "else": ...} -> (k, test, required, then,
+    else); None for any other `if`, or none."""
+    c = part.get("if") if isinstance(part, dict) else None
+    if not isinstance(c, dict) or not ("then" in part or "else" in part) \
+            or not set(c) <= {"properties", "required"} | _ANNOTATIONS:
+        return None
+    props, req = c.get("properties"), c.get("required", [])
+    if not isinstance(props, dict) or len(props) != 1 or not isinstance(req, list):
+        return None
+    (key, test), = props.items()
+    if not set(req) <= {key}:
+        return None
+    return key, test, bool(req), part.get("then", True), part.get("else", True)
+
+
+def _value_conditions(node: dict):
+    """node's if/then/else parts that test one property's value (_condition), its own
+    and allOf branches that are only that: (their conditions, node without them); None
+    where there are none. _Compiler writes node as the union of one variant per outcome
+    of the tests, each holding `then` or `else` and the property's test or its
+    negation: no complement of a whole object schema (dependabot's `if: {properties:
+    {interval: {const: cron}}}`: an emptiness search at each new state)."""
+    if not isinstance(node, dict):
+        return None
+    found, rest = [], dict(node)
+    if (c := _condition(node)) is not None:
+        found.append(c)
+        for k in ("if", "then", "else"):
+            rest.pop(k, None)
+    if isinstance(node.get("allOf"), list):
+        keep = []
+        for b in node["allOf"]:
+            c = _condition(b) if isinstance(b, dict) and set(b) <= {"if", "then", "else"} | _ANNOTATIONS else None
+            (keep if c is None else found).append(b if c is None else c)
+        if len(keep) < len(node["allOf"]):
+            rest["allOf"] = keep
+            if not keep:
+                del rest["allOf"]
+    if not found or len(found) > CONDITIONS_MAX:
+        return None
+    return found, rest
+
+
 def _container_parts(node: dict) -> int:
     """How many of the parts that _Compiler._value intersects for `node` may accept an
     object or an array, which may hold objects (a typed part, const, enum, anyOf; a
@@ -460,6 +515,7 @@ class _Compiler:
         self.rule_bodies_done: set[int] = set()
         self._merged: dict[int, object] = {}
         self._variants: dict[int, list | None] = {}  # id(node) -> _presence_variants
+        self._cond_variants: dict[int, list | None] = {}  # id(node) -> _condition_variants
         self._marker_memo: dict[int, int | None] = {}  # term id -> _marker_index
         self._keep: list = []  # merged schemas stay alive (memo keys are ids)
         self._negated = 0
@@ -707,6 +763,8 @@ class _Compiler:
             if merged is not None:
                 return self.value(merged, d, budget)
         variants = self._presence_variants(node)
+        if variants is None:
+            variants = self._condition_variants(node)
         if variants is not None:
             return tb.alt([self.value(v, d, budget) for v in variants])
         if "$ref" in node and set(node) <= _NOTES | {"type"} and "type" in node:
@@ -798,59 +856,150 @@ class _Compiler:
                 v = dict(rest)
                 v["required"] = sorted(set(rest.get("required", ())) | have)
                 v["properties"] = {**rest.get("properties", {}), **{k: False for k in keys if k not in have}}
-                self.base_of[id(v)] = self.base_of.get(id(node), "")
-                self.ptr_of[id(v)] = self.ptr(node)
-                self._index_subs(v)
+                self._adopt(v, node)
                 out.append(v)
         self._variants[id(node)] = out
         self._keep.append(out)
         return out
 
+    def _condition_variants(self, node: dict) -> list | None:
+        """node as schemas without its value conditions (_value_conditions), one per
+        outcome of their tests: the test and `then`, or the test's negation (the key
+        present, unless the `if` requires it, and its value not the test's) and `else`.
+        The outcomes exclude each other, so their union is node. None where node has
+        no value conditions."""
+        if id(node) in self._cond_variants:
+            return self._cond_variants[id(node)]
+        got = _value_conditions(node)
+        out = None
+        if got is not None:
+            conds, rest = got
+            out = []
+            for bits in range(1 << len(conds)):
+                extra = []
+                for i, (key, test, required, then, els) in enumerate(conds):
+                    if bits >> i & 1:
+                        extra += [{"properties": {key: test}, "required": [key] if required else []}, then]
+                    else:  # the `if` fails: only on an object, whose key has another value (or is absent)
+                        extra += [{"type": "object", "properties": {key: self._negated_test(rest, key, test)},
+                                   "required": [] if required else [key]}, els]
+                if False in extra:
+                    continue
+                v = dict(rest)
+                v["allOf"] = list(rest.get("allOf", [])) + [x for x in extra if x is not True]
+                self._adopt(v, node)
+                for x in v["allOf"]:
+                    if id(x) not in self.base_of:  # the tests' wrappers
+                        self._adopt(x, node)
+                out.append(v)
+        self._cond_variants[id(node)] = out
+        self._keep.append(out)
+        return out
+
+    def _negated_test(self, node: dict, key: str, test) -> dict:
+        """A schema for node's property `key` failing `test`: the values the property
+        declares less the test's where both list theirs (no complement to search at
+        every state), else {"not": test}."""
+        props = node.get("properties")
+        has = _finite_values(self._deref(props.get(key, True))) if isinstance(props, dict) else None
+        bad = _finite_values(self._deref(test))
+        if has is None or bad is None:
+            return {"not": test}
+        return {"enum": [v for v in has if not any(_json_equal(v, b) for b in bad)]}
+
+    def _adopt(self, new: dict, node: dict) -> None:
+        """Give a schema written for node (a variant, a merged allOf) node's base URI and
+        pointer, and its subschemas theirs (_index_subs)."""
+        self.base_of[id(new)] = self.base_of.get(id(node), "")
+        self.ptr_of[id(new)] = self.ptr(node)
+        self._index_subs(new)
+
     _MERGEABLE = {"type", "properties", "required", "additionalProperties", "allOf", "title",
-                  "description", "$comment", "default", "examples", "$schema", "$id"}
+                  "description", "$comment", "default", "examples", "$schema", "$id", "$defs",
+                  "definitions"}
+
+    # Keywords of one allOf branch that merging carries over as they are (each group in
+    # at most one branch): none of them reads another keyword of its schema.
+    _CARRIED = (("anyOf",), ("oneOf",), ("not",), ("if", "then", "else"), ("dependentRequired",),
+                ("dependentSchemas",), ("dependencies",), ("minProperties",), ("maxProperties",),
+                ("propertyNames",))
+    _ARRAY_MERGEABLE = {"type", "items", "minItems", "maxItems", "uniqueItems"} | _ANNOTATIONS
 
     def _merged_all_of(self, node: dict):
         """allOf of plain object schemas (properties / required / additionalProperties /
-        type object) merged into one schema: the same language as the intersection, but one
-        object term instead of an AND of several (faster masks). None if not mergeable."""
+        type object, and keywords carried over from one branch) or of plain array schemas
+        (items / min-maxItems / uniqueItems / type array) merged into one schema: the same
+        language as the intersection, but one object or array term instead of an AND of
+        several (faster masks; an object's presence parts and value conditions then
+        become variants). Nested allOf are flattened. None if not mergeable."""
         if id(node) in self._merged:
             return self._merged[id(node)]
-        branches = [{k: v for k, v in node.items() if k != "allOf"}]
-        for b in node["allOf"]:
-            b = self._deref(b)
+        branches, todo = [], [node]
+        while todo:
+            b = self._deref(todo.pop(0))
             if b is True:
                 continue
-            if not isinstance(b, dict) or "allOf" in b:
+            if not isinstance(b, dict) or not isinstance(b.get("allOf", []), list):
                 branches = None
                 break
-            branches.append(b)
+            branches.append({k: v for k, v in b.items() if k != "allOf"})
+            todo += b.get("allOf", [])
         merged = None
-        if branches is not None and all(set(b) <= self._MERGEABLE for b in branches) and all(
-                b.get("type", "object") == "object" for b in branches):
-            props: dict = {}
-            for b in branches:
-                for k in b.get("properties", {}):
-                    props.setdefault(k, [])
-            for k, vals in props.items():
-                for b in branches:
-                    if k in b.get("properties", {}):
-                        vals.append(b["properties"][k])
-                    elif b.get("additionalProperties", True) is not True:
-                        vals.append(b["additionalProperties"])
-            addl = [b["additionalProperties"] for b in branches if b.get("additionalProperties", True) is not True]
-            merged = {"properties": {k: (v[0] if len(v) == 1 else {"allOf": v}) if v else True
-                                     for k, v in props.items()},
-                      "required": sorted({r for b in branches for r in b.get("required", [])})}
-            if any("type" in b for b in branches):
-                merged["type"] = "object"
-            if addl:
-                merged["additionalProperties"] = False if False in addl else (
-                    addl[0] if len(addl) == 1 else {"allOf": addl})
-            self.base_of[id(merged)] = self.base_of.get(id(node), "")
-            self.ptr_of[id(merged)] = self.ptr(node)
-            self._index_subs(merged)
+        lists = [] if branches is None else [_finite_values(b) for b in branches if not set(b) <= _ANNOTATIONS]
+        if lists and None not in lists:  # value lists: the values in all of them
+            merged = {"enum": [v for v in lists[0] if all(any(_json_equal(v, w) for w in o) for o in lists[1:])]}
+        elif branches is not None and (merged := _merged_scalars(branches)) is not None:
+            pass
+        elif branches is not None:
+            merged = self._merged_objects(branches)
+            if merged is None and all(set(b) <= self._ARRAY_MERGEABLE and not isinstance(b.get("items"), list)
+                                      and b.get("type", "array") == "array" for b in branches):
+                items = [b["items"] for b in branches if "items" in b]
+                merged = {k: v for k, v in (
+                    ("type", "array" if any("type" in b for b in branches) else None),
+                    ("items", (items[0] if len(items) == 1 else {"allOf": items}) if items else None),
+                    ("minItems", max((b["minItems"] for b in branches if "minItems" in b), default=None)),
+                    ("maxItems", min((b["maxItems"] for b in branches if "maxItems" in b), default=None)),
+                    ("uniqueItems", any(b.get("uniqueItems") is True for b in branches) or None))
+                    if v is not None}
+        if merged is not None:
+            self._adopt(merged, node)
         self._merged[id(node)] = merged
         self._keep.append(merged)
+        return merged
+
+    def _merged_objects(self, branches: list):
+        """_merged_all_of for object schemas; None where they are not all of that kind."""
+        carried, plain = {}, self._MERGEABLE
+        for b in branches:
+            for group in self._CARRIED:
+                if group[0] in b or group[-1] in b:
+                    if group[0] in carried:
+                        return None
+                    carried.update((k, b[k]) for k in group if k in b)
+                    carried.setdefault(group[0], None)
+            if not set(b) <= plain | set(carried) or b.get("type", "object") != "object":
+                return None
+        props: dict = {}
+        for b in branches:
+            for k in b.get("properties", {}):
+                props.setdefault(k, [])
+        for k, vals in props.items():
+            for b in branches:
+                if k in b.get("properties", {}):
+                    vals.append(b["properties"][k])
+                elif b.get("additionalProperties", True) is not True:
+                    vals.append(b["additionalProperties"])
+        addl = [b["additionalProperties"] for b in branches if b.get("additionalProperties", True) is not True]
+        merged = {"properties": {k: (v[0] if len(v) == 1 else {"allOf": v}) if v else True
+                                 for k, v in props.items()},
+                  "required": sorted({r for b in branches for r in b.get("required", [])})}
+        if any("type" in b for b in branches):
+            merged["type"] = "object"
+        if addl:
+            merged["additionalProperties"] = False if False in addl else (
+                addl[0] if len(addl) == 1 else {"allOf": addl})
+        merged.update((k, v) for k, v in carried.items() if v is not None)
         return merged
 
     def _index_subs(self, merged: dict) -> None:
@@ -860,10 +1009,11 @@ class _Compiler:
             if isinstance(v, dict) and id(v) not in self.base_of:
                 self.base_of[id(v)] = base
                 self.ptr_of[id(v)] = f"{ptr}/properties/{_escape_ptr(k)}"
-        a = merged.get("additionalProperties")
-        if isinstance(a, dict) and id(a) not in self.base_of:
-            self.base_of[id(a)] = base
-            self.ptr_of[id(a)] = ptr
+        for k in ("additionalProperties", "items"):
+            a = merged.get(k)
+            if isinstance(a, dict) and id(a) not in self.base_of:
+                self.base_of[id(a)] = base
+                self.ptr_of[id(a)] = ptr
 
     def _one_of(self, node, d, budget) -> Term:
         tb = self.tb
@@ -881,7 +1031,7 @@ class _Compiler:
 
     # -- oneOf disjointness ----------------------------------------------------------
     def _deref(self, s, depth: int = 0):
-        while isinstance(s, dict) and "$ref" in s and len(s) == 1 and depth < 50:
+        while isinstance(s, dict) and "$ref" in s and set(s) <= _NOTES and depth < 50:
             s = self._resolve(s, s["$ref"])
             depth += 1
         return s
@@ -1732,6 +1882,7 @@ def _join(base: str, ref: str) -> str:
 
 
 # keywords that may stand beside `type` and `enum` for the enum to be filtered by type
+_SCALAR_KW = frozenset(_STRING_KW + _NUMBER_KW + ("type", "format"))
 _TYPED_ENUM_KEYS = {"type", "enum", "title", "description", "$comment", "default", "examples",
                     "deprecated", "readOnly", "writeOnly"}
 
@@ -1788,6 +1939,49 @@ def _json_equal(a, b) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b
+
+
+def _merged_scalars(branches: list) -> dict | None:
+    """allOf branches of string / number keywords as one schema holding them all:
+    {"type": "integer"} and {"maximum": 1}. A keyword in several branches must have the
+    same value, or be a bound (the tightest is kept)."""
+    out: dict = {}
+    for b in branches:
+        for k, v in b.items():
+            if k in _ANNOTATIONS:
+                continue
+            if k not in _SCALAR_KW:
+                return None
+            if k in out and not _json_equal(out[k], v):
+                tighter = _TIGHTER.get(k)
+                if tighter is None or not all(type(x) in (int, float) for x in (v, out[k])):
+                    return None
+                v = tighter(out[k], v)
+            out[k] = v
+    return out or None
+
+
+_TIGHTER = {"minimum": max, "exclusiveMinimum": max, "minLength": max,
+            "maximum": min, "exclusiveMaximum": min, "maxLength": min}
+
+
+def _finite_values(s) -> list | None:
+    """The values a schema (dereferenced) accepts when it lists them: const, enum
+    (beside `type` at most) or the type boolean / null; None for any other schema."""
+    if not isinstance(s, dict) or not set(s) <= _TYPED_ENUM_KEYS | {"const"}:
+        return None
+    ty = s.get("type")
+    if not _well_typed(ty):
+        return None
+    if "const" in s:
+        vals = [s["const"]] if "enum" not in s else [v for v in s["enum"] if _json_equal(v, s["const"])]
+    elif isinstance(s.get("enum"), list):
+        vals = s["enum"]
+    elif ty is not None and set([ty] if isinstance(ty, str) else ty) <= {"boolean", "null"}:
+        vals = [True, False, None]
+    else:
+        return None
+    return [v for v in vals if _has_type(v, ty)]
 
 
 class JsonTermBuilder(TermBuilder):

@@ -742,3 +742,84 @@ def test_type_beside_a_ref_it_already_has():
     other = {"properties": {"x": {"type": "string", "$ref": "#/$defs/o"}}, "$defs": {"o": {"type": "object"}}}
     cs = schema_to_term(other)  # a type the target does not have: still their intersection
     assert cs.accepts('{}') and not cs.accepts('{"x":{}}') and not cs.accepts('{"x":"s"}')
+
+
+def _condition_schema(rng):
+    """An object schema with 1-2 if/then/else parts that test the value of `kind`."""
+    kind = rng.choice([{"enum": ["a", "b", "c"]}, {"type": "boolean"}, {"type": "string", "maxLength": 1}])
+    schema = {"type": "object", "properties": {"kind": kind, "x": {"type": "integer"}, "y": {"type": "integer"}}}
+    if rng.random() < 0.3:
+        schema["additionalProperties"] = False
+    if rng.random() < 0.4:
+        del schema["type"]  # then non-objects pass every `if`
+    values = kind.get("enum", [True, False] if kind.get("type") == "boolean" else ["a", "b"])
+    branches = [True, {}, {"required": ["x"]}, {"required": ["y"]}, {"properties": {"y": {"maximum": 1}}},
+                {"required": ["x"], "properties": {"x": {"minimum": 2}}}, {"properties": {"x": {"minimum": 3}}}, False]
+    conds = []
+    for _ in range(rng.randint(1, 2)):
+        test = rng.choice([{"const": rng.choice(values)}, {"enum": rng.sample(values, 2)}])
+        c = {"if": {"properties": {"kind": test}}}
+        if rng.random() < 0.5:
+            c["if"]["required"] = ["kind"]
+        for k in rng.sample(["then", "else"], rng.randint(1, 2)):
+            c[k] = rng.choice(branches)
+        conds.append(c)
+    if rng.random() < 0.4:
+        schema.update(conds.pop())
+    if conds:
+        schema["allOf"] = conds
+    return schema, values
+
+
+def test_value_conditions_are_variants():
+    """if/then/else parts whose `if` tests one property's value are written as one
+    object variant per outcome (the test and `then`, or the other values and `else`):
+    where the property lists its values there is no intersection or complement in the
+    term at all; every instance is accepted exactly when jsonschema validates it."""
+    import itertools
+    rng = random.Random(11)
+    for _ in range(80):
+        schema, values = _condition_schema(rng)
+        cs = schema_to_term(schema)
+        if "maxLength" not in schema["properties"]["kind"]:
+            assert not cs.term.boolean, schema
+        dfa = cs.dfa()
+        check = jsonschema.Draft202012Validator(schema)
+        for kind, x, y in itertools.product([None, *values, "zz", 7], [None, 1, 2, 3], [None, 0, 3]):
+            inst = {k: v for k, v in (("kind", kind), ("x", x), ("y", y)) if v is not None}
+            assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), (schema, inst)
+        for inst in ([], "s", 0):
+            assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), (schema, inst)
+
+
+def test_all_of_merges_values_arrays_and_carried_keywords():
+    """allOf of value lists is their common values; of array schemas, one array of the
+    items' allOf; of object schemas, one object that carries a branch's oneOf / if
+    (flattening nested allOf, through $ref with notes beside it): no intersection left,
+    and the same instances as jsonschema."""
+    import itertools
+    defs = {"item": {"$ref": "#/$defs/obj", "description": "notes only"},
+            "obj": {"type": "object", "properties": {"a": {"enum": [1, 2, 3]}, "b": {}, "c": {}},
+                    "additionalProperties": False,
+                    "allOf": [{"required": ["a"]}, {"oneOf": [{"required": ["b"]}, {"required": ["c"]}]}]}}
+    cases = [
+        ({"allOf": [{"enum": [1, 2, "x", True]}, {"enum": [2, 1.0, "x", 1]}, {"description": "d"}]},
+         [1, 2, "x", True, 1.0, 3]),
+        ({"$defs": defs, "type": "array", "maxItems": 2,
+          "allOf": [{"items": {"$ref": "#/$defs/item"}, "minItems": 0},
+                    {"items": {"properties": {"a": {"enum": [2, 3, 4]}}}, "minItems": 1, "maxItems": 3}]},
+         [[], [{"a": 2, "b": 0}], [{"a": 1, "b": 0}], [{"a": 3, "c": 0}, {"a": 2, "b": 1}],
+          [{"a": 2, "b": 0, "c": 0}], [{"a": 2}], [{"a": 2, "b": 0}] * 3, {"a": 2}]),
+    ]
+    for schema, instances in cases:
+        cs = schema_to_term(schema)
+        assert not cs.term.boolean, schema
+        check = jsonschema.Draft202012Validator(schema)
+        for inst in instances:
+            assert cs.accepts(cs.canonical(inst)) == check.is_valid(inst), (schema, inst)
+    obj = {"$defs": defs, "allOf": [{"$ref": "#/$defs/item"}, {"properties": {"a": {"enum": [2, 3]}}}]}
+    cs, check = schema_to_term(obj), jsonschema.Draft202012Validator(obj)
+    assert not cs.term.boolean
+    for a, b, c in itertools.product([None, 1, 2], [None, 0], [None, 0]):
+        inst = {k: v for k, v in (("a", a), ("b", b), ("c", c)) if v is not None}
+        assert cs.accepts(cs.canonical(inst)) == check.is_valid(inst), inst
