@@ -332,14 +332,14 @@ def _named(f) -> set:
 
 
 def _presence_parts(node: dict):
-    """The parts of an object schema (`type: object`) that only say which of its own
-    keys it has (anyOf / oneOf / not / allOf branches that are presence schemas, at
-    most PRESENCE_MAX_KEYS keys): (those keywords, the formula they make together,
-    node without them); None where there are none. _Compiler writes the node as the
-    alternation of its variants, one per allowed set of those keys (required /
+    """The parts of an object schema (`type: object`, or no `type`) that only say which
+    of its own keys it has (anyOf / oneOf / not / allOf branches that are presence
+    schemas, at most PRESENCE_MAX_KEYS keys): (those keywords, the formula they make
+    together, node without them); None where there are none. _Compiler writes the node
+    as the alternation of its variants, one per allowed set of those keys (required /
     forbidden), not as an intersection with complements: dependabot's `oneOf: [{required:
     [directory]}, {required: [directories]}]`, an emptiness search at each new state."""
-    if not isinstance(node, dict) or node.get("type") != "object":
+    if not isinstance(node, dict) or node.get("type", "object") != "object":
         return None
     taken, parts, rest = [], [], dict(node)
     for kw, op in (("anyOf", "any"), ("oneOf", "one")):
@@ -840,7 +840,10 @@ class _Compiler:
     def _presence_variants(self, node: dict) -> list | None:
         """node as schemas without its presence parts (_presence_parts), one per set of
         the keys they name that satisfies them: those keys required, the others'
-        properties false. None where node has no presence parts."""
+        properties false. Without `type`, the variants are objects, and the node's other
+        values make one more variant where the parts hold on them (every `required`
+        does: netlify's `oneOf: [{required: [files]}, {required: [folder]}]` does not).
+        None where node has no presence parts."""
         if id(node) in self._variants:
             return self._variants[id(node)]
         got = _presence_parts(node)
@@ -856,8 +859,12 @@ class _Compiler:
                 v = dict(rest)
                 v["required"] = sorted(set(rest.get("required", ())) | have)
                 v["properties"] = {**rest.get("properties", {}), **{k: False for k in keys if k not in have}}
-                self._adopt(v, node)
+                v["type"] = "object"
                 out.append(v)
+            if "type" not in node and _holds(f, frozenset(keys)):
+                out.append({**rest, "type": [t for t in _TYPES if t != "object"]})
+            for v in out:
+                self._adopt(v, node)
         self._variants[id(node)] = out
         self._keep.append(out)
         return out

@@ -428,8 +428,12 @@ def test_additional_properties_false_and_schema():
     assert cs.canonical({"c": 0, "d": {"c": 2, "b": 3, "a": 1}, "b": 4}) == '{"b":4,"d":{"a":1,"b":3,"c":2},"c":0}'
     assert cs.canonical({"d": {"b": 3, "a": 1}}, indent=1) == '{\n "d": {\n  "a": 1,\n  "b": 3\n }\n}'
     # with allOf (objects intersect) every known key has its place
-    acc, _ = compiled({"properties": {"d": d, "a": {}, "b": {}, "c": {}}, "allOf": [{"required": ["d"]}]})
+    acc, _ = compiled({"properties": {"d": d, "a": {}, "b": {}, "c": {}},
+                       "allOf": [{"required": ["d"], "minProperties": 1}]})
     assert acc('{"d":{"a":1,"b":3,"c":2}}') and not acc('{"d":{"a":1,"c":2,"b":3}}')
+    # an allOf that only says which keys are present intersects nothing: own keys first
+    acc, _ = compiled({"properties": {"d": d, "a": {}, "b": {}, "c": {}}, "allOf": [{"required": ["d"]}]})
+    assert acc('{"d":{"a":1,"b":3,"c":2}}') and acc('{"d":{"a":1,"c":2,"b":3}}') and not acc('{"a":1}')
 
 
 def test_canonical_text_follows_the_schema():
@@ -664,13 +668,16 @@ def test_presence_parts_are_variants():
     """anyOf / oneOf / not / allOf parts of an object schema that only say which of its
     keys are present are written as variants of the object (keys required or forbidden:
     no intersection, no complement in the term, and objects keep their own slots);
-    every set of keys is accepted exactly when jsonschema validates it."""
+    every set of keys is accepted exactly when jsonschema validates it. Without `type`,
+    other values are accepted where the parts hold on them (every `required` does)."""
     import itertools
     rng = random.Random(7)
-    for case in range(60):
+    for case in range(90):
         schema = {"type": "object", "properties": {k: {"type": "integer"} for k in "abcd"}}
         if case % 3 == 0:
             schema["additionalProperties"] = False
+        if case % 3 == 1:
+            del schema["type"]
         for kw in rng.sample(["anyOf", "oneOf", "not", "allOf"], rng.randint(1, 3)):
             sub = _presence_schema(rng)
             schema[kw] = sub if kw == "not" else [sub, _presence_schema(rng)]
@@ -682,7 +689,8 @@ def test_presence_parts_are_variants():
             for keys in itertools.combinations("abcd", n):
                 inst = {k: i for i, k in enumerate(keys)}
                 assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), (schema, inst)
-        assert not cs.accepts('"x"', dfa)
+        for other in ("x", [], None, 1.5):
+            assert cs.accepts(cs.canonical(other), dfa) == check.is_valid(other), (schema, other)
 
 
 def test_pattern_named_groups():
