@@ -715,7 +715,7 @@ class _Compiler:
         if key in self.nonterminals and key in self.rule_bodies_done:
             return self._marker(key)
         if key in self._active:
-            if self.recursion_grammar and key in self._ref_targets:
+            if self.recursion_grammar:  # the first schema a cycle comes back to is its rule
                 return self._marker(key)
             if self.max_recursion_depth is None:
                 raise SchemaError("recursive schema: pass max_recursion_depth=N to unroll it N levels "
@@ -941,9 +941,11 @@ class _Compiler:
         become variants). Nested allOf are flattened. None if not mergeable."""
         if id(node) in self._merged:
             return self._merged[id(node)]
-        branches, todo = [], [node]
+        branches, todo, via_ref = [], [node], False
         while todo:
-            b = self._deref(todo.pop(0))
+            first = todo.pop(0)
+            b = self._deref(first)
+            via_ref |= b is not first
             if b is True:
                 continue
             if not isinstance(b, dict) or not isinstance(b.get("allOf", []), list):
@@ -971,6 +973,8 @@ class _Compiler:
                     if v is not None}
         if merged is not None:
             self._adopt(merged, node)
+            if via_ref:  # unrolled, a recursion through the merged $ref counts here
+                self._ref_targets.add(id(node))
         self._merged[id(node)] = merged
         self._keep.append(merged)
         return merged

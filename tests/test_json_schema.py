@@ -831,3 +831,30 @@ def test_all_of_merges_values_arrays_and_carried_keywords():
     for a, b, c in itertools.product([None, 1, 2], [None, 0], [None, 0]):
         inst = {k: v for k, v in (("a", a), ("b", b), ("c", c)) if v is not None}
         assert cs.accepts(cs.canonical(inst)) == check.is_valid(inst), inst
+
+
+def test_recursion_through_a_merged_all_of():
+    """A recursive $ref beside more constraints in an allOf (`items: {allOf: [{$ref:
+    node}, {required: [v]}]}`) is merged into one schema; the recursion then comes back
+    to that allOf, which becomes the rule: the same trees as jsonschema accepts."""
+    schema = {"$defs": {"n": {"type": "object", "properties": {
+        "kids": {"type": "array", "items": {"allOf": [{"$ref": "#/$defs/n"}, {"required": ["v"]}]}},
+        "v": {"type": "integer"}}}}, "$ref": "#/$defs/n"}
+    cs = schema_to_term(schema)
+    dfa = cs.dfa()
+    check = jsonschema.Draft202012Validator(schema)
+    rng = random.Random(5)
+
+    def tree(depth):
+        t = {}
+        if rng.random() < 0.8:
+            t["v"] = rng.randint(0, 9)
+        if depth and rng.random() < 0.7:
+            t["kids"] = [tree(depth - 1) for _ in range(rng.randint(0, 2))]
+        return t
+    seen = set()
+    for _ in range(300):
+        inst = tree(3)
+        seen.add(check.is_valid(inst))
+        assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), inst
+    assert seen == {True, False}
