@@ -399,7 +399,7 @@ def _value_conditions(node: dict):
     of the tests, each holding `then` or `else` and the property's test or its
     negation: no complement of a whole object schema (dependabot's `if: {properties:
     {interval: {const: cron}}}`: an emptiness search at each new state)."""
-    if not isinstance(node, dict):
+    if not isinstance(node, dict) or ("if" not in node and "allOf" not in node):
         return None
     found, rest = [], dict(node)
     if (c := _condition(node)) is not None:
