@@ -516,6 +516,7 @@ class _Compiler:
         self._merged: dict[int, object] = {}
         self._variants: dict[int, list | None] = {}  # id(node) -> _presence_variants
         self._cond_variants: dict[int, list | None] = {}  # id(node) -> _condition_variants
+        self._key_matches: dict[tuple, bool] = {}  # (term id, key text) -> _matches
         self._marker_memo: dict[int, int | None] = {}  # term id -> _marker_index
         self._keep: list = []  # merged schemas stay alive (memo keys are ids)
         self._negated = 0
@@ -913,6 +914,16 @@ class _Compiler:
         if has is None or bad is None:
             return {"not": test}
         return {"enum": [v for v in has if not any(_json_equal(v, b) for b in bad)]}
+
+    def _matches(self, t: Term, key: bytes) -> bool:
+        """tb.matches, remembered: every object of a document with intersections slots
+        all its keys, and checks each against the same patterns (docker-compose's `^x-`
+        in 58 objects)."""
+        k = (t.id, key)
+        r = self._key_matches.get(k)
+        if r is None:
+            r = self._key_matches[k] = self.tb.matches(t, key)
+        return r
 
     def _adopt(self, new: dict, node: dict) -> None:
         """Give a schema written for node (a variant, a merged allOf) node's base URI and
@@ -1467,7 +1478,7 @@ class _Compiler:
                 if req:
                     return tb.nothing
                 continue
-            if names_t is not None and not tb.matches(names_t, string_text(k)):
+            if names_t is not None and not self._matches(names_t, string_text(k)):
                 if req:
                     return tb.nothing
                 continue
@@ -1475,7 +1486,7 @@ class _Compiler:
             vparts = []
             if k in props:
                 vparts.append(self.value(props[k], d - 1, budget))
-            matched = [s for p, t, s in pat_terms if tb.matches(t, enc)]
+            matched = [s for p, t, s in pat_terms if self._matches(t, enc)]
             vparts += [self.value(s, d - 1, budget) for s in matched]
             if k not in props and not matched:
                 if addl is False:
