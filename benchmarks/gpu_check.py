@@ -35,13 +35,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from engine import LLM, SamplingParams  # noqa: E402
 
-LONG = ("You are a careful assistant. Answer briefly and precisely, in plain English, "
-        "without lists. The user will ask about geography, arithmetic and poetry; keep "
-        "every answer under twenty words and never invent facts you are unsure of. ")
-PROMPTS = ["The capital of France is", "1, 2, 3, 4,", "Write a haiku about the sea.\n",
-           LONG + "Question: what is the largest ocean?\nAnswer:",
-           LONG + "Question: what is seven times six?\nAnswer:",
-           LONG * 3 + "Summarise the rules above in one sentence:"]
+from tests.engine.conftest import LONG, PROMPTS as TEST_PROMPTS, hf_greedy  # noqa: E402
+
+# the engine tests' prompts (lengths, a shared prefix) and one that needs many KV blocks
+PROMPTS = TEST_PROMPTS + [LONG * 3 + "Summarise the rules above in one sentence:"]
 
 SCHEMA = {"type": "object",
           "properties": {"id": {"type": "integer", "minimum": 1, "maximum": 9999},
@@ -72,17 +69,6 @@ def random_model(src: Path, out: Path, seed: int = 0) -> Path:
     model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(src), dtype=torch.float32)
     model.save_pretrained(out)
     return out
-
-
-def hf_greedy(hf, tok, prompts, max_new):
-    outs = []
-    for p in prompts:
-        ids = tok(p, return_tensors="pt").input_ids.to(hf.device)
-        with torch.inference_mode():
-            g = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new,
-                            do_sample=False, pad_token_id=tok.eos_token_id)
-        outs.append(g[0, ids.shape[1]:].tolist())
-    return outs
 
 
 def agreement(ours, ref):

@@ -339,7 +339,8 @@ def _presence_parts(node: dict):
     as the alternation of its variants, one per allowed set of those keys (required /
     forbidden), not as an intersection with complements: dependabot's `oneOf: [{required:
     [directory]}, {required: [directories]}]`, an emptiness search at each new state."""
-    if not isinstance(node, dict) or node.get("type", "object") != "object":
+    if not isinstance(node, dict) or node.get("type", "object") != "object" \
+            or not ("anyOf" in node or "oneOf" in node or "not" in node or "allOf" in node):
         return None
     taken, parts, rest = [], [], dict(node)
     for kw, op in (("anyOf", "any"), ("oneOf", "one")):
@@ -941,7 +942,6 @@ class _Compiler:
     _CARRIED = (("anyOf",), ("oneOf",), ("not",), ("if", "then", "else"), ("dependentRequired",),
                 ("dependentSchemas",), ("dependencies",), ("minProperties",), ("maxProperties",),
                 ("propertyNames",))
-    _ARRAY_MERGEABLE = {"type", "items", "minItems", "maxItems", "uniqueItems"} | _ANNOTATIONS
 
     def _merged_all_of(self, node: dict):
         """allOf of plain object schemas (properties / required / additionalProperties /
@@ -965,23 +965,9 @@ class _Compiler:
             branches.append({k: v for k, v in b.items() if k != "allOf"})
             todo += b.get("allOf", [])
         merged = None
-        lists = [] if branches is None else [_finite_values(b) for b in branches if not set(b) <= _ANNOTATIONS]
-        if lists and None not in lists:  # value lists: the values in all of them
-            merged = {"enum": [v for v in lists[0] if all(any(_json_equal(v, w) for w in o) for o in lists[1:])]}
-        elif branches is not None and (merged := _merged_scalars(branches)) is not None:
-            pass
-        elif branches is not None:
-            merged = self._merged_objects(branches)
-            if merged is None and all(set(b) <= self._ARRAY_MERGEABLE and not isinstance(b.get("items"), list)
-                                      and b.get("type", "array") == "array" for b in branches):
-                items = [b["items"] for b in branches if "items" in b]
-                merged = {k: v for k, v in (
-                    ("type", "array" if any("type" in b for b in branches) else None),
-                    ("items", (items[0] if len(items) == 1 else {"allOf": items}) if items else None),
-                    ("minItems", max((b["minItems"] for b in branches if "minItems" in b), default=None)),
-                    ("maxItems", min((b["maxItems"] for b in branches if "maxItems" in b), default=None)),
-                    ("uniqueItems", any(b.get("uniqueItems") is True for b in branches) or None))
-                    if v is not None}
+        if branches is not None:
+            merged = (_merged_values(branches) or _merged_scalars(branches) or self._merged_objects(branches)
+                      or _merged_arrays(branches))
         if merged is not None:
             self._adopt(merged, node)
             if via_ref:  # unrolled, a recursion through the merged $ref counts here
@@ -1961,6 +1947,34 @@ def _json_equal(a, b) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b
+
+
+def _merged_values(branches: list) -> dict | None:
+    """allOf branches that list their values (annotation-only ones aside) as one enum of
+    the values in all of them; None where some branch says more."""
+    lists = [_finite_values(b) for b in branches if not set(b) <= _ANNOTATIONS]
+    if not lists or None in lists:
+        return None
+    return {"enum": [v for v in lists[0] if all(any(_json_equal(v, w) for w in o) for o in lists[1:])]}
+
+
+_ARRAY_MERGEABLE = frozenset(("type", "items", "minItems", "maxItems", "uniqueItems")) | _ANNOTATIONS
+
+
+def _merged_arrays(branches: list) -> dict | None:
+    """allOf branches of array keywords (items as one schema) as one array schema: the
+    items' allOf, the tightest min/maxItems; None where some branch says more."""
+    if not all(set(b) <= _ARRAY_MERGEABLE and not isinstance(b.get("items"), list)
+               and b.get("type", "array") == "array" for b in branches):
+        return None
+    items = [b["items"] for b in branches if "items" in b]
+    return {k: v for k, v in (
+        ("type", "array" if any("type" in b for b in branches) else None),
+        ("items", (items[0] if len(items) == 1 else {"allOf": items}) if items else None),
+        ("minItems", max((b["minItems"] for b in branches if "minItems" in b), default=None)),
+        ("maxItems", min((b["maxItems"] for b in branches if "maxItems" in b), default=None)),
+        ("uniqueItems", any(b.get("uniqueItems") is True for b in branches) or None))
+        if v is not None}
 
 
 def _merged_scalars(branches: list) -> dict | None:

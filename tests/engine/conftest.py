@@ -25,10 +25,11 @@ PROMPTS = [
 
 
 def hf_greedy(hf_model, tokenizer, prompts, max_new_tokens, **gen_kw):
-    """transformers' greedy continuation of each prompt, one at a time (no padding)."""
+    """transformers' greedy continuation of each prompt, one at a time (no padding), on
+    the model's device."""
     outs = []
     for p in prompts:
-        ids = tokenizer(p, return_tensors="pt").input_ids
+        ids = tokenizer(p, return_tensors="pt").input_ids.to(hf_model.device)
         with torch.inference_mode():
             g = hf_model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
                                   do_sample=False, pad_token_id=tokenizer.eos_token_id, **gen_kw)
