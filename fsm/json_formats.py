@@ -18,7 +18,7 @@ refuses them (strict) or drops them (lenient).
 """
 from __future__ import annotations
 
-from .terms import Term
+from .terms import LAZY, Term
 
 _YEAR = r"[0-9]{4}"
 _LEAP = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
@@ -77,25 +77,33 @@ def _leap_second_time(st) -> Term:
 
     With offset +oh:om: om = mm+1, oh = hh (mm < 59) or om = 00, oh = hh+1 (mm = 59);
     with -oh:om: om = 59-mm, oh = 23-hh. The minute and hour relations cross (hh mm .. oh
-    om), so they are two small terms intersected (84 alternatives instead of 1440)."""
+    om), so they are two small terms intersected (84 alternatives instead of 1440).
+    Each is a trie on the digits it reads (one branch per digit, not one per minute or
+    hour with the same two first bytes): a derivative then touches one branch, where
+    60 minute branches all read `hh` alike (a first-pass step inside a date-time took
+    ~1 ms deriving them)."""
     tb = st.tb
     lit = lambda x: tb.literal(x.encode())  # noqa: E731
     frac = st.fullmatch(_FRAC)
     dd = st.fullmatch("[0-9][0-9]")
-    minutes = []
-    for mm in range(60):
-        offs = tb.alt([tb.seq([lit("+"), dd, lit(f":{(mm + 1) % 60:02d}")]),
-                       tb.seq([lit("-"), dd, lit(f":{59 - mm:02d}")])])
-        minutes.append(tb.seq([dd, lit(f":{mm:02d}:60"), frac, offs]))
-    hours = []
+
+    def trie(name: str, leaf, values: range) -> Term:
+        """The texts f"{v:02d}" then leaf(v), a lazy piece per first digit."""
+        def second(a):
+            return tb.alt(tb.concat(lit(f"{v:02d}"[1]), leaf(v)) for v in values if f"{v:02d}"[0] == a)
+        return tb.alt(tb.concat(lit(a), _piece(st, f"{name}-{a}", lambda: second(a)))
+                      for a in sorted({f"{v:02d}"[0] for v in values}))
+
+    minutes = trie("leap-minutes", lambda mm: tb.seq([lit(":60"), frac, tb.alt([
+        tb.seq([lit("+"), dd, lit(f":{(mm + 1) % 60:02d}")]),
+        tb.seq([lit("-"), dd, lit(f":{59 - mm:02d}")])])]), range(60))
     not59 = st.fullmatch("(?:[0-4][0-9]|5[0-8])")
-    for hh in range(24):
-        h = lit(f"{hh:02d}:")
-        hours.append(tb.seq([h, lit("59:60"), frac, lit(f"+{(hh + 1) % 24:02d}:"), dd]))
-        hours.append(tb.seq([h, not59, lit(":60"), frac, lit(f"+{hh:02d}:"), dd]))
-        hours.append(tb.seq([h, dd, lit(":60"), frac, lit(f"-{23 - hh:02d}:"), dd]))
+    hours = trie("leap-hours", lambda hh: tb.concat(lit(":"), tb.alt([
+        tb.seq([lit("59:60"), frac, lit(f"+{(hh + 1) % 24:02d}:"), dd]),
+        tb.seq([not59, lit(":60"), frac, lit(f"+{hh:02d}:"), dd]),
+        tb.seq([dd, lit(":60"), frac, lit(f"-{23 - hh:02d}:"), dd])])), range(24))
     zulu = tb.seq([lit("23:59:60"), frac, st.fullmatch("[Zz]")])
-    return tb.alt([tb.intersect([tb.alt(minutes), tb.alt(hours)]), zulu])
+    return tb.alt([tb.intersect([tb.seq([dd, lit(":"), minutes]), hours]), zulu])
 
 
 def format_term(st, name: str, python: bool = False) -> Term:
@@ -137,7 +145,8 @@ def _build(st, name: str, python: bool) -> Term:
         else:
             t = tb.alt([st.fullmatch(_TIME_NO_LEAP), _leap_second_time(st)])
     elif name == "date-time":
-        time_t = (st.fullmatch(_TIME_NO_LEAP) if python else _build(st, "time", False))  # offset required
+        time_t = (st.fullmatch(_TIME_NO_LEAP) if python  # (offset required)
+                  else _piece(st, "time", lambda: _build(st, "time", False)))
         t = tb.seq([_build(st, "date", python), st.fullmatch("[Tt]"), time_t])
     elif name == "duration":
         # Pydantic writes timedeltas with fractional seconds and a sign ("-PT0.5S")
@@ -180,10 +189,30 @@ def _build(st, name: str, python: bool) -> Term:
 
 def _known_nonempty(tb, t: Term) -> None:
     """Every format has members (tests/ and the JSON suite accept some of each): spare
-    the emptiness search of its intersections."""
-    if t.boolean and hasattr(tb, "nonempty"):
+    the emptiness search of its intersections (a lazy term's by name: the nodes of a
+    loaded row are new in each builder)."""
+    if t.kind == LAZY:
+        NONEMPTY_LAZY.add(t.args[0])
+    elif t.boolean and hasattr(tb, "nonempty"):
         tb.nonempty.add(t.id)
 
 
-# (format, python) -> TermBuilder.export program: format terms depend on nothing else
+def _piece(st, name: str, build) -> Term:
+    """A part of a format as a lazy term of its own program (`build()` makes it, once
+    per process): the program of the format around it, and the first row that the step
+    entering the format loads, hold one node for it, and its own entries load when the
+    output reaches it (a date-time's first step loaded its leap-second relation: 1k
+    entries, ~3 ms)."""
+    prog = _PROGRAMS.get((name, False))
+    if prog is None:
+        prog = _PROGRAMS[(name, False)] = st.tb.export(build())
+    t = st.tb.lazy(f"format:{name}:0", prog)
+    _known_nonempty(st.tb, t)
+    return t
+
+
+# (format or _piece name, python) -> TermBuilder.export program: format terms depend on
+# nothing else
 _PROGRAMS: dict[tuple[str, bool], tuple] = {}
+# the names of the lazy terms of formats and their pieces: each has members
+NONEMPTY_LAZY: set[str] = set()

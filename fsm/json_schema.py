@@ -109,9 +109,10 @@ from urllib.parse import unquote, urldefrag, urljoin
 
 from .dfa import DEFAULT_MAX_STATES, LazyDFA, TermSource
 from .errors import ConstraintError, RegexError, TooLargeError
+from .json_formats import NONEMPTY_LAZY
 from .json_numbers import NumberTerms, integer_texts, number_text_term, to_decimal
 from .json_strings import StringTerms, encode_string, string_text
-from .terms import (ALT, AND, BYTES, CONCAT, EMPTY, NOT, NOTHING, REPEAT, STR, Term, TermBuilder,
+from .terms import (ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOT, NOTHING, REPEAT, STR, Term, TermBuilder,
                     paused_gc)
 
 DEFAULT_MAX_DEPTH = 20
@@ -2077,10 +2078,10 @@ class JsonTermSource(TermSource):
         cached = empty.get(t.id)
         if cached is not None:
             return cached
-        if t.id in getattr(self.tb, "nonempty", ()):
+        k = t.kind
+        if t.id in getattr(self.tb, "nonempty", ()) or (k == LAZY and t.args[0] in NONEMPTY_LAZY):
             empty[t.id] = False
             return False
-        k = t.kind
         if k == CONCAT:
             # walk the spine only down to the first part already decided (states share
             # their tails, so a new state costs its new head, not the whole document)

@@ -119,17 +119,29 @@ def _leap_ok(hh, mm, sign, oh, om):
     return utc == 23 * 60 + 59
 
 
-def test_leap_seconds_exhaustive_offsets():
-    acc, _ = compiled({"type": "string", "format": "time"})
-    rng = random.Random(0)
+@pytest.mark.parametrize("fmt", ["time", "date-time"])
+def test_leap_seconds_exhaustive_offsets(fmt):
+    """Leap seconds against their arithmetic: whole texts, and which prefixes after
+    ":60" stay alive (a prefix of the offsets that put hh:mm at 23:59 UTC), through the
+    lazy pieces the relation loads in (json_formats._piece)."""
+    acc, cs = compiled({"type": "string", "format": fmt})
+    dfa = cs.dfa()
+    rng = random.Random(fmt)
     for _ in range(1500):
         hh, mm, oh, om = rng.randrange(24), rng.randrange(60), rng.randrange(24), rng.randrange(60)
         sign = rng.choice((1, -1))
         if rng.random() < 0.5:  # aim at valid ones half the time
             o = (sign * (hh * 60 + mm - 1439)) % 1440
             oh, om = divmod(o, 60)
-        t = f"{hh:02d}:{mm:02d}:60{'+' if sign > 0 else '-'}{oh:02d}:{om:02d}"
-        assert acc(json.dumps(t)) == _leap_ok(hh, mm, sign, oh, om), t
+        date = f"{rng.randrange(1, 10000):04d}-0{rng.randrange(1, 10)}-{rng.randrange(10, 29)}T"
+        head = (date if fmt == "date-time" else "") + f"{hh:02d}:{mm:02d}:60"
+        tail = f"{'+' if sign > 0 else '-'}{oh:02d}:{om:02d}"
+        assert acc(json.dumps(head + tail)) == _leap_ok(hh, mm, sign, oh, om), head + tail
+        ends = {f"+{(hh * 60 + mm + 1) // 60 % 24:02d}:{(mm + 1) % 60:02d}",
+                f"-{23 - hh:02d}:{59 - mm:02d}"} | ({"Z", "z"} if (hh, mm) == (23, 59) else set())
+        for k in range(len(tail) + 1):
+            live = dfa.walk(dfa.start, ('"' + head + tail[:k]).encode()) != 0
+            assert live == any(e.startswith(tail[:k]) for e in ends), head + tail[:k]
 
 
 @pytest.mark.parametrize("fmt,good,bad", [
@@ -170,8 +182,9 @@ def test_format_entry_masks_read_the_loaded_format(smol_vocab):
     """A later schema's format is a lazy program; at its first character the mask reads
     the loaded term where the program is small (automaton._loaded_head: a uuid's hex
     run), and it equals a token-by-token walk."""
-    from fsm.automaton import _loaded_head
+    from fsm.automaton import LOADED_HEAD_MAX, _loaded_head
     from fsm.json_schema import build_automaton
+    from fsm.terms import TermBuilder
     whole = small_vocab([bytes([b]) for b in range(256)] + [  # tokens past a whole value
         b'1.2.3.4"}', b'1.2.3.4"', b'a@b.co"}', b'123e4567-e89b-12d3-a456-426614174000"}'])
     for vocab in (smol_vocab, whole):
@@ -182,10 +195,15 @@ def test_format_entry_masks_read_the_loaded_format(smol_vocab):
             auto = build_automaton(schema, vocab)
             s = auto.dfa.walk(auto.start, b'{"v":"')
             key = auto.dfa.keys[s]
-            # (date-time's program is big: its first row is loaded saved, not the whole)
-            assert (_loaded_head(key, auto.dfa.source.tb) is not key) == (fmt != "date-time"), fmt
+            # (every format's program is small: date-time's leap-second relation is in
+            # lazy pieces of its own)
+            assert _loaded_head(key, auto.dfa.source.tb) is not key, fmt
             brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
             assert set(auto.allowed_tokens(s).tolist()) - eos == brute, fmt
+    tb = TermBuilder()  # a big program stays lazy: its rows load saved, step by step
+    other = TermBuilder()
+    big = tb.lazy("test:big", other.export(other.words(b"%d" % i for i in range(LOADED_HEAD_MAX))))
+    assert _loaded_head(big, tb) is big
 
 
 def test_hostname_prefixes_and_masks_near_the_bounds(smol_vocab):
