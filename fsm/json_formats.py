@@ -88,9 +88,11 @@ def _leap_second_time(st) -> Term:
     dd = st.fullmatch("[0-9][0-9]")
 
     def trie(name: str, leaf, values: range) -> Term:
-        """The texts f"{v:02d}" then leaf(v), a lazy piece per first digit."""
+        """The texts f"{v:02d}" then leaf(v): a lazy piece per first digit, and per leaf
+        (a step then loads the few entries of the branch the output took)."""
         def second(a):
-            return tb.alt(tb.concat(lit(f"{v:02d}"[1]), leaf(v)) for v in values if f"{v:02d}"[0] == a)
+            return tb.alt(tb.concat(lit(f"{v:02d}"[1]), _piece(st, f"{name}-{v:02d}", lambda: leaf(v)))
+                          for v in values if f"{v:02d}"[0] == a)
         return tb.alt(tb.concat(lit(a), _piece(st, f"{name}-{a}", lambda: second(a)))
                       for a in sorted({f"{v:02d}"[0] for v in values}))
 

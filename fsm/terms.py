@@ -399,7 +399,9 @@ class TermBuilder:
 
     def _lazy_row(self, t: Term) -> Row:
         name = t.args[0]
-        saved = _LAZY_ROWS.get(name)
+        # a body already loaded here (a mask read its structure) derives cheaper than
+        # the saved row's program loads (an email's first row: ~200 entries)
+        saved = _LAZY_ROWS.get(name) if name not in self._loaded else None
         if saved is not None:
             built = self._load(saved[0])
             return tuple((s, e, built[k]) for s, e, k in saved[1])
