@@ -69,14 +69,19 @@ if/then/else, $ref to $defs/definitions/JSON pointers/$anchor/$id inside the doc
 unevaluatedProperties/unevaluatedItems where no other keyword evaluates (then they
 equal additionalProperties/items).
 uniqueItems: exact when the array's elements range over a finite set of at most 16
-values (enum, const, boolean, null); otherwise refused (strict).
-Recursive $ref: refused unless `max_recursion_depth=N` is given: each recursive
-reference is then followed at most N times along any path (unrolled).
+values (enum, const, boolean, null); otherwise refused (strict), or not enforced for
+Pydantic sources (python_sets, below).
+Recursive $ref: exact, through the context-free path (fsm/grammar.py; recursion=
+"grammar", the default), or unrolled with `max_recursion_depth=N`: each recursive
+reference is then followed at most N times along any path.
 
 Sources: a dict, JSON text, or a Pydantic model class / type (`model_json_schema()`).
-For Pydantic sources two defaults change (both narrow the language to what the model
-parses back): objects are closed (allow_extra_properties=False) and dates/times are
-those Python's datetime holds (no year 0000, no leap second; python_dates=True).
+For Pydantic sources three defaults change, to what the model parses back: objects are
+closed (allow_extra_properties=False); dates/times are those Python's datetime holds
+(no year 0000, no leap second; python_dates=True); and `set[str]`'s uniqueItems over
+items outside a finite set is not enforced (python_sets=True): Pydantic reads an array
+with a repeated item into the set, so the text may repeat an item while the object is
+valid (a finite item set, `set[Literal[...]]`, stays exact).
 
 Emptiness: intersections and complements can make a derivative empty without being
 syntactically NOTHING; the DFA asks the source. `JsonTermSource.is_empty` decides it
@@ -465,6 +470,7 @@ class _Compiler:
                  max_depth: int = DEFAULT_MAX_DEPTH, max_whitespace: int = DEFAULT_MAX_WHITESPACE,
                  max_recursion_depth: int | None = None, assert_formats: bool = True,
                  allow_extra_properties: bool = True, python_dates: bool = False,
+                 python_sets: bool = False,
                  recursion: str = "grammar"):
         if whitespace not in ("compact", "flexible"):
             raise SchemaError(f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
@@ -474,6 +480,7 @@ class _Compiler:
         self.assert_formats = assert_formats
         self.allow_extra = allow_extra_properties
         self.python_dates = python_dates
+        self.python_sets = python_sets
         if recursion not in ("grammar", "refuse"):
             raise SchemaError(f"recursion must be 'grammar' or 'refuse', not {recursion!r}")
         # recursive $ref: context-free rules (markers in terms, see _RecursiveRules)
@@ -1675,10 +1682,10 @@ class _Compiler:
                 self._negated -= 1
         if node.get("uniqueItems") is True and (hi is None or hi > 1):
             dom = self._finite_domain(rest_s, prefix_s)
-            if dom is None:
+            if dom is None and not (self.python_sets and self._negated == 0):  # (a complement would shrink)
                 self.refuse(node, "uniqueItems", "uniqueItems is enforced only when the items range over a "
                             f"finite set of at most {MAX_UNIQUE_DOMAIN} values (enum, const, boolean, null)")
-            else:
+            elif dom is not None:
                 self._negated += 1
                 try:
                     anyv = self.any(d - 1)
@@ -2168,6 +2175,7 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
     root = load_schema(schema)
     if not isinstance(schema, (dict, bool, str, bytes)):  # from Pydantic: what Python can parse
         options.setdefault("python_dates", True)
+        options.setdefault("python_sets", True)
         options.setdefault("allow_extra_properties", False)
     comp = _Compiler(root, tb, **options)
     with paused_gc():
@@ -2210,13 +2218,17 @@ def compile_json_schema(schema, vocab, max_states: int | None = None, **options)
     the schema allows them; False treats a missing additionalProperties as false, outside
     `not`; default False for Pydantic models, whose extra fields are ignored anyway),
     python_dates (default True for Pydantic models: no year 0000 and no leap seconds,
-    which Python's datetime rejects), max_states. Cached per vocabulary by the schema's JSON text and the options.
+    which Python's datetime rejects), python_sets (default True for Pydantic models:
+    uniqueItems over items outside a finite set is not enforced, as Pydantic reads
+    repeats into a set; False refuses it, or drops it with a warning when not strict),
+    max_states. Cached per vocabulary by the schema's JSON text and the options.
     The automaton carries `key_order` and `canonical(instance)`.
     """
     from . import _cached
     root = load_schema(schema)
     if not isinstance(schema, (dict, bool, str, bytes)):
         options.setdefault("python_dates", True)
+        options.setdefault("python_sets", True)
         options.setdefault("allow_extra_properties", False)
     key = ("json_schema", json.dumps(root, sort_keys=False, separators=(",", ":")),
            tuple(sorted(options.items())), max_states)
