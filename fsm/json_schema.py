@@ -78,7 +78,9 @@ reference is then followed at most N times along any path.
 Sources: a dict, JSON text, or a Pydantic model class / type (`model_json_schema()`).
 For Pydantic sources three defaults change, to what the model parses back: objects are
 closed (allow_extra_properties=False); dates/times are those Python's datetime holds
-(no year 0000, no leap second; python_dates=True); and `set[str]`'s uniqueItems over
+(no year 0000, no leap second), and the formats Pydantic writes for bytes, SecretStr
+and Path (binary, password, path) take any string (python_dates=True); and
+`set[str]`'s uniqueItems over
 items outside a finite set is not enforced (python_sets=True): Pydantic reads an array
 with a repeated item into the set, so the text may repeat an item while the object is
 valid (a finite item set, `set[Literal[...]]`, stays exact).
@@ -1253,7 +1255,8 @@ class _Compiler:
                 parts.append(st.search(node["pattern"]))
             except RegexError as e:
                 self.refuse(node, "pattern", f"unsupported pattern: {e}")
-        if "format" in node and self.assert_formats:
+        if "format" in node and self.assert_formats and not (
+                self.python_dates and node["format"] in _PYDANTIC_ANY_STRING):
             from .json_formats import format_term
             try:
                 parts.append(format_term(st, node["format"], self.python_dates))
@@ -1897,6 +1900,10 @@ def _join(base: str, ref: str) -> str:
     return joined
 
 
+# formats Pydantic writes for bytes, SecretStr and Path: it reads any JSON string back
+# into them (python_dates: the format terms of what Pydantic parses)
+_PYDANTIC_ANY_STRING = frozenset(("binary", "password", "path"))
+
 # keywords that may stand beside `type` and `enum` for the enum to be filtered by type
 _SCALAR_KW = frozenset(_STRING_KW + _NUMBER_KW + ("type", "format"))
 _TYPED_ENUM_KEYS = {"type", "enum", "title", "description", "$comment", "default", "examples",
@@ -2218,7 +2225,8 @@ def compile_json_schema(schema, vocab, max_states: int | None = None, **options)
     the schema allows them; False treats a missing additionalProperties as false, outside
     `not`; default False for Pydantic models, whose extra fields are ignored anyway),
     python_dates (default True for Pydantic models: no year 0000 and no leap seconds,
-    which Python's datetime rejects), python_sets (default True for Pydantic models:
+    which Python's datetime rejects; formats binary, password and path, which Pydantic
+    writes for bytes, SecretStr and Path, take any string), python_sets (default True for Pydantic models:
     uniqueItems over items outside a finite set is not enforced, as Pydantic reads
     repeats into a set; False refuses it, or drops it with a warning when not strict),
     max_states. Cached per vocabulary by the schema's JSON text and the options.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import pathlib
 import json
 import random
 import uuid
@@ -25,7 +26,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 
 from fsm.json_schema import JsonTermSource, SchemaError, canonical_json, schema_to_term
 
@@ -279,24 +280,33 @@ class Tagged(BaseModel):
     tags: set[str]
     ids: frozenset[int] = frozenset()
     marks: set[Literal["a", "b"]] = set()
+    blob: bytes = b""  # format binary
+    secret: SecretStr = SecretStr("")  # format password
+    where: pathlib.Path = pathlib.Path(".")  # format path
 
 
 def test_pydantic_sets_of_free_items():
     """set[str]: Pydantic reads an array with repeats into the set, so its uniqueItems is
     not enforced for Pydantic sources (python_sets); a finite item set stays exact, a
-    dict schema still refuses it (strict), and so does python_sets=False."""
+    dict schema still refuses it (strict), and so does python_sets=False. Pydantic's
+    formats for bytes, SecretStr and Path take any string (python_dates)."""
     cs = schema_to_term(Tagged)
     assert not cs.relaxed
     dfa = cs.dfa()
-    text = cs.canonical({"tags": ["x", "x", "y"], "ids": [3, 3], "marks": ["b"]})
+    text = cs.canonical({"tags": ["x", "x", "y"], "ids": [3, 3], "marks": ["b"],
+                         "blob": "é\u0000", "secret": "", "where": "a\\b"})
     assert cs.accepts(text, dfa)
-    assert Tagged.model_validate_json(text) == Tagged(tags={"x", "y"}, ids={3}, marks={"b"})
+    assert Tagged.model_validate_json(text) == Tagged(tags={"x", "y"}, ids={3}, marks={"b"}, blob="é\u0000".encode(),
+                                                      secret=SecretStr(""), where=pathlib.Path("a\\b"))
     assert not cs.accepts(cs.canonical({"tags": [], "marks": ["a", "a"]}), dfa)
     texts, _ = random_walks(cs, n=40, seed=4)
     assert len(texts) > 20
     for t in texts:
         Tagged.model_validate_json(t)  # raises if invalid
-    for schema, opts in [(Tagged, {"python_sets": False}), (Tagged.model_json_schema(), {}),
+    with pytest.raises(SchemaError, match="'binary' is not supported"):
+        schema_to_term(Tagged, python_dates=False)
+    for schema, opts in [(Tagged, {"python_sets": False}), ({"type": "array", "items": {"type": "string"},
+                                                              "uniqueItems": True}, {}),
                          ({"not": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
                           {"python_sets": True})]:  # (under `not`, dropping it would shrink the language)
         with pytest.raises(SchemaError, match="uniqueItems"):
