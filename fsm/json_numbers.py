@@ -102,69 +102,80 @@ class NumberTerms:
         return tb.concat(tb.alt(parts), self.zero_frac_opt)
 
     # -- decimals ------------------------------------------------------------------
-    def _frac(self, op: str, f: str) -> Term:
-        """Fraction texts (empty, or '.' digits) whose value compares `op` to 0.f."""
-        tb, d = self.tb, self.digit
-        dot = self.dot
-        lit = lambda s: tb.literal(s.encode())  # noqa: E731
-        none = tb.empty
-        if op in ("ge", "gt"):
-            parts = []
-            for i, c in enumerate(f):
-                if c < "9":
-                    parts.append(tb.seq([dot, lit(f[:i]), tb.byte_range(ord(c) + 1, 0x39), self.digits0]))
-            if op == "ge":
-                parts.append(tb.seq([dot, lit(f), self.digits0]) if f else tb.optional(tb.concat(dot, self.digits1)))
-                if not f:
-                    parts.append(none)
-            else:
-                parts.append(tb.seq([dot, lit(f), self.digits0, self.nz, self.digits0]))
-            return tb.alt(parts)
-        # le / lt
+    def interval(self, lo: tuple | None, hi: tuple | None) -> Term:
+        """Numbers x within the bounds lo <= x <= hi, each (Decimal, exclusive) or None
+        (unbounded), as one term without intersections: a derivative is then never an
+        emptiness question (`lower AND upper` asked one at each new state of a bounded
+        number). Empty where the bounds cross."""
+        tb = self.tb
         parts = []
-        if f:
-            parts.append(none)
-            for i, c in enumerate(f):
-                if c > "0":
-                    parts.append(tb.seq([dot, lit(f[:i]), tb.byte_range(0x30, ord(c) - 1), self.digits0]))
-            for k in range(1, len(f)):
-                parts.append(tb.concat(dot, lit(f[:k])))
-            if op == "le":
-                parts.append(tb.seq([dot, lit(f), tb.star(tb.literal(b"0"))]))
-        elif op == "le":
-            parts.append(none)
-            parts.append(tb.concat(dot, tb.repeat(tb.literal(b"0"), 1, None)))
+        zero = (Decimal(0), False)
+        if hi is None or hi[0] > 0 or (hi[0] == 0 and not hi[1]):  # x >= 0
+            parts.append(self._mag_between(zero if lo is None or lo[0] < 0 else lo, hi))
+        if lo is None or lo[0] < 0:  # x < 0: its magnitude -x > 0
+            low = (-hi[0], hi[1]) if hi is not None and hi[0] < 0 else (Decimal(0), True)
+            parts.append(tb.concat(self.minus, self._mag_between(low, None if lo is None else (-lo[0], lo[1]))))
         return tb.alt(parts)
 
-    def _mag_cmp(self, op: str, m: Decimal) -> Term:
-        """Magnitude texts (no sign) comparing `op` to m >= 0."""
+    def _mag_between(self, low: tuple, high: tuple | None) -> Term:
+        """Magnitude texts (no sign) m with low <= m <= high (each (Decimal >= 0,
+        exclusive); high None: unbounded): by integer part, then fraction digits."""
         tb = self.tb
-        i = int(m)  # floor for m >= 0
-        f = _frac_digits(m - i)
-        if op in ("ge", "gt"):
-            above = tb.concat(self.uint_range(i + 1, None), self.frac_opt)
-        else:
-            above = tb.concat(self.uint_range(0, i - 1), self.frac_opt) if i > 0 else tb.nothing
-        return tb.alt([above, tb.concat(tb.literal(str(i).encode()), self._frac(op, f))])
+        (a, a_ex), (b, b_ex) = low, high or (None, False)
+        if b is not None and (a > b or (a == b and (a_ex or b_ex))):
+            return tb.nothing
+        lo_op, hi_op = "gt" if a_ex else "ge", "lt" if b_ex else "le"
+        ai, af = int(a), _frac_digits(a - int(a))
+        at = lambda i: tb.literal(str(i).encode())  # noqa: E731
+        bi = None if b is None else int(b)
+        if bi == ai:
+            return tb.concat(at(ai), self._frac_between(af, lo_op, _frac_digits(b - bi), hi_op))
+        parts = [tb.concat(at(ai), self._frac_between(af, lo_op, None, hi_op)),
+                 tb.concat(self.uint_range(ai + 1, None if bi is None else bi - 1), self.frac_opt)]
+        if bi is not None:
+            parts.append(tb.concat(at(bi), self._frac_between("", "ge", _frac_digits(b - bi), hi_op)))
+        return tb.alt(parts)
 
-    def lower(self, bound: Decimal, exclusive: bool) -> Term:
-        """Numbers x with x >= bound (x > bound when exclusive)."""
+    def _frac_between(self, lf: str, lo_op: str, hf: str | None, hi_op: str) -> Term:
+        """Fraction texts (empty, or '.' digits) whose value v has `0.lf lo_op v` and
+        `v hi_op 0.hf` (hf None: no upper bound), 0.lf <= 0.hf."""
         tb = self.tb
-        op = "gt" if exclusive else "ge"
-        if bound > 0 or (bound == 0 and exclusive):
-            return self._mag_cmp(op, bound)
-        neg_op = "lt" if exclusive else "le"
-        neg = tb.intersect([self._mag_cmp(neg_op, -bound), self.mag_nonzero])
-        return tb.alt([self.mag, tb.concat(self.minus, neg)])
+        parts = [tb.concat(self.dot, self._digits_between(lf, lo_op, hf, hi_op, False))]
+        if lf == "" and lo_op == "ge" and (hf is None or hf != "" or hi_op == "le"):
+            parts.append(tb.empty)  # v = 0
+        return tb.alt(parts)
 
-    def upper(self, bound: Decimal, exclusive: bool) -> Term:
-        """Numbers x with x <= bound (x < bound when exclusive)."""
+    def _digits_between(self, lf: str, lo_op: str, hf: str | None, hi_op: str, empty: bool) -> Term:
+        """Digit strings D (the empty one if `empty`) with 0.lf lo_op 0.D hi_op 0.hf,
+        by D's first digit against lf's and hf's (values compare as digit strings padded
+        with zeros; lf and hf have no trailing zeros)."""
         tb = self.tb
-        op = "lt" if exclusive else "le"
-        if bound < 0 or (bound == 0 and exclusive):
-            return tb.concat(self.minus, tb.intersect([self._mag_cmp("gt" if exclusive else "ge", -bound),
-                                                       self.mag_nonzero]))
-        return tb.alt([tb.concat(self.minus, self.mag_nonzero), self._mag_cmp(op, bound)])
+        if lf == "" and hf is None:  # no bound left but v > 0 (gt) or none (ge)
+            if lo_op == "ge":
+                return self.digits0 if empty else self.digits1
+            return tb.seq([self.digits0, self.nz, self.digits0])
+        if hf == "":  # 0 <= v <= 0 (lf is "", as 0.lf <= 0.hf)
+            if lo_op != "ge" or hi_op != "le":
+                return tb.nothing
+            return tb.repeat(tb.literal(b"0"), 0 if empty else 1, None)
+        l0 = int(lf[0]) if lf else 0
+        h0 = 9 if hf is None else int(hf[0])
+        open_top = hf is None
+        parts = []
+        if empty and lf == "" and lo_op == "ge":  # v = 0 < 0.hf (hf has a non-zero digit)
+            parts.append(tb.empty)
+        if l0 < h0:  # a first digit strictly between (an empty range is nothing)
+            parts.append(tb.concat(tb.byte_range(0x30 + l0 + 1, 0x30 + h0 - (0 if open_top else 1)),
+                                   self.digits0))
+            parts.append(tb.concat(tb.byte_range(0x30 + l0, 0x30 + l0),
+                                   self._digits_between(lf[1:], lo_op, None, hi_op, True)))
+            if not open_top:
+                parts.append(tb.concat(tb.byte_range(0x30 + h0, 0x30 + h0),
+                                       self._digits_between("", "ge", hf[1:], hi_op, True)))
+        else:  # l0 == h0
+            parts.append(tb.concat(tb.byte_range(0x30 + l0, 0x30 + l0),
+                                   self._digits_between(lf[1:], lo_op, None if open_top else hf[1:], hi_op, True)))
+        return tb.alt(parts)
 
     def max_frac_digits(self, j: int) -> Term:
         """Numbers with at most j significant fraction digits (trailing zeros allowed)."""

@@ -1316,22 +1316,15 @@ class _Compiler:
                 if mt is not None:
                     base = mt if mt is tb.nothing else tb.intersect([base, mt])
             return base
-        parts = []
-        if lo is not None:
-            parts.append(self._range(("lower",) + lo, lambda: nt.lower(*lo)))
-        if hi is not None:
-            parts.append(self._range(("upper",) + hi, lambda: nt.upper(*hi)))
+        if lo is not None and hi is not None and (lo[0] > hi[0] or (lo[0] == hi[0] and (lo[1] or hi[1]))):
+            return tb.nothing  # (deferred terms are not empty)
+        parts = [nt.number if lo is None and hi is None else
+                 self._range(("interval", lo, hi), lambda: nt.interval(lo, hi))]
         if mult is not None:
             mt = self._dec_multiple(node, mult, ilo, ihi)
             if mt is not None:
                 parts.append(mt)
-        if not parts:
-            return nt.number
-        t = tb.intersect(parts) if len(parts) > 1 else tb.intersect([parts[0], nt.number])
-        if mult is None and (lo is None or hi is None or lo[0] < hi[0]
-                             or (lo[0] == hi[0] and not lo[1] and not hi[1])):
-            tb.nonempty.add(t.id)  # an interval of decimals with a member: no search needed
-        return t
+        return tb.intersect(parts)
 
     def _range(self, name: tuple, build) -> Term:
         """A digit-range term, built when the output first reaches it (a schema's

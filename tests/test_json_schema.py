@@ -53,6 +53,40 @@ def test_number_bounds_exact(kw, ty):
         assert acc(text) == ok, (schema, text)
 
 
+def test_number_intervals_random():
+    """Random decimal bounds (either side, exclusive or not, crossing, equal) against
+    Decimal comparisons, over random texts of the number universe (trailing zeros,
+    -0 excluded); the interval term has no intersection (json_numbers.interval)."""
+    from fsm.json_numbers import NumberTerms
+    from fsm.terms import TermBuilder
+    rng = random.Random(11)
+    pool = ["0", "0.5", "1", "1.25", "2", "9.99", "10", "10.05", "0.001", "99", "100.5", "0.1", "7"]
+    for _ in range(120):
+        kw = {}
+        for side in ("min", "max"):
+            if rng.random() < 0.8:
+                v = Decimal(rng.choice(pool)) * rng.choice((1, -1))
+                kw[(("exclusiveMinimum" if side == "min" else "exclusiveMaximum") if rng.random() < 0.4
+                    else ("minimum" if side == "min" else "maximum"))] = float(v) if v % 1 else int(v)
+        if rng.random() < 0.1 and "minimum" in kw:
+            kw["maximum"] = kw["minimum"]
+        acc, _ = compiled({"type": "number", **kw})
+        texts = {rng.choice(["", "-"]) + rng.choice(["0", "1", "2", "7", "9", "10", "99", "100", "101"])
+                 + rng.choice(["", ".0", ".00", ".05", ".1", ".25", ".250", ".5", ".99", ".001", ".0001", ".999"])
+                 for _ in range(60)} | {p.lstrip("-") for p in pool} | {"-" + p for p in pool if p != "0"}
+        for text in texts:
+            v = Decimal(text)
+            ok = not (text.startswith("-") and v == 0)  # the universe has no negative zero
+            for k, b in kw.items():
+                b = Decimal(str(b))
+                ok &= {"minimum": v >= b, "maximum": v <= b, "exclusiveMinimum": v > b,
+                       "exclusiveMaximum": v < b}[k]
+            assert acc(text) == ok, (kw, text)
+    nt = NumberTerms(TermBuilder())
+    t = nt.interval((Decimal("-1.25"), True), (Decimal("3.5"), False))
+    assert not t.boolean and t.kind != 0
+
+
 def test_number_universe():
     acc, _ = compiled({"type": "number"})
     for t in ["0", "-1", "1.5", "10.25", "0.001"]:
