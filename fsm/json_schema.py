@@ -1248,13 +1248,16 @@ class _Compiler:
         tb, st = self.tb, self.st
         parts = []
         lo, hi = node.get("minLength", 0), node.get("maxLength")
-        if lo or hi is not None:
-            parts.append(st.length(int(lo), None if hi is None else int(hi)))
+        bounds = (int(lo), None if hi is None else int(hi)) if lo or hi is not None else None
         if "pattern" in node:
             try:
                 parts.append(st.search(node["pattern"]))
             except RegexError as e:
                 self.refuse(node, "pattern", f"unsupported pattern: {e}")
+            if bounds and parts and (run := st.bounded_run(parts[0], *bounds)) is not None:
+                parts[0], bounds = run, None
+        if bounds:
+            parts.append(st.length(*bounds))
         if "format" in node and self.assert_formats and not (
                 self.python_dates and node["format"] in _PYDANTIC_ANY_STRING):
             from .json_formats import format_term

@@ -141,6 +141,31 @@ def test_pattern_is_ecma_search(pattern):
         assert acc(json.dumps(s, ensure_ascii=False)) == bool(py.search(s)), (pattern, s)
 
 
+@pytest.mark.parametrize("pattern", ["^[^<>]*$", "^\\S+$", "^[a-z ]{2,6}$", "^é*$", "^[^a]+$", "^(ab)*$",
+                                     "^.{3,}$"])
+def test_length_bounds_with_class_runs(pattern):
+    """minLength/maxLength beside an anchored run of one character class are one repeat
+    of the class (StringTerms.bounded_run), not an intersection; either way the strings
+    accepted are those Python's re and len accept (characters, not bytes: escapes and
+    non-ASCII count one)."""
+    rng = random.Random(pattern)
+    py = re.compile(pattern.replace("\\S", "[^ \\t\\n\\r\\f\\v\\u00a0\\ufeff]").replace("$", "\\Z"),
+                    re.DOTALL if pattern == "^é*$" else 0)
+    alphabet = ["a", "b", "z", " ", "<", "é", "\n", '"', "日", "\x01"]
+    for lo, hi in [(0, 3), (2, 5), (4, None), (0, 1), (3, 3)]:
+        schema = {"type": "string", "pattern": pattern, "minLength": lo}
+        if hi is not None:
+            schema["maxLength"] = hi
+        acc, cs = compiled(schema)
+        run = pattern not in ("^(ab)*$",)
+        assert (cs.term.boolean is False) == run, (pattern, lo, hi)  # (no AND/NOT left)
+        for i in range(200):
+            pool = alphabet if i % 2 else alphabet[:4]  # (half of them from letters most classes take)
+            s = "".join(rng.choice(pool) for _ in range(rng.randint(0, 8)))
+            ok = bool(py.search(s)) and lo <= len(s) and (hi is None or len(s) <= hi)
+            assert acc(json.dumps(s, ensure_ascii=False)) == ok, (schema, s)
+
+
 def test_string_escapes_canonical():
     acc, _ = compiled({"type": "string"})
     for s in ['a"b', "a\\b", "\n\t\x01", "\u2028", "\x7f", "日本"]:
@@ -406,7 +431,8 @@ def test_pattern_within_max_length_masks_equal_token_walks(smol_vocab):
     the mask of the pattern alone (one for every count), the longer ones are checked by
     the bound they need (TokenAutomaton._bounded_words). Masks at every count equal
     token-by-token walks, with SmolLM2 and with a vocabulary of long runs of the
-    pattern's bytes, some leaving the string; the fast path must be taken."""
+    pattern's bytes, some leaving the string; the fast path must be taken (but by runs of
+    one class, which are a repeat, no intersection: their masks are checked alike)."""
     from fsm.json_schema import build_automaton
     runs = small_vocab([bytes([b]) for b in range(256)] + [b"-" * k for k in (8, 16, 24, 31, 40, 64)] + [
         b"a" * k for k in (9, 17, 33)] + [b"ab-" * 5, b'a"', b'ab"}', b'-a",', b"a" * 20 + b'"}', b"9" * 12,
@@ -415,9 +441,10 @@ def test_pattern_within_max_length_masks_equal_token_walks(smol_vocab):
         ("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", 0, 63, b"n", b"a"),
         ("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", 0, 45, b"1", b"-a"),
         ("^[a-z]+-[0-9]{3}$", 0, 40, b"q", b"a"),  # radius 4
-        ("^[a-z-]*$", 1, 50, b"", b"ab-"),
-        ("^[a-zé]+$", 0, 30, b"\xc3\xa9", b"a\xc3\xa9"),  # not one byte per character: not taken
+        ("^[a-z-]*$", 1, 50, b"", b"ab-"),  # a class run: one repeat (StringTerms.bounded_run)
+        ("^[a-zé]+$", 0, 30, b"\xc3\xa9", b"a\xc3\xa9"),  # one too, and not one byte per character
     ]
+    runs_of_a_class = {"^[a-z-]*$", "^[a-zé]+$"}
     eos = set(smol_vocab.eos_ids)
     for vocab in (runs, smol_vocab):
         data = vocab.token_bytes
@@ -436,7 +463,7 @@ def test_pattern_within_max_length_masks_equal_token_walks(smol_vocab):
                     brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
                     assert set(auto.allowed_tokens(s).tolist()) - eos == brute, (pattern, len(text))
                 text += unit
-            assert bool(taken) == pattern.isascii(), pattern
+            assert bool(taken) == (pattern not in runs_of_a_class), pattern
 
 
 def test_open_object_key_masks_equal_token_walks(smol_vocab):
