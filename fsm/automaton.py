@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA, StateSource, TermSource, length_bound
+from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA, StateSource, TermSource, char_bound, length_bound
 from .terms import (_LAZY_PROGRAMS, ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOTHING, REPEAT, STR, Term,
                     TermBuilder, paused_gc)
 from .vocabulary import TokenColumns, Vocabulary
@@ -239,7 +239,7 @@ class TokenAutomaton:
         src = self.dfa.source
         head, rest = key.args if key.kind == CONCAT else (key, src.tb.empty)
         if head.kind != ALT or not any((h := b.args[0] if b.kind == CONCAT else b).kind == AND
-                                       and length_bound(h, src) for b in head.args):
+                                       and char_bound(h, src) for b in head.args):
             return None
         words = None
         for b in head.args:
@@ -728,7 +728,8 @@ def clip_repeats(t: Term, source, longest: int) -> Term:
     A token of at most `longest` bytes, after parts that take at least m bytes, spans
     at most B = longest - m bytes of a repeat x{lo,hi} (x non-empty): it can neither
     tell hi > B from unbounded nor lo > B+1 from B+1 (so both clip together: hi >= lo).
-    Returns t itself if nothing clips."""
+    A length bound `A AND x{0,hi}` (`char_bound`: x bytes or characters) drops where
+    hi >= B + A's radius. Returns t itself if nothing clips."""
     tb = source.tb
     x, heads = t, []
     while len(heads) < 3:
@@ -737,7 +738,7 @@ def clip_repeats(t: Term, source, longest: int) -> Term:
             break
         x = x.args[1]
     if not any((h.kind == REPEAT and (h.args[2] is not None or h.args[1] > 1))
-               or (h.kind == AND and length_bound(h, source)) for h in heads):
+               or (h.kind == AND and char_bound(h, source)) for h in heads):
         return t  # nothing bounded to clip (most states: spare the lengths below)
     parts, x, budget, changed = [], t, longest, False
     while True:
@@ -746,7 +747,7 @@ def clip_repeats(t: Term, source, longest: int) -> Term:
             item, lo, hi = head.args
             if (hi is not None and hi > budget) or lo > budget + 1:
                 head, changed = tb.repeat(item, min(lo, budget + 1), None), True
-        elif head.kind == AND and (bound := length_bound(head, source)):
+        elif head.kind == AND and (bound := char_bound(head, source)):
             rest, hi = bound
             radius = source.radius(rest)
             if radius is not None and hi >= budget + radius:

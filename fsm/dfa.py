@@ -19,8 +19,8 @@ import numpy as np
 from typing import Hashable, Protocol
 
 from .errors import TooLargeError
-from .terms import (ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOT, NOTHING, REPEAT, STR, Term, TermBuilder,
-                    row_target)
+from .terms import (_LAZY_PROGRAMS, ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOT, NOTHING, REPEAT, STR, Term,
+                    TermBuilder, row_target)
 
 DEFAULT_MAX_STATES = 200_000
 DEAD, UNKNOWN = 0, -1
@@ -60,7 +60,8 @@ class TermSource:
         return t.nullable
 
     def minlen(self, t: Term) -> int:
-        """A lower bound on the length of t's shortest member (exact without AND/NOT)."""
+        """A lower bound on the length of t's shortest member (exact without AND/NOT and
+        deferred LAZY parts)."""
         return _fold(t, self._minlen, _minlen_of)
 
     def has_guess(self, t: Term) -> bool:
@@ -107,8 +108,8 @@ class TermSource:
     def radius(self, t: Term) -> int | None:
         """An upper bound on the shortest completion of every prefix of t's members (how
         far the end is, at most, from anywhere inside t); None for terms with AND (but
-        length bounds: `length_bound`), NOT or LAZY parts, whose shortest members are not
-        known structurally.
+        length bounds: `length_bound`), NOT or deferred LAZY parts, whose shortest
+        members are not known structurally (a lazy program's are: `_lazy_stats`).
 
         `[a-z]{1,63}(\\.[a-z]{1,63})*` has radius 2: a prefix is a member, or needs a
         letter, or (after a dot) one. clip_repeats uses it to drop a length bound that
@@ -128,8 +129,13 @@ class TermSource:
         part (its shortest member is exact); iff A is, where A's radius is at most hi
         (its shortest member is no longer: a hostname within 253 bytes, whose labels are
         bounds too). None for other terms (a search decides them)."""
-        if t.kind != AND or (bound := length_bound(t, self)) is None:
+        if t.kind != AND:
             return None
+        if (bound := length_bound(t, self)) is None:
+            if (bound := char_bound(t, self)) is None:
+                return None
+            r = self.radius(bound[0])  # (characters of several bytes: no minlen or alphabet test)
+            return self.is_empty(bound[0]) if r is not None and r <= bound[1] else None
         a, hi = bound
         if self.minlen(a) > hi:  # (a lower bound: exact without AND/NOT/LAZY parts)
             return True
@@ -198,6 +204,21 @@ def _fold(t: Term, memo: dict, combine) -> object:
     return memo[t.id]
 
 
+def _lazy_stats(name: str) -> tuple[int, int | None]:
+    """(shortest member's length, radius) of a lazy program (a format, a JSON string's
+    character): constants, found once per process in a builder of their own, so that
+    minlen is exact on them and radius known (a format within maxLength clips)."""
+    got = _LAZY_STATS.get(name)
+    if got is None:
+        src = TermSource(TermBuilder())
+        body = src.tb.load(_LAZY_PROGRAMS[name])
+        got = _LAZY_STATS[name] = (src.minlen(body), src.radius(body))
+    return got
+
+
+_LAZY_STATS: dict[str, tuple] = {}  # lazy program name -> _lazy_stats
+
+
 def _minlen_of(x: Term, kids: list) -> int:
     k = x.kind
     if k == BYTES:
@@ -214,7 +235,9 @@ def _minlen_of(x: Term, kids: list) -> int:
         return max(kids)
     if k == NOTHING:
         return 1 << 30
-    return 0 if x.nullable else 1  # EMPTY, NOT, LAZY
+    if k == LAZY and x.args[0] in _LAZY_PROGRAMS:
+        return _lazy_stats(x.args[0])[0]
+    return 0 if x.nullable else 1  # EMPTY, NOT, a deferred LAZY (a lower bound)
 
 
 def _alphabet_of(x: Term, kids: list) -> int | None:
@@ -236,6 +259,8 @@ def _alphabet_of(x: Term, kids: list) -> int | None:
 
 def _radius_of(x: Term, kids: list, minlen: dict, source) -> int | None:
     k = x.kind
+    if k == LAZY and x.args[0] in _LAZY_PROGRAMS:
+        return _lazy_stats(x.args[0])[1]
     if k == AND and (bound := length_bound(x, source)) is not None:
         # a prefix of A AND x{0,hi}'s members is one of A's, and its shortest completion
         # in A fits within hi if any does (a hostname's labels of 1-63 bytes)
@@ -272,6 +297,25 @@ def length_bound(t: Term, source) -> tuple[Term, int] | None:
         if x.kind == REPEAT and x.args[2] is not None:
             a = t.args[1 - i]
             if (x.args[1] == 0 or (x.args[1] == 1 and not a.nullable)) and _byte_items(a, x.args[0], source):
+                return a, x.args[2]
+    return None
+
+
+def char_bound(t: Term, source) -> tuple[Term, int] | None:
+    """(A, hi) for a length bound `A AND x{lo,hi}` as in `length_bound`, or one whose
+    items x are characters of several bytes, that the builder lists in `char_items`
+    (JSON string characters: every A it bounds is made of them). A token of B bytes
+    spans at most B of them, and a prefix of A's members is at most A's radius r bytes,
+    so at most r characters, from an end: where B + r <= hi the bound cannot refuse a
+    token A takes (clip_repeats), and A's emptiness is the bound's (bound_is_empty).
+    Unlike `length_bound`, hi does not bound the members' bytes."""
+    got = length_bound(t, source)
+    if got is not None or len(t.args) != 2:
+        return got
+    for i, x in enumerate(t.args):
+        if x.kind == REPEAT and x.args[2] is not None and x.args[0].id in source.tb.char_items:
+            a = t.args[1 - i]
+            if x.args[1] == 0 or (x.args[1] == 1 and not a.nullable):
                 return a, x.args[2]
     return None
 

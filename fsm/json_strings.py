@@ -109,6 +109,7 @@ class StringTerms:
         else:
             self.any_char = self._chars[charset.normalize(ALL)] = tb.lazy("json:any_char", prog)
             self.char_ids.add(self.any_char.id)
+        tb.char_items.add(self.any_char.id)  # (the items of every length bound: `length`)
         self.any_chars = tb.star(self.any_char)
         self.any_string = tb.seq([self.quote, self.any_chars, self.quote])
 

@@ -116,6 +116,10 @@ class TermBuilder:
         # derivative leaves it for A once off the ends' paths (TokenAutomaton masks it
         # as A's mask minus the ends' continuations)
         self.cofinite: dict[int, tuple] = {}
+        # ids of terms x whose members are whole characters of several bytes (a JSON
+        # string's), where every A this builder intersects with x{lo,hi} is made of them
+        # (dfa.char_bound)
+        self.char_items: set[int] = set()
 
     def __len__(self) -> int:
         return len(self._terms)

@@ -426,6 +426,55 @@ def test_string_runs_count_escapes_exactly(smol_vocab):
             assert auto._rest_lives, (lo, hi)
 
 
+def test_max_length_over_characters_of_several_bytes(smol_vocab):
+    """maxLength beside a pattern over every character (escapes, non-ASCII): the bound
+    counts characters of several bytes (dfa.char_bound). Which prefixes live equals
+    arithmetic on characters; masks equal token-by-token walks far from the bound
+    (where clip_repeats drops it) and near it."""
+    from fsm.automaton import clip_repeats
+    from fsm.json_schema import build_automaton
+    from fsm.terms import LAZY
+    longest = len(smol_vocab.columns.count)
+    hi = 100 + longest  # far enough to clip at the first counts
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "[0-9]{3}", "maxLength": hi}},
+              "required": ["s"]}
+    auto = build_automaton(schema, smol_vocab)
+    for n in range(hi - 5, hi + 2):  # one-byte characters (first: no search has met these states)
+        for text, need in [("a" * n, 3), ("a" * (n - 2) + "77", 1)]:
+            assert (auto.dfa.walk(auto.start, ('{"s":"' + text).encode()) != 0) == (n + need <= hi), (n, need)
+    rng = random.Random(5)
+    units = ["a", "é", "\\n", "日", "7", "7", " ", "\\u0001"]  # (JSON texts of one character)
+    for _ in range(300):
+        chars = [rng.choice(units) for _ in range(rng.choice([rng.randint(0, 12), rng.randint(hi - 6, hi + 1)]))]
+        text = "".join("7" if c == "7" else "." for c in chars)
+        need = 0 if "777" in text else 3 - (len(text) - len(text.rstrip("7")))
+        live = auto.dfa.walk(auto.start, ('{"s":"' + "".join(chars)).encode()) != 0
+        assert live == (len(chars) + need <= hi), (len(chars), text[-4:])
+    # what the bound and A's radius rest on: a JSON character's shortest text is one
+    # byte, and "\u" needs 4 more (a smaller radius would drop bounds that matter)
+    from fsm.dfa import TermSource
+    from fsm.json_formats import format_term
+    from fsm.json_schema import JsonTermBuilder
+    from fsm.json_strings import StringTerms
+    tb = JsonTermBuilder()
+    lazy, src = StringTerms(tb).any_char, TermSource(tb)  # (a later builder's: the lazy program)
+    assert lazy.kind == LAZY and src.minlen(lazy) == 1 and src.radius(lazy) >= 4
+    format_term(StringTerms(JsonTermBuilder()), "uuid")  # (its program, for the next builder)
+    uuid = format_term(StringTerms(tb), "uuid")  # a lazy program: minlen exact, not a lower bound
+    assert uuid.kind == LAZY and src.minlen(uuid) == 36 == src.radius(uuid)
+    eos, data, clipped = set(smol_vocab.eos_ids), smol_vocab.token_bytes, 0
+    for k in [0, 3, 40, hi - longest - 3, hi - longest - 2, hi - 60, hi - 20, hi - 3, hi - 1]:
+        for text in ["é" * k, "7" + "\\n" * (k - 1) if k else ""]:
+            s = auto.dfa.walk(auto.start, ('{"s":"' + text).encode())
+            if s == 0:
+                continue
+            key = auto.dfa.keys[s]
+            clipped += clip_repeats(key, auto.dfa.source, len(smol_vocab.columns.count)) is not key
+            brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
+            assert set(auto.allowed_tokens(s).tolist()) - eos == brute, (k, text[:3])
+    assert clipped >= 4  # (the fast path is taken far from the bound)
+
+
 def test_pattern_within_max_length_masks_equal_token_walks(smol_vocab):
     """A plain ASCII pattern within maxLength: tokens too short to reach the bound take
     the mask of the pattern alone (one for every count), the longer ones are checked by
