@@ -79,11 +79,10 @@ Sources: a dict, JSON text, or a Pydantic model class / type (`model_json_schema
 For Pydantic sources three defaults change, to what the model parses back: objects are
 closed (allow_extra_properties=False); dates/times are those Python's datetime holds
 (no year 0000, no leap second), and the formats Pydantic writes for bytes, SecretStr
-and Path (binary, password, path) take any string (python_dates=True); and
-`set[str]`'s uniqueItems over
-items outside a finite set is not enforced (python_sets=True): Pydantic reads an array
-with a repeated item into the set, so the text may repeat an item while the object is
-valid (a finite item set, `set[Literal[...]]`, stays exact).
+and Path (binary, password, path) take any string (python_dates=True); and the
+uniqueItems of `set[str]` (items outside a finite set) is not enforced (python_sets=
+True): Pydantic reads an array with a repeated item into the set, so the text may
+repeat an item while the object is valid (`set[Literal[...]]` stays exact).
 
 Emptiness: intersections and complements can make a derivative empty without being
 syntactically NOTHING; the DFA asks the source. `JsonTermSource.is_empty` decides it
@@ -2222,10 +2221,10 @@ def compile_json_schema(schema, vocab, max_states: int | None = None, **options)
     `not`; default False for Pydantic models, whose extra fields are ignored anyway),
     python_dates (default True for Pydantic models: no year 0000 and no leap seconds,
     which Python's datetime rejects; formats binary, password and path, which Pydantic
-    writes for bytes, SecretStr and Path, take any string), python_sets (default True for Pydantic models:
-    uniqueItems over items outside a finite set is not enforced, as Pydantic reads
-    repeats into a set; False refuses it, or drops it with a warning when not strict),
-    max_states. Cached per vocabulary by the schema's JSON text and the options.
+    writes for bytes, SecretStr and Path, take any string), python_sets (default True
+    for Pydantic models: uniqueItems over items outside a finite set is not enforced,
+    as Pydantic reads repeats into a set; False refuses it, or drops it with a warning
+    when not strict), max_states. Cached per vocabulary by the schema's JSON text and the options.
     The automaton carries `key_order` and `canonical(instance)`.
     """
     from . import _cached
