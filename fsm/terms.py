@@ -30,6 +30,8 @@ _LAZY_PROGRAMS: dict[str, tuple] = {}
 # without loading it or deriving it again (None: not saved, a target is deferred)
 _LAZY_ROWS: dict[str, tuple | None] = {}
 
+_ALL_BYTES = (1 << 256) - 1
+
 # A derivative row: sorted, disjoint (start, end_exclusive, target) byte segments
 # whose target is not NOTHING. Bytes not covered lead to NOTHING.
 Row = tuple
@@ -120,6 +122,7 @@ class TermBuilder:
         # string's), where every A this builder intersects with x{lo,hi} is made of them
         # (dfa.char_bound)
         self.char_items: set[int] = set()
+        self._first: dict[int, int] = {}  # term id -> first(term)
 
     def __len__(self) -> int:
         return len(self._terms)
@@ -438,8 +441,9 @@ class TermBuilder:
             a, c = t.args
             head = self.concat(self.derive(a, b), c)
             return self.alt((head, self.derive(c, b))) if a.nullable else head
-        if k == ALT:
-            return self.alt([self.derive(x, b) for x in t.args])
+        if k == ALT:  # (branches that cannot start with b are not derived: a class of 34 escapes)
+            bit = 1 << b
+            return self.alt([self.derive(x, b) for x in t.args if self.first(x) & bit])
         if k == REPEAT:
             x, lo, hi = t.args
             return self.concat(self.derive(x, b), self.repeat(x, max(lo - 1, 0), None if hi is None else hi - 1))
@@ -454,6 +458,36 @@ class TermBuilder:
                 return self.nothing if x is None else x
             return self.derive(self.body(t), b)
         return self.nothing  # NOTHING, EMPTY
+
+    def first(self, t: Term) -> int:
+        """The bytes some member of t may start with, as a 256-bit mask (a superset: every
+        byte for complements and lazy terms), memoized by term id."""
+        f = self._first.get(t.id)
+        if f is None:
+            k = t.kind
+            if k == BYTES:
+                f = (1 << (t.args[1] + 1)) - (1 << t.args[0])
+            elif k == STR:
+                f = 1 << t.args[0][0]
+            elif k == CONCAT:
+                a, c = t.args
+                f = self.first(a) | (self.first(c) if a.nullable else 0)
+            elif k == ALT:
+                f = 0
+                for c in t.args:
+                    f |= self.first(c)
+            elif k == REPEAT:
+                f = self.first(t.args[0])
+            elif k == AND:
+                f = _ALL_BYTES
+                for c in t.args:
+                    f &= self.first(c)
+            elif k in (NOTHING, EMPTY):
+                f = 0
+            else:  # NOT, LAZY
+                f = _ALL_BYTES
+            self._first[t.id] = f
+        return f
 
     def _union(self, rows: Sequence[Row]) -> Row:
         rows = [r for r in rows if r]

@@ -111,7 +111,8 @@ def test_export_load_keeps_the_language(p1, p2, seed):
 @given(patterns(), patterns(), st.integers(0, 2**32 - 1))
 def test_derive_by_one_byte_equals_the_row(p1, p2, seed):
     """TermBuilder.derive (a walk's single step) gives the row's target at that byte,
-    before and after the row is known, intersections and complements included."""
+    before and after the row is known, intersections and complements included; the
+    bytes TermBuilder.first gives (derive skips alternatives by them) hold the row's."""
     rng = np.random.default_rng(seed)
     tb = TermBuilder()
     a, b = regex_to_term(tb, p1), regex_to_term(tb, p2)
@@ -122,6 +123,8 @@ def test_derive_by_one_byte_equals_the_row(p1, p2, seed):
         before = tb.derive(t, byte)  # t.row may not be built yet
         want = next((x for s, e, x in tb.row(t) if s <= byte < e), tb.nothing)
         assert before is want and tb.derive(t, byte) is want, (p1, p2, byte)
+        first = tb.first(t)
+        assert all(first >> c & 1 for s, e, _ in tb.row(t) for c in range(s, e)), (p1, p2)
         todo += [x for _, _, x in tb.row(t)] or [t]
 
 
