@@ -12,7 +12,9 @@ Supported (assertion semantics; each a regular language written from its RFC):
 - ipv4 (dotted quad without leading zeros), ipv6 (RFC 4291 text forms, no zone id);
 - uuid (8-4-4-4-12 hex, either case);
 - uri, uri-reference (RFC 3986 collected ABNF);
-- json-pointer, relative-json-pointer (RFC 6901 / draft).
+- json-pointer, relative-json-pointer (RFC 6901 / draft);
+- for Pydantic sources (python=True) also ipvanyaddress, ipv4interface, ipv6interface
+  and ipvanyinterface (an address, then a prefix length or none).
 Others (idn-*, iri*, regex, uri-template, unknown names) raise KeyError: the caller
 refuses them (strict) or drops them (lenient).
 """
@@ -70,6 +72,14 @@ URI = rf"{_SCHEME}:(?://{_AUTH}{_PATH_ABEMPTY}|{_PATH_ABS}|{_SEG_NZ}(?:/{_SEG})*
 RELATIVE_REF = rf"(?://{_AUTH}{_PATH_ABEMPTY}|{_PATH_ABS}|{_SEG_NZ_NC}(?:/{_SEG})*|){_QF}"
 JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
 REL_JSON_POINTER = rf"(?:0|[1-9][0-9]*)(?:#|{JSON_POINTER})"
+
+
+_V4_PREFIX, _V6_PREFIX = r"(?:/(?:3[0-2]|[12]?[0-9]))?", r"(?:/(?:12[0-8]|1[01][0-9]|[1-9]?[0-9]))?"
+# formats Pydantic writes for IPvAnyAddress and the ipaddress interfaces, as what Python
+# reads back (networks, whose host bits must be zero, are not taken)
+_PYDANTIC_IP = {"ipvanyaddress": (IPV4, IPV6), "ipv4interface": (IPV4 + _V4_PREFIX,),
+                "ipv6interface": (IPV6 + _V6_PREFIX,),
+                "ipvanyinterface": (IPV4 + _V4_PREFIX, IPV6 + _V6_PREFIX)}
 
 
 def _leap_second_time(st) -> Term:
@@ -172,6 +182,8 @@ def _build(st, name: str, python: bool) -> Term:
         t = st.fullmatch(IPV4)
     elif name == "ipv6":
         t = st.fullmatch(IPV6)
+    elif python and name in _PYDANTIC_IP:  # Pydantic's ipaddress types (a prefix length, no mask)
+        t = tb.alt(st.fullmatch(x) for x in _PYDANTIC_IP[name])
     elif name == "uuid":
         t = st.fullmatch(UUID)
     elif name == "uri":

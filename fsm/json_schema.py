@@ -78,8 +78,9 @@ reference is then followed at most N times along any path.
 Sources: a dict, JSON text, or a Pydantic model class / type (`model_json_schema()`).
 For Pydantic sources three defaults change, to what the model parses back: objects are
 closed (allow_extra_properties=False); dates/times are those Python's datetime holds
-(no year 0000, no leap second), and the formats Pydantic writes for bytes, SecretStr
-and Path (binary, password, path) take any string (python_dates=True); and the
+(no year 0000, no leap second), the formats Pydantic writes for bytes, SecretStr and
+Path (binary, password, path) take any string, and those of IPvAnyAddress and the
+ipaddress interfaces an address with an optional prefix length (python_dates=True); and the
 uniqueItems of `set[str]` (items outside a finite set) is not enforced (python_sets=
 True): Pydantic reads an array with a repeated item into the set, so the text may
 repeat an item while the object is valid (`set[Literal[...]]` stays exact).
