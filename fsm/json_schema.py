@@ -987,8 +987,23 @@ class _Compiler:
         return merged
 
     def _merged_objects(self, branches: list):
-        """_merged_all_of for object schemas; None where they are not all of that kind."""
+        """_merged_all_of for object schemas; None where they are not all of that kind.
+        patternProperties may stand in one branch where the others take any other key
+        (package.json: an open object with `^_` patterns, and one with a property): the
+        merged object keeps them, and that branch's additionalProperties meets a key
+        another branch declares only where no pattern of it matches the key."""
         carried, plain = {}, self._MERGEABLE
+        patterned = [b for b in branches if "patternProperties" in b]
+        opened = self.allow_extra or self._negated > 0  # (what a missing additionalProperties means)
+        if len(patterned) > 1 or (patterned and any(
+                b.get("additionalProperties", opened) is not True for b in branches if b is not patterned[0])):
+            return None
+        pats = []
+        for p in (patterned[0]["patternProperties"] if patterned else ()):
+            try:
+                pats.append(self.st.search(p))
+            except RegexError:
+                return None  # (refused where the object is compiled, naming the pattern)
         for b in branches:
             for group in self._CARRIED:
                 if group[0] in b or group[-1] in b:
@@ -996,7 +1011,8 @@ class _Compiler:
                         return None
                     carried.update((k, b[k]) for k in group if k in b)
                     carried.setdefault(group[0], None)
-            if not set(b) <= plain | set(carried) or b.get("type", "object") != "object":
+            keys = plain | set(carried) | ({"patternProperties"} if patterned and b is patterned[0] else set())
+            if not set(b) <= keys or b.get("type", "object") != "object":
                 return None
         props: dict = {}
         for b in branches:
@@ -1006,7 +1022,8 @@ class _Compiler:
             for b in branches:
                 if k in b.get("properties", {}):
                     vals.append(b["properties"][k])
-                elif b.get("additionalProperties", True) is not True:
+                elif b.get("additionalProperties", True) is not True and not (
+                        patterned and b is patterned[0] and any(self._matches(t, encode_string(k)) for t in pats)):
                     vals.append(b["additionalProperties"])
         addl = [b["additionalProperties"] for b in branches if b.get("additionalProperties", True) is not True]
         merged = {"properties": {k: (v[0] if len(v) == 1 else {"allOf": v}) if v else True
@@ -1017,6 +1034,8 @@ class _Compiler:
         if addl:
             merged["additionalProperties"] = False if False in addl else (
                 addl[0] if len(addl) == 1 else {"allOf": addl})
+        if patterned:
+            merged["patternProperties"] = patterned[0]["patternProperties"]
         merged.update((k, v) for k, v in carried.items() if v is not None)
         return merged
 

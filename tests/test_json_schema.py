@@ -928,6 +928,37 @@ def test_value_conditions_are_variants():
             assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), (schema, inst)
 
 
+def test_all_of_merges_an_object_with_pattern_properties():
+    """allOf of an object with patternProperties and open objects is one object (no
+    intersection): its patterns meet every key, and its additionalProperties a key that
+    only another branch declares where no pattern matches it. Random branches and
+    instances against jsonschema; a second patterned or a closed branch is not merged
+    (an intersection), and agrees with jsonschema too."""
+    from fsm.terms import AND
+    rng = random.Random(13)
+    values = [1, "s", True, None, 2.5, -3]
+    keys = ["a", "b", "c", "x1", "x2", "ab", "zz", "xb"]
+    schemas = [{}, {"type": "integer"}, {"type": "string"}, {"enum": [1, "s"]}, False]
+    merged = 0
+    for _ in range(40):
+        c = {"type": "object", "patternProperties": {"^x": rng.choice(schemas[:-1]), "b$": rng.choice(schemas)},
+             "properties": {k: rng.choice(schemas[:-1]) for k in rng.sample(["a", "b", "x1"], rng.randint(0, 2))}}
+        if rng.random() < 0.6:
+            c["additionalProperties"] = rng.choice([True, False, {"type": "integer"}])
+        d = {"properties": {k: rng.choice(schemas[:-1]) for k in rng.sample(["a", "c", "x2", "ab"], rng.randint(1, 3))}}
+        if rng.random() < 0.2:
+            d["additionalProperties"] = rng.choice([False, {"type": "string"}])  # (not merged)
+        e = {"required": rng.sample(["a", "c"], rng.randint(0, 1))}
+        schema = {"allOf": [c, d, e]}
+        acc, cs = compiled(schema)
+        merged += cs.term.kind != AND  # (the pattern's complement for other keys stays inside)
+        v = jsonschema.Draft202012Validator(schema)
+        for _ in range(40):
+            inst = {k: rng.choice(values) for k in rng.sample(keys, rng.randint(0, 4))}
+            assert acc(cs.canonical(inst)) == v.is_valid(inst), (schema, inst)
+    assert merged >= 10, merged
+
+
 def test_all_of_merges_values_arrays_and_carried_keywords():
     """allOf of value lists is their common values; of array schemas, one array of the
     items' allOf; of object schemas, one object that carries a branch's oneOf / if
