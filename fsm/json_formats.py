@@ -74,6 +74,9 @@ JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
 REL_JSON_POINTER = rf"(?:0|[1-9][0-9]*)(?:#|{JSON_POINTER})"
 
 
+# formats Pydantic writes for bytes, SecretStr and Path: it reads any JSON string back
+# into them, so a Pydantic source's string takes no format term for them
+PYDANTIC_ANY_STRING = frozenset(("binary", "password", "path"))
 _V4_PREFIX, _V6_PREFIX = r"(?:/(?:3[0-2]|[12]?[0-9]))?", r"(?:/(?:12[0-8]|1[01][0-9]|[1-9]?[0-9]))?"
 # formats Pydantic writes for IPvAnyAddress and the ipaddress interfaces, as what Python
 # reads back (networks, whose host bits must be zero, are not taken)

@@ -116,7 +116,7 @@ from urllib.parse import unquote, urldefrag, urljoin
 
 from .dfa import DEFAULT_MAX_STATES, LazyDFA, TermSource
 from .errors import ConstraintError, RegexError, TooLargeError
-from .json_formats import NONEMPTY_LAZY
+from .json_formats import NONEMPTY_LAZY, PYDANTIC_ANY_STRING
 from .json_numbers import NumberTerms, integer_texts, number_text_term, to_decimal
 from .json_strings import StringTerms, encode_string, string_text
 from .terms import (ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOT, NOTHING, REPEAT, STR, Term, TermBuilder,
@@ -992,18 +992,17 @@ class _Compiler:
         (package.json: an open object with `^_` patterns, and one with a property): the
         merged object keeps them, and that branch's additionalProperties meets a key
         another branch declares only where no pattern of it matches the key."""
-        carried, plain = {}, self._MERGEABLE
+        carried = {}
         patterned = [b for b in branches if "patternProperties" in b]
+        pb = patterned[0] if patterned else None
         opened = self.allow_extra or self._negated > 0  # (what a missing additionalProperties means)
-        if len(patterned) > 1 or (patterned and any(
-                b.get("additionalProperties", opened) is not True for b in branches if b is not patterned[0])):
+        if len(patterned) > 1 or (pb is not None and any(
+                b.get("additionalProperties", opened) is not True for b in branches if b is not pb)):
             return None
-        pats = []
-        for p in (patterned[0]["patternProperties"] if patterned else ()):
-            try:
-                pats.append(self.st.search(p))
-            except RegexError:
-                return None  # (refused where the object is compiled, naming the pattern)
+        try:
+            pats = [self.st.search(p) for p in (pb or {}).get("patternProperties", ())]
+        except RegexError:
+            return None  # (refused where the object is compiled, naming the pattern)
         for b in branches:
             for group in self._CARRIED:
                 if group[0] in b or group[-1] in b:
@@ -1011,7 +1010,7 @@ class _Compiler:
                         return None
                     carried.update((k, b[k]) for k in group if k in b)
                     carried.setdefault(group[0], None)
-            keys = plain | set(carried) | ({"patternProperties"} if patterned and b is patterned[0] else set())
+            keys = self._MERGEABLE | set(carried) | ({"patternProperties"} if b is pb else set())
             if not set(b) <= keys or b.get("type", "object") != "object":
                 return None
         props: dict = {}
@@ -1023,7 +1022,7 @@ class _Compiler:
                 if k in b.get("properties", {}):
                     vals.append(b["properties"][k])
                 elif b.get("additionalProperties", True) is not True and not (
-                        patterned and b is patterned[0] and any(self._matches(t, encode_string(k)) for t in pats)):
+                        b is pb and any(self._matches(t, encode_string(k)) for t in pats)):
                     vals.append(b["additionalProperties"])
         addl = [b["additionalProperties"] for b in branches if b.get("additionalProperties", True) is not True]
         merged = {"properties": {k: (v[0] if len(v) == 1 else {"allOf": v}) if v else True
@@ -1034,8 +1033,8 @@ class _Compiler:
         if addl:
             merged["additionalProperties"] = False if False in addl else (
                 addl[0] if len(addl) == 1 else {"allOf": addl})
-        if patterned:
-            merged["patternProperties"] = patterned[0]["patternProperties"]
+        if pb is not None:
+            merged["patternProperties"] = pb["patternProperties"]
         merged.update((k, v) for k, v in carried.items() if v is not None)
         return merged
 
@@ -1273,12 +1272,13 @@ class _Compiler:
                 parts.append(st.search(node["pattern"]))
             except RegexError as e:
                 self.refuse(node, "pattern", f"unsupported pattern: {e}")
-            if bounds and parts and (run := st.bounded_run(parts[0], *bounds)) is not None:
-                parts[0], bounds = run, None
-        if bounds:
+        run = st.bounded_run(parts[0], *bounds) if bounds and parts else None
+        if run is not None:  # the pattern is a run of one class: the bounds go into it
+            parts[0] = run
+        elif bounds:
             parts.append(st.length(*bounds))
         if "format" in node and self.assert_formats and not (
-                self.python_dates and node["format"] in _PYDANTIC_ANY_STRING):
+                self.python_dates and node["format"] in PYDANTIC_ANY_STRING):
             from .json_formats import format_term
             try:
                 parts.append(format_term(st, node["format"], self.python_dates))
@@ -1915,10 +1915,6 @@ def _join(base: str, ref: str) -> str:
     return joined
 
 
-# formats Pydantic writes for bytes, SecretStr and Path: it reads any JSON string back
-# into them (python_dates: the format terms of what Pydantic parses)
-_PYDANTIC_ANY_STRING = frozenset(("binary", "password", "path"))
-
 # keywords that may stand beside `type` and `enum` for the enum to be filtered by type
 _SCALAR_KW = frozenset(_STRING_KW + _NUMBER_KW + ("type", "format"))
 _TYPED_ENUM_KEYS = {"type", "enum", "title", "description", "$comment", "default", "examples",
@@ -2191,14 +2187,19 @@ def _literal_text(t: Term) -> bytes | None:
     return None
 
 
+def _pydantic_defaults(schema, options: dict) -> None:
+    """A Pydantic source's defaults (module notes): what Python parses back."""
+    if not isinstance(schema, (dict, bool, str, bytes)):
+        options.setdefault("python_dates", True)
+        options.setdefault("python_sets", True)
+        options.setdefault("allow_extra_properties", False)
+
+
 def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> CompiledSchema:
     """Compile a schema to a byte-level term (no vocabulary needed)."""
     tb = tb or JsonTermBuilder()
     root = load_schema(schema)
-    if not isinstance(schema, (dict, bool, str, bytes)):  # from Pydantic: what Python can parse
-        options.setdefault("python_dates", True)
-        options.setdefault("python_sets", True)
-        options.setdefault("allow_extra_properties", False)
+    _pydantic_defaults(schema, options)
     comp = _Compiler(root, tb, **options)
     with paused_gc():
         term = comp.value(root, comp.max_depth)
@@ -2241,7 +2242,8 @@ def compile_json_schema(schema, vocab, max_states: int | None = None, **options)
     `not`; default False for Pydantic models, whose extra fields are ignored anyway),
     python_dates (default True for Pydantic models: no year 0000 and no leap seconds,
     which Python's datetime rejects; formats binary, password and path, which Pydantic
-    writes for bytes, SecretStr and Path, take any string), python_sets (default True
+    writes for bytes, SecretStr and Path, take any string; ipvanyaddress and the
+    interface formats an address and a prefix length or none), python_sets (default True
     for Pydantic models: uniqueItems over items outside a finite set is not enforced,
     as Pydantic reads repeats into a set; False refuses it, or drops it with a warning
     when not strict), max_states. Cached per vocabulary by the schema's JSON text and the options.
@@ -2249,10 +2251,7 @@ def compile_json_schema(schema, vocab, max_states: int | None = None, **options)
     """
     from . import _cached
     root = load_schema(schema)
-    if not isinstance(schema, (dict, bool, str, bytes)):
-        options.setdefault("python_dates", True)
-        options.setdefault("python_sets", True)
-        options.setdefault("allow_extra_properties", False)
+    _pydantic_defaults(schema, options)
     key = ("json_schema", json.dumps(root, sort_keys=False, separators=(",", ":")),
            tuple(sorted(options.items())), max_states)
     return _cached(vocab, key, lambda: build_automaton(root, vocab, max_states, **options))

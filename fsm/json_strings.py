@@ -100,6 +100,7 @@ class StringTerms:
         self._escapes = None  # the 34 escaped characters' texts, as one alternation
         self._except: dict[tuple, Term] = {}  # letters -> _plain_except
         self._wide = None  # _not_in_term's branch for non-ASCII and escaped characters
+        self._searches: dict[str, Term] = {}  # pattern -> search(pattern)
         self.quote = tb.literal(b'"')
         self.char_ids: set[int] = set()  # the terms `char` made: each member is one character
         prog = _ANY_CHAR.get("program")
@@ -230,8 +231,12 @@ class StringTerms:
         return self.tb.repeat(c, max(lo, m), top)
 
     def search(self, pattern: str) -> Term:
-        """Encoded strings whose decoded value contains a match of ECMA `pattern`."""
-        return _search_term(self, pattern)
+        """Encoded strings whose decoded value contains a match of ECMA `pattern` (once per
+        pattern: docker-compose's `^x-` patternProperties stand in 58 objects)."""
+        t = self._searches.get(pattern)
+        if t is None:
+            t = self._searches[pattern] = _search_term(self, pattern)
+        return t
 
     def fullmatch(self, pattern: str) -> Term:
         """Encoded strings whose decoded value fully matches `pattern` (Python syntax)."""

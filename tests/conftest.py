@@ -87,3 +87,9 @@ def small_vocab(tokens, eos=True) -> fsm.Vocabulary:
     """A toy vocabulary: the given byte strings, then an EOS token (no bytes)."""
     toks = tuple(tokens) + ((None,) if eos else ())
     return fsm.Vocabulary(toks, (len(toks) - 1,) if eos else (), len(toks) + 5)  # padded width
+
+
+def live_tokens_brute_force(a, s) -> set:
+    """Token ids whose bytes keep state s of automaton a's DFA alive, one token at a time
+    (the oracle masks are compared with)."""
+    return {i for i, b in enumerate(a.vocab.token_bytes) if b and a.dfa.walk(s, b) != 0}

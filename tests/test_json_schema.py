@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from fsm.json_schema import SchemaError, SchemaWarning, canonical_json, schema_to_term
-from .conftest import small_vocab
+from .conftest import live_tokens_brute_force, small_vocab
 
 
 def compiled(schema, **opts):
@@ -247,7 +247,7 @@ def test_format_entry_masks_read_the_loaded_format(smol_vocab):
     whole = small_vocab([bytes([b]) for b in range(256)] + [  # tokens past a whole value
         b'1.2.3.4"}', b'1.2.3.4"', b'a@b.co"}', b'123e4567-e89b-12d3-a456-426614174000"}'])
     for vocab in (smol_vocab, whole):
-        data, eos = vocab.token_bytes, set(vocab.eos_ids)
+        eos = set(vocab.eos_ids)
         for fmt in ("uuid", "date-time", "email", "ipv4"):
             schema = {"type": "object", "properties": {"v": {"type": "string", "format": fmt}}, "required": ["v"]}
             build_automaton(schema, vocab)  # the format's program, for the next schema
@@ -257,8 +257,7 @@ def test_format_entry_masks_read_the_loaded_format(smol_vocab):
             # (every format's program is small: date-time's leap-second relation is in
             # lazy pieces of its own)
             assert _loaded_head(key, auto.dfa.source.tb) is not key, fmt
-            brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
-            assert set(auto.allowed_tokens(s).tolist()) - eos == brute, fmt
+            assert set(auto.allowed_tokens(s).tolist()) - eos == live_tokens_brute_force(auto, s), fmt
     tb = TermBuilder()  # a big program stays lazy: its rows load saved, step by step
     other = TermBuilder()
     big = tb.lazy("test:big", other.export(other.words(b"%d" % i for i in range(LOADED_HEAD_MAX))))
@@ -286,14 +285,13 @@ def test_hostname_prefixes_and_masks_near_the_bounds(smol_vocab):
         b"a" * 40, b"a" * 40 + b'"', b"ab." * 9, b'b"'])
     for vocab in (runs, smol_vocab):
         auto = build_automaton({"type": "string", "format": "hostname"}, vocab)
-        data, eos = vocab.token_bytes, set(vocab.eos_ids)
+        eos = set(vocab.eos_ids)
         near = [("a" * 63 + ".") * 2 + "a" * k for k in range(50, 64)]  # 253 - the longest token - radius
         for p in ["a", "a" * 20, "a" * 50, "a" * 60, "a" * 62, "a-", "a" * 61 + "-", ("a" * 63 + ".") * 2,
                   ("a" * 63 + ".") * 3 + "a" * 40, ("a" * 63 + ".") * 3 + "a" * 60] + near[:: 1 if vocab is runs else 4]:
             s = auto.dfa.walk(auto.start, b'"' + p.encode())
             assert s != 0, p
-            brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
-            assert set(auto.allowed_tokens(s).tolist()) - eos == brute, p
+            assert set(auto.allowed_tokens(s).tolist()) - eos == live_tokens_brute_force(auto, s), p
         # an email's domain: a hostname or an address literal, masked branch by branch
         auto = build_automaton({"type": "string", "format": "email"}, vocab)
         taken = 0
@@ -301,8 +299,7 @@ def test_hostname_prefixes_and_masks_near_the_bounds(smol_vocab):
             s = auto.dfa.walk(auto.start, b'"' + p.encode())
             assert s != 0, p
             taken += auto._branch_words(auto.dfa.keys[s]) is not None
-            brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
-            assert set(auto.allowed_tokens(s).tolist()) - eos == brute, p
+            assert set(auto.allowed_tokens(s).tolist()) - eos == live_tokens_brute_force(auto, s), p
         assert taken == 2  # right after "@"
 
 
@@ -366,15 +363,13 @@ def test_deferred_enums_and_ranges_keep_masks_exact(smol_vocab):
         tb = auto.dfa.source.tb
         assert not [k for k in tb._loaded if isinstance(k, tuple) and k[0] in ("json:enum", "json:range")]
         eos = set(vocab.eos_ids)
-        data = vocab.token_bytes
         for prefix in [b'{"c":', b'{"c":"', b'{"c":"country-', b'{"c":"country-1', b'{"c":tr', b'{"c":2',
                        b'{"c":null,"n":', b'{"c":null,"n":1', b'{"c":null,"n":11', b'{"c":1,"n":100,"x":',
                        b'{"c":1,"n":100,"x":-', b'{"c":1,"n":100,"x":-2.', b'{"c":1,"n":100,"x":999.9,"i":',
                        b'{"c":1,"n":100,"x":0,"i":-']:
             s = auto.dfa.walk(auto.start, prefix)
             assert s != 0, prefix
-            brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
-            assert set(auto.allowed_tokens(s).tolist()) - eos == brute, prefix
+            assert set(auto.allowed_tokens(s).tolist()) - eos == live_tokens_brute_force(auto, s), prefix
 
 
 def test_bounded_string_masks_equal_token_walks(smol_vocab):
@@ -387,7 +382,7 @@ def test_bounded_string_masks_equal_token_walks(smol_vocab):
     longs = small_vocab([bytes([b]) for b in range(256)] + [b"a" * k + b'"' for k in (3, 8, 15, 20)] + [
         b"a" * 12 + b'","b', b'\\n' * 6, b"ab\\t" * 4, b"x" * 18, b'"}', b'","', b"\\u00", b'a\\"b' * 3])
     for vocab in (longs, smol_vocab):
-        data, eos = vocab.token_bytes, set(vocab.eos_ids)
+        eos = set(vocab.eos_ids)
         for lo, hi in ((0, 16), (2, 12)):
             schema = {"type": "object", "properties": {"a": {"type": "string", "minLength": lo, "maxLength": hi},
                                                        "b": {"type": "integer"}}, "required": ["a"]}
@@ -396,8 +391,7 @@ def test_bounded_string_masks_equal_token_walks(smol_vocab):
                 s = auto.dfa.walk(auto.start, b'{"a":"' + b"a" * n)
                 if vocab is smol_vocab and n % 4:
                     continue
-                brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
-                assert set(auto.allowed_tokens(s).tolist()) - eos == brute, (lo, hi, n)
+                assert set(auto.allowed_tokens(s).tolist()) - eos == live_tokens_brute_force(auto, s), (lo, hi, n)
             assert auto._rest_lives, (lo, hi)  # the split was taken
 
 
@@ -412,7 +406,7 @@ def test_string_runs_count_escapes_exactly(smol_vocab):
         b"\\u0041", b"\\u001f", b"ab\\t", b"\\t\\t\\t\\t", b"\xc3\xa9\\n", b"\\", b'\\"}', b"x\\", b'a"}',
         b'ab",', b'\\n",', b'",', b'"', b'"x', b'\\t"}'])
     for vocab in (escapes, smol_vocab):
-        data, eos = vocab.token_bytes, set(vocab.eos_ids)
+        eos = set(vocab.eos_ids)
         for lo, hi in ((0, None), (0, 1), (0, 2), (2, 4)):
             string = {"type": "string", "minLength": lo} if hi is None else \
                 {"type": "string", "minLength": lo, "maxLength": hi}
@@ -421,8 +415,7 @@ def test_string_runs_count_escapes_exactly(smol_vocab):
                 s = auto.dfa.walk(auto.start, prefix)
                 if s == 0:
                     continue
-                brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
-                assert set(auto.allowed_tokens(s).tolist()) - eos == brute, (lo, hi, prefix)
+                assert set(auto.allowed_tokens(s).tolist()) - eos == live_tokens_brute_force(auto, s), (lo, hi, prefix)
             assert auto._rest_lives, (lo, hi)
 
 
@@ -462,7 +455,7 @@ def test_max_length_over_characters_of_several_bytes(smol_vocab):
     format_term(StringTerms(JsonTermBuilder()), "uuid")  # (its program, for the next builder)
     uuid = format_term(StringTerms(tb), "uuid")  # a lazy program: minlen exact, not a lower bound
     assert uuid.kind == LAZY and src.minlen(uuid) == 36 == src.radius(uuid)
-    eos, data, clipped = set(smol_vocab.eos_ids), smol_vocab.token_bytes, 0
+    eos, clipped = set(smol_vocab.eos_ids), 0
     for k in [0, 3, 40, hi - longest - 3, hi - longest - 2, hi - 60, hi - 20, hi - 3, hi - 1]:
         for text in ["é" * k, "7" + "\\n" * (k - 1) if k else ""]:
             s = auto.dfa.walk(auto.start, ('{"s":"' + text).encode())
@@ -470,8 +463,7 @@ def test_max_length_over_characters_of_several_bytes(smol_vocab):
                 continue
             key = auto.dfa.keys[s]
             clipped += clip_repeats(key, auto.dfa.source, len(smol_vocab.columns.count)) is not key
-            brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
-            assert set(auto.allowed_tokens(s).tolist()) - eos == brute, (k, text[:3])
+            assert set(auto.allowed_tokens(s).tolist()) - eos == live_tokens_brute_force(auto, s), (k, text[:3])
     assert clipped >= 4  # (the fast path is taken far from the bound)
 
 
@@ -496,7 +488,6 @@ def test_pattern_within_max_length_masks_equal_token_walks(smol_vocab):
     runs_of_a_class = {"^[a-z-]*$", "^[a-zé]+$"}
     eos = set(smol_vocab.eos_ids)
     for vocab in (runs, smol_vocab):
-        data = vocab.token_bytes
         for pattern, lo, hi, first, unit in cases:
             schema = {"type": "object", "properties": {"s": {
                 "type": "string", "pattern": pattern, "minLength": lo, "maxLength": hi}}, "required": ["s"]}
@@ -509,8 +500,7 @@ def test_pattern_within_max_length_masks_equal_token_walks(smol_vocab):
                     break
                 if vocab is runs or len(text) % 5 == 0 or len(text) > hi - 12:
                     taken += auto._bounded_words(auto.dfa.keys[s]) is not None
-                    brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
-                    assert set(auto.allowed_tokens(s).tolist()) - eos == brute, (pattern, len(text))
+                    assert set(auto.allowed_tokens(s).tolist()) - eos == live_tokens_brute_force(auto, s), (pattern, len(text))
                 text += unit
             assert bool(taken) == (pattern not in runs_of_a_class), pattern
 
@@ -532,8 +522,7 @@ def test_open_object_key_masks_equal_token_walks(smol_vocab):
                    b'{"kind":1,"spec":{"replicas":2,"', b'{"kind":1,"\\u0001', b'{"\xc3\xa9']:
         s = auto.dfa.walk(auto.start, prefix)
         assert s != 0, prefix
-        brute = {i for i, b in enumerate(data) if b and auto.dfa.walk(s, b) != 0}
-        assert set(auto.allowed_tokens(s).tolist()) - eos == brute, prefix
+        assert set(auto.allowed_tokens(s).tolist()) - eos == live_tokens_brute_force(auto, s), prefix
     m = auto.matcher()  # an own key's end: the token that closes it as another key dies
     for t in [b'{"', b"kind"]:
         assert m.accept_token(data.index(t)), t

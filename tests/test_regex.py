@@ -14,7 +14,7 @@ from fsm.dfa import LazyDFA, TermSource
 from fsm.regex import regex_to_term
 from fsm.terms import TermBuilder
 
-from .conftest import small_vocab
+from .conftest import live_tokens_brute_force, small_vocab
 
 ALPHABET = "ab0-. é中😀\n_"
 ATOMS = ["a", "b", "0", "é", "中", "😀", r"\.", "-", " ", ".", r"\d", r"\w", r"\s", r"\D", r"\W",
@@ -345,11 +345,6 @@ def test_word_lists_agree_with_re(pattern, texts):
         assert dfa_fullmatch(dfa, text) == bool(re.fullmatch(pattern, text)), (pattern, text)
 
 
-def _live_tokens_brute_force(a, s):
-    """Token ids whose bytes keep state s of a's DFA alive, one token at a time."""
-    return {i for i, b in enumerate(a.vocab.token_bytes) if b and a.dfa.walk(s, b) != 0}
-
-
 def test_literal_words_stop_where_no_token_reaches(smol_vocab):
     """Nested objects' key paths multiply (`{"p1":{"q2":{"k3":"x"`...): literal_heads
     spells an alternation out only after a literal that some token starts with; the
@@ -370,7 +365,7 @@ def test_literal_words_stop_where_no_token_reaches(smol_vocab):
         for prefix in ['', '{"', '{"p1":{"', '{"p2":{"q3":{"']:
             s = a.dfa.walk(a.start, prefix.encode())
             assert set(a.allowed_tokens(s).tolist()) - set(vocab.eos_ids) == \
-                _live_tokens_brute_force(a, s), prefix
+                live_tokens_brute_force(a, s), prefix
 
 
 def test_fast_paths_equal_brute_force(smol_vocab):
@@ -409,7 +404,7 @@ def test_fast_paths_equal_brute_force(smol_vocab):
             assert s != 0
             runs += pattern.startswith("[0-9a-f]{2}") and a._run_words(s, a.dfa.keys[s]) is not None
             assert set(a.allowed_tokens(s).tolist()) - set(smol_vocab.eos_ids) == \
-                _live_tokens_brute_force(a, s), (pattern, prefix)
+                live_tokens_brute_force(a, s), (pattern, prefix)
     assert runs == 3
 
 
@@ -427,7 +422,7 @@ def test_enum_tries_keep_masks_exact(smol_vocab):
             s = a.dfa.walk(a.start, prefix.encode())
             assert s != 0
             assert set(a.allowed_tokens(s).tolist()) - set(vocab.eos_ids) == \
-                _live_tokens_brute_force(a, s), prefix
+                live_tokens_brute_force(a, s), prefix
 
 
 def test_run_lists_are_bounded(monkeypatch):
@@ -441,7 +436,7 @@ def test_run_lists_are_bounded(monkeypatch):
         for s in [a.start, a.dfa.walk(a.start, b"a"), a.dfa.walk(a.start, b"1")]:
             if s:
                 assert set(a.allowed_tokens(s).tolist()) - set(vocab.eos_ids) == \
-                    _live_tokens_brute_force(a, s), (pattern, s)
+                    live_tokens_brute_force(a, s), (pattern, s)
         assert len(vocab.columns.walks) <= 2
 
 
@@ -454,7 +449,7 @@ def test_long_chain_masks_stay_exact(smol_vocab):
         a.mask(s)  # every state's first mask in turn, as a document would
         if i in (0, 40, 79, 80, 81, 119):
             assert set(a.allowed_tokens(s).tolist()) - set(smol_vocab.eos_ids) == \
-                _live_tokens_brute_force(a, s), i
+                live_tokens_brute_force(a, s), i
         s = a.dfa.step(s, ord("a"))
 
 
@@ -479,7 +474,7 @@ def test_clipped_repeats_keep_masks_exact(smol_vocab):
         for i in steps:
             s, done = a.dfa.walk(s, unit * (i - done)), i
             assert s != 0, (pattern, prefix, i)
-            assert set(a.allowed_tokens(s).tolist()) - eos == _live_tokens_brute_force(a, s), \
+            assert set(a.allowed_tokens(s).tolist()) - eos == live_tokens_brute_force(a, s), \
                 (pattern, prefix, i)
 
 
@@ -504,13 +499,13 @@ def test_clipped_length_bounds_keep_masks_exact(smol_vocab):
         a = TokenAutomaton.from_term(tb, root, vocab)
         assert a.dfa.source.radius(shape) == radius
         assert set(a.allowed_tokens(a.start).tolist()) - set(vocab.eos_ids) == \
-            _live_tokens_brute_force(a, a.start), pattern  # .{1,hi}: lo 1, A without ""
+            live_tokens_brute_force(a, a.start), pattern  # .{1,hi}: lo 1, A without ""
         s, done = a.dfa.walk(a.start, unit[:1]), 0  # past the first byte: lo is 0
         for i in steps:
             s, done = a.dfa.walk(s, unit * (i - done)), i
             assert s != 0, (pattern, unit, i)
             assert set(a.allowed_tokens(s).tolist()) - set(vocab.eos_ids) == \
-                _live_tokens_brute_force(a, s), (pattern, unit, i)
+                live_tokens_brute_force(a, s), (pattern, unit, i)
 
 
 def _shortest_member(tb, t, limit=20):
