@@ -625,8 +625,15 @@ def step_states(dfa: LazyDFA, st: np.ndarray, col: np.ndarray) -> np.ndarray:
     nxt = dfa.table.reshape(-1).take(idx)
     if dfa.unexpanded and nxt.size and nxt.min() < 0:  # UNKNOWN: rows not expanded yet
         missing = nxt < 0
-        for u in set(st[missing].tolist()):  # (np.unique imports numpy.ma: 20 ms once)
-            dfa.expand(u)
+        if dfa.sparse:  # the cells met, by state
+            cells: dict = {}
+            for k in set(idx[missing].tolist()):
+                cells.setdefault(k >> 8, []).append(k & 255)
+            for u, cs in cells.items():
+                dfa.fill(u, cs)
+        else:
+            for u in set(st[missing].tolist()):  # (np.unique imports numpy.ma: 20 ms once)
+                dfa.expand(u)
         nxt[missing] = dfa.table.reshape(-1).take(idx[missing])
     return nxt
 
@@ -667,7 +674,7 @@ def _finish_columns(dfa: LazyDFA, cols, token_bytes, j: int, pos: list, sts: lis
         for c in token_bytes[order[p]][j:]:
             nxt = flat.item(st * 256 + c)
             if nxt == UNKNOWN:
-                dfa.expand(st)
+                dfa.fill(st, (c,))
                 flat = dfa.table.reshape(-1)
                 nxt = flat.item(st * 256 + c)
             st = nxt
@@ -694,8 +701,8 @@ def walk_small(trie, dfa: LazyDFA, level: int, nodes: list, states: list) -> tup
         bj, base = byte[j + 1], st * 256
         for c in range(cstart[j][k], cend[j][k]):
             nxt = flat.item(base + bj[c])
-            if nxt < 0:  # UNKNOWN: the row is not expanded yet
-                dfa.expand(st)
+            if nxt < 0:  # UNKNOWN: the cell is not computed yet
+                dfa.fill(st, (bj[c],))
                 flat = dfa.table.reshape(-1)
                 nxt = flat.item(base + bj[c])
             if nxt:

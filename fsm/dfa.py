@@ -336,10 +336,23 @@ def _byte_items(a: Term, item: Term, source) -> bool:
     return not alphabet & ~whole
 
 
+# A sparse LazyDFA computes this many cells of a row one by one (walks that meet the
+# state at a byte or two) before it builds the whole row.
+SPARSE_CELLS = 8
+
+
 class LazyDFA:
-    def __init__(self, source: StateSource, start_key, max_states: int = DEFAULT_MAX_STATES):
+    """The DFA of a StateSource, built as walks meet its states: a row of 256 targets
+    per state (UNKNOWN until computed). `sparse` (a source with a cheap `derive`, whose
+    rows are dear): walks compute the cells they meet one by one, up to SPARSE_CELLS
+    per row, before building the row (`fill`)."""
+
+    def __init__(self, source: StateSource, start_key, max_states: int = DEFAULT_MAX_STATES,
+                 sparse: bool = False):
         self.source, self.max_states = source, max_states
         self._derive = getattr(source, "derive", None)  # optional (see StateSource)
+        self.sparse = sparse and self._derive is not None
+        self._cells: dict = {}  # state -> cells computed one by one (sparse)
         self.keys: list = []
         self._index: dict = {}
         cap = 32  # (rows of 1 KiB: np.full of 256 of them cost ~40 us per automaton)
@@ -408,6 +421,18 @@ class LazyDFA:
             nxt = self.state_of(key)
             self.table[s, byte] = nxt  # (state_of may have grown the table)
         return nxt
+
+    def fill(self, s: int, cells) -> None:
+        """Compute the UNKNOWN cells `cells` of row s: one by one while the row's
+        budget lasts (sparse), else the whole row."""
+        if self.sparse:
+            n = self._cells.get(s, 0) + len(cells)
+            if n <= SPARSE_CELLS:
+                self._cells[s] = n
+                for c in cells:
+                    self.step(s, c)
+                return
+        self.expand(s)
 
     def walk(self, s: int, data: bytes) -> int:
         for b in data:

@@ -51,6 +51,7 @@ import numpy as np
 
 from .automaton import TrieWalker, made_of, walk_columns
 from .dfa import DEFAULT_MAX_STATES, LazyDFA
+from .terms import row_target
 
 # Completed non-ignored terminals a lexing may hold before another one starts: LONG_SEQ
 # in lexer states of at most SMALL_KEY items (unambiguous lexing, e.g. `((((` or
@@ -107,6 +108,7 @@ class LexerSource:
         ign = {i for i in range(n) if g.ignored[i]}
         self.follows = [frozenset(f | ign) for f in follows]
         self._starts: dict = {}      # (allowed, seq, room) -> start row lifted to items
+        self._start_lists: dict = {}  # the same as lists of 256 targets (derive)
 
     def boundary(self, ctx: frozenset) -> frozenset:
         return frozenset({((ctx,), -1, None, NORMAL)})
@@ -131,6 +133,16 @@ class LexerSource:
                 deep = tuple((a, b, m) for a, b, _ in self.g.template(allowed - ign))
                 r = _merge_rows([p for p in (self._lifted(ign, seq), deep) if p])
             self._starts[k] = r
+        return r
+
+    def _start_cells(self, seq: tuple, room: bool) -> list:
+        """`_start_row(seq, room)` as a list of 256 targets (None where none)."""
+        k = (seq, room)
+        r = self._start_lists.get(k)
+        if r is None:
+            r = self._start_lists[k] = [None] * 256
+            for a, b, x in self._start_row(seq, room):
+                r[a:b] = [x] * (b - a)
         return r
 
     def _lifted(self, allowed: frozenset, seq: tuple) -> tuple:
@@ -174,6 +186,36 @@ class LexerSource:
                 parts.append(tuple((a, b, frozenset((s, i, y, NORMAL) for s, i in tags))
                                    for a, b, y in seg))
         return _merge_rows(parts)
+
+    def derive(self, key, c: int) -> frozenset:
+        """`row(key)`'s target at byte c, without building the row: most lexer states
+        are met at a byte or two (SQL's keyword prefixes), and a row costs a merge of
+        every item's start rows."""
+        g, out = self.g, set()
+        live_row, ignored = g._live_row, g.ignored
+        n = len(key)
+        cap = LONG_SEQ if n <= SMALL_KEY else MAX_SEQ if n <= BIG_KEY else 0
+        for item in key:
+            seq, i, x, kind = item
+            if kind == DEEP:
+                out.add(item)
+                continue
+            if i < 0:
+                r = self._start_cells(seq, True)[c]
+                if r:
+                    out |= r
+                continue
+            y = row_target(live_row(x), c)
+            if y is not None:
+                out.add((seq, i, y, NORMAL))
+            if kind == FRESH or not x.nullable or (ignored[i] and y is not None):
+                continue  # (an ignored lexeme that goes on: longest match)
+            if not ignored[i]:
+                seq = _terms(seq) + (i,)
+            r = self._start_cells(seq, len(_terms(seq)) <= cap)[c]
+            if r:
+                out |= r
+        return frozenset(out)
 
     def accepting(self, key) -> bool:
         return False
@@ -285,7 +327,8 @@ class GrammarMasks:
         self.lex = LexerSource(g)
         # the lexer DFA depends on the grammar and vocabulary only, not on the output:
         # it is not held to the configuration cap
-        self.dfa = LazyDFA(self.lex, self.lex.dead, max(max_states, DEFAULT_MAX_STATES))
+        self.dfa = LazyDFA(self.lex, self.lex.dead, max(max_states, DEFAULT_MAX_STATES),
+                           sparse=True)
         self.walker = LexerWalker(self.dfa, vocab.trie, vocab.token_bytes, vocab.num_words * 32)
         self.width = vocab.num_words * 32
         self._plans: dict = {}       # lexer key -> _Plan

@@ -320,6 +320,33 @@ def test_masks_equal_brute_force_loop_walks(name, monkeypatch):
     _check_masks(name, grammar_vocab(name, seed=5))
 
 
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_lexer_cells_equal_rows(name):
+    """The lexer DFA computes the cells its walks meet one by one (LexerSource.derive,
+    LazyDFA.fill) before it builds a whole row (LexerSource.row): at every lexer state
+    walks of the masks reached, each byte's cell is the row's target."""
+    from fsm.terms import row_target
+    vocab = grammar_vocab(name, seed=2)
+    auto = compile_grammar(GRAMMARS[name], vocab)
+    rng = random.Random(2)
+    for _ in range(4):
+        m = auto.matcher()
+        for _ in range(16):
+            ids = sorted(allowed_ids(m.next_token_mask(), vocab.size) - {vocab.eos_ids[0]})
+            if not ids:
+                break
+            assert m.accept_token(rng.choice(ids))
+    lex, dfa = auto.masks.lex, auto.masks.dfa
+    sparse = [s for s in range(1, dfa.num_states)
+              if not dfa.expanded[s] and (dfa.table[s] >= 0).any()]
+    assert sparse  # some states were met at a few bytes only
+    assert dfa.num_states >= 20
+    for key in dfa.keys[1:]:
+        row = lex.row(key)
+        for c in range(256):
+            assert lex.derive(key, c) == (row_target(row, c) or frozenset()), (key, c)
+
+
 def test_loop_walk_lists_shared_across_automata(monkeypatch):
     """Loop walks' token lists are kept per vocabulary (TokenColumns.memo): a second,
     fresh automaton on the same vocabulary starts from them, and its masks stay exact."""
