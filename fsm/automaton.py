@@ -30,7 +30,8 @@ import threading
 
 import numpy as np
 
-from .dfa import DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA, StateSource, TermSource, char_bound, length_bound
+from .dfa import (CHAR_START, DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA, StateSource, TermSource, char_bound,
+                  char_step, length_bound)
 from .terms import (_LAZY_PROGRAMS, ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOTHING, REPEAT, STR, Term,
                     TermBuilder, paused_gc)
 from .vocabulary import TokenColumns, Vocabulary
@@ -42,9 +43,9 @@ CHAIN_MIN_BYTES = 16
 # A lazy program of at most this many entries is loaded to mask the state it heads
 # (_loaded_head).
 LOADED_HEAD_MAX = 256
-# A length bound (TokenAutomaton._bounded_words) is taken when tokens of this many
-# bytes cannot reach it, and at most BOUNDED_MAX_CHECKED longer ones need a check.
-BOUNDED_MIN_SHORT, BOUNDED_MAX_CHECKED = 8, 256
+# A length bound (TokenAutomaton._bounded_words) is taken where at most this many
+# tokens that can reach it need a check of their own.
+BOUNDED_MAX_CHECKED = 256
 # A run of a character class (TokenAutomaton._run_words) is taken when at most this
 # many tokens have bytes that its class does not settle.
 RUN_MAX_WALKED = 4096
@@ -192,44 +193,78 @@ class TokenAutomaton:
 
     def _bounded_words(self, key: Term) -> np.ndarray | None:
         """The live tokens (a packed bitmask, without EOS) of a state `(A AND x{0,hi}) R`
-        whose bound the longest tokens reach (`length_bound`; clip_repeats shares the
-        mask of A R where none does); None for other states.
+        whose bound the longest tokens reach (`length_bound`, or `char_bound`: x a JSON
+        character of up to 6 bytes; clip_repeats shares the mask of A R where no token
+        reaches it); None for other states.
 
         A token of at most hi - r bytes (r: A's radius) is alive iff it is alive from
-        A R, whose mask every count shares; the longer ones alive there are checked
-        one by one, by the bound they need (`_need`, kept per A and R). Along a
-        pattern with maxLength 63 each character is a new count: its walk over the
-        vocabulary took 1-2 ms."""
+        A R, whose mask every count shares (it takes at most as many characters as
+        bytes); the longer ones alive there are checked one by one, by the bound they
+        need (`_need`, kept per A and R), but where they are many, those made of bytes
+        that keep A where it is (an email's local part) by one test of their length.
+        Along a pattern with maxLength 63 each character is a new count: its walk over
+        the vocabulary took 1-2 ms; an email's last ~100 characters within maxLength
+        254, 2-25 ms."""
         dfa, src = self.dfa, self.dfa.source
         if key.kind != CONCAT or key.args[0].kind != AND:
             return None
         head, rest = key.args
         bound = length_bound(head, src)
-        if bound is None:
+        chars = bound is None  # a bound in JSON characters of several bytes (char_bound)
+        if chars and (bound := char_bound(head, src)) is None:
             return None
         a, hi = bound
         r = src.radius(a)
-        if r is None or hi - r < BOUNDED_MIN_SHORT or src.alphabet(a) is None:
-            return None  # (no alphabet: AND inside, whose shortest completions _need cannot tell)
-        short, cols, n = hi - r, self.vocab.columns, self.vocab.num_words
+        if r is None or (not chars and src.alphabet(a) is None):
+            return None  # (no alphabet: AND inside, whose shortest completions minlen cannot tell)
+        short, cols, n = max(hi - r, 0), self.vocab.columns, self.vocab.num_words
         relaxed = self.mask(dfa.state_of(src.tb.concat(a, rest))).view(np.uint32)
-        ids = cols.order[: cols.count[short]] if short < len(cols.count) else cols.order[:0]
-        ids = ids[(relaxed.take(ids >> 5) >> (ids & 31).astype(np.uint32)) & 1 == 1]
-        if len(ids) > BOUNDED_MAX_CHECKED:
-            return None
+        pos = np.arange(cols.count[short] if short < len(cols.count) else 0)  # the longer tokens
+        ids = cols.order[pos]
+        alive = (relaxed.take(ids >> 5) >> (ids & 31).astype(np.uint32)) & 1 == 1
+        pos, ids = pos[alive], ids[alive]
+        fits = []
+        if len(ids) > BOUNDED_MAX_CHECKED:  # tokens that keep A where it is: one test
+            loop = None if a.nullable else self._loop_class(a, chars)  # (nullable: R may
+            if loop is None:                                             # take them sooner)
+                return None
+            m = src.min_chars(a) if chars else src.minlen(a)
+            if m is None:
+                return None
+            inside = made_of(cols, loop).take(pos)
+            fits.append(ids[inside & (cols.chars.take(pos) + m <= hi)])
+            ids = ids[~inside]
+            if len(ids) > BOUNDED_MAX_CHECKED:
+                return None
         shorter = cols.memo(("shorter", short, n), lambda: pack_ids(cols.order[cols.count[short]:], n))
         words = relaxed & shorter
         needs = self._needs.setdefault((a.id, rest.id), {})
-        fits = []
+        fits.append([])
         for u in ids.tolist():
             need = needs.get(u)
             if need is None:
-                need = needs[u] = self._need(a, rest, self.vocab.token_bytes[u])
+                need = needs[u] = self._need(a, rest, self.vocab.token_bytes[u], chars)
+            if need < 0:  # (min_chars gave up)
+                return None
             if need <= hi:
-                fits.append(u)
-        if fits:
-            words |= pack_ids(np.array(fits, dtype=np.intp), n)
+                fits[-1].append(u)
+        fits[-1] = np.array(fits[-1], dtype=np.intp)
+        words |= pack_ids(np.concatenate(fits), n)
         return words
+
+    def _loop_class(self, a: Term, chars: bool) -> np.ndarray | None:
+        """The ASCII bytes that lead a to itself, each a whole item of a length bound
+        (with `chars`, a JSON character: not a backslash), as a bool[256];
+        None where there are none. A token made of them stays at a: it needs its
+        length plus a's shortest completion."""
+        cls = np.zeros(256, dtype=bool)
+        for s, e, y in self.dfa.source.tb.row(a):
+            if y is a:
+                cls[s:e] = True
+        cls[0x80:] = False  # (ASCII: a token's characters are its bytes)
+        if chars:
+            cls[0x5C] = False
+        return cls if cls.any() else None
 
     def _branch_words(self, key: Term) -> np.ndarray | None:
         """The live tokens of a state `(B1 | B2 | ...) R` where some branch starts with a
@@ -247,22 +282,30 @@ class TokenAutomaton:
             words = w.copy() if words is None else words | w
         return words
 
-    def _need(self, a: Term, rest: Term, data: bytes) -> float:
-        """The least bound hi for which bytes `data` are alive from `(A AND x{0,hi}) R`
-        (x single bytes along A, and A without AND/NOT/LAZY parts, so its shortest
-        completions are exact): where they leave A (A may end there) for a prefix of R,
-        the bytes in A; else, staying in A, theirs and the shortest completion's
-        (infinite where they die). It does not depend on hi: a string's later counts
-        reuse it."""
+    def _need(self, a: Term, rest: Term, data: bytes, chars: bool = False) -> float:
+        """The least bound hi for which bytes `data` are alive from `(A AND x{0,hi}) R`:
+        where they leave A (A may end there) for a prefix of R, the items in A; else,
+        staying in A, theirs and the shortest completion's (infinite where they die).
+        Items are bytes (x single bytes along A, and A without AND/NOT/LAZY parts, so
+        its shortest completions are exact: minlen) or, with `chars`, JSON characters
+        (counted by their first bytes; min_chars, -1 where it gave up). It does not
+        depend on hi: a string's later counts reuse it."""
         dfa, src = self.dfa, self.dfa.source
-        x, r = a, dfa.state_of(rest)
+        x, r, n, st = a, dfa.state_of(rest), 0, CHAR_START
         for k, b in enumerate(data):
             if x.nullable and dfa.walk(r, data[k:]) != DEAD:
-                return k
+                return n
+            if not chars or st == CHAR_START:
+                n += 1
+            if chars:
+                st = char_step(st, b)
             x = src.tb.derive(x, b)
             if x.kind == NOTHING:
                 return float("inf")
-        return len(data) + src.minlen(x)
+        if not chars:
+            return n + src.minlen(x)
+        m = src.min_chars(x, st)
+        return -1 if m is None else n + m
 
     def _cofinite_words(self, key: Term) -> np.ndarray | None:
         """The live tokens of a state N R where N is A minus a few strings (an object's

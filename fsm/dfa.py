@@ -36,6 +36,22 @@ class StateSource(Protocol):
 
 
 GUESS_MAX = 4096  # longest candidate has_guess derives along
+MIN_CHARS_MAX = 4096  # terms min_chars may visit before it gives up (None)
+
+# The lexer of JSON string characters (json_strings' encoding: raw UTF-8, `\\X`,
+# `\\u00xx`), for counting them along bytes: CHAR_START at a character boundary, where
+# any byte begins one; ESCAPE after a backslash; k > 0 while k more bytes belong to it.
+CHAR_START, ESCAPE = 0, -1
+_CHAR_CUTS = {CHAR_START: (0x5C, 0x5D, 0xC0, 0xE0, 0xF0), ESCAPE: (0x75, 0x76)}
+
+
+def char_step(st: int, b: int) -> int:
+    """The JSON character lexer's state after byte b (CHAR_START: b ended one)."""
+    if st == CHAR_START:
+        return ESCAPE if b == 0x5C else 3 if b >= 0xF0 else 2 if b >= 0xE0 else 1 if b >= 0xC0 else 0
+    if st == ESCAPE:
+        return 4 if b == 0x75 else CHAR_START
+    return st - 1
 
 
 class TermSource:
@@ -49,6 +65,7 @@ class TermSource:
         self._radius: dict[int, int | None] = {}
         self._alphabet: dict[int, int | None] = {}
         self._guess: dict[int, bytes | None] = {}
+        self._min_chars: dict[int, int | None] = {}
 
     def row(self, t: Term) -> tuple:
         return self.tb.row(t)
@@ -63,6 +80,50 @@ class TermSource:
         """A lower bound on the length of t's shortest member (exact without AND/NOT and
         deferred LAZY parts)."""
         return _fold(t, self._minlen, _minlen_of)
+
+    def min_chars(self, t: Term, st: int = CHAR_START) -> int | None:
+        """The fewest JSON characters a member of t takes after lexer state st (the
+        bytes that finish the character under way add none): exact, by a search over
+        derivatives one character at a time (`char_targets`); a large number where t is
+        empty, None where the search visits more than MIN_CHARS_MAX terms. t is made of
+        JSON characters (a length bound's A: `char_bound`)."""
+        if st != CHAR_START:
+            got = [self.min_chars(y) for y in self.char_targets(t, st)]
+            return None if None in got else min(got, default=1 << 30)
+        memo = self._min_chars
+        if t.id in memo:
+            return memo[t.id]
+        frontier, seen, k = [t], {t.id}, 0
+        while frontier and not any(x.nullable for x in frontier):
+            nxt = []
+            for x in frontier:
+                for y in self.char_targets(x, CHAR_START):
+                    if y.id not in seen:
+                        seen.add(y.id)
+                        nxt.append(y)
+            if len(seen) > MIN_CHARS_MAX:
+                memo[t.id] = None
+                return None
+            frontier, k = nxt, k + 1
+        memo[t.id] = k if frontier else 1 << 30
+        return memo[t.id]
+
+    def char_targets(self, t: Term, st: int = CHAR_START) -> list[Term]:
+        """The terms t leads to at the next character boundary, from lexer state st
+        (from CHAR_START: through one whole character)."""
+        out, todo, seen = {}, [(t, st)], set()
+        while todo:
+            u, s0 = todo.pop()
+            cuts = _CHAR_CUTS.get(s0, ())
+            for a, b, y in self.tb.row(u):
+                for p in [a] + [c for c in cuts if a < c < b]:  # (one lexer step per piece)
+                    s1 = char_step(s0, p)
+                    if s1 == CHAR_START:
+                        out[y.id] = y
+                    elif (y.id, s1) not in seen:
+                        seen.add((y.id, s1))
+                        todo.append((y, s1))
+        return list(out.values())
 
     def has_guess(self, t: Term) -> bool:
         """Whether a short candidate member of t is one (False: no candidate, or it is

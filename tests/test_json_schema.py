@@ -467,6 +467,81 @@ def test_max_length_over_characters_of_several_bytes(smol_vocab):
     assert clipped >= 4  # (the fast path is taken far from the bound)
 
 
+def test_min_chars_equal_shortest_completions():
+    """TermSource.min_chars (the fewest JSON characters that complete a term, from a
+    character boundary or part way through one: an escape's backslash, a UTF-8 lead
+    byte) equals a search for the shortest completion with `re`, over texts of a, b, é,
+    a newline, a quote and U+0001 (encodings of one, two and six bytes)."""
+    import itertools
+    from fsm.dfa import CHAR_START, TermSource, char_step
+    from fsm.json_schema import JsonTermBuilder
+    from fsm.json_strings import StringTerms, encode_string
+    alphabet = ["a", "b", "é", "\n", '"', "\x01"]
+    patterns = ["(ab|é\n)*b", "a*\"\"b|é{3}", "(é|\n){2,4}a?", "[ab]*é[^b]\n", "a{0,3}b\"{2}|\n*é",
+                "\x01{2}a|b\x01*é"]
+    rng = random.Random(3)
+    for pattern in patterns:
+        tb = JsonTermBuilder()
+        st, src = StringTerms(tb), TermSource(tb)
+        t = st.fullmatch(pattern)
+        completions = [""] + ["".join(w) for k in range(1, 6) for w in itertools.product(alphabet, repeat=k)]
+        for _ in range(25):
+            prefix = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 3)))
+            nxt = rng.choice(alphabet)
+            cut = rng.randint(0, len(encode_string(nxt)) - 1)  # bytes of the next character
+            data = encode_string(prefix) + encode_string(nxt)[:cut]
+            x, lex = t, CHAR_START
+            for b in data:
+                x, lex = tb.derive(x, b), char_step(lex, b)
+            heads = [prefix] if cut == 0 else [prefix + c for c in alphabet
+                                                if encode_string(c).startswith(encode_string(nxt)[:cut])]
+            want = min((len(w) for h in heads for w in completions if re.fullmatch(pattern, h + w)), default=None)
+            got = src.min_chars(x, lex)
+            if want is None:
+                assert got >= 6, (pattern, data)  # (dead, or longer than the search)
+            else:
+                assert got == want, (pattern, data, got, want)
+
+
+def test_format_within_max_length_masks_equal_token_walks(smol_vocab, monkeypatch):
+    """An email within maxLength: the bound counts JSON characters of several bytes
+    (dfa.char_bound; a quoted local part's `\\"` is one), tokens too short to reach
+    it take the format's mask, the longer ones are checked by the characters they need
+    (TokenAutomaton._need, TermSource.min_chars) and, where many are, those that keep
+    the format where it is (the local part's letters) by one test (_loop_class). Masks
+    near the bound equal token-by-token walks, with SmolLM2 and with a vocabulary of
+    long local-part runs, escapes, dots and domain ends; the fast path must be taken."""
+    import fsm.automaton as am
+    from fsm.json_schema import build_automaton
+    loops = []
+    loop_class = am.TokenAutomaton._loop_class
+    monkeypatch.setattr(am.TokenAutomaton, "_loop_class",
+                        lambda self, a, chars: loops.append(loop_class(self, a, chars)) or loops[-1])
+    runs = small_vocab([bytes([b]) for b in range(256)] + [b"a" * k for k in (5, 9, 14, 20, 26)] + [
+        b"ab.c" * 4, b"a@b.c", b'@x.io"}', b'\\"ab' * 3, b'\\"@y.z', b"a\\" * 3, b".a" * 7, b"x.y" * 5,
+        b"ab-c" * 4, b'a"}', b"a" * 11 + b"@", b"\\u0041" * 2])
+    eos = set(smol_vocab.eos_ids)
+    hi = 40
+    schema = {"type": "object", "properties": {"m": {"type": "string", "format": "email", "maxLength": hi}},
+              "required": ["m"]}
+    for vocab, checked, least in ((runs, 8, 30), (smol_vocab, am.BOUNDED_MAX_CHECKED, 3)):
+        monkeypatch.setattr(am, "BOUNDED_MAX_CHECKED", checked)  # (few runs: by one test too)
+        auto = build_automaton(schema, vocab)
+        taken = 0
+        for first, unit in [(b"", b"a"), (b'\\"', b"a\\\\"), (b"ab.", b"c."), (b"a@b", b"c")]:
+            text = first
+            while len(text) < hi + 6:
+                s = auto.dfa.walk(auto.start, b'{"m":"' + text)
+                if s == 0:
+                    break
+                if vocab is runs or len(text) > hi - 24 and len(text) % 3 == 0:
+                    taken += auto._bounded_words(auto.dfa.keys[s]) is not None
+                    assert set(auto.allowed_tokens(s).tolist()) - eos == live_tokens_brute_force(auto, s), (first, text)
+                text += unit
+        assert taken >= least, taken
+    assert sum(x is not None for x in loops) >= 6
+
+
 def test_pattern_within_max_length_masks_equal_token_walks(smol_vocab):
     """A plain ASCII pattern within maxLength: tokens too short to reach the bound take
     the mask of the pattern alone (one for every count), the longer ones are checked by
