@@ -60,7 +60,9 @@ against 14-20): a mask copy for a configuration seen before, else ~10-300 µs. p
 0.3-0.5 ms for arithmetic and JSON, ~2-3 ms for the toy language (comment, string and
 number positions, ~1-2 ms each on first visit), ~6-13 ms for SQL, whose
 keyword/identifier lexer states are many: its boundary's walk over every terminal
-takes ~120-200 ms once, a keyword's position 5-10 ms (~100 new lexer states).
+takes ~50-65 ms once (~1.2k new lexer states, most met at a byte or two: their cells
+are derived one by one, LexerSource.derive), a keyword's position 3-6 ms (~90 new
+lexer states).
 Memory: each DFA state (one per configuration reached) keeps its mask (vocabulary/8
 bytes) and, once its row is built, a 256-entry row; bound them with `max_states`.
 Each lexer position walked keeps its live tokens with their class (16 bytes each; a
