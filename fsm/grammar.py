@@ -239,11 +239,17 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]):
             if p == 0 and a == prods[0][1][0]:
                 bits |= 1 << (end - nnt)
             reads_from[(p, a)], reads[(p, a)] = bits, rel
+    tail = []  # per rule: where its nullable tail starts (a JSON object's rule is long)
+    for _, rhs in prods:
+        i = len(rhs)
+        while i and rhs[i - 1] < nnt and nullable[rhs[i - 1]]:
+            i -= 1
+        tail.append(i)
     for (p, b) in reads_from:
         for k in by_lhs[b]:
-            rhs, q = prods[k][1], p
+            rhs, q, t0 = prods[k][1], p, tail[k]
             for i, x in enumerate(rhs):
-                if x < nnt and all(y < nnt and nullable[y] for y in rhs[i + 1:]):
+                if x < nnt and i + 1 >= t0:
                     includes.setdefault((q, x), []).append((p, b))
                 q = trans[q][x]
             lookback.setdefault((q, k), []).append((p, b))
