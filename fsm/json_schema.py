@@ -56,7 +56,11 @@ exactly the same texts of it. The texts of a value (its canonical forms):
 
 Strict mode (default): what cannot be enforced exactly raises `SchemaError` naming the
 keyword and the JSON pointer of the subschema. `strict=False` warns (SchemaWarning)
-and drops that keyword instead: the output may then violate it.
+and drops that keyword instead: the output may then violate it. Where a recursive
+reference sits under an intersection (see Emptiness below), lenient mode relaxes to a
+superset: an overlapping oneOf to anyOf, `not` dropped, if/then/else to then or else,
+the parts beside the one holding the reference dropped; a `$ref` to another document
+(not fetched) takes any value.
 
 Enforced exactly: type, enum, const, properties, required, additionalProperties,
 patternProperties, propertyNames, min/maxProperties, dependentRequired,
@@ -91,7 +95,8 @@ structurally (concatenation, alternation, repeat) and searches only AND/NOT part
 first a guessed member (TermSource.has_guess), then A* towards the shortest accepted
 completion; `JsonTermBuilder` folds `X & ~X` (and `X & ~(X|Y)`) to nothing, which
 otherwise needs an exhaustive search of X's states. A recursive reference (the grammar
-path) cannot be intersected: refused where the intersection is made (_meet).
+path) cannot be intersected: refused where the intersection is made (_meet); oneOf
+branches whose types differ (read through their own anyOf/oneOf: _types_of) need none.
 
 Free positions (`{}`, `true`, missing `items`/`additionalProperties` values) use a cheap
 universe: objects with any keys in any order. Complement operands (`not`, `if` and
@@ -529,6 +534,7 @@ class _Compiler:
         self._cond_variants: dict[int, list | None] = {}  # id(node) -> _condition_variants
         self._key_matches: dict[tuple, bool] = {}  # (term id, key text) -> _matches
         self._marker_memo: dict[int, int | None] = {}  # term id -> _marker_index
+        self._unresolved: set = set()  # (node id, $ref) of references to other documents
         self._keep: list = []  # merged schemas stay alive (memo keys are ids)
         self._negated = 0
 
@@ -623,9 +629,12 @@ class _Compiler:
         res = self.resources.get(uri)
         if res is None and uri == "" and base == "":
             res = self.root
-        if res is None:
-            raise SchemaError(f"cannot resolve reference {ref!r} (only references inside the schema "
-                              "document are supported)", "$ref", self.ptr(node))
+        if res is None:  # (another document: lenient mode takes it as any value, once)
+            if (id(node), ref) not in self._unresolved:
+                self._unresolved.add((id(node), ref))
+                self.refuse(node, "$ref", f"cannot resolve reference {ref!r} (only references inside "
+                            "the schema document are supported)")
+            return True
         if not frag:
             self._ref_targets.add(id(res))
             return res
@@ -818,7 +827,8 @@ class _Compiler:
             self._negated += 1
             try:
                 inner = self.value(node["not"], d, budget)
-                parts.append(self._meet(node, "not", tb.intersect([self.any(d), tb.complement(inner)])))
+                parts.append(self._meet(node, "not", tb.intersect([self.any(d), tb.complement(inner)]),
+                                        lambda: self.any(d)))
             finally:
                 self._negated -= 1
         if "if" in node and ("then" in node or "else" in node):
@@ -829,24 +839,32 @@ class _Compiler:
             finally:
                 self._negated -= 1
             then = self.value(node.get("then", True), d, budget)
-            parts.append(tb.alt([self._meet(node, "if", tb.intersect([cond, then])), self._meet(node, "if", els)]))
+            parts.append(self._meet(node, "if", tb.alt([tb.intersect([cond, then]), els]), lambda: tb.alt(
+                [then, self.value(node.get("else", True), d, budget)])))
         if not parts:
             return self.any(d)
         if len(parts) == 1:
             return parts[0]
-        return self._meet(node, "/".join(k for k in _PARTS_KW if k in node) or "allOf", tb.intersect(parts))
+        # lenient, where a part holds a recursive reference: that part alone (the first)
+        return self._meet(node, "/".join(k for k in _PARTS_KW if k in node) or "allOf", tb.intersect(parts),
+                          lambda: next(p for p in parts if _marker_index(p, self._marker_memo) is not None))
 
-    def _meet(self, node: dict, keyword: str, t: Term) -> Term:
-        """t, an intersection made for `keyword` of node; refused (naming the keyword,
-        node and the recursive schema) where it holds a recursive reference, which the
-        grammar path cannot intersect (_RecursiveRules)."""
-        if self.nonterminals and t.kind in (AND, NOT):
-            k = _marker_index(t, self._marker_memo)
+    def _meet(self, node: dict, keyword: str, t: Term, relaxed) -> Term:
+        """t, an intersection or complement made for `keyword` of node (or a union of
+        them: oneOf). One that holds a recursive reference, which the grammar path
+        cannot intersect (_RecursiveRules), is refused naming the keyword, the node and
+        the recursive schema; lenient mode warns and takes `relaxed()`, a superset
+        (oneOf as anyOf, the node without `not`...)."""
+        if not self.nonterminals:
+            return t
+        for b in t.args if t.kind == ALT else (t,):
+            k = _marker_index(b, self._marker_memo) if b.kind in (AND, NOT) else None
             if k is not None:
                 target = next(i for i, j in self.nonterminals.items() if j == k)
-                raise SchemaError(f"recursive schema: {keyword} intersects the recursive reference to "
-                                  f"{self.ptr_of.get(target, '?')} (a recursive reference under an "
-                                  "intersection or complement is not supported)", keyword, self.ptr(node))
+                self.refuse(node, keyword, f"recursive schema: {keyword} intersects the recursive reference to "
+                            f"{self.ptr_of.get(target, '?')} (a recursive reference under an intersection "
+                            "or complement is not supported)")
+                return relaxed()
         return t
 
     def _presence_variants(self, node: dict) -> list | None:
@@ -1062,8 +1080,8 @@ class _Compiler:
             comps = [tb.complement(t) for t in terms]
         finally:
             self._negated -= 1
-        return tb.alt(self._meet(node, "oneOf", tb.intersect([t] + [c for j, c in enumerate(comps) if j != i]))
-                      for i, t in enumerate(terms))
+        exact = tb.alt(tb.intersect([t] + [c for j, c in enumerate(comps) if j != i]) for i, t in enumerate(terms))
+        return self._meet(node, "oneOf", exact, lambda: tb.alt([self.value(s, d, budget) for s in subs]))
 
     # -- oneOf disjointness ----------------------------------------------------------
     def _deref(self, s, depth: int = 0):
@@ -1072,12 +1090,17 @@ class _Compiler:
             depth += 1
         return s
 
-    def _types_of(self, s) -> set | None:
+    def _types_of(self, s, seen: frozenset = frozenset()) -> set | None:
+        """The JSON types s's instances may have (integer counts as number), or None
+        where unknown: from type, const, enum, $ref, and the branches of anyOf/oneOf
+        (their union) and allOf (their intersection): package.json's exports are a
+        oneOf of oneOfs of strings, objects and arrays."""
         s = self._deref(s)
         if s is False:
             return set()
-        if not isinstance(s, dict):
+        if not isinstance(s, dict) or id(s) in seen:  # (a cycle of branches: unknown)
             return None
+        seen = seen | {id(s)}
         out = None
         if "type" in s:
             ty = s["type"] if isinstance(s["type"], list) else [s["type"]]
@@ -1087,7 +1110,17 @@ class _Compiler:
             vt = {_json_type(v) for v in vals}
             out = vt if out is None else out & vt
         if "$ref" in s:
-            r = self._types_of(self._resolve(s, s["$ref"]))
+            r = self._types_of(self._resolve(s, s["$ref"]), seen)
+            if r is not None:
+                out = r if out is None else out & r
+        for kw in ("anyOf", "oneOf"):
+            if isinstance(s.get(kw), list) and s[kw]:
+                ts = [self._types_of(b, seen) for b in s[kw]]
+                if None not in ts:
+                    r = set().union(*ts)
+                    out = r if out is None else out & r
+        for b in s.get("allOf", []) if isinstance(s.get("allOf"), list) else []:
+            r = self._types_of(b, seen)
             if r is not None:
                 out = r if out is None else out & r
         return out
@@ -1756,6 +1789,7 @@ class _RecursiveRules:
         self.terminals: dict[str, Term] = {}
         self._term_names: dict[int, str] = {}
         self._sym: dict[int, str] = {}
+        self._tails: set[int] = set()  # ids of the tails _seq met (see there)
         self._marked: dict[int, int | None] = {}  # term id -> _marker_index
         for k in bodies:
             self.rules[f"r{k}"] = []
@@ -1843,6 +1877,14 @@ class _RecursiveRules:
         out, pending = [], []
         x = t
         while x.kind != EMPTY:
+            if x is not t and x.kind == CONCAT and self._has_marker(x):
+                # a tail that another sequence has too is one nonterminal: an object's
+                # alternatives (_slot_chain: each starts at one slot and goes on to the
+                # end) would otherwise repeat the later slots, quadratic in them
+                if x.id in self._tails and not pending:
+                    out.append(self._nonterminal(x))
+                    break
+                self._tails.add(x.id)
             head, x = pop(x)
             if head.kind == BYTES and head.args == (0xFF, 0xFF):
                 k1, x = pop(x)
