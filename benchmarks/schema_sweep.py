@@ -42,8 +42,9 @@ def _alarm(*_):
     raise _Timeout
 
 
-def walk(auto, vocab, rng: random.Random, max_tokens: int) -> tuple[bytes | None, list, str | None]:
-    """One random walk: (the text if it ended, step times, a problem if any)."""
+def walk(auto, vocab, rng: random.Random, max_tokens: int, slowest: list) -> tuple[bytes | None, list, str | None]:
+    """One random walk: (the text if it ended, step times, a problem if any). `slowest`:
+    [seconds, the text before that step] of the slowest step so far, updated."""
     m, row, out, steps = auto.matcher(), np.zeros(vocab.num_words, dtype=np.int32), [], []
     n = len(vocab.token_bytes)
     for _ in range(max_tokens):
@@ -55,6 +56,8 @@ def walk(auto, vocab, rng: random.Random, max_tokens: int) -> tuple[bytes | None
         t = int(rng.choice(allowed))
         ok = m.accept_token(t)
         steps.append(time.perf_counter() - t0)
+        if steps[-1] > slowest[0]:
+            slowest[:] = [steps[-1], out[-12:]]
         if not ok:
             return None, steps, "its own mask's token refused"
         if m.is_terminated():
@@ -82,8 +85,9 @@ def sweep_file(path: pathlib.Path, vocab, args) -> list[str]:
                 import referencing.exceptions
                 check = jsonschema.validators.validator_for(schema)(schema)
                 rng, steps, ended, valid, problems = random.Random(args.seed), [], 0, 0, []
+                slowest = [0.0, []]
                 for _ in range(args.walks):
-                    text, times, problem = walk(auto, vocab, rng, args.max_tokens)
+                    text, times, problem = walk(auto, vocab, rng, args.max_tokens, slowest)
                     steps += times
                     if problem:
                         problems.append(problem)
@@ -103,7 +107,9 @@ def sweep_file(path: pathlib.Path, vocab, args) -> list[str]:
                 s = sorted(steps)
                 line += (f" | walks ended {ended}/{args.walks}, valid {valid}; steps {len(s)}: median "
                          f"{1e6 * s[len(s) // 2]:.0f} us, p99 {1e3 * s[int(0.99 * (len(s) - 1))]:.1f} ms, "
-                         f"slowest {1e3 * s[-1]:.1f} ms; {auto.dfa.num_states} states")
+                         f"slowest {1e3 * s[-1]:.1f} ms (after "
+                         f"{b''.join(vocab.token_bytes[x] for x in slowest[1])[-40:]!r}); "
+                         f"{auto.dfa.num_states} states")
                 if problems:
                     line += " | " + "; ".join(problems[:3])
         except ConstraintError as e:
