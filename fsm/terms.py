@@ -123,6 +123,7 @@ class TermBuilder:
         # (dfa.char_bound)
         self.char_items: set[int] = set()
         self._first: dict[int, int] = {}  # term id -> first(term)
+        self._derived: dict[tuple, Term] = {}  # (term id, byte) -> derive(term, byte)
 
     def __len__(self) -> int:
         return len(self._terms)
@@ -437,6 +438,14 @@ class TermBuilder:
         if k == STR:
             data = t.args[0]
             return self.literal(data[1:]) if data[0] == b else self.nothing
+        key = (t.id, b)  # (emptiness guesses and walks derive the same big terms again)
+        x = self._derived.get(key)
+        if x is None:
+            x = self._derived[key] = self._derive(t, b)
+        return x
+
+    def _derive(self, t: Term, b: int) -> Term:
+        k = t.kind
         if k == CONCAT:
             a, c = t.args
             head = self.concat(self.derive(a, b), c)
