@@ -124,6 +124,7 @@ class TermBuilder:
         self.char_items: set[int] = set()
         self._first: dict[int, int] = {}  # term id -> first(term)
         self._derived: dict[tuple, Term] = {}  # (term id, byte) -> derive(term, byte)
+        self._concats: dict[tuple, Term] = {}  # (CONCAT id, term id) -> concat of the two
 
     def __len__(self) -> int:
         return len(self._terms)
@@ -160,7 +161,11 @@ class TermBuilder:
         if b.kind == EMPTY:
             return a
         if a.kind == CONCAT:  # keep concatenations right-nested: derivatives touch the head only
-            return self.concat(a.args[0], self.concat(a.args[1], b))
+            key = (a.id, b.id)  # (a row's targets share a's tail: re-nested once, not per byte)
+            t = self._concats.get(key)
+            if t is None:
+                t = self._concats[key] = self.concat(a.args[0], self.concat(a.args[1], b))
+            return t
         return self._make(CONCAT, (a, b), a.nullable and b.nullable, a.boolean or b.boolean,
                           a.size + b.size)
 
