@@ -42,6 +42,17 @@ def test_truncation_is_reported(engine_model):
     assert re.fullmatch(r"[a-z]*", o.text) and len(o.token_ids) == 3
 
 
+def test_constraint_without_outputs_is_refused(engine_model):
+    """A schema whose keywords contradict each other compiles to an empty language: the
+    generator refuses it at once, rather than running the model into a step where no
+    token is allowed."""
+    for schema in ({"allOf": [{"type": "string"}, {"type": "integer"}]}, False,
+                   {"type": "integer", "minimum": 5, "maximum": 3}):
+        with pytest.raises(fsm.ConstraintError, match="accepts no output"):
+            guided.json(engine_model, schema)
+    guided.json(engine_model, {"type": "integer", "minimum": 3, "maximum": 3})  # one value: fine
+
+
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_transformers_greedy_batch_left_padding(hf_model, pattern):
     prompts = ["Say something.", "A much longer prompt that forces left padding of the short one."]
