@@ -1790,12 +1790,16 @@ class _RecursiveRules:
         self._term_names: dict[int, str] = {}
         self._sym: dict[int, str] = {}
         self._tails: set[int] = set()  # ids of the tails _seq met (see there)
+        self._tail_rules: list[Term] = []  # shared tails whose rules are still to make
         self._marked: dict[int, int | None] = {}  # term id -> _marker_index
         for k in bodies:
             self.rules[f"r{k}"] = []
         for k, body in bodies.items():
             self.rules[f"r{k}"] = self._alts(body)
         self.rules["start"] = self._alts(root)
+        while self._tail_rules:  # (a loop: each tail's rule names the next tail)
+            x = self._tail_rules.pop()
+            self.rules[self._sym[x.id]] = self._alts(x)
 
     def grammar_source(self, max_states: int):
         from lark.grammar import NonTerminal, Rule, Terminal
@@ -1882,7 +1886,12 @@ class _RecursiveRules:
                 # alternatives (_slot_chain: each starts at one slot and goes on to the
                 # end) would otherwise repeat the later slots, quadratic in them
                 if x.id in self._tails and not pending:
-                    out.append(self._nonterminal(x))
+                    name = self._sym.get(x.id)
+                    if name is None:  # its rules are made later (__init__): not nested here
+                        name = self._sym[x.id] = f"n{len(self._sym)}"
+                        self.rules[name] = []
+                        self._tail_rules.append(x)
+                    out.append(name)
                     break
                 self._tails.add(x.id)
             head, x = pop(x)
@@ -1932,19 +1941,43 @@ class _RecursiveRules:
 
 def _marker_index(t: Term, memo: dict) -> int | None:
     """The index of a recursion marker in t (_Compiler._marker: bytes 0xFF, then two
-    bytes of the index), None if t holds none; memoized by term id."""
+    bytes of the index), None if t holds none; memoized by term id. A loop, not
+    recursion: an object's slots nest as deep as it has slots (a schema with a few
+    hundred overflowed Python's stack), and it stops at a part's first marker."""
     if t.id in memo:
         return memo[t.id]
-    k, v = t.kind, None
-    if k == CONCAT and t.args[0].kind == BYTES and t.args[0].args == (0xFF, 0xFF):
-        hi, lo = t.args[1].args  # (the marker's last byte may head the rest: CONCAT)
-        v = (hi.args[0] << 8) | (lo.args[0] if lo.kind == BYTES else lo.args[0].args[0])
-    elif k in (CONCAT, ALT, AND):
-        v = next((i for c in t.args if (i := _marker_index(c, memo)) is not None), None)
-    elif k in (REPEAT, NOT):
-        v = _marker_index(t.args[0], memo)
-    memo[t.id] = v
-    return v
+    stack = [[t, 0]]  # (term, index of the part to look at next)
+    while stack:
+        top = stack[-1]
+        x = top[0]
+        if x.id in memo:
+            stack.pop()
+            continue
+        k = x.kind
+        if k == CONCAT and x.args[0].kind == BYTES and x.args[0].args == (0xFF, 0xFF):
+            hi, lo = x.args[1].args  # (the marker's last byte may head the rest: CONCAT)
+            memo[x.id] = (hi.args[0] << 8) | (lo.args[0] if lo.kind == BYTES else lo.args[0].args[0])
+            stack.pop()
+            continue
+        parts = x.args if k in (CONCAT, ALT, AND) else x.args[:1] if k in (REPEAT, NOT) else ()
+        v = None
+        while top[1] < len(parts):
+            c = parts[top[1]]
+            if c.id not in memo:
+                stack.append([c, 0])
+                break
+            v = memo[c.id]
+            if v is not None:
+                break
+            top[1] += 1
+        else:
+            memo[x.id] = None
+            stack.pop()
+            continue
+        if v is not None:
+            memo[x.id] = v
+            stack.pop()
+    return memo[t.id]
 
 
 def _join(base: str, ref: str) -> str:
