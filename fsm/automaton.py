@@ -219,27 +219,25 @@ class TokenAutomaton:
             return None  # (no alphabet: AND inside, whose shortest completions minlen cannot tell)
         short, cols, n = max(hi - r, 0), self.vocab.columns, self.vocab.num_words
         relaxed = self.mask(dfa.state_of(src.tb.concat(a, rest))).view(np.uint32)
-        pos = np.arange(cols.count[short] if short < len(cols.count) else 0)  # the longer tokens
-        ids = cols.order[pos]
-        alive = (relaxed.take(ids >> 5) >> (ids & 31).astype(np.uint32)) & 1 == 1
-        pos, ids = pos[alive], ids[alive]
-        fits = []
+        ids = cols.order[: cols.count[short]] if short < len(cols.count) else cols.order[:0]
+        # the longer tokens alive from A R, by their TokenColumns positions
+        pos = np.flatnonzero((relaxed.take(ids >> 5) >> (ids & 31).astype(np.uint32)) & 1)
+        ids, looped = ids.take(pos), None
         if len(ids) > BOUNDED_MAX_CHECKED:  # tokens that keep A where it is: one test
-            loop = None if a.nullable else self._loop_class(a, chars)  # (nullable: R may
-            if loop is None:                                             # take them sooner)
-                return None
-            m = src.min_chars(a) if chars else src.minlen(a)
+            # (where A may end, R may take them sooner: not for a nullable A)
+            loop = None if a.nullable else self._loop_class(a, chars)
+            m = None if loop is None else src.min_chars(a) if chars else src.minlen(a)
             if m is None:
                 return None
             inside = made_of(cols, loop).take(pos)
-            fits.append(ids[inside & (cols.chars.take(pos) + m <= hi)])
+            looped = ids[inside & (cols.chars.take(pos) + m <= hi)]
             ids = ids[~inside]
             if len(ids) > BOUNDED_MAX_CHECKED:
                 return None
         shorter = cols.memo(("shorter", short, n), lambda: pack_ids(cols.order[cols.count[short]:], n))
         words = relaxed & shorter
         needs = self._needs.setdefault((a.id, rest.id), {})
-        fits.append([])
+        fits = []
         for u in ids.tolist():
             need = needs.get(u)
             if need is None:
@@ -247,9 +245,12 @@ class TokenAutomaton:
             if need < 0:  # (min_chars gave up)
                 return None
             if need <= hi:
-                fits[-1].append(u)
-        fits[-1] = np.array(fits[-1], dtype=np.intp)
-        words |= pack_ids(np.concatenate(fits), n)
+                fits.append(u)
+        fits = np.array(fits, dtype=np.intp)
+        if looped is not None:
+            fits = np.concatenate([fits, looped])
+        if len(fits):
+            words |= pack_ids(fits, n)
         return words
 
     def _loop_class(self, a: Term, chars: bool) -> np.ndarray | None:

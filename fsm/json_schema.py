@@ -1797,7 +1797,7 @@ class _RecursiveRules:
         for k, body in bodies.items():
             self.rules[f"r{k}"] = self._alts(body)
         self.rules["start"] = self._alts(root)
-        while self._tail_rules:  # (a loop: each tail's rule names the next tail)
+        while self._tail_rules:  # (_nonterminal's later ones)
             x = self._tail_rules.pop()
             self.rules[self._sym[x.id]] = self._alts(x)
 
@@ -1863,12 +1863,17 @@ class _RecursiveRules:
             self.terminals["NOTHING"] = self.tb.nothing
         return [name]
 
-    def _nonterminal(self, t: Term) -> str:
+    def _nonterminal(self, t: Term, later: bool = False) -> str:
+        """t's nonterminal, its rules made now or, `later`, by __init__'s loop (a shared
+        tail's rules name the next tail: made here, they would nest one call per slot)."""
         name = self._sym.get(t.id)
         if name is None:
             name = self._sym[t.id] = f"n{len(self._sym)}"
             self.rules[name] = []
-            self.rules[name] = self._alts(t)
+            if later:
+                self._tail_rules.append(t)
+            else:
+                self.rules[name] = self._alts(t)
         return name
 
     def _seq(self, t: Term) -> list:
@@ -1886,12 +1891,7 @@ class _RecursiveRules:
                 # alternatives (_slot_chain: each starts at one slot and goes on to the
                 # end) would otherwise repeat the later slots, quadratic in them
                 if x.id in self._tails and not pending:
-                    name = self._sym.get(x.id)
-                    if name is None:  # its rules are made later (__init__): not nested here
-                        name = self._sym[x.id] = f"n{len(self._sym)}"
-                        self.rules[name] = []
-                        self._tail_rules.append(x)
-                    out.append(name)
+                    out.append(self._nonterminal(x, later=True))
                     break
                 self._tails.add(x.id)
             head, x = pop(x)
