@@ -77,7 +77,10 @@ values (enum, const, boolean, null); otherwise refused (strict), or not enforced
 Pydantic sources (python_sets, below).
 Recursive $ref: exact, through the context-free path (fsm/grammar.py; recursion=
 "grammar", the default), or unrolled with `max_recursion_depth=N`: each recursive
-reference is then followed at most N times along any path.
+reference is then followed at most N times along any path. The rules must be LALR(1):
+a union's branches that start alike are merged (two objects' `{}`), but branches that
+stay ambiguous further on (two objects that both declare a key) are refused, naming
+the conflict.
 
 Sources: a dict, JSON text, or a Pydantic model class / type (`model_json_schema()`).
 For Pydantic sources three defaults change, to what the model parses back: objects are
@@ -1778,7 +1781,8 @@ class _RecursiveRules:
     where the recursive schema occurs. Structure that contains a marker becomes rules
     (concatenation: a sequence, alternation: alternatives, repeat: list rules); every
     maximal marker-free piece becomes one terminal (nullable pieces: an optional
-    non-nullable terminal). A marker under an intersection or complement (allOf, not,
+    non-nullable terminal). A union's alternatives that start with the same part are
+    merged (_factored). A marker under an intersection or complement (allOf, not,
     oneOf with overlapping branches, contains...) raises SchemaError."""
 
     MAX_REPEAT_UNROLL = 64
@@ -1913,13 +1917,57 @@ class _RecursiveRules:
             out += self._terminal(tb.seq(pending))
         return out
 
+    def _factored(self, alts: tuple) -> list:
+        """A union's alternatives with those that start with the same part merged:
+        `h (r1 | r2)` for `h r1 | h r2`, where a rest that starts with an alternation
+        holding a marker is split into its branches (`(N minus the empty string) r | r`
+        for another nullable part N), to be merged again one level down. Two objects of
+        a recursive anyOf (or a lenient oneOf) both allow `{}`: as `{ N1 }` and `{ N2 }`
+        their empty bodies are two empty rules the parser must choose between at `}`
+        (a reduce/reduce conflict); merged, `}` is one alternative, and so is a key that
+        both declare, up to where their values differ."""
+        tb = self.tb
+        groups: dict = {}
+        for c in alts:
+            groups.setdefault(self._first_part(c)[0], []).append(c)
+        out = []
+        for members in groups.values():
+            if len(members) == 1:
+                out.append(members[0])
+                continue
+            rests = []
+            for c in members:
+                _, head, r = self._first_part(c)
+                n, after = r.args if r.kind == CONCAT else (r, tb.empty)
+                if n.kind == ALT and self._has_marker(n):  # its branches meet the others'
+                    rests += [tb.concat(x, after) for x in n.args]
+                elif n.nullable and self._has_marker(n):
+                    rests += [tb.concat(self._minus_empty(n), after), after]
+                else:
+                    rests.append(r)
+            out.append(tb.seq(head + [tb.alt(rests)]))
+        return out
+
+    def _first_part(self, t: Term) -> tuple:
+        """(a key for t's first part, its terms, the rest): a marker is one part of
+        three bytes (_seq reads them together); a term that is no concatenation is
+        its own key."""
+        if t.kind != CONCAT:
+            return (-t.id - 1,), [t], None
+        head, rest = t.args
+        if head.kind == BYTES and head.args == (0xFF, 0xFF):
+            k1, rest = rest.args
+            k2, rest = rest.args if rest.kind == CONCAT else (rest, self.tb.empty)
+            return (head.id, k1.id, k2.id), [head, k1, k2], rest
+        return (head.id,), [head], rest
+
     def _alts(self, t: Term) -> list:
         tb = self.tb
         k = t.kind
         if not self._has_marker(t):
             return [self._terminal(t)]
         if k == ALT:
-            return [alt for c in t.args for alt in self._alts(c)]
+            return [alt for c in self._factored(t.args) for alt in self._alts(c)]
         if k == CONCAT:
             return [self._seq(t)]
         if k == REPEAT:
