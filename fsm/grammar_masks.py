@@ -49,9 +49,10 @@ import gc
 
 import numpy as np
 
-from .automaton import TrieWalker, made_of, walk_columns
+from .automaton import TrieWalker, _char_class, _first_bytes, made_of, walk_columns
 from .dfa import DEFAULT_MAX_STATES, LazyDFA
-from .terms import row_target
+from .terms import CONCAT, REPEAT, row_target
+from .vocabulary import ascending_set
 
 # Completed non-ignored terminals a lexing may hold before another one starts: LONG_SEQ
 # in lexer states of at most SMALL_KEY items (unambiguous lexing, e.g. `((((` or
@@ -261,15 +262,18 @@ class LexerWalker(TrieWalker):
     def __init__(self, dfa: LazyDFA, trie, token_bytes, width: int):
         super().__init__(dfa, trie, remember=True)
         self.token_bytes, self.width = token_bytes, width
+        self._loops: dict = {}  # (terminal, lexeme id) -> _lexeme_loops
 
     def loop_walk(self, s: int, cols):
         """The walk from state s when most tokens loop in one state (inside a string
         or a comment): None where no state holds LOOP_SHARE of the tokens, else
-        (tokens, states, looping tokens (bool per token id), u). A token whose first byte leads to u and
-        all of whose bytes are in u's loop class (the bytes that lead u to itself) ends
-        in u: decided for all tokens at once from their byte sets. Only the others are
+        (tokens, states, looping tokens (bool per token id), u). A token whose first
+        byte leads to u and all of whose bytes are in u's loop class (the bytes that
+        lead u to itself; with every non-ASCII character where those loop too:
+        _chars_loop) ends in u: decided for all tokens at once. Only the others are
         walked, byte column by byte column (TokenColumns; no trie prefixes shared, but
-        they are few: SmolLM2 has ~1000 tokens with a quote, newline or non-ASCII byte)."""
+        they are few: SmolLM2 has ~300 tokens with a quote or newline, and ~300 that
+        cut a character short)."""
         dfa, least = self.dfa, LOOP_SHARE * len(cols.order)
         if not len(cols.order):
             return None
@@ -289,25 +293,72 @@ class LexerWalker(TrieWalker):
         if any(kind == DEEP for _s, _i, _x, kind in dfa.keys[u]):
             return None  # a class needing exact checks: its thousands of tokens are not checked
         live0 = row0 != 0
+        whole = self._chars_loop(s, u)
+        if whole:  # every non-ASCII character, from its first byte (whole tokens only)
+            cls, starts_u = cls.copy(), starts_u.copy()
+            cls[0x80:] = starts_u[0x80:] = True
         # the same for the positions of one string or comment, and for any grammar
         # (or recursive schema) on this vocabulary with the same bytes
         k = ("loop", cls.tobytes(), starts_u.tobytes(), live0.tobytes())
-        looping, n_loop, pos = cols.memo(k, lambda: self._loop_split(cols, cls, starts_u, live0))
+        looping, n_loop, pos = cols.memo(k, lambda: self._loop_split(cols, cls, starts_u, live0, whole))
         if n_loop < least:
             return None
         alive, sts = walk_columns(dfa, cols, self.token_bytes, pos, row0.take(cols.first.take(pos)))
         tokens = cols.order.take(alive)
         return tokens, sts.astype(np.int32, copy=False), looping, u
 
-    def _loop_split(self, cols, cls: np.ndarray, starts_u: np.ndarray, live0: np.ndarray) -> tuple:
+    def _chars_loop(self, s: int, u: int) -> bool:
+        """Whether every non-ASCII character leads lexer states s and u to u, byte by
+        byte: u's items are s's, each a lexeme `C* R` (C a class of every non-ASCII
+        character, R starting with none of them) that cannot end there (or an
+        ignored one: longest match). Then a token of whole characters walks like
+        its ASCII ones: a string's or comment's tokens with accents or CJK loop too
+        (SmolLM2: ~600 fewer walked)."""
+        keys = self.dfa.keys
+        if s != u and {(q, i, x, NORMAL) for q, i, x, _k in keys[s]} != keys[u]:
+            return False
+        return all(self._lexeme_loops(i, x) for _q, i, x, _k in keys[u])
+
+    def _lexeme_loops(self, i: int, x) -> bool:
+        r = self._loops.get((i, x.id))
+        if r is None:
+            g = self.dfa.source.g
+            head, rest = x.args if x.kind == CONCAT else (x, g.tb.empty)
+            r = False
+            if head.kind == REPEAT and head.args[1:] == (0, None) and (g.ignored[i] or not x.nullable):
+                c = _char_class(g.tb, head.args[0])
+                r = c is not None and bool(c[0][0x80:].all()) and not c[2] and \
+                    not _first_bytes(g.tb, rest)[0x80:].any()
+            self._loops[(i, x.id)] = r
+        return r
+
+    def _loop_split(self, cols, cls: np.ndarray, starts_u: np.ndarray, live0: np.ndarray,
+                    whole: bool) -> tuple:
         """loop_walk's split of the tokens: (looping: bool per token id, their number,
-        the positions of the others that live past their first byte)."""
-        loops = made_of(cols, cls) & starts_u.take(cols.first)
-        ids = cols.order[loops]
+        the positions of the others that live past their first byte). The others are
+        few (a string's: ~300 with a quote or newline, or not whole UTF-8 characters
+        where those loop, `whole`): they are read from the vocabulary's per-byte
+        lists, and the looping tokens are all but them (a test of every token's byte
+        set, and a scatter of the ~48k looping ones, cost ~0.4 ms)."""
+        order = cols.order
         looping = np.zeros(self.width, dtype=bool)
-        looping[ids[ids < self.width]] = True
+        others = cols.with_bytes(~cls, cls & ~starts_u, len(order) // 4)
+        if others is None:  # most tokens do not loop (nor will the walk take the split)
+            loops = made_of(cols, cls) & starts_u.take(cols.first)
+            if whole:
+                loops &= cols.whole
+            ids = order[loops]
+            looping[ids[ids < self.width]] = True
+            others = np.flatnonzero(~loops)
+        else:
+            if whole:
+                others = ascending_set([others, cols.broken])
+            n = min(self.width, len(cols.has_bytes))
+            looping[:n] = cols.has_bytes[:n]
+            ids = order.take(others)
+            looping[ids[ids < self.width]] = False
         looping.setflags(write=False)  # shared by every grammar on this vocabulary
-        return looping, len(ids), np.flatnonzero(live0.take(cols.first) & ~loops)
+        return looping, len(order) - len(others), others[live0.take(cols.first.take(others))]
 
 
 def _top_states(stack, depth: int) -> tuple:

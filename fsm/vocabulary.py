@@ -194,10 +194,21 @@ class TokenColumns:
     first: np.ndarray  # column[0] as intp (fast take())
     high: np.ndarray  # byte_sets[2] | byte_sets[3]: the token has a byte >= 128
     utf8: np.ndarray  # bool: whole UTF-8 characters, the last one possibly cut short
+    whole: np.ndarray  # bool: whole UTF-8 characters only
+    broken: np.ndarray  # the positions (ascending) of the others
     chars: np.ndarray  # characters begun (bytes that are not UTF-8 continuations)
     by_chars: np.ndarray  # positions in ascending order of chars
     first_counts: np.ndarray  # float64[256]: how many tokens start with each byte
     first_of_id: np.ndarray  # int16 per token id: its first byte (256: no bytes)
+    # positions (ascending) of the tokens that contain byte b: with_byte[with_start[b]:
+    # with_start[b + 1]]; with_high: those with a byte >= 128; starting with byte b:
+    # with_first[first_start[b]:first_start[b + 1]] (a loop's exceptions: with_bytes)
+    with_byte: np.ndarray
+    with_start: np.ndarray
+    with_high: np.ndarray
+    with_first: np.ndarray
+    first_start: np.ndarray
+    has_bytes: np.ndarray  # bool per token id: the token is in `order`
     walks: dict = field(default_factory=dict, compare=False)  # memo(): results of token walks
 
     def memo(self, key, make):
@@ -237,12 +248,58 @@ class TokenColumns:
             byte_sets.append(part)
         first = column[0].astype(np.intp) if depth else np.zeros(0, dtype=np.intp)
         utf8 = np.array([_utf8_prefix(token_bytes[i]) for i in order.tolist()], dtype=bool)
+        whole = np.array([_utf8_whole(token_bytes[i]) for i in order.tolist()], dtype=bool)
         chars = np.bincount(owner[(flat & 0xC0) != 0x80], minlength=len(lens)).astype(np.int32)
         first_of_id = np.full(len(token_bytes), 256, dtype=np.int16)
         first_of_id[order] = first
-        return cls(order, count, column, tuple(byte_sets), first, byte_sets[2] | byte_sets[3], utf8, chars,
-                   np.argsort(chars, kind="stable"),
-                   np.bincount(first, minlength=256).astype(np.float64), first_of_id)
+        by_byte = np.argsort(flat, kind="stable")  # (a radix sort: positions stay ascending)
+        byte_of, with_byte = flat.take(by_byte), owner.take(by_byte)
+        once = np.ones(len(by_byte), dtype=bool)  # a token's repeated byte: once
+        once[1:] = (byte_of[1:] != byte_of[:-1]) | (with_byte[1:] != with_byte[:-1])
+        byte_of, with_byte = byte_of[once], with_byte[once]
+        high = byte_sets[2] | byte_sets[3]
+        by_first = np.argsort(first, kind="stable")
+        return cls(order, count, column, tuple(byte_sets), first, high, utf8, whole, np.flatnonzero(~whole),
+                   chars, np.argsort(chars, kind="stable"),
+                   np.bincount(first, minlength=256).astype(np.float64), first_of_id,
+                   with_byte, np.searchsorted(byte_of, np.arange(257)), np.flatnonzero(high), by_first,
+                   np.searchsorted(first.take(by_first), np.arange(257)), lengths > 0)
+
+    def with_bytes(self, outside: np.ndarray, firsts: np.ndarray, most: int) -> np.ndarray | None:
+        """The positions (ascending) of the tokens that contain a byte of `outside` or
+        start with a byte of `firsts` (bool[256] each), from the lists above; None where
+        those lists hold more than `most` entries (most tokens: a test of every token's
+        byte set costs less)."""
+        parts, start, fstart = [], self.with_start, self.first_start
+        if outside[0x80:].all():  # one list for the 128 high bytes
+            parts.append(self.with_high)
+            outside = outside[:0x80]
+        sizes = np.diff(start[:len(outside) + 1])[outside].sum() + np.diff(fstart)[firsts].sum()
+        if sum(map(len, parts)) + int(sizes) > most:
+            return None
+        for lists, bounds, mark in ((self.with_byte, start, outside), (self.with_first, fstart, firsts)):
+            for b in np.flatnonzero(mark).tolist():
+                parts.append(lists[bounds[b]:bounds[b + 1]])
+        return ascending_set(parts)
+
+
+def ascending_set(parts: list) -> np.ndarray:
+    """The integers of arrays `parts`, ascending, each once (np.unique imports
+    numpy.ma on its first call: ~15-20 ms inside some mask)."""
+    if not parts:
+        return np.zeros(0, dtype=np.intp)
+    out = np.sort(np.concatenate(parts))
+    keep = np.ones(len(out), dtype=bool)
+    keep[1:] = out[1:] != out[:-1]
+    return out[keep]
+
+
+def _utf8_whole(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
 
 
 def _utf8_prefix(data: bytes) -> bool:

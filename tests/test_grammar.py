@@ -19,6 +19,7 @@ import fsm
 from fsm.grammar import GrammarError, compile_cfg, compile_grammar
 from fsm.regex import regex_to_term
 from fsm.terms import TermBuilder
+from fsm.vocabulary import TokenColumns
 
 from .conftest import small_vocab
 
@@ -320,6 +321,33 @@ def test_masks_equal_brute_force_loop_walks(name, monkeypatch):
     _check_masks(name, grammar_vocab(name, seed=5))
 
 
+@pytest.mark.parametrize("name", ["json", "toy"])
+def test_masks_equal_brute_force_loop_walks_non_ascii(name, monkeypatch):
+    """The same inside strings and comments with tokens of whole non-ASCII characters
+    (2, 3 and 4 bytes), which loop there like ASCII ones (LexerWalker._chars_loop),
+    beside tokens that cut a character short, start inside one or are not UTF-8
+    (walked), alone or with a quote, a newline or a comment's end."""
+    import fsm.grammar_masks as gm
+    monkeypatch.setattr(gm, "LOOP_SHARE", 0.0)
+    chars = ["\u00e9", "\u00e9\u00e9", "a\u00e9", " \u00e9", "\u20ac", "\u4e2d\u6587", "\U0001F600",
+             "\u00e9\"", "\"\u00e9", "\u00e9\n", "\u00e9;", "*\u00e9", "\u00e9*/", "\u00e9 */"]
+    raw = [b"a\xc3", b"\xc3", b"\xa9", b"\xa9x", b"x\xa9", b"\xff", b"\xc3\xa9\xc3", b"\"\xc3", b"\xc0\x80"]
+    openers = {"json": [b'"', b'["', b'{"a": "'], "toy": [b'"', b"print(", b"x = ", b"//", b"/*", b"/* "]}[name]
+    toks = set(grammar_vocab(name, seed=5).token_bytes[:-1]) | set(openers) | set(raw)
+    toks |= {c.encode() for c in chars}
+    _check_masks(name, small_vocab(sorted(toks)), walks=4, steps=14, prefer=openers + [c.encode() for c in chars])
+    if name == "toy":  # the split from every token's byte set (where the per-byte lists are long)
+        monkeypatch.setattr(TokenColumns, "with_bytes", lambda *a: None)
+        _check_masks(name, small_vocab(sorted(toks)), walks=4, steps=14, prefer=openers + [c.encode() for c in chars])
+        monkeypatch.undo()
+        monkeypatch.setattr(gm, "LOOP_SHARE", 0.0)
+    if name == "toy":  # a loop entered from the boundary by ASCII letters only (not by "\u00e9"),
+        # and a string whose class leaves out "\u00e9"
+        words = {c.encode() for c in chars} | set(raw) | {b"a", b"ab", b"b", b'"', b'x"', b"x", b"'", b"'a", b"a'"}
+        _check_masks(name, small_vocab(sorted(words)), walks=6, prefer=[b"'", b"'a", b"a"],
+                     text="start: (WORD | Q)+\nWORD: /[a-z][^\"]*\"/\nQ: /'[^'\u00e9]*'/\n")
+
+
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
 def test_lexer_cells_equal_rows(name):
     """The lexer DFA computes the cells its walks meet one by one (LexerSource.derive,
@@ -360,9 +388,9 @@ def test_loop_walk_lists_shared_across_automata(monkeypatch):
     assert loops <= set(vocab.columns.walks)
 
 
-def _check_masks(name, vocab, walks=3, steps=14, prefer=(), max_states=None):
-    orc = oracle(name)
-    auto = compile_grammar(GRAMMARS[name], vocab, max_states=max_states)
+def _check_masks(name, vocab, walks=3, steps=14, prefer=(), max_states=None, text=None):
+    orc = Oracle(text) if text else oracle(name)
+    auto = compile_grammar(text or GRAMMARS[name], vocab, max_states=max_states)
     eos = vocab.eos_ids[0]
     rng = random.Random(1)
     prefer = {vocab.token_bytes.index(t) for t in prefer}
