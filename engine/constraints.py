@@ -38,8 +38,14 @@ class ConstraintCompiler:
         return self._vocab
 
     def get(self, constraint):
-        """Return an object with `.matcher()`; raise ConstraintError if it cannot be built."""
+        """Return an object with `.matcher()`; raise ConstraintError if it cannot be built
+        or no output can begin (an fsm automaton's require_output)."""
         if hasattr(constraint, "matcher"):
+            if hasattr(constraint, "require_output"):
+                try:
+                    constraint.require_output()
+                except ValueError as e:
+                    raise ConstraintError(str(e)) from e
             return constraint
         if not (isinstance(constraint, (tuple, list)) and len(constraint) == 2
                 and isinstance(constraint[0], str)):
@@ -56,15 +62,15 @@ class ConstraintCompiler:
             import fsm
             vocab = self.vocabulary
             if kind == "regex":
-                return fsm.compile_regex(value, vocab)
+                return fsm.compile_regex(value, vocab).require_output()
             if kind == "json":
                 if isinstance(value, str):
                     value = json.loads(value)
-                return fsm.compile_json_schema(value, vocab)
+                return fsm.compile_json_schema(value, vocab).require_output()
             if kind == "grammar":
-                return fsm.compile_grammar(value, vocab)
+                return fsm.compile_grammar(value, vocab).require_output()
             if kind == "choice":  # fsm checks the options (non-empty, strings)
-                return fsm.compile_choice(list(value), vocab)
+                return fsm.compile_choice(list(value), vocab).require_output()
         except ConstraintError:
             raise
         except Exception as e:   # any failure in compilation belongs to this request alone

@@ -32,6 +32,7 @@ import numpy as np
 
 from .dfa import (CHAR_START, DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA, StateSource, TermSource, char_bound,
                   char_step, length_bound)
+from .errors import ConstraintError
 from .terms import (_LAZY_PROGRAMS, ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOTHING, REPEAT, STR, Term,
                     TermBuilder, paused_gc)
 from .vocabulary import TokenColumns, Vocabulary
@@ -94,6 +95,23 @@ class TokenAutomaton:
     def matcher(self) -> "Matcher":
         from .matcher import Matcher
         return Matcher(self)
+
+    def require_output(self) -> "TokenAutomaton":
+        """self, or ConstraintError if no output can begin: the first mask (needed anyway)
+        is empty (a schema whose keywords contradict each other, `false`, a regex that
+        matches nothing or only what the vocabulary cannot spell). Generating from it
+        would end at the first step; guided, the logits processor and the engine refuse
+        it up front. (An automaton is still a fine acceptor of token sequences.)
+
+            >>> fsm.compile_json_schema(False, vocab).require_output()  # doctest: +SKIP
+            ConstraintError: the constraint (json schema) accepts no output at all: ...
+        """
+        if not self.mask(self.start).any():
+            raise ConstraintError(
+                f"the constraint ({self.description or 'compiled'}) accepts no output at all: no token "
+                "begins a text that satisfies it (a schema whose keywords contradict each other, `false`, "
+                "a regex that matches nothing or only what the vocabulary cannot spell...)")
+        return self
 
     # -- queries used by Matcher ---------------------------------------------------
     def is_accepting(self, s: int) -> bool:

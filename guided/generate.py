@@ -52,11 +52,7 @@ class Generator:
 
     def __init__(self, model: Model, constraint: fsm.TokenAutomaton,
                  parse: Callable[[str], Any] = lambda s: s, chat: bool = True):
-        self.model, self.constraint, self.parse, self.chat = model, constraint, parse, chat
-        if not constraint.matcher().next_token_mask().any():  # (the first mask: needed anyway)
-            raise fsm.ConstraintError(
-                f"the constraint ({constraint.description or 'compiled'}) accepts no output at all: "
-                "no text satisfies it (a schema whose keywords contradict each other, `false`...)")
+        self.model, self.constraint, self.parse, self.chat = model, constraint.require_output(), parse, chat
 
     def __call__(self, prompts, **options):
         outputs = self.generate(prompts, **options)

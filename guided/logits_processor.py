@@ -17,7 +17,7 @@ from engine.sampler import apply_token_bitmask
 
 class ConstraintLogitsProcessor:
     def __init__(self, constraint):
-        self.constraint = constraint
+        self.constraint = constraint.require_output()  # (fsm.ConstraintError where none can begin)
         self.reset()
 
     def reset(self) -> None:

@@ -94,3 +94,5 @@ def test_processor_refuses_forbidden_token():
     assert scores.tolist() == [[0.0, float("-inf"), float("-inf")]]
     with pytest.raises(RuntimeError, match="forbids"):
         proc(torch.tensor([[0, 1]]), torch.zeros(1, 3))
+    with pytest.raises(fsm.ConstraintError, match="accepts no output"):  # every score -inf
+        guided.ConstraintLogitsProcessor(fsm.compile_regex("c", vocab))

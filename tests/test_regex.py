@@ -195,6 +195,24 @@ def test_invalid_regex_names_position(pattern):
     assert err.value.pos == want.value.pos
 
 
+def test_constraints_without_outputs_are_refused():
+    """require_output refuses a constraint whose first mask is empty (no token begins
+    an output: an empty language, or one the vocabulary cannot spell) with
+    ConstraintError naming it, for every kind; one that only the empty output
+    satisfies passes. The automata themselves compile (acceptors of token sequences)."""
+    vocab = small_vocab([b"a", b"b", b"ab", b"1", b"{", b"}", b'"'])
+    empty = [lambda: fsm.compile_regex(r"[^\s\S]", vocab), lambda: fsm.compile_regex("c", vocab),
+             lambda: fsm.compile_choice(["zz"], vocab), lambda: fsm.compile_json_schema(False, vocab),
+             lambda: fsm.compile_json_schema({"type": "integer", "minimum": 5, "maximum": 3}, vocab),
+             lambda: fsm.compile_grammar('start: "c" | "c" "a"', vocab)]
+    for compile_ in empty:
+        a = compile_()
+        with pytest.raises(fsm.ConstraintError, match="accepts no output at all"):
+            a.require_output()
+    for a in (fsm.compile_regex("", vocab), fsm.compile_json_schema({"const": 1}, vocab)):
+        assert a.require_output() is a  # ("": EOS at once)
+
+
 def test_state_cap_raises_clear_error():
     vocab = small_vocab([b"a", b"b"])
     a = fsm.compile_regex("(a|b)*a(a|b){14}", vocab, max_states=500)

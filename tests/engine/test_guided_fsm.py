@@ -84,3 +84,19 @@ def test_compiler_takes_pydantic_classes_and_reuses_fsm_cache(smol_tokenizer):
     for t in smol_tokenizer.encode('{"x":1,"y":-2}', add_special_tokens=False):
         assert m.accept_token(t)
     assert m.is_accepting()
+
+
+def test_compiler_refuses_constraints_without_outputs(smol_tokenizer):
+    """A spec (or compiled automaton) that no output can begin fails its request at
+    submission, with the reason, not at its first decoding step."""
+    import fsm
+    from engine.constraints import ConstraintCompiler, ConstraintError
+
+    cc = ConstraintCompiler(smol_tokenizer, vocab_size=49152)
+    for spec in [("json", False), ("json", {"allOf": [{"type": "string"}, {"type": "integer"}]}),
+                 ("regex", r"[^\s\S]")]:
+        with pytest.raises(ConstraintError, match="accepts no output at all"):
+            cc.get(spec)
+    with pytest.raises(ConstraintError, match="accepts no output at all"):
+        cc.get(fsm.compile_regex(r"[^\s\S]", cc.vocabulary))
+    assert cc.get(("json", {"const": 1})).matcher()
