@@ -848,6 +848,10 @@ class _Compiler:
             return self.any(d)
         if len(parts) == 1:
             return parts[0]
+        if self.nonterminals and any(_marker_index(p, self._marker_memo) is not None for p in parts):
+            variants = self._type_variants(node)  # (the grammar path cannot intersect them)
+            if variants is not None:
+                return tb.alt([self.value(v, d, budget) for v in variants])
         # lenient, where a part holds a recursive reference: that part alone (the first)
         return self._meet(node, "/".join(k for k in _PARTS_KW if k in node) or "allOf", tb.intersect(parts),
                           lambda: next(p for p in parts if _marker_index(p, self._marker_memo) is not None))
@@ -869,6 +873,31 @@ class _Compiler:
                             "or complement is not supported)")
                 return relaxed()
         return t
+
+    def _type_variants(self, node: dict) -> list | None:
+        """node = {oneOf|anyOf: branches, type-specific keywords} as one schema per
+        branch, each with the keywords of the types it may have (`{type: object}` takes
+        patternProperties, a string branch none: they assert nothing of strings). The
+        union of these is node where a oneOf's branches have disjoint types (known:
+        _types_of); github-workflow's matrix, `oneOf: [{type: object}, ${{...}}]` beside
+        object keywords whose values are recursive, needs no intersection so. None
+        where node is not of that form."""
+        kws = [k for k in ("oneOf", "anyOf") if isinstance(node.get(k), list) and node[k]]
+        rest = {k: v for k, v in node.items() if k not in _ANNOTATIONS and k not in kws}
+        if len(kws) != 1 or not rest or not set(rest) <= _TYPED_KW - {"unevaluatedProperties", "unevaluatedItems"}:
+            return None
+        branches = node[kws[0]]
+        types = [self._types_of(b) for b in branches]
+        if None in types or (kws[0] == "oneOf" and sum(map(len, types)) != len(set().union(*types))):
+            return None
+        family = {"object": _OBJECT_KW, "array": _ARRAY_KW, "string": _STRING_KW, "number": _NUMBER_KW}
+        out = []
+        for b, ts in zip(branches, types):
+            own = {k: v for k, v in rest.items() if any(k in family.get(t, ()) for t in ts)}
+            v = {"allOf": [b, own]} if own else {"allOf": [b]}
+            self._adopt(v, node)
+            out.append(v)
+        return out
 
     def _presence_variants(self, node: dict) -> list | None:
         """node as schemas without its presence parts (_presence_parts), one per set of

@@ -469,6 +469,39 @@ def test_recursive_union_of_objects_with_the_empty_object_in_common():
     _walks_validate(cs, schema)
 
 
+def test_recursive_union_beside_type_specific_keywords_is_exact():
+    """github-workflow's matrix: `oneOf: [{type: object}, an expression string]` beside
+    object keywords whose values are recursive. Each branch takes the keywords of its
+    types (_Compiler._type_variants), so no intersection is needed: strict mode
+    compiles it exactly (it refused: oneOf intersects the recursive reference); random
+    instances are accepted iff jsonschema says valid, walks validate."""
+    conf = {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"$ref": "#/$defs/conf"}, "maxItems": 2}]}
+    matrix = {"oneOf": [{"type": "object"}, {"type": "string", "pattern": "^x+$"}],
+              "patternProperties": {"^in": {"type": "array", "items": {"$ref": "#/$defs/conf"}, "maxItems": 2}},
+              "additionalProperties": {"$ref": "#/$defs/conf"}, "maxProperties": 2, "maxLength": 1}
+    schema = {"$defs": {"conf": conf}, "type": "object", "properties": {"m": matrix},
+              "required": ["m"], "additionalProperties": False}
+    cs = schema_to_term(schema)
+    assert cs.rules is not None and not cs.relaxed
+    rng = random.Random(2)
+
+    def conf_value(depth):
+        return rng.choice([1, "x", None]) if depth > 2 or rng.random() < 0.4 else \
+            [conf_value(depth + 1) for _ in range(rng.randint(0, 3))]
+
+    def node(_):
+        r = rng.random()
+        if r < 0.3:
+            return {"m": rng.choice(["x", "xx", "xxx", "y", 3, [], None])}  # maxLength: no string branch
+        return {"m": {k: conf_value(1) for k in sorted(rng.sample(["a", "in", "inc", "b"], rng.randint(0, 3)))}}
+    _instances_agree(cs, schema, node, 300, 60)
+    _walks_validate(cs, schema)
+    # a oneOf whose branches share a type still needs its intersection: refused
+    matrix["oneOf"][1] = {"type": "object", "minProperties": 2}
+    with pytest.raises(SchemaError, match="oneOf intersects the recursive reference"):
+        schema_to_term(schema)
+
+
 def test_recursive_intersections_relax_in_lenient_mode():
     """Where a recursive reference sits under an intersection or complement (which the
     grammar path cannot make), strict mode refuses naming the keyword and pointer;
