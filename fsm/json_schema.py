@@ -1208,7 +1208,24 @@ class _Compiler:
                     seen |= v
                 if ok:
                     return True
-        return False
+        objs = [self._closed_object(s) for s in subs]
+        return None not in objs and all(
+            any(k not in keys_b for k in req_a) or any(k not in keys_a for k in req_b)
+            for i, (req_a, keys_a) in enumerate(objs) for req_b, keys_b in objs[i + 1:])
+
+    def _closed_object(self, s) -> tuple | None:
+        """(required keys, the only keys allowed) of a schema that holds objects only and
+        no undeclared key (additionalProperties false, no patternProperties), else None.
+        Two such branches are disjoint where one requires a key the other does not
+        allow: github-workflow's jobs, a oneOf of a job that needs `runs-on` and one
+        that needs `uses`, each without the other's key."""
+        s = self._deref(s)
+        if not isinstance(s, dict) or self._types_of(s) != {"object"} \
+                or s.get("additionalProperties") is not False or s.get("patternProperties") \
+                or not isinstance(s.get("properties", {}), dict) or not isinstance(s.get("required", []), list):
+            return None
+        props = s.get("properties", {})
+        return s.get("required", []), {k for k, v in props.items() if v is not False}
 
     # -- const / enum ----------------------------------------------------------------
     def _enum(self, values: list, d: int) -> Term:

@@ -502,6 +502,40 @@ def test_recursive_union_beside_type_specific_keywords_is_exact():
         schema_to_term(schema)
 
 
+def test_recursive_oneof_of_closed_objects_told_apart_by_keys_is_exact():
+    """github-workflow's jobs: a oneOf of two closed objects, one requiring a key the
+    other does not allow (runs-on / uses), is disjoint (_Compiler._closed_object), so
+    recursive values inside need no intersection: exact in strict mode. Where the
+    other branch allows the key, the oneOf is refused as before."""
+    ref = {"$ref": "#/$defs/n"}
+    a = {"type": "object", "properties": {"run": {"type": "integer"}, "kids": {"type": "array", "items": ref,
+                                                                               "maxItems": 2}},
+         "required": ["run"], "additionalProperties": False}
+    b = {"type": "object", "properties": {"use": {"type": "string", "maxLength": 2}, "kids": {"type": "array",
+                                                                                            "items": ref}},
+         "required": ["use"], "additionalProperties": False}
+    schema = {"$defs": {"n": {"oneOf": [a, b]}}, "$ref": "#/$defs/n"}
+    cs = schema_to_term(schema)
+    assert cs.rules is not None and not cs.relaxed
+    rng = random.Random(4)
+
+    def node(depth):
+        r = rng.random()
+        o = {"run": rng.choice([1, 2, 3, "x"])} if r < 0.45 else \
+            {"use": rng.choice(["x", "xy", "ab", "xyz"])} if r < 0.9 else {"run": 1, "use": "x"}
+        if depth < 3 and rng.random() < 0.6:
+            o["kids"] = [node(depth + 1) for _ in range(rng.randint(0, 2))]
+        return o
+    _instances_agree(cs, schema, node, 300, 60)
+    _walks_validate(cs, schema)
+    a["properties"]["use"] = b["properties"]["run"] = {}  # both may hold run and use: overlapping
+    with pytest.raises(SchemaError, match="oneOf intersects the recursive reference"):
+        schema_to_term(schema)
+    del a["properties"]["use"], b["properties"]["run"], a["additionalProperties"], b["additionalProperties"]
+    with pytest.raises(SchemaError, match="oneOf intersects the recursive reference"):  # open: the same
+        schema_to_term(schema)
+
+
 def test_recursive_intersections_relax_in_lenient_mode():
     """Where a recursive reference sits under an intersection or complement (which the
     grammar path cannot make), strict mode refuses naming the keyword and pointer;
