@@ -98,8 +98,12 @@ structurally (concatenation, alternation, repeat) and searches only AND/NOT part
 first a guessed member (TermSource.has_guess), then A* towards the shortest accepted
 completion; `JsonTermBuilder` folds `X & ~X` (and `X & ~(X|Y)`) to nothing, which
 otherwise needs an exhaustive search of X's states. A recursive reference (the grammar
-path) cannot be intersected: refused where the intersection is made (_meet); oneOf
-branches whose types differ (read through their own anyOf/oneOf: _types_of) need none.
+path) cannot be intersected: refused where the intersection is made (_meet). None is
+needed for oneOf branches whose types differ (read through their own anyOf/oneOf:
+_types_of), whose discriminator values differ, or that are closed objects one of which
+requires a key the other does not allow (_disjoint); nor for type-specific keywords
+beside a union whose branches' types are known: each branch takes its types' keywords
+(_type_variants).
 
 Free positions (`{}`, `true`, missing `items`/`additionalProperties` values) use a cheap
 universe: objects with any keys in any order. Complement operands (`not`, `if` and
