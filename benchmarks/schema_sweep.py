@@ -1,14 +1,18 @@
 """Real-world schemas: compile each JSON Schema file of a folder, strict and lenient, and
 walk the lenient automaton at random; every walk that ends must validate.
 
-    .venv/bin/python benchmarks/schema_sweep.py DIR [--walks 2] [--max-tokens 400] [--seed 0]
+    .venv/bin/python benchmarks/schema_sweep.py DIR [--walks 2] [--max-tokens 400] [--seed 0] [--close 0]
 
 For a corpus of one's own (SchemaStore's schemas, a project's tool definitions): per
 file, strict mode's result (time to first mask, or the SchemaError naming keyword and
 pointer), lenient mode's (time to first mask, keywords relaxed), then --walks walks
 that pick uniformly among the allowed tokens (SmolLM2 tokenizer) for at most
 --max-tokens steps: how many ended, how many of those `jsonschema` accepts (it must be
-all), the median / p99 / slowest step and the DFA states made. A crash or an invalid
+all), the median / p99 / slowest step and the DFA states made. Uniform walks of big
+schemas seldom end (a free string takes its closing quote with p ~1/49k): `--close P`
+picks, with probability P, among the allowed tokens that close most (EOS, then a
+quote with `}` and `]` after it, then `}` and `]`), so that more walks end and are
+validated. Step times are fill + accept (the walk's own choice is not counted). A crash or an invalid
 output is a bug; a slow step shows where masks cost. Every file gets 120 s per mode.
 Times are wall clock on this machine, one run: compare ratios between commits, not
 absolute figures.
@@ -42,20 +46,46 @@ def _alarm(*_):
     raise _Timeout
 
 
-def walk(auto, vocab, rng: random.Random, max_tokens: int, slowest: list) -> tuple[bytes | None, list, str | None]:
+_CLOSING: dict = {}
+
+
+def _closing(vocab) -> np.ndarray:
+    """uint8 per token id, how much it closes: 3 EOS, 2 made of `"}]` and led by a quote
+    (inside a string, `}` and `]` are content), 1 made of `}]`, else 0."""
+    r = _CLOSING.get(id(vocab))
+    if r is None:
+        r = _CLOSING[id(vocab)] = np.zeros(len(vocab.token_bytes), dtype=np.uint8)
+        for i, b in enumerate(vocab.token_bytes):
+            if b and not b.strip(b'"}]'):
+                r[i] = 2 if b[:1] == b'"' else 1
+        r[[i for i in vocab.eos_ids if i < len(r)]] = 3
+    return r
+
+
+def walk(auto, vocab, rng: random.Random, max_tokens: int, slowest: list,
+         close: float = 0.0) -> tuple[bytes | None, list, str | None]:
     """One random walk: (the text if it ended, step times, a problem if any). `slowest`:
-    [seconds, the text before that step] of the slowest step so far, updated."""
+    [seconds, the text before that step] of the slowest step so far, updated. `close`:
+    the probability of taking a closing token where one is allowed (--close)."""
     m, row, out, steps = auto.matcher(), np.zeros(vocab.num_words, dtype=np.int32), [], []
     n = len(vocab.token_bytes)
+    closing = _closing(vocab) if close else None
     for _ in range(max_tokens):
         t0 = time.perf_counter()
         m.fill_next_token_bitmask(row)
-        allowed = np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")[:n])
+        fill = time.perf_counter() - t0
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:n]
+        allowed = np.flatnonzero(bits)
         if not len(allowed):
             return None, steps, "empty mask"
+        if closing is not None and rng.random() < close:
+            level = closing.take(allowed)
+            if level.max():
+                allowed = allowed[level == level.max()]
         t = int(rng.choice(allowed))
+        t0 = time.perf_counter()
         ok = m.accept_token(t)
-        steps.append(time.perf_counter() - t0)
+        steps.append(fill + time.perf_counter() - t0)  # (the walk's own choice not counted)
         if steps[-1] > slowest[0]:
             slowest[:] = [steps[-1], out[-12:]]
         if not ok:
@@ -87,7 +117,7 @@ def sweep_file(path: pathlib.Path, vocab, args) -> list[str]:
                 rng, steps, ended, valid, problems = random.Random(args.seed), [], 0, 0, []
                 slowest = [0.0, []]
                 for _ in range(args.walks):
-                    text, times, problem = walk(auto, vocab, rng, args.max_tokens, slowest)
+                    text, times, problem = walk(auto, vocab, rng, args.max_tokens, slowest, args.close)
                     steps += times
                     if problem:
                         problems.append(problem)
@@ -128,6 +158,8 @@ def main() -> None:
     ap.add_argument("--walks", type=int, default=2)
     ap.add_argument("--max-tokens", type=int, default=400)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--close", type=float, default=0.0,
+                    help="probability of taking a closing token (quote, brace, bracket, EOS) where allowed")
     args = ap.parse_args()
     from transformers import AutoTokenizer
     from engine.loader import resolve_model
