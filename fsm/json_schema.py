@@ -67,11 +67,14 @@ patternProperties, propertyNames, min/maxProperties, dependentRequired,
 dependentSchemas, dependencies (draft-07), items, prefixItems, additionalItems,
 contains, min/maxContains, min/maxItems, minLength/maxLength (code points), pattern
 (ECMA search semantics), format (see fsm/json_formats.py), minimum, maximum,
-exclusiveMinimum, exclusiveMaximum, multipleOf (for divisors m*10^-j with m dividing a
+exclusiveMinimum, exclusiveMaximum (also draft-04's boolean flags on minimum/maximum),
+multipleOf (for divisors m*10^-j with m dividing a
 power of ten, or when the range is bounded and small), allOf, anyOf, oneOf, not,
 if/then/else, $ref to $defs/definitions/JSON pointers/$anchor/$id inside the document,
 unevaluatedProperties/unevaluatedItems where no other keyword evaluates (then they
-equal additionalProperties/items).
+equal additionalProperties/items). A keyword value of the wrong kind (a negative or
+fractional count, a non-number bound, `required` not an array of strings...) raises
+SchemaError naming it (_check_values).
 uniqueItems: exact when the array's elements range over a finite set of at most 16
 values (enum, const, boolean, null); otherwise refused (strict), or not enforced for
 Pydantic sources (python_sets, below).
@@ -786,6 +789,7 @@ class _Compiler:
 
     def _value(self, node: dict, d: int, budget: int) -> Term:
         tb = self.tb
+        _check_values(node, self.ptr(node))
         if "allOf" in node:
             merged = self._merged_all_of(node)
             if merged is not None:
@@ -1377,15 +1381,15 @@ class _Compiler:
     def _number(self, node: dict, integer: bool) -> Term:
         tb, nt = self.tb, self.nt
         lo = hi = None  # (Decimal, exclusive)
-        for kw, excl in (("minimum", False), ("exclusiveMinimum", True)):
+        for kw, excl in (("minimum", node.get("exclusiveMinimum") is True), ("exclusiveMinimum", True)):
             if kw in node:
                 v = node[kw]
-                if isinstance(v, bool):  # draft-04 boolean form
+                if isinstance(v, bool):  # draft-04: a flag that makes `minimum` exclusive
                     continue
                 b = (to_decimal(v), excl)
                 if lo is None or b[0] > lo[0] or (b[0] == lo[0] and excl):
                     lo = b
-        for kw, excl in (("maximum", False), ("exclusiveMaximum", True)):
+        for kw, excl in (("maximum", node.get("exclusiveMaximum") is True), ("exclusiveMaximum", True)):
             if kw in node:
                 v = node[kw]
                 if isinstance(v, bool):
@@ -2176,6 +2180,38 @@ def _merged_arrays(branches: list) -> dict | None:
         if v is not None}
 
 
+_COUNT_KW = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
+             "minContains", "maxContains")
+_OBJECTS_OF_SCHEMAS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
+def _check_values(node: dict, ptr: str) -> None:
+    """SchemaError (naming the keyword and the pointer) for keyword values of the wrong
+    kind, which would otherwise be read some other way: `required: "ab"` as the keys a
+    and b, `maxItems: 1.5` as 1, `minimum: "x"` as a TypeError deep inside."""
+    def bad(k, what):
+        raise SchemaError(f"{k} must be {what}, not {node[k]!r:.80}", k, ptr)
+    for k in _COUNT_KW:
+        if k in node:
+            v = node[k]
+            if type(v) not in (int, float) or not v >= 0 or (type(v) is float and not v.is_integer()):
+                bad(k, "a non-negative integer")
+    for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
+        if k in node and (type(node[k]) not in (int, float) or node[k] != node[k]):
+            if not (k.startswith("exclusiveM") and type(node[k]) is bool):  # (draft-04's flag)
+                bad(k, "a number")
+    if "multipleOf" in node and not node["multipleOf"] > 0:
+        bad("multipleOf", "greater than 0")
+    if "required" in node and (not isinstance(node["required"], list)
+                               or not all(isinstance(x, str) for x in node["required"])):
+        bad("required", "an array of strings")
+    if "pattern" in node and not isinstance(node["pattern"], str):
+        bad("pattern", "a string")
+    for k in _OBJECTS_OF_SCHEMAS:
+        if k in node and not isinstance(node[k], dict):
+            bad(k, "an object")
+
+
 def _merged_scalars(branches: list) -> dict | None:
     """allOf branches of string / number keywords as one schema holding them all:
     {"type": "integer"} and {"maximum": 1}. A keyword in several branches must have the
@@ -2185,8 +2221,8 @@ def _merged_scalars(branches: list) -> dict | None:
         for k, v in b.items():
             if k in _ANNOTATIONS:
                 continue
-            if k not in _SCALAR_KW:
-                return None
+            if k not in _SCALAR_KW or (k.startswith("exclusiveM") and type(v) is bool):
+                return None  # (draft-04's flag applies to its own branch's bound)
             if k in out and not _json_equal(out[k], v):
                 tighter = _TIGHTER.get(k)
                 if tighter is None or not all(type(x) in (int, float) for x in (v, out[k])):

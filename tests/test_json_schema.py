@@ -1081,3 +1081,37 @@ def test_recursion_through_a_merged_all_of():
         seen.add(check.is_valid(inst))
         assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), inst
     assert seen == {True, False}
+
+
+def test_keyword_values_of_the_wrong_kind_name_keyword_and_pointer():
+    """A keyword whose value has the wrong kind is refused naming it and its place,
+    not read some other way (`required: "ab"` as keys a and b, `maxItems: 1.5` as 1)
+    or failing deep inside with a TypeError. Integral floats are integers."""
+    bad = [({"properties": {"a": {"minimum": "x"}}}, "minimum", "#/properties/a"),
+           ({"minItems": -1}, "minItems", "#"), ({"maxItems": 1.5}, "maxItems", "#"),
+           ({"maxLength": True}, "maxLength", "#"), ({"maxLength": float("inf")}, "maxLength", "#"),
+           ({"required": "ab"}, "required", "#"), ({"required": ["a", 1]}, "required", "#"),
+           ({"multipleOf": 0}, "multipleOf", "#"), ({"minimum": float("nan")}, "minimum", "#"),
+           ({"items": {"pattern": 3}}, "pattern", "#/items"), ({"patternProperties": []}, "patternProperties", "#")]
+    for schema, keyword, pointer in bad:
+        with pytest.raises(SchemaError) as e:
+            schema_to_term(schema)
+        assert (e.value.keyword, e.value.pointer) == (keyword, pointer), (schema, str(e.value))
+    for schema in ({"maxItems": 2.0}, {"minLength": 1.0, "type": "string"}):
+        schema_to_term(schema)
+
+
+def test_draft4_boolean_exclusive_bounds():
+    """Draft-04's `exclusiveMinimum: true` makes `minimum` exclusive (it was ignored, so
+    the bound itself was accepted); a bound merged from another allOf branch keeps its
+    own kind. Oracle: jsonschema's Draft4Validator."""
+    schemas = [{"type": "integer", "minimum": 5, "exclusiveMinimum": True, "maximum": 9, "exclusiveMaximum": True},
+               {"type": "number", "minimum": 1.5, "exclusiveMinimum": True, "maximum": 2, "exclusiveMaximum": False},
+               {"allOf": [{"minimum": 3, "exclusiveMinimum": True}, {"minimum": 5}]},
+               {"allOf": [{"maximum": 3, "exclusiveMaximum": True}, {"maximum": 5}]}]
+    values = [1, 1.5, 1.51, 2, 3, 4, 5, 6, 8, 9, 10]
+    for schema in schemas:
+        cs = schema_to_term(schema)
+        dfa, v = cs.dfa(), jsonschema.Draft4Validator(schema)
+        for x in values:
+            assert cs.accepts(cs.canonical(x), dfa) == v.is_valid(x), (schema, x)
