@@ -89,6 +89,7 @@ thread while the automaton is in use; one builder per compiled constraint).
 """
 from __future__ import annotations
 
+import os
 import re
 import threading
 import warnings
@@ -946,6 +947,9 @@ def _load_with_lark(grammar: str, start: str = "start", hoist: bool = False):
         terminals, rules, ignore = b.build().compile([start], set())
     except LarkError as e:
         raise GrammarError(f"invalid grammar: {e}".rstrip()) from None
+    except OSError as e:  # lark opens %import's file: one it does not have
+        raise GrammarError(f"invalid grammar: %import: no grammar file {os.path.basename(e.filename or '?')!r} "
+                           "(lark's own library: common, lark, python, unicode)") from None
     return rules, terminals, ignore
 
 

@@ -544,6 +544,8 @@ def test_tokens_spanning_terminals_and_lexing_ambiguity():
 def test_bad_grammar_text_names_line():
     with pytest.raises(GrammarError, match="line 3"):
         compile_grammar('start: "a"\n\nfoo: bar: baz\n', small_vocab([b"a"]))
+    with pytest.raises(GrammarError, match="no grammar file 'nothere.lark'"):  # (lark: FileNotFoundError)
+        compile_grammar('start: X\n%import nothere.X\n', small_vocab([b"a"]))
 
 
 def test_lalr_conflict_names_rule():
