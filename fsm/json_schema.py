@@ -536,6 +536,7 @@ class _Compiler:
         self._free: dict = {}
         self._any: dict[int, Term] = {}
         self._dep_stack: list[bool] = []
+        self._within: list[dict] = []  # the schemas being compiled, outermost first
         self._active: dict[int, int] = {}
         self._ref_targets: set[int] = set()
         self.rule_bodies_done: set[int] = set()
@@ -728,7 +729,9 @@ class _Compiler:
         if node is False:
             return tb.nothing
         if not isinstance(node, dict):
-            raise SchemaError(f"a schema must be an object or a boolean, not {node!r}", None, "#")
+            where = self.ptr(self._within[-1]) if self._within else "#"
+            raise SchemaError(f"a schema must be an object or a boolean, not {node!r:.80} "
+                              f"(a subschema of {where})", None, where)
         if budget is None:
             budget = self.max_recursion_depth or 0
         key = id(node)
@@ -762,9 +765,11 @@ class _Compiler:
                     return t
         self._active[key] = self._active.get(key, 0) + 1
         self._dep_stack.append(False)
+        self._within.append(node)
         try:
             t = self._value(node, d, budget)
         finally:
+            self._within.pop()
             used = self._dep_stack.pop()
             self._active[key] -= 1
             if not self._active[key]:

@@ -1099,6 +1099,9 @@ def test_keyword_values_of_the_wrong_kind_name_keyword_and_pointer():
         assert (e.value.keyword, e.value.pointer) == (keyword, pointer), (schema, str(e.value))
     for schema in ({"maxItems": 2.0}, {"minLength": 1.0, "type": "string"}):
         schema_to_term(schema)
+    with pytest.raises(SchemaError, match="not 'x' .a subschema of #/properties/b") as e:
+        schema_to_term({"type": "object", "properties": {"b": {"items": "x"}}})
+    assert e.value.pointer == "#/properties/b"  # (the schema holding it: a string has no place of its own)
 
 
 def test_draft4_boolean_exclusive_bounds():
