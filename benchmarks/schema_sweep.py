@@ -46,30 +46,25 @@ def _alarm(*_):
     raise _Timeout
 
 
-_CLOSING: dict = {}
-
-
-def _closing(vocab) -> np.ndarray:
+def closing_levels(vocab) -> np.ndarray:
     """uint8 per token id, how much it closes: 3 EOS, 2 made of `"}]` and led by a quote
     (inside a string, `}` and `]` are content), 1 made of `}]`, else 0."""
-    r = _CLOSING.get(id(vocab))
-    if r is None:
-        r = _CLOSING[id(vocab)] = np.zeros(len(vocab.token_bytes), dtype=np.uint8)
-        for i, b in enumerate(vocab.token_bytes):
-            if b and not b.strip(b'"}]'):
-                r[i] = 2 if b[:1] == b'"' else 1
-        r[[i for i in vocab.eos_ids if i < len(r)]] = 3
+    r = np.zeros(len(vocab.token_bytes), dtype=np.uint8)
+    for i, b in enumerate(vocab.token_bytes):
+        if b and not b.strip(b'"}]'):
+            r[i] = 2 if b[:1] == b'"' else 1
+    r[[i for i in vocab.eos_ids if i < len(r)]] = 3
     return r
 
 
 def walk(auto, vocab, rng: random.Random, max_tokens: int, slowest: list,
-         close: float = 0.0) -> tuple[bytes | None, list, str | None]:
+         close: float = 0.0, closing: np.ndarray | None = None) -> tuple[bytes | None, list, str | None]:
     """One random walk: (the text if it ended, step times, a problem if any). `slowest`:
     [seconds, the text before that step] of the slowest step so far, updated. `close`:
-    the probability of taking a closing token where one is allowed (--close)."""
+    the probability of taking, where one is allowed, a token that closes most by
+    `closing` (closing_levels; --close)."""
     m, row, out, steps = auto.matcher(), np.zeros(vocab.num_words, dtype=np.int32), [], []
     n = len(vocab.token_bytes)
-    closing = _closing(vocab) if close else None
     for _ in range(max_tokens):
         t0 = time.perf_counter()
         m.fill_next_token_bitmask(row)
@@ -78,7 +73,7 @@ def walk(auto, vocab, rng: random.Random, max_tokens: int, slowest: list,
         allowed = np.flatnonzero(bits)
         if not len(allowed):
             return None, steps, "empty mask"
-        if closing is not None and rng.random() < close:
+        if close and rng.random() < close:
             level = closing.take(allowed)
             if level.max():
                 allowed = allowed[level == level.max()]
@@ -96,7 +91,7 @@ def walk(auto, vocab, rng: random.Random, max_tokens: int, slowest: list,
     return None, steps, None
 
 
-def sweep_file(path: pathlib.Path, vocab, args) -> list[str]:
+def sweep_file(path: pathlib.Path, vocab, args, closing: np.ndarray) -> list[str]:
     schema = json.loads(path.read_text())
     lines = []
     for strict in (True, False):
@@ -117,7 +112,7 @@ def sweep_file(path: pathlib.Path, vocab, args) -> list[str]:
                 rng, steps, ended, valid, problems = random.Random(args.seed), [], 0, 0, []
                 slowest = [0.0, []]
                 for _ in range(args.walks):
-                    text, times, problem = walk(auto, vocab, rng, args.max_tokens, slowest, args.close)
+                    text, times, problem = walk(auto, vocab, rng, args.max_tokens, slowest, args.close, closing)
                     steps += times
                     if problem:
                         problems.append(problem)
@@ -169,8 +164,9 @@ def main() -> None:
     gc.collect()
     gc.freeze()
     signal.signal(signal.SIGALRM, _alarm)
+    closing = closing_levels(vocab)
     for path in sorted(args.folder.glob("*.json")):
-        for line in sweep_file(path, vocab, args):
+        for line in sweep_file(path, vocab, args, closing):
             print(line, flush=True)
 
 

@@ -59,6 +59,11 @@ from .vocabulary import ascending_set
 # `"}]}`, where long sequences cost no states), MAX_SEQ up to BIG_KEY items, else none
 # (SQL's identifiers split into NAME NAME ... and keywords: combinations multiply).
 MAX_SEQ, LONG_SEQ, SMALL_KEY, BIG_KEY = 1, 64, 2, 8
+
+
+def _seq_cap(items: int) -> int:
+    """The completed terminals a lexing may hold in a lexer state of `items` items."""
+    return LONG_SEQ if items <= SMALL_KEY else MAX_SEQ if items <= BIG_KEY else 0
 DEEP_TERM = -2  # the terminal of a DEEP marker item
 
 
@@ -157,8 +162,7 @@ class LexerSource:
         g, parts = self.g, []
         live_row, ignored = g._live_row, g.ignored
         by_lexeme: dict = {}
-        n = len(key)
-        cap = LONG_SEQ if n <= SMALL_KEY else MAX_SEQ if n <= BIG_KEY else 0
+        cap = _seq_cap(len(key))
         for item in key:
             seq, i, x, kind = item
             if kind == DEEP:
@@ -194,8 +198,7 @@ class LexerSource:
         every item's start rows."""
         g, out = self.g, set()
         live_row, ignored = g._live_row, g.ignored
-        n = len(key)
-        cap = LONG_SEQ if n <= SMALL_KEY else MAX_SEQ if n <= BIG_KEY else 0
+        cap = _seq_cap(len(key))
         for item in key:
             seq, i, x, kind = item
             if kind == DEEP:
@@ -353,8 +356,8 @@ class LexerWalker(TrieWalker):
         else:
             if whole:
                 others = ascending_set([others, cols.broken])
-            n = min(self.width, len(cols.has_bytes))
-            looping[:n] = cols.has_bytes[:n]
+            n = min(self.width, len(cols.first_of_id))
+            looping[:n] = cols.first_of_id[:n] != 256  # (every token with bytes)
             ids = order.take(others)
             looping[ids[ids < self.width]] = False
         looping.setflags(write=False)  # shared by every grammar on this vocabulary

@@ -794,7 +794,7 @@ class _Compiler:
 
     def _value(self, node: dict, d: int, budget: int) -> Term:
         tb = self.tb
-        _check_values(node, self.ptr(node))
+        _check_values(node, self.ptr)
         if "allOf" in node:
             merged = self._merged_all_of(node)
             if merged is not None:
@@ -1943,9 +1943,6 @@ class _RecursiveRules:
         """Symbols for t as one sequence (t may contain markers)."""
         tb = self.tb
 
-        def pop(x):
-            return x.args if x.kind == CONCAT else (x, tb.empty)
-
         out, pending = [], []
         x = t
         while x.kind != EMPTY:
@@ -1957,14 +1954,13 @@ class _RecursiveRules:
                     out.append(self._nonterminal(x, later=True))
                     break
                 self._tails.add(x.id)
-            head, x = pop(x)
-            if head.kind == BYTES and head.args == (0xFF, 0xFF):
-                k1, x = pop(x)
-                k2, x = pop(x)
+            _, parts, x = self._first_part(x)
+            head = parts[0]
+            if len(parts) == 3:  # a marker
                 if pending:
                     out += self._terminal(tb.seq(pending))
                     pending = []
-                out.append(f"r{(k1.args[0] << 8) | k2.args[0]}")
+                out.append(f"r{(parts[1].args[0] << 8) | parts[2].args[0]}")
             elif not self._has_marker(head):
                 pending.append(head)
             else:
@@ -2009,11 +2005,9 @@ class _RecursiveRules:
 
     def _first_part(self, t: Term) -> tuple:
         """(a key for t's first part, its terms, the rest): a marker is one part of
-        three bytes (_seq reads them together); a term that is no concatenation is
-        its own key."""
-        if t.kind != CONCAT:
-            return (-t.id - 1,), [t], None
-        head, rest = t.args
+        three bytes (_marker_index's layout); a term that is no concatenation is its
+        own first part, before the empty string."""
+        head, rest = t.args if t.kind == CONCAT else (t, self.tb.empty)
         if head.kind == BYTES and head.args == (0xFF, 0xFF):
             k1, rest = rest.args
             k2, rest = rest.args if rest.kind == CONCAT else (rest, self.tb.empty)
@@ -2190,12 +2184,13 @@ _COUNT_KW = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", 
 _OBJECTS_OF_SCHEMAS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 
 
-def _check_values(node: dict, ptr: str) -> None:
+def _check_values(node: dict, ptr) -> None:
     """SchemaError (naming the keyword and the pointer) for keyword values of the wrong
     kind, which would otherwise be read some other way: `required: "ab"` as the keys a
-    and b, `maxItems: 1.5` as 1, `minimum: "x"` as a TypeError deep inside."""
+    and b, `maxItems: 1.5` as 1, `minimum: "x"` as a TypeError deep inside). `ptr`
+    gives a schema's pointer (asked only to name a bad value)."""
     def bad(k, what):
-        raise SchemaError(f"{k} must be {what}, not {node[k]!r:.80}", k, ptr)
+        raise SchemaError(f"{k} must be {what}, not {node[k]!r:.80}", k, ptr(node))
     for k in _COUNT_KW:
         if k in node:
             v = node[k]

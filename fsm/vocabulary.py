@@ -208,7 +208,6 @@ class TokenColumns:
     with_high: np.ndarray
     with_first: np.ndarray
     first_start: np.ndarray
-    has_bytes: np.ndarray  # bool per token id: the token is in `order`
     walks: dict = field(default_factory=dict, compare=False)  # memo(): results of token walks
 
     def memo(self, key, make):
@@ -247,8 +246,8 @@ class TokenColumns:
             np.bitwise_or.at(part, owner[inside], np.left_shift(np.uint64(1), (flat[inside] & 63).astype(np.uint64)))
             byte_sets.append(part)
         first = column[0].astype(np.intp) if depth else np.zeros(0, dtype=np.intp)
-        utf8 = np.array([_utf8_prefix(token_bytes[i]) for i in order.tolist()], dtype=bool)
-        whole = np.array([_utf8_whole(token_bytes[i]) for i in order.tolist()], dtype=bool)
+        kinds = np.array([_utf8_kind(token_bytes[i]) for i in order.tolist()], dtype=np.int8).reshape(-1)
+        utf8, whole = kinds >= 1, kinds == 2
         chars = np.bincount(owner[(flat & 0xC0) != 0x80], minlength=len(lens)).astype(np.int32)
         first_of_id = np.full(len(token_bytes), 256, dtype=np.int16)
         first_of_id[order] = first
@@ -263,7 +262,7 @@ class TokenColumns:
                    chars, np.argsort(chars, kind="stable"),
                    np.bincount(first, minlength=256).astype(np.float64), first_of_id,
                    with_byte, np.searchsorted(byte_of, np.arange(257)), np.flatnonzero(high), by_first,
-                   np.searchsorted(first.take(by_first), np.arange(257)), lengths > 0)
+                   np.searchsorted(first.take(by_first), np.arange(257)))
 
     def with_bytes(self, outside: np.ndarray, firsts: np.ndarray, most: int) -> np.ndarray | None:
         """The positions (ascending) of the tokens that contain a byte of `outside` or
@@ -294,22 +293,20 @@ def ascending_set(parts: list) -> np.ndarray:
     return out[keep]
 
 
-def _utf8_whole(data: bytes) -> bool:
+def _utf8_kind(data: bytes) -> int:
+    """2: data is whole UTF-8 characters; 1: it starts at a character boundary and is
+    valid UTF-8 up to a last character cut short; 0: neither (surrogates and overlong
+    forms are invalid)."""
     try:
         data.decode("utf-8")
-        return True
+        return 2
     except UnicodeDecodeError:
-        return False
-
-
-def _utf8_prefix(data: bytes) -> bool:
-    """data starts at a character boundary and is valid UTF-8 up to a last character
-    that may be cut short (surrogates and overlong forms are invalid)."""
+        pass
     try:
         codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
-        return True
+        return 1
     except UnicodeDecodeError:
-        return False
+        return 0
 
 
 @dataclass(frozen=True)
