@@ -14,7 +14,10 @@ Supported (assertion semantics; each a regular language written from its RFC):
 - uri, uri-reference (RFC 3986 collected ABNF);
 - json-pointer, relative-json-pointer (RFC 6901 / draft);
 - for Pydantic sources (python=True) also ipvanyaddress, ipv4interface, ipv6interface
-  and ipvanyinterface (an address, then a prefix length or none).
+  and ipvanyinterface (an address, then a prefix length or none); ipv4network,
+  ipv6network and ipvanynetwork (an address whose bits past the prefix length are zero,
+  then the length; or a bare address: see `_network`); uuid1, uuid3, uuid4 and uuid5
+  (the uuid form with that version digit and the RFC 4122 variant, as Pydantic checks).
 Others (idn-*, iri*, regex, uri-template, unknown names) raise KeyError: the caller
 refuses them (strict) or drops them (lenient).
 """
@@ -47,7 +50,8 @@ IPV6 = "(?:" + "|".join([
     rf"(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}",
     rf"(?:(?:{_H16}:){{0,6}}{_H16})?::",
 ]) + ")"
-UUID = r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
+_HEX = "[0-9A-Fa-f]"
+UUID = rf"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
 _A, _D = "[A-Za-z0-9]", "[A-Za-z0-9-]"
 # LDH characters, letters/digits at both ends, not "--" in positions 3-4 (1-63 of them:
 # a length bound beside it, see format_term)
@@ -79,10 +83,16 @@ REL_JSON_POINTER = rf"(?:0|[1-9][0-9]*)(?:#|{JSON_POINTER})"
 PYDANTIC_ANY_STRING = frozenset(("binary", "password", "path"))
 _V4_PREFIX, _V6_PREFIX = r"(?:/(?:3[0-2]|[12]?[0-9]))?", r"(?:/(?:12[0-8]|1[01][0-9]|[1-9]?[0-9]))?"
 # formats Pydantic writes for IPvAnyAddress and the ipaddress interfaces, as what Python
-# reads back (networks, whose host bits must be zero, are not taken)
+# reads back (networks: _network)
 _PYDANTIC_IP = {"ipvanyaddress": (IPV4, IPV6), "ipv4interface": (IPV4 + _V4_PREFIX,),
                 "ipv6interface": (IPV6 + _V6_PREFIX,),
                 "ipvanyinterface": (IPV4 + _V4_PREFIX, IPV6 + _V6_PREFIX)}
+# formats Pydantic writes for the ipaddress networks: which address families each takes
+_PYDANTIC_NETWORKS = {"ipv4network": (False,), "ipv6network": (True,), "ipvanynetwork": (False, True)}
+# Pydantic's UUID1/3/4/5: the version digit, and the RFC 4122 variant (Python's
+# uuid.UUID.version is None for the others, which Pydantic then refuses)
+_PYDANTIC_UUIDS = {f"uuid{v}": "-".join([_HEX + "{8}", _HEX + "{4}", f"{v}{_HEX}{{3}}", f"[89ABab]{_HEX}{{3}}",
+                                         _HEX + "{12}"]) for v in (1, 3, 4, 5)}
 
 
 def _leap_second_time(st) -> Term:
@@ -131,6 +141,9 @@ def format_term(st, name: str, python: bool = False) -> Term:
     cache = st.__dict__.setdefault("_formats", {})
     t = cache.get((name, python))
     if t is not None:
+        return t
+    if python and name in _PYDANTIC_NETWORKS:  # deferred pieces: built per compilation, not exported
+        t = cache[(name, python)] = st.tb.alt(_network(st, v6) for v6 in _PYDANTIC_NETWORKS[name])
         return t
     prog = _PROGRAMS.get((name, python))
     if prog is not None:  # built by an earlier compilation: loaded when the output reaches it
@@ -187,6 +200,8 @@ def _build(st, name: str, python: bool) -> Term:
         t = st.fullmatch(IPV6)
     elif python and name in _PYDANTIC_IP:  # Pydantic's ipaddress types (a prefix length, no mask)
         t = tb.alt(st.fullmatch(x) for x in _PYDANTIC_IP[name])
+    elif python and name in _PYDANTIC_UUIDS:
+        t = st.fullmatch(_PYDANTIC_UUIDS[name])
     elif name == "uuid":
         t = st.fullmatch(UUID)
     elif name == "uri":
@@ -202,6 +217,106 @@ def _build(st, name: str, python: bool) -> Term:
     cache[(name, python)] = t
     _known_nonempty(tb, t)
     return t
+
+
+def _network(st, v6: bool) -> Term:
+    """An IPv4 or IPv6 network as Python's ipaddress reads it with strict=True (what
+    Pydantic does): an address whose bits past the prefix length are all zero, then "/"
+    and the length (0-32 or 0-128, without leading zeros), or a bare address (a /32 or
+    /128). Python also reads "/08" and netmask forms, which are not produced.
+
+    The address is read group by group (IPv4 octets, IPv6 16-bit groups, the ls32
+    octets of an IPv6 address too) keeping L, the index of the bit after the last 1 bit
+    read so far: the length must be at least L. A group's digits are read one way only
+    (an IPv6 group's state is how many digits and zero bits after its last 1 bit; an
+    octet's, its value so far), so derivatives stay one chain, not a union per class.
+    An IPv6 "::" stands for one or more zero groups; the groups after it are counted
+    from the end (a branch per count), so their bit positions are known as they are
+    read. The pieces are deferred terms, built in the compilation's builder as the
+    output reaches them (~20 nodes each; the whole IPv6 term would be ~6k)."""
+    tb = st.tb
+    from .json_numbers import NumberTerms
+    nums, total = NumberTerms(tb), 128 if v6 else 32
+    name = "ipv6network" if v6 else "ipv4network"
+    lit = lambda x: tb.literal(x.encode())  # noqa: E731
+    memo: dict = {}
+
+    def piece(key: str, build, nullable: bool = False) -> Term:
+        """A deferred part named `name-key` (a deferred term's nullability is given)."""
+        t = memo.get(key)
+        if t is None:
+            t = memo[key] = tb.deferred(f"{name}-{key}", build, nullable)
+        return t
+
+    def end(low: int) -> Term:
+        """After the address: nothing, or "/" and a length >= low."""
+        return tb.optional(tb.concat(lit("/"), nums.uint_range(low, total)))
+
+    def octets(j: int, low: int, base: int) -> Term:
+        """Octet j.. of a dotted quad whose octet 0 is bit `base`, L = low so far."""
+        if j == 4:
+            return end(low)
+        return piece(f"o{j}-{low}-{base}", lambda: tb.alt(
+            [tb.concat(lit("0"), after_octet(j, low, base)), octet_value(j, base, 0)]))
+
+    def after_octet(j: int, low: int, base: int) -> Term:
+        return tb.concat(lit("."), octets(j + 1, low, base)) if j < 3 else end(low)
+
+    def octet_value(j: int, base: int, v: int) -> Term:
+        """The rest of octet j once its digits so far make v (0: none yet, no leading
+        zero): more digits, or its end (a value's last 1 bit sets L)."""
+        def build():
+            parts = [tb.concat(lit(str(d)), octet_value(j, base, 10 * v + d))
+                     for d in range(1 if v == 0 else 0, 10) if 10 * v + d <= 255]
+            if v:
+                parts.append(after_octet(j, base + 8 * j + 8 - ((v & -v).bit_length() - 1), base))
+            return tb.alt(parts)
+        return piece(f"v{j}-{base}-{v}", build, v > 0 and j == 3)  # (the last octet may end the address)
+
+    if not v6:
+        return octets(0, 0, 0)
+
+    hex_tz = [st.fullmatch(c) for c in ("[13579BDFbdf]", "[26AEae]", "[4Cc]", "8")]  # by zero bits after the last 1
+
+    def groups(i: int, low: int, head: bool) -> Term:
+        """Groups i.. (i read), L = low; `head`: no "::" read yet."""
+        if i == 8:
+            return end(low)
+        def build():
+            parts = [tb.concat(st.fullmatch("0{1,4}"), after_group(i + 1, low, head)), nonzero(i, head, 0, -1)]
+            if i == 6:
+                parts.append(octets(0, low, 96))
+            return tb.alt(parts)
+        return piece(f"g{i}-{low}-{int(head)}", build)
+
+    def nonzero(i: int, head: bool, c: int, k: int) -> Term:
+        """The rest of a non-zero group i after c digits, k zero bits after its last 1
+        bit (-1: only zeros so far)."""
+        def build():
+            parts = []
+            if c < 4:
+                if c < 3 or k >= 0:
+                    parts.append(tb.concat(lit("0"), nonzero(i, head, c + 1, k + 4 if k >= 0 else -1)))
+                parts += [tb.concat(hex_tz[z], nonzero(i, head, c + 1, z)) for z in range(4)]
+            if k >= 0:
+                parts.append(after_group(i + 1, 16 * i + 16 - k, head))
+            return tb.alt(parts)
+        return piece(f"n{i}-{int(head)}-{c}-{k}", build, k >= 0 and i == 7)
+
+    def after_group(i: int, low: int, head: bool) -> Term:
+        """What follows the i-th group read: the end, ":" and a group, or a "::"."""
+        if i == 8:
+            return end(low)
+        parts = [tb.concat(lit(":"), groups(i, low, head))]
+        if head:
+            parts.append(compressed(i, low))
+        return tb.alt(parts)
+
+    def compressed(i: int, low: int) -> Term:
+        """ "::" after i groups: then the end, or t more groups, t <= 7 - i."""
+        return tb.concat(lit("::"), tb.alt([end(low)] + [groups(8 - t, low, False) for t in range(1, 8 - i)]))
+
+    return tb.alt([groups(0, 0, True), compressed(0, 0)])
 
 
 def _known_nonempty(tb, t: Term) -> None:

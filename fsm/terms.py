@@ -355,6 +355,8 @@ class TermBuilder:
         if x is None:
             build = self._deferred.pop(name, None)
             x = self._loaded[name] = build() if build is not None else self.load(_LAZY_PROGRAMS[name])
+            if x.nullable != t.nullable:  # (a deferred term's is declared: derivatives trusted it)
+                raise ValueError(f"lazy term {name!r} was declared {'' if t.nullable else 'not '}nullable")
         return x
 
     def load(self, prog: tuple) -> Term:

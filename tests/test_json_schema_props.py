@@ -28,7 +28,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field, IPvAnyAddress, IPvAnyInterface, SecretStr
+from pydantic import UUID1, UUID4, BaseModel, Field, IPvAnyAddress, IPvAnyInterface, IPvAnyNetwork, SecretStr
 
 from fsm.json_schema import JsonTermSource, SchemaError, SchemaWarning, canonical_json, schema_to_term
 
@@ -341,6 +341,84 @@ def test_pydantic_ip_types():
     with pytest.raises(SchemaError, match="'ipv4interface' is not supported"):
         schema_to_term({"type": "string", "format": "ipv4interface"})
 
+
+
+class Networks(BaseModel):
+    v4: ipaddress.IPv4Network
+    v6: ipaddress.IPv6Network
+    either: IPvAnyNetwork
+    u1: UUID1
+    u4: UUID4
+
+
+def _network_texts(rng, v6: bool) -> list:
+    """A random network's texts in the forms fsm/json_formats._network produces (str,
+    exploded, the address bare where the length is full, "::" anywhere a zero run is),
+    and the same with one host bit set (invalid), as (text, valid)."""
+    bits = 128 if v6 else 32
+    n = rng.choice([0, bits, rng.randint(0, bits), rng.randint(bits - 24, bits)])
+    addr = rng.getrandbits(bits) >> (bits - n) << (bits - n) if n else 0
+    if v6 and rng.random() < 0.5:  # long zero runs, so that "::" lands in the middle too
+        addr &= ~(((1 << (16 * rng.randint(1, 5))) - 1) << (16 * rng.randint(0, 3)))
+        addr &= ~((1 << (bits - n)) - 1)
+    net = (ipaddress.IPv6Network if v6 else ipaddress.IPv4Network)((addr, n))
+    forms = [str(net), f"{net.network_address.exploded}/{n}"]
+    if v6:
+        groups = net.network_address.exploded.split(":")
+        a = rng.randint(0, 7)
+        b = rng.randint(a, 7)
+        if all(int(g, 16) == 0 for g in groups[a:b + 1]):
+            forms.append(":".join(groups[:a]) + "::" + ":".join(groups[b + 1:]) + f"/{n}")
+    if n == bits:
+        forms.append(str(net.network_address))
+    out = [(f, True) for f in forms]
+    if n < bits:
+        bad = (ipaddress.IPv6Address if v6 else ipaddress.IPv4Address)(addr | (1 << rng.randrange(bits - n)))
+        out += [(f"{bad}/{n}", False), (f"{bad.exploded}/{n}", False)]
+    return out
+
+
+def test_pydantic_networks_and_uuid_versions():
+    """ipaddress networks (formats ipv4network, ipv6network, ipvanynetwork) and UUID1-5
+    (uuid1...uuid5), written by Pydantic only: the texts of random networks (an address
+    with its host bits zero, "::" anywhere, an ls32 tail) and of random UUIDs (any
+    version and variant digits) are accepted iff Pydantic reads them; random walks all
+    parse; a dict schema still refuses the names."""
+    cs = schema_to_term(Networks)
+    dfa = cs.dfa()
+    ok = {"v4": "10.0.0.0/8", "v6": "2001:db8::/32", "either": "::ffff:1.2.3.0/120",
+          "u1": "c232ab00-9414-11ec-b3c8-9f6bdeced846", "u4": "123e4567-e89b-42d3-a456-426614174000"}
+    rng = random.Random(7)
+    cases = [("v6", "::1.2.3.4/128", True), ("v6", "1:2:3:4:5:6:7::/112", True), ("v6", "::/1", True),
+             ("v6", "1::/15", False), ("v4", "10.0.0.0/33", False), ("v4", "1.2.3.4/0", False)]
+    for _ in range(150):
+        v6 = rng.random() < 0.6
+        field = rng.choice(["v6", "either"] if v6 else ["v4", "either"])
+        cases += [(field, text, valid) for text, valid in _network_texts(rng, v6)]
+        u = uuid.UUID(int=rng.getrandbits(128))
+        text = str(u)
+        text = text.upper() if rng.random() < 0.3 else text
+        cases.append((rng.choice(["u1", "u4"]), text, None))
+    n_valid = 0
+    for field, text, valid in cases:
+        doc = cs.canonical(dict(ok, **{field: text}))
+        try:
+            Networks.model_validate_json(doc)
+            read = True
+        except ValueError:
+            read = False
+        if valid is not None:
+            assert read == valid, (field, text)  # the generator's claim, checked by Pydantic
+        n_valid += read
+        assert cs.accepts(doc, dfa) == read, (field, text, read)
+    assert 200 < n_valid < len(cases) - 100
+    texts, _ = random_walks(cs, n=40, seed=8)
+    assert len(texts) > 20
+    for t in texts:
+        Networks.model_validate_json(t)  # raises if invalid
+    for name in ("ipv4network", "ipvanynetwork", "uuid4"):
+        with pytest.raises(SchemaError, match=f"'{name}' is not supported"):
+            schema_to_term({"type": "string", "format": name})
 
 def test_recursive_schema_with_deferred_ranges_and_enums():
     """Digit ranges and enums are deferred terms (built when the output reaches them):
