@@ -32,17 +32,20 @@ exactly the same texts of it. The texts of a value (its canonical forms):
   keys of const/enum objects) in the order of their first occurrence in the schema
   document (`key_order`), each at most once; then the other keys, in any order.
   For an ordinary schema this is the declared property order. Optional properties may
-  be omitted. In a document where no keyword intersects or complements objects (none
-  of `_MEETS`: allOf, oneOf, not, if, dependentSchemas, patternProperties, a $ref with
-  sibling keywords, two parts of one schema that may both hold objects...; presence
-  parts do not count), an
-  object's own keys (its properties, required and dependentRequired keys) come
+  be omitted. That is the order of every value below a schema that intersects or
+  complements (`_Compiler._meets`: a keyword of `_MEETS`, such as allOf, not, if,
+  dependentSchemas, a oneOf whose branches may overlap, patternProperties that
+  intersect two schemas holding objects, a $ref with sibling keywords, two parts that
+  may both hold objects...; presence parts do not count). Elsewhere nothing meets, and
+  an object's own keys (its properties, required and dependentRequired keys) come
   first, in key order, each at most once; all other keys come after them, in any
   order. That is the issue's "declared property order, undeclared keys after them",
   per object; an open object's term stays small in schemas with many keys (a
-  Kubernetes manifest). `CompiledSchema.canonical` writes it (it walks the instance
-  with the schema). Other keys are masked as any string but the slotted ones
-  (TokenAutomaton._cofinite_words).
+  Kubernetes manifest; eslintrc's and docker-compose's objects: ~6k and ~4k terms,
+  not ~21k each with every key slotted). A recursive schema met in both orders (a
+  cycle through a meeting schema) takes the key order everywhere (_MixedOrders).
+  `CompiledSchema.canonical` writes it (it walks the instance with the schema). Other
+  keys are masked as any string but the slotted ones (TokenAutomaton._cofinite_words).
 - numbers: plain decimal without exponent and without negative zero; an integral value
   may carry `.0`, `.00`... (see fsm/json_numbers.py). Integers are written as integers.
 - strings: one encoding per character (fsm/json_strings.py).
@@ -233,20 +236,23 @@ class CompiledSchema:
 
     def _arrange(self, node, v):
         """The instance v (read under schema `node`) with its objects' keys in the order
-        of their slots: own keys first, in key order, then the others; one arrangement
-        per anyOf branch taken (a generator: the caller stops at the first accepted)."""
-        if isinstance(node, dict) and "$ref" in node:  # (own_slots: nothing beside it)
-            yield from self._arrange(self.own_slots[1](node, node["$ref"]), v)
+        of their slots: own keys first, in key order, then the others; below a schema
+        that meets, every key in key order; one arrangement per anyOf (or disjoint
+        oneOf) branch taken (a generator: the caller stops at the first accepted)."""
+        comp = self.own_slots[1]
+        if not isinstance(v, (dict, list)) or not isinstance(node, dict) or comp._meets(node):
+            yield self._ordered(v)  # (below a schema that meets: every known key slotted)
             return
-        if not isinstance(v, (dict, list)) or not isinstance(node, dict):
-            yield self._ordered(v)
+        if "$ref" in node:  # (nothing beside it: it would meet)
+            yield from self._arrange(comp._resolve(node, node["$ref"]), v)
             return
         if (parts := _presence_parts(node)) is not None:  # (variants of node: its slots)
             node = parts[2]
-        if "anyOf" in node:  # (own_slots: no other part of node accepts objects)
-            for b in node["anyOf"]:
-                yield from self._arrange(b, v)
-            return
+        for kw in ("anyOf", "oneOf"):  # (no other part of node accepts objects; a oneOf here
+            if kw in node:           # is a union: _Compiler._meets)
+                for b in node[kw]:
+                    yield from self._arrange(b, v)
+                return
         if isinstance(v, list):
             pre = node.get("prefixItems")
             rest = node.get("items", True)
@@ -259,8 +265,7 @@ class CompiledSchema:
             return
         props, own, rank = node.get("properties", {}), _own_keys(node), self._key_rank
         keys = sorted(v, key=lambda k: (k not in own, rank.get(k, len(rank))))
-        addl = node.get("additionalProperties", True)
-        subs = [props[k] if k in props else addl for k in keys]
+        subs = [comp._key_schema(node, k) for k in keys]
         for combo in product(*[self._arrange(s, v[k]) for s, k in zip(subs, keys)]):
             yield dict(zip(keys, combo))
 
@@ -462,6 +467,28 @@ def _container_parts(node: dict) -> int:
     return typed + const + enum + ("anyOf" in node)
 
 
+def _meet_reasons(node) -> set:
+    """Why the compiler may intersect or complement values for schema `node`: its
+    keywords of _MEETS, a $ref beside other keywords, two parts that may hold
+    containers (presence parts do not count). _Compiler._meets decides."""
+    if not isinstance(node, dict):
+        return set()
+    parts = _presence_parts(node)
+    taken = parts[0] if parts else ()
+    out = {k for k in node if k in _MEETS and (k not in taken or k == "allOf" and "allOf" in parts[2])}
+    if "$ref" in node and not node.keys() <= _NOTES:
+        out.add("$ref beside")
+    if _container_parts(node if parts is None else parts[2]) > 1:
+        out.add("containers beside")
+    return out
+
+
+class _MixedOrders(Exception):
+    """A recursive schema's rule is referred to both below a meeting schema and
+    elsewhere (two key orders, one rule): schema_to_term compiles again with every
+    known key slotted everywhere."""
+
+
 def _escape_ptr(k: str) -> str:
     return str(k).replace("~", "~0").replace("/", "~1")
 
@@ -490,7 +517,7 @@ class _Compiler:
                  max_recursion_depth: int | None = None, assert_formats: bool = True,
                  allow_extra_properties: bool = True, python_dates: bool = False,
                  python_sets: bool = False,
-                 recursion: str = "grammar"):
+                 recursion: str = "grammar", all_meet: bool = False):
         if whitespace not in ("compact", "flexible"):
             raise SchemaError(f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
         self.root, self.tb, self.strict = root, tb, strict
@@ -530,9 +557,12 @@ class _Compiler:
         self.ptr_of: dict[int, str] = {}
         self.key_order: list[str] = []
         self._key_set: set = set()
-        self._keywords: set = set()  # every keyword of the document's schemas (_index)
         self._index(root, "", "#")
-        self.own_slots = not (self._keywords & _MEETS)
+        # > 0 while compiling below a schema that meets (_meets): objects slot every known
+        # key there; 1 from the start: everywhere (_MixedOrders)
+        self._meeting = int(all_meet)
+        self._rule_meets: dict[int, bool] = {}  # id(node) of a recursive schema -> its order
+        self._meet_memo: dict[int, bool] = {}  # id(node) -> _meets
         self._gkeys = [(k, tb.literal(string_text(k))) for k in self.key_order]
         self._memo: dict = {}
         self._free: dict = {}
@@ -571,19 +601,10 @@ class _Compiler:
             for x in v:
                 self._value_keys(x)
 
-    def _index(self, node, base: str, ptr: str, presence: bool = False) -> None:
-        """Index node (`presence`: a presence part of its parent, whose keywords do not
-        intersect anything: _presence_parts)."""
+    def _index(self, node, base: str, ptr: str) -> None:
+        """Index node: $id, anchors, pointers, key order."""
         if not isinstance(node, dict):
             return
-        parts = _presence_parts(node)  # (written as variants: no intersection)
-        taken = parts[0] if parts else ()
-        if not presence:
-            self._keywords.update(k for k in node if k not in taken or k == "allOf" and "allOf" in parts[2])
-        if "$ref" in node and not node.keys() <= _NOTES:
-            self._keywords.add("$ref beside")
-        if _container_parts(node if parts is None else parts[2]) > 1 and not presence:
-            self._keywords.add("containers beside")
         sid = node.get("$id")  # (2020-12: an $id beside $ref still sets the base)
         if isinstance(sid, str):
             if sid.startswith("#"):
@@ -617,7 +638,7 @@ class _Compiler:
             self._value_keys(node["enum"])
         for k in _SUB_ONE:
             if k in node:
-                self._index(node[k], base, f"{ptr}/{k}", presence or k in taken)
+                self._index(node[k], base, f"{ptr}/{k}")
         if "items" in node:
             it = node["items"]
             if isinstance(it, list):
@@ -632,8 +653,7 @@ class _Compiler:
         for k in _SUB_LIST:
             if isinstance(node.get(k), list):
                 for i, s in enumerate(node[k]):
-                    self._index(s, base, f"{ptr}/{k}/{i}",
-                                presence or k in taken and _presence(s) is not None)
+                    self._index(s, base, f"{ptr}/{k}/{i}")
 
     def _resolve(self, node: dict, ref: str):
         base = self.base_of.get(id(node), "")
@@ -737,8 +757,10 @@ class _Compiler:
         if budget is None:
             budget = self.max_recursion_depth or 0
         key = id(node)
-        # closed objects (allow_extra_properties=False) are opened under negation
-        variant = self._negated > 0  # canonical mode (complement operands)
+        entering = not self._meeting and self._meets(node)
+        # closed objects (allow_extra_properties=False) are opened under negation;
+        # canonical mode (complement operands), and every known key slotted (meets)
+        variant = (self._negated > 0, entering or self._meeting > 0)
         fkey = (key, variant)
         t = self._free.get(fkey)
         if t is not None:
@@ -749,10 +771,10 @@ class _Compiler:
             self._uses_depth()
             return t
         if key in self.nonterminals and key in self.rule_bodies_done:
-            return self._marker(key)
+            return self._marker(key, variant[1])
         if key in self._active:
             if self.recursion_grammar:  # the first schema a cycle comes back to is its rule
-                return self._marker(key)
+                return self._marker(key, variant[1])
             if self.max_recursion_depth is None:
                 raise SchemaError("recursive schema: pass max_recursion_depth=N to unroll it N levels "
                                   "(recursion is refused otherwise)", "$ref", self.ptr(node))
@@ -768,9 +790,11 @@ class _Compiler:
         self._active[key] = self._active.get(key, 0) + 1
         self._dep_stack.append(False)
         self._within.append(node)
+        self._meeting += entering
         try:
             t = self._value(node, d, budget)
         finally:
+            self._meeting -= entering
             self._within.pop()
             used = self._dep_stack.pop()
             self._active[key] -= 1
@@ -779,7 +803,7 @@ class _Compiler:
         if key in self.nonterminals:  # it referred to itself: t is the body of its rule
             self.rule_bodies[self.nonterminals[key]] = t
             self.rule_bodies_done.add(key)
-            return self._marker(key)
+            return self._marker(key, variant[1])
         if used:
             self._memo[mkey] = t
             self._uses_depth()
@@ -787,9 +811,78 @@ class _Compiler:
             self._free[fkey] = t
         return t
 
-    def _marker(self, key: int) -> Term:
+    def _meets(self, node) -> bool:
+        """Whether the values of schema `node` meet (are intersected or complemented),
+        so that every object below it slots every known key (module notes). Not for a
+        oneOf alone whose branches are disjoint (_disjoint: a union), nor for
+        patternProperties whose intersections take at most one part that holds
+        objects (`"^x-": {}`: the cheap universe accepts every key order)."""
+        if not isinstance(node, dict):
+            return False
+        r = self._meet_memo.get(id(node))
+        if r is None:
+            why = _meet_reasons(node)
+            if "oneOf" in why and isinstance(node["oneOf"], list) and not _container_parts(node) \
+                    and not {"$ref", "allOf", "not", "if"} & node.keys() \
+                    and (len(node["oneOf"]) <= 1 or self._disjoint(node, node["oneOf"])):
+                why.discard("oneOf")
+            if "patternProperties" in why and self._patterns_apart(node):
+                why.discard("patternProperties")
+            r = self._meet_memo[id(node)] = bool(why)
+            self._keep.append(node)
+        return r
+
+    def _order_free(self, s) -> bool:
+        """Whether schema s accepts no object that slots keys: any value (the cheap
+        universe takes every key order) or scalars only."""
+        if s is True or (isinstance(s, dict) and s.keys() <= _ANNOTATIONS):
+            return True
+        types = self._types_of(s)
+        return types is not None and not types & {"object", "array"}
+
+    def _patterns_apart(self, node) -> bool:
+        """Whether node's patternProperties make no intersection of two value schemas
+        that are not order-free (_order_free): for a declared property, its schema and
+        those of the patterns it matches; for another key, the patterns' (any of them
+        may match it)."""
+        pats, props = node["patternProperties"], node.get("properties", {})
+        if not isinstance(pats, dict) or not isinstance(props, dict):
+            return False
+        if sum(not self._order_free(v) for v in pats.values()) > 1:
+            return False
+        return all(sum(not self._order_free(x) for x in [v] + self._pattern_hits(pats, k)) <= 1
+                   for k, v in props.items())
+
+    def _pattern_hits(self, pats: dict, key: str) -> list:
+        """The schemas of the patterns that `key` matches (ECMA search, as the compiler
+        reads them; a pattern it cannot read counts as a match)."""
+        out = []
+        for p, v in pats.items():
+            try:
+                hit = self._matches(self.st.search(p), encode_string(key))
+            except RegexError:
+                hit = True
+            if hit:
+                out.append(v)
+        return out
+
+    def _key_schema(self, node, key: str):
+        """The schema under which an object of `node` holds `key` where nothing meets
+        there (CompiledSchema._arrange): of its property's and the patterns' it matches,
+        the one that is not order-free (at most one is: _patterns_apart), else the first;
+        else additionalProperties."""
+        props = node.get("properties", {})
+        parts = ([props[key]] if key in props else []) + self._pattern_hits(node.get("patternProperties", {}), key)
+        return next((v for v in parts if not self._order_free(v)), parts[0] if parts else
+                    node.get("additionalProperties", True))
+
+    def _marker(self, key: int, meets: bool) -> Term:
         """A placeholder for the recursive schema `key`: byte 0xFF (never in UTF-8 JSON
-        text) and two bytes of its index; turned into a nonterminal by _RecursiveRules."""
+        text) and two bytes of its index; turned into a nonterminal by _RecursiveRules.
+        Its rule has one key order (`meets`: every known key slotted): a reference in
+        the other order raises _MixedOrders."""
+        if self._rule_meets.setdefault(key, meets) != meets:
+            raise _MixedOrders
         k = self.nonterminals.setdefault(key, len(self.nonterminals))
         self._uses_depth()
         return self.tb.seq([self.tb.byte_range(b, b) for b in (0xFF, k >> 8, k & 0xFF)])  # BYTES chain: _has_marker reads it
@@ -1569,12 +1662,12 @@ class _Compiler:
         addl_t = self.value(addl, d - 1, budget) if addl is not True else self.any(d - 1)
         # slots: keys at fixed places, in the document's key order; other keys come
         # last. Where objects may be intersected or complemented every known key has
-        # one: objects agree on one order, and complements see only canonical texts. In
-        # a document without such keywords (_MEETS) only the object's own keys have one
-        # (the same for all its dependentRequired variants) and every other key is among
-        # the other keys: a Kubernetes manifest's objects hold a few slots each instead
-        # of one per key of the document (CompiledSchema.canonical writes that order).
-        canon = self._negated > 0 or not self.own_slots
+        # one: objects agree on one order, and complements see only canonical texts
+        # (below a schema that meets: _meets). Elsewhere only the object's own keys have
+        # one (the same for all its dependentRequired variants) and every other key is
+        # among the other keys: a Kubernetes manifest's objects hold a few slots each
+        # instead of one per key of the document (CompiledSchema.canonical writes that order).
+        canon = self._negated > 0 or self._meeting > 0
         gkeys = self._gkeys
         if not canon:
             own = _own_keys(node)
@@ -2411,15 +2504,24 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
     tb = tb or JsonTermBuilder()
     root = load_schema(schema)
     _pydantic_defaults(schema, options)
-    comp = _Compiler(root, tb, **options)
     with paused_gc():
-        term = comp.value(root, comp.max_depth)
+        try:
+            with warnings.catch_warnings(record=True) as dropped:  # (warned once, below)
+                warnings.simplefilter("always", SchemaWarning)
+                comp = _Compiler(root, tb, **options)
+                term = comp.value(root, comp.max_depth)
+        except _MixedOrders:
+            comp = _Compiler(root, tb, all_meet=True, **options)
+            term = comp.value(root, comp.max_depth)
+        else:
+            for w in dropped:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     ws = comp.ws
     if ws is not tb.empty:
         term = tb.seq([ws, term, ws])
     cs = CompiledSchema(tb, term, comp.key_order, options, comp.relaxed)
-    if comp.own_slots:
-        cs.own_slots = (root, comp._resolve)
+    if not comp._meeting:
+        cs.own_slots = (root, comp)
     cs.rules = _RecursiveRules(tb, term, comp.rule_bodies) if comp.rule_bodies else None
     return cs
 

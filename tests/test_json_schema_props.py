@@ -173,6 +173,84 @@ def random_walks(cs, n=150, max_len=300, seed=0):
     return out, dfa
 
 
+
+_ORDER_KEYS = ["z", "a", "plain", "q"]
+
+
+def _order_instance(rng, depth=2, key=None):
+    """A random value for test_key_orders_per_meeting_schema: objects with keys from
+    _ORDER_KEYS (in random order; z mostly an integer, a a string), nested, arrays."""
+    r = rng.random()
+    if key in ("z", "a") and r < 0.8:
+        return rng.choice([0, 7] if key == "z" else ["x", "y"])
+    if depth and r < 0.7:
+        keys = rng.sample(_ORDER_KEYS, rng.randint(0, 3))
+        return {k: _order_instance(rng, depth - 1, k) for k in keys}
+    if depth and r < 0.8:
+        return [_order_instance(rng, depth - 1) for _ in range(rng.randint(0, 2))]
+    return rng.choice([0, 1, 7, "x"])
+
+
+@pytest.mark.parametrize("recursive", [False, True])
+def test_key_orders_per_meeting_schema(recursive):
+    """Objects below a schema that intersects or complements (allOf, not, an overlapping
+    oneOf, a $ref with siblings) slot every known key, in key order; elsewhere in
+    the same document (a disjoint oneOf is a union) an object's own keys come first,
+    then the others. Random instances: the canonical text is accepted iff jsonschema
+    says valid; random walks validate. Recursive: a cycle through a $ref beside `type`
+    refers to its rule in both orders, so the document is compiled again with every
+    key slotted everywhere (_MixedOrders)."""
+    node = {"type": "object", "properties": {"z": {"type": "integer"}, "a": {"type": "string"}},
+            "additionalProperties": {"type": ["integer", "object"]}}
+    schema = {"type": "object", "$defs": {"n": node}, "properties": {
+        "plain": {"$ref": "#/$defs/n"},  # own keys z, a first
+        "meet": {"allOf": [{"$ref": "#/$defs/n"}, {"required": ["z"], "properties": {"q": {"type": "object"}}}]},
+        "one": {"oneOf": [{"$ref": "#/$defs/n"}, {"type": "array", "items": {"$ref": "#/$defs/n"}}]},  # disjoint
+        "neg": {"type": "object", "additionalProperties": {"$ref": "#/$defs/n"}, "not": {"type": "integer"}},
+        "q": {"type": "array", "items": {"$ref": "#/$defs/n"}},
+        # patternProperties whose intersections hold one object schema at most: no meet
+        "pat": {"properties": {"a": {}}, "patternProperties": {"^[ap]": {"$ref": "#/$defs/n"}, "^x": {}}},
+        # two that hold objects (keys starting "pq" take both): they meet
+        "pat2": {"patternProperties": {"^p": {"$ref": "#/$defs/n"}, "^pq": {"properties": {"q": {}}}}},
+        # an overlapping oneOf (complements): it meets
+        "over": {"oneOf": [{"properties": {"z": {"type": "integer"}}, "required": ["z"]},
+                           {"properties": {"a": {"type": "string"}}, "required": ["a"]}]}}}
+    if recursive:  # the node's unknown keys hold nodes again, through a $ref beside `type`
+        # (it meets) in a disjoint oneOf (a union, which does not); "meet", "neg", the
+        # patterns and "over" would intersect the recursive reference
+        node["additionalProperties"] = {"oneOf": [{"type": "integer"}, {"type": "object", "$ref": "#/$defs/n"}]}
+        for k in ("meet", "neg", "pat", "pat2", "over"):
+            del schema["properties"][k]
+    cs = schema_to_term(schema)
+    dfa, v = cs.dfa(), _validator(schema)
+    acc = lambda text: cs.accepts(text, dfa)  # noqa: E731
+    assert (cs.own_slots is None) == recursive  # (the recursive one: compiled again)
+    if not recursive:  # "plain" is a key of the document's, after z and a in key order
+        assert acc('{"plain":{"a":"x","plain":1}}') and not acc('{"plain":{"plain":1,"a":"x"}}')
+        assert acc('{"meet":{"plain":1,"z":2}}') and not acc('{"meet":{"z":2,"plain":1}}')
+        assert acc('{"q":[{"z":1,"a":"x","q":{}}]}') and acc('{"q":[{"q":{},"plain":2}]}')
+        assert acc('{"one":{"a":"x","plain":1}}') and not acc('{"one":{"plain":1,"a":"x"}}')
+        assert acc('{"pat":{"a":{"a":"x","plain":1},"plain":{"z":1,"a":"y"}}}')  # n's own keys first
+        assert not acc('{"pat":{"a":{"plain":1,"a":"x"}}}') and not acc('{"pat":{"plain":{"a":"y","z":1}}}')
+        # canonical texts: own keys first, but every known key in key order where it meets
+        for inst, text in [({"pat": {"a": {"plain": 1, "a": "x"}}}, '{"pat":{"a":{"a":"x","plain":1}}}'),
+                           ({"one": {"plain": 1, "a": "x"}}, '{"one":{"a":"x","plain":1}}'),
+                           ({"pat2": {"pq": {"z": 1, "q": {}, "plain": 2}}}, '{"pat2":{"pq":{"plain":2,"q":{},"z":1}}}'),
+                           ({"over": {"z": 1, "plain": 2}}, '{"over":{"plain":2,"z":1}}')]:
+            assert cs.canonical(inst) == text and acc(text), inst
+    rng = random.Random(11 + recursive)
+    seen = {True: 0, False: 0}
+    for _ in range(400):
+        inst = {k: _order_instance(rng) for k in rng.sample(sorted(schema["properties"]), rng.randint(1, 3))}
+        ok = v.is_valid(inst)
+        seen[ok] += 1
+        assert acc(cs.canonical(inst)) == ok, inst
+    assert seen[True] >= 40 and seen[False] >= 40, seen
+    texts, _ = random_walks(cs, n=60, seed=5)
+    assert len(texts) > 30
+    for t in texts:
+        assert v.is_valid(json.loads(t)), t
+
 @pytest.mark.parametrize("i", range(len(SCHEMAS)))
 def test_random_walks_validate(i):
     schema = SCHEMAS[i]
