@@ -816,7 +816,8 @@ class _Compiler:
         so that every object below it slots every known key (module notes). Not for a
         oneOf alone whose branches are disjoint (_disjoint: a union), nor for
         patternProperties whose intersections take at most one part that holds
-        objects (`"^x-": {}`: the cheap universe accepts every key order)."""
+        objects (`"^x-": {}`: the cheap universe accepts every key order), nor for a
+        $ref beside a `type` its target has (_typed_ref)."""
         if not isinstance(node, dict):
             return False
         r = self._meet_memo.get(id(node))
@@ -828,9 +829,19 @@ class _Compiler:
                 why.discard("oneOf")
             if "patternProperties" in why and self._patterns_apart(node):
                 why.discard("patternProperties")
+            if "$ref beside" in why and self._typed_ref(node):
+                why.discard("$ref beside")
             r = self._meet_memo[id(node)] = bool(why)
             self._keep.append(node)
         return r
+
+    def _typed_ref(self, node: dict) -> bool:
+        """Whether node is a $ref with only a `type` beside it that its target has
+        already: compiled as the target (_value), it meets nothing."""
+        if "$ref" not in node or "type" not in node or not set(node) <= _NOTES | {"type"}:
+            return False
+        types = self._types_of(self._resolve(node, node["$ref"]))
+        return types is not None and types <= self._types_of({"type": node["type"]})
 
     def _order_free(self, s) -> bool:
         """Whether schema s accepts no object that slots keys: any value (the cheap
@@ -899,13 +910,10 @@ class _Compiler:
             variants = self._condition_variants(node)
         if variants is not None:
             return tb.alt([self.value(v, d, budget) for v in variants])
-        if "$ref" in node and set(node) <= _NOTES | {"type"} and "type" in node:
+        if self._typed_ref(node):
             # `type` beside a $ref whose target has those types already (renovate's
             # {"type": "object", "$ref": "#"}): the target alone, not an intersection
-            target = self._resolve(node, node["$ref"])
-            types = self._types_of(target)
-            if types is not None and types <= self._types_of({"type": node["type"]}):
-                return self.value(target, d, budget)
+            return self.value(self._resolve(node, node["$ref"]), d, budget)
         for k, what in _UNSUPPORTED.items():
             if k in node:
                 self.refuse(node, k, f"{what} are not supported")

@@ -195,17 +195,19 @@ def _order_instance(rng, depth=2, key=None):
 def test_key_orders_per_meeting_schema(recursive):
     """Objects below a schema that intersects or complements (allOf, not, an overlapping
     oneOf, a $ref with siblings) slot every known key, in key order; elsewhere in
-    the same document (a disjoint oneOf is a union) an object's own keys come first,
+    the same document (a disjoint oneOf is a union; a $ref beside its target's type is
+    the target) an object's own keys come first,
     then the others. Random instances: the canonical text is accepted iff jsonschema
-    says valid; random walks validate. Recursive: a cycle through a $ref beside `type`
-    refers to its rule in both orders, so the document is compiled again with every
-    key slotted everywhere (_MixedOrders)."""
+    says valid; random walks validate. Recursive: a cycle through an allOf refers to
+    its rule in both orders, so the document is compiled again with every key slotted
+    everywhere (_MixedOrders)."""
     node = {"type": "object", "properties": {"z": {"type": "integer"}, "a": {"type": "string"}},
             "additionalProperties": {"type": ["integer", "object"]}}
     schema = {"type": "object", "$defs": {"n": node}, "properties": {
         "plain": {"$ref": "#/$defs/n"},  # own keys z, a first
         "meet": {"allOf": [{"$ref": "#/$defs/n"}, {"required": ["z"], "properties": {"q": {"type": "object"}}}]},
         "one": {"oneOf": [{"$ref": "#/$defs/n"}, {"type": "array", "items": {"$ref": "#/$defs/n"}}]},  # disjoint
+        "typed": {"type": "object", "$ref": "#/$defs/n"},  # the target's type beside: no meet
         "neg": {"type": "object", "additionalProperties": {"$ref": "#/$defs/n"}, "not": {"type": "integer"}},
         "q": {"type": "array", "items": {"$ref": "#/$defs/n"}},
         # patternProperties whose intersections hold one object schema at most: no meet
@@ -215,10 +217,10 @@ def test_key_orders_per_meeting_schema(recursive):
         # an overlapping oneOf (complements): it meets
         "over": {"oneOf": [{"properties": {"z": {"type": "integer"}}, "required": ["z"]},
                            {"properties": {"a": {"type": "string"}}, "required": ["a"]}]}}}
-    if recursive:  # the node's unknown keys hold nodes again, through a $ref beside `type`
-        # (it meets) in a disjoint oneOf (a union, which does not); "meet", "neg", the
-        # patterns and "over" would intersect the recursive reference
-        node["additionalProperties"] = {"oneOf": [{"type": "integer"}, {"type": "object", "$ref": "#/$defs/n"}]}
+    if recursive:  # a cycle through an allOf (merged: nothing intersected, but it meets);
+        # "meet", "neg", the patterns and "over" would intersect the recursive reference
+        node["properties"]["m"] = {"allOf": [{"properties": {"sub": {"$ref": "#/$defs/n"}}},
+                                             {"properties": {"v": {"type": "integer"}}}]}
         for k in ("meet", "neg", "pat", "pat2", "over"):
             del schema["properties"][k]
     cs = schema_to_term(schema)
@@ -235,9 +237,14 @@ def test_key_orders_per_meeting_schema(recursive):
         # canonical texts: own keys first, but every known key in key order where it meets
         for inst, text in [({"pat": {"a": {"plain": 1, "a": "x"}}}, '{"pat":{"a":{"a":"x","plain":1}}}'),
                            ({"one": {"plain": 1, "a": "x"}}, '{"one":{"a":"x","plain":1}}'),
+                           ({"typed": {"plain": 1, "a": "x"}}, '{"typed":{"a":"x","plain":1}}'),
                            ({"pat2": {"pq": {"z": 1, "q": {}, "plain": 2}}}, '{"pat2":{"pq":{"plain":2,"q":{},"z":1}}}'),
                            ({"over": {"z": 1, "plain": 2}}, '{"over":{"plain":2,"z":1}}')]:
             assert cs.canonical(inst) == text and acc(text), inst
+    if recursive:  # through the cycle: a node below the allOf, keys out of their own order
+        for inst in [{"plain": {"m": {"sub": {"plain": 1, "a": "x"}, "v": 2}}},
+                     {"plain": {"z": 1, "m": {"v": 1, "sub": {"q": {}, "m": {"sub": {"plain": 0, "z": 3}}}}}}]:
+            assert v.is_valid(inst) and acc(cs.canonical(inst)), inst
     rng = random.Random(11 + recursive)
     seen = {True: 0, False: 0}
     for _ in range(400):
