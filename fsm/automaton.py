@@ -39,7 +39,7 @@ from .vocabulary import TokenColumns, Vocabulary
 
 
 # A state whose byte class chain has at least this many bytes gets its mask token by token
-# (TokenAutomaton._chain_tokens) instead of by a trie walk.
+# (TokenAutomaton._chain_words) instead of by a trie walk.
 CHAIN_MIN_BYTES = 16
 # A lazy program of at most this many entries is loaded to mask the state it heads
 # (_loaded_head).
@@ -204,9 +204,9 @@ class TokenAutomaton:
             words = self._cofinite_words(key)
             if words is not None:
                 return words
-        chained = self._chain_tokens(s)
+        chained = self._chain_words(s)
         if chained is not None:
-            return pack_ids(chained, n)
+            return chained
         return pack_ids(self.vocab.trie.tokens_at(self.walker.walk(s)[0]), n)
 
     def _bounded_words(self, key: Term) -> np.ndarray | None:
@@ -486,18 +486,19 @@ class TokenAutomaton:
         return (cols.order.take(pos).astype(np.int32), cols.chars.take(pos), rest.astype(np.int32),
                 {})  # packed bitmasks of the first k ids, by k (_run_words)
 
-    def _chain_tokens(self, s: int) -> np.ndarray | None:
-        """The live tokens of a state that a wide byte class L moves along a chain of
-        states (`[a-z]+` loops on one; a JSON string with maxLength counts down), None
-        for other states.
+    def _chain_words(self, s: int) -> np.ndarray | None:
+        """The live tokens (a packed bitmask) of a state that a wide byte class L moves
+        along a chain of states (`[a-z]+` loops on one; a JSON string with maxLength
+        counts down), None for other states.
 
         If every byte of L leads from s to t1, from t1 to t2, and so on, a token made
         of L's bytes is alive iff the chain is still alive after as many steps as the
         token has bytes: one test of each token's byte set and its length settles
-        them all (the chain is built once and shared by the states along it). Only
-        the other tokens are walked, byte column by byte column (most die at their
-        first byte). A trie walk would visit every node of the tokens made of L, and
-        expand a state per byte of them."""
+        them all (the chain is built once and shared by the states along it; their
+        bitmask is kept per vocabulary, class and length: ~45k ids cost ~0.2 ms to
+        pack). Only the other tokens are walked, byte column by byte column (most die at
+        their first byte). A trie walk would visit every node of the tokens made of L,
+        and expand a state per byte of them."""
         dfa, cols = self.dfa, self.vocab.columns
         dfa.expand(s)
         row = dfa.table[s]
@@ -514,14 +515,19 @@ class TokenAutomaton:
         steps, settled = self._chain(t, cls, sum(1 for n in cols.count if n > k) if inside[k] else 0)
         depth = min(longest, 1 + steps)
         short = cols.count[depth] if depth < longest else 0  # positions of tokens <= depth bytes
-        found = [short + np.flatnonzero(inside[short:])]
+        n = self.vocab.num_words
+        packed = cols.memo(("chain", np.packbits(cls).tobytes(), n), dict)  # tokens past position -> bits
+        words = packed.get(short)
+        if words is None:
+            words = packed[short] = pack_ids(cols.order.take(short + np.flatnonzero(inside[short:])), n)
+            words.setflags(write=False)
         rest = ~inside
         if not settled:
             rest[:short] = True
         rest &= first != DEAD
         pos = np.flatnonzero(rest)  # positions, ascending: tokens that end early come last
-        found.append(walk_columns(self.dfa, cols, self.vocab.token_bytes, pos, first.take(pos))[0])
-        return cols.order.take(np.concatenate(found))
+        walked = walk_columns(self.dfa, cols, self.vocab.token_bytes, pos, first.take(pos))[0]
+        return words | pack_ids(cols.order.take(walked), n)
 
     def _chain(self, t: int, cls: np.ndarray, cap: int) -> tuple[int, bool]:
         """How many more bytes of class `cls` keep state t alive, each moving every

@@ -389,7 +389,7 @@ def test_literal_words_stop_where_no_token_reaches(smol_vocab):
 def test_fast_paths_equal_brute_force(smol_vocab):
     """Branches that start with literal bytes descend the vocabulary trie directly
     (TokenAutomaton._walk_literals), states that loop on a wide class test byte sets
-    (TokenAutomaton._chain_tokens); the mask must equal a token-by-token walk."""
+    (TokenAutomaton._chain_words); the mask must equal a token-by-token walk."""
     words = [b[1:].decode() for b in smol_vocab.token_bytes[1000:3000:20]
              if b and b[:1] == b" " and b[1:].isalpha() and b[1:].isascii()]
     cases = {
