@@ -33,7 +33,8 @@ exactly the same texts of it. The texts of a value (its canonical forms):
   document (`key_order`), each at most once; then the other keys, in any order.
   For an ordinary schema this is the declared property order. Optional properties may
   be omitted. That is the order of every value below a schema that intersects or
-  complements (`_Compiler._meets`: a keyword of `_MEETS`, such as allOf, not, if,
+  complements (`_Compiler._meets`: a keyword of `_MEETS`, such as an allOf that does
+  not merge into one schema (over one anyOf branch too: _distributed), not, if,
   dependentSchemas, a oneOf whose branches may overlap, patternProperties that
   intersect two schemas holding objects, a $ref with sibling keywords, two parts that
   may both hold objects...; presence parts do not count). Elsewhere nothing meets, and
@@ -175,6 +176,19 @@ _NOTES = frozenset(("$ref", "$id", "$schema", "$comment", "$anchor", "$dynamicAn
                     "definitions", "title", "description", "default", "examples", "deprecated",
                     "readOnly", "writeOnly"))
 _ANNOTATIONS = _NOTES - {"$ref"}  # keywords that assert nothing
+# The JSON Schema keywords of drafts 4 to 2020-12 (and OpenAPI's that assert): any other
+# key of a schema (tsconfig's allowTrailingCommas, x-...) is a vendor annotation
+_KEYWORDS = frozenset((
+    "$schema", "$id", "id", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor", "$recursiveRef",
+    "$recursiveAnchor", "$vocabulary", "$comment", "$defs", "definitions", "allOf", "anyOf", "oneOf", "not",
+    "if", "then", "else", "dependentSchemas", "dependencies", "prefixItems", "items", "additionalItems",
+    "contains", "properties", "patternProperties", "additionalProperties", "propertyNames",
+    "unevaluatedItems", "unevaluatedProperties", "type", "enum", "const", "multipleOf", "maximum",
+    "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems",
+    "minItems", "uniqueItems", "maxContains", "minContains", "maxProperties", "minProperties", "required",
+    "dependentRequired", "format", "contentEncoding", "contentMediaType", "contentSchema", "title",
+    "description", "default", "deprecated", "readOnly", "writeOnly", "examples", "discriminator",
+    "nullable"))
 _UNSUPPORTED = {"$dynamicRef": "dynamic references", "$recursiveRef": "recursive references (2019-09)"}
 
 
@@ -246,6 +260,8 @@ class CompiledSchema:
         if "$ref" in node:  # (nothing beside it: it would meet)
             yield from self._arrange(comp._resolve(node, node["$ref"]), v)
             return
+        if "allOf" in node:  # (as _Compiler._value: merged if it merges; else presence parts)
+            node = comp._merged_all_of(node) or node
         if (parts := _presence_parts(node)) is not None:  # (variants of node: its slots)
             node = parts[2]
         for kw in ("anyOf", "oneOf"):  # (no other part of node accepts objects; a oneOf here
@@ -562,7 +578,7 @@ class _Compiler:
         # key there; 1 from the start: everywhere (_MixedOrders)
         self._meeting = int(all_meet)
         self._rule_meets: dict[int, bool] = {}  # id(node) of a recursive schema -> its order
-        self._meet_memo: dict[int, bool] = {}  # id(node) -> _meets
+        self._meet_memo: dict[tuple, bool] = {}  # (id(node), negated) -> _meets
         self._gkeys = [(k, tb.literal(string_text(k))) for k in self.key_order]
         self._memo: dict = {}
         self._free: dict = {}
@@ -817,10 +833,12 @@ class _Compiler:
         oneOf alone whose branches are disjoint (_disjoint: a union), nor for
         patternProperties whose intersections take at most one part that holds
         objects (`"^x-": {}`: the cheap universe accepts every key order), nor for a
-        $ref beside a `type` its target has (_typed_ref)."""
+        $ref beside a `type` its target has (_typed_ref), nor for an allOf that merges
+        into a schema that does not meet (_merged_all_of; merging reads the negation
+        depth: decided apart there)."""
         if not isinstance(node, dict):
             return False
-        r = self._meet_memo.get(id(node))
+        r = self._meet_memo.get((id(node), self._negated > 0))
         if r is None:
             why = _meet_reasons(node)
             if "oneOf" in why and isinstance(node["oneOf"], list) and not _container_parts(node) \
@@ -831,7 +849,10 @@ class _Compiler:
                 why.discard("patternProperties")
             if "$ref beside" in why and self._typed_ref(node):
                 why.discard("$ref beside")
-            r = self._meet_memo[id(node)] = bool(why)
+            if "allOf" in why and not self._negated and (m := self._merged_all_of(node)) is not None \
+                    and not self._meets(m):
+                why.discard("allOf")  # (compiled as the merged schema: _value)
+            r = self._meet_memo[(id(node), self._negated > 0)] = bool(why)
             self._keep.append(node)
         return r
 
@@ -1110,8 +1131,8 @@ class _Compiler:
         self._index_subs(new)
 
     _MERGEABLE = {"type", "properties", "required", "additionalProperties", "allOf", "title",
-                  "description", "$comment", "default", "examples", "$schema", "$id", "$defs",
-                  "definitions"}
+                  "description", "$comment", "default", "examples", "$schema", "$id", "id", "$defs",
+                  "definitions", "deprecated", "readOnly", "writeOnly"}
 
     # Keywords of one allOf branch that merging carries over as they are (each group in
     # at most one branch): none of them reads another keyword of its schema.
@@ -1142,15 +1163,43 @@ class _Compiler:
             todo += b.get("allOf", [])
         merged = None
         if branches is not None:
-            merged = (_merged_values(branches) or _merged_scalars(branches) or self._merged_objects(branches)
-                      or _merged_arrays(branches))
+            merged = self._distributed(branches) or self._merge_branches(branches)
         if merged is not None:
             self._adopt(merged, node)
+            for alt in merged["anyOf"] if set(merged) == {"anyOf"} else ():
+                self._adopt(alt, node)
             if via_ref:  # unrolled, a recursion through the merged $ref counts here
                 self._ref_targets.add(id(node))
         self._merged[id(node)] = merged
         self._keep.append(merged)
         return merged
+
+    def _merge_branches(self, branches: list):
+        return (_merged_values(branches) or _merged_scalars(branches) or self._merged_objects(branches)
+                or _merged_arrays(branches))
+
+    MAX_DISTRIBUTED = 8
+
+    def _distributed(self, branches: list):
+        """allOf [A, B, anyOf [C1, C2]] as anyOf [merged A B C1, merged A B C2] where
+        each of those merges (tsconfig's root: seven objects and an anyOf of four); one
+        anyOf branch of at most MAX_DISTRIBUTED alternatives. A union of plain objects,
+        not an object beside an anyOf (which intersect and meet: _meets); None
+        otherwise."""
+        alts = [b for b in branches if isinstance(b.get("anyOf"), list) and set(b) - _ANNOTATIONS == {"anyOf"}]
+        if len(alts) != 1 or not 1 < len(alts[0]["anyOf"]) <= self.MAX_DISTRIBUTED:
+            return None
+        rest = [b for b in branches if b is not alts[0]]
+        parts = []
+        for a in alts[0]["anyOf"]:
+            a = self._deref(a)
+            if not isinstance(a, dict) or "allOf" in a:
+                return None
+            m = self._merge_branches(rest + [a])
+            if m is None:
+                return None
+            parts.append(m)
+        return {"anyOf": parts}
 
     def _merged_objects(self, branches: list):
         """_merged_all_of for object schemas; None where they are not all of that kind.
@@ -1177,8 +1226,8 @@ class _Compiler:
                     carried.update((k, b[k]) for k in group if k in b)
                     carried.setdefault(group[0], None)
             keys = self._MERGEABLE | set(carried) | ({"patternProperties"} if b is pb else set())
-            if not set(b) <= keys or b.get("type", "object") != "object":
-                return None
+            if not {k for k in b if k in _KEYWORDS} <= keys or b.get("type", "object") != "object":
+                return None  # (other keys are vendor annotations, which the compiler ignores)
         props: dict = {}
         for b in branches:
             for k in b.get("properties", {}):

@@ -619,10 +619,14 @@ def test_additional_properties_false_and_schema():
     assert not acc('{"d":{"b":2,"a":1}}') and not acc('{"d":{"a":1,"a":2}}') and not acc('{"d":{"a":1,"c":"s"}}')
     assert cs.canonical({"c": 0, "d": {"c": 2, "b": 3, "a": 1}, "b": 4}) == '{"b":4,"d":{"a":1,"b":3,"c":2},"c":0}'
     assert cs.canonical({"d": {"b": 3, "a": 1}}, indent=1) == '{\n "d": {\n  "a": 1,\n  "b": 3\n }\n}'
-    # with allOf (objects intersect) every known key has its place
+    # with an allOf whose objects intersect, every known key has its place
+    acc, _ = compiled({"properties": {"d": d, "a": {}, "b": {}, "c": {}},
+                       "allOf": [{"required": ["d"], "minProperties": 1}, {"type": ["object", "null"]}]})
+    assert acc('{"d":{"a":1,"b":3,"c":2}}') and not acc('{"d":{"a":1,"c":2,"b":3}}')
+    # one that merges into one object intersects nothing: own keys first
     acc, _ = compiled({"properties": {"d": d, "a": {}, "b": {}, "c": {}},
                        "allOf": [{"required": ["d"], "minProperties": 1}]})
-    assert acc('{"d":{"a":1,"b":3,"c":2}}') and not acc('{"d":{"a":1,"c":2,"b":3}}')
+    assert acc('{"d":{"a":1,"b":3,"c":2}}') and acc('{"d":{"a":1,"c":2,"b":3}}') and not acc('{}')
     # an allOf that only says which keys are present intersects nothing: own keys first
     acc, _ = compiled({"properties": {"d": d, "a": {}, "b": {}, "c": {}}, "allOf": [{"required": ["d"]}]})
     assert acc('{"d":{"a":1,"b":3,"c":2}}') and acc('{"d":{"a":1,"c":2,"b":3}}') and not acc('{"a":1}')

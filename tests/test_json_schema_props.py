@@ -193,19 +193,24 @@ def _order_instance(rng, depth=2, key=None):
 
 @pytest.mark.parametrize("recursive", [False, True])
 def test_key_orders_per_meeting_schema(recursive):
-    """Objects below a schema that intersects or complements (allOf, not, an overlapping
-    oneOf, a $ref with siblings) slot every known key, in key order; elsewhere in
+    """Objects below a schema that intersects or complements (an allOf that does not
+    merge, not, an overlapping oneOf, a $ref with siblings) slot every known key, in key order; elsewhere in
     the same document (a disjoint oneOf is a union; a $ref beside its target's type is
-    the target) an object's own keys come first,
+    the target; an allOf that merges, over an anyOf too, is one object per branch) an
+    object's own keys come first,
     then the others. Random instances: the canonical text is accepted iff jsonschema
-    says valid; random walks validate. Recursive: a cycle through an allOf refers to
-    its rule in both orders, so the document is compiled again with every key slotted
-    everywhere (_MixedOrders)."""
+    says valid; random walks validate. Recursive: a cycle through a schema that meets
+    refers to its rule in both orders, so the document is compiled again with every
+    key slotted everywhere (_MixedOrders)."""
     node = {"type": "object", "properties": {"z": {"type": "integer"}, "a": {"type": "string"}},
             "additionalProperties": {"type": ["integer", "object"]}}
     schema = {"type": "object", "$defs": {"n": node}, "properties": {
         "plain": {"$ref": "#/$defs/n"},  # own keys z, a first
-        "meet": {"allOf": [{"$ref": "#/$defs/n"}, {"required": ["z"], "properties": {"q": {"type": "object"}}}]},
+        "meet": {"allOf": [{"$ref": "#/$defs/n"}, {"required": ["z"], "properties": {"q": {"type": "object"}}},
+                           {"type": ["object", "null"]}]},  # (the type list: not merged, intersected)
+        # merged (one object per alternative of the anyOf: _distributed): no meet
+        "merged": {"allOf": [{"$ref": "#/$defs/n"}, {"properties": {"q": {"type": "object"}}, "x-vendor": 1},
+                             {"anyOf": [{"properties": {"w": {"type": "integer"}}}, {"required": ["z"]}]}]},
         "one": {"oneOf": [{"$ref": "#/$defs/n"}, {"type": "array", "items": {"$ref": "#/$defs/n"}}]},  # disjoint
         "typed": {"type": "object", "$ref": "#/$defs/n"},  # the target's type beside: no meet
         "neg": {"type": "object", "additionalProperties": {"$ref": "#/$defs/n"}, "not": {"type": "integer"}},
@@ -217,11 +222,12 @@ def test_key_orders_per_meeting_schema(recursive):
         # an overlapping oneOf (complements): it meets
         "over": {"oneOf": [{"properties": {"z": {"type": "integer"}}, "required": ["z"]},
                            {"properties": {"a": {"type": "string"}}, "required": ["a"]}]}}}
-    if recursive:  # a cycle through an allOf (merged: nothing intersected, but it meets);
-        # "meet", "neg", the patterns and "over" would intersect the recursive reference
-        node["properties"]["m"] = {"allOf": [{"properties": {"sub": {"$ref": "#/$defs/n"}}},
-                                             {"properties": {"v": {"type": "integer"}}}]}
-        for k in ("meet", "neg", "pat", "pat2", "over"):
+    if recursive:  # a cycle through string keywords beside an anyOf (they meet; the branches
+        # take their types' keywords: nothing intersected); "meet", "neg", the patterns
+        # and "over" would intersect the recursive reference
+        node["properties"]["m"] = {"anyOf": [{"type": "object", "properties": {"sub": {"$ref": "#/$defs/n"}}},
+                                             {"type": "string"}], "minLength": 2}
+        for k in ("meet", "merged", "neg", "pat", "pat2", "over"):
             del schema["properties"][k]
     cs = schema_to_term(schema)
     dfa, v = cs.dfa(), _validator(schema)
@@ -238,6 +244,8 @@ def test_key_orders_per_meeting_schema(recursive):
         for inst, text in [({"pat": {"a": {"plain": 1, "a": "x"}}}, '{"pat":{"a":{"a":"x","plain":1}}}'),
                            ({"one": {"plain": 1, "a": "x"}}, '{"one":{"a":"x","plain":1}}'),
                            ({"typed": {"plain": 1, "a": "x"}}, '{"typed":{"a":"x","plain":1}}'),
+                           ({"merged": {"plain": 1, "a": "x"}}, '{"merged":{"a":"x","plain":1}}'),
+                           ({"merged": {"plain": 1, "z": 0, "w": 2}}, '{"merged":{"z":0,"w":2,"plain":1}}'),
                            ({"pat2": {"pq": {"z": 1, "q": {}, "plain": 2}}}, '{"pat2":{"pq":{"plain":2,"q":{},"z":1}}}'),
                            ({"over": {"z": 1, "plain": 2}}, '{"over":{"plain":2,"z":1}}')]:
             assert cs.canonical(inst) == text and acc(text), inst
