@@ -338,13 +338,15 @@ def _presence(s):
         return ("all", ())
     if not isinstance(s, dict) or not set(s) <= _PRESENCE_KW:
         return None
-    props = s.get("properties", {})
-    if any(v is not True and v != {} for v in props.values()) or not set(props) <= set(s.get("required", ())):
+    props, req = s.get("properties", {}), s.get("required", [])
+    if not isinstance(props, dict) or not isinstance(req, list) or not all(isinstance(k, str) for k in req):
+        return None  # (a malformed one: compiled, and refused by _check_values)
+    if any(v is not True and v != {} for v in props.values()) or not set(props) <= set(req):
         return None  # (a property it names otherwise would be a key of its own)
-    parts = [("req", frozenset(s.get("required", ())))]
+    parts = [("req", frozenset(req))]
     for kw, op in (("allOf", "all"), ("anyOf", "any"), ("oneOf", "one")):
         if kw in s:
-            subs = [_presence(x) for x in s[kw]] if isinstance(s[kw], list) else [None]
+            subs = [_presence(x) for x in s[kw]] if isinstance(s[kw], list) and s[kw] else [None]
             if None in subs:
                 return None
             parts.append((op, tuple(subs)))
@@ -840,6 +842,7 @@ class _Compiler:
             return False
         r = self._meet_memo.get((id(node), self._negated > 0))
         if r is None:
+            _check_values(node, self.ptr)  # (before its type, allOf... are read)
             why = _meet_reasons(node)
             if "oneOf" in why and isinstance(node["oneOf"], list) and not _container_parts(node) \
                     and not {"$ref", "allOf", "not", "if"} & node.keys() \
@@ -867,8 +870,8 @@ class _Compiler:
     def _order_free(self, s) -> bool:
         """Whether schema s accepts no object that slots keys: any value (the cheap
         universe takes every key order) or scalars only."""
-        if s is True or (isinstance(s, dict) and s.keys() <= _ANNOTATIONS):
-            return True
+        if s is True or (isinstance(s, dict) and {k for k in s if k in _KEYWORDS} <= _ANNOTATIONS):
+            return True  # (vendor keys assert nothing)
         types = self._types_of(s)
         return types is not None and not types & {"object", "array"}
 
@@ -2362,6 +2365,14 @@ def _check_values(node: dict, ptr) -> None:
     for k in _OBJECTS_OF_SCHEMAS:
         if k in node and not isinstance(node[k], dict):
             bad(k, "an object")
+    if "type" in node:
+        ty = node["type"]
+        if not (ty in _TYPES or ty == "integer" or isinstance(ty, list) and ty and all(
+                t in _TYPES or t == "integer" for t in ty)):
+            bad("type", f"one of {', '.join(_TYPES + ('integer',))} or a non-empty array of them")
+    for k in ("allOf", "anyOf", "oneOf"):
+        if k in node and (not isinstance(node[k], list) or not node[k]):
+            bad(k, "a non-empty array of schemas")
 
 
 def _merged_scalars(branches: list) -> dict | None:

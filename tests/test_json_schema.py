@@ -1089,14 +1089,20 @@ def test_recursion_through_a_merged_all_of():
 
 def test_keyword_values_of_the_wrong_kind_name_keyword_and_pointer():
     """A keyword whose value has the wrong kind is refused naming it and its place,
-    not read some other way (`required: "ab"` as keys a and b, `maxItems: 1.5` as 1)
-    or failing deep inside with a TypeError. Integral floats are integers."""
+    not read some other way (`required: "ab"` as keys a and b, `maxItems: 1.5` as 1,
+    `anyOf: {}` as no constraint, a presence formula of an empty oneOf) or failing deep
+    inside with a TypeError (`type: {...}`). Integral floats are integers."""
     bad = [({"properties": {"a": {"minimum": "x"}}}, "minimum", "#/properties/a"),
            ({"minItems": -1}, "minItems", "#"), ({"maxItems": 1.5}, "maxItems", "#"),
            ({"maxLength": True}, "maxLength", "#"), ({"maxLength": float("inf")}, "maxLength", "#"),
            ({"required": "ab"}, "required", "#"), ({"required": ["a", 1]}, "required", "#"),
            ({"multipleOf": 0}, "multipleOf", "#"), ({"minimum": float("nan")}, "minimum", "#"),
-           ({"items": {"pattern": 3}}, "pattern", "#/items"), ({"patternProperties": []}, "patternProperties", "#")]
+           ({"items": {"pattern": 3}}, "pattern", "#/items"), ({"patternProperties": []}, "patternProperties", "#"),
+           ({"type": {"x": 1}}, "type", "#"), ({"properties": {"a": {"type": "int"}}}, "type", "#/properties/a"),
+           ({"type": ["object", {"x": 1}]}, "type", "#"), ({"type": []}, "type", "#"),
+           ({"allOf": 3}, "allOf", "#"), ({"anyOf": {}}, "anyOf", "#"), ({"not": {"oneOf": []}}, "oneOf", "#/not"),
+           ({"not": {"required": "ab"}}, "required", "#/not"),
+           ({"anyOf": [{"required": ["a"]}, {"properties": 3}]}, "properties", "#/anyOf/1")]
     for schema, keyword, pointer in bad:
         with pytest.raises(SchemaError) as e:
             schema_to_term(schema)
