@@ -212,7 +212,7 @@ class CompiledSchema:
         self.tb, self.term, self.key_order, self.options, self.relaxed = tb, term, key_order, options, relaxed
 
     rules = None  # _RecursiveRules for recursive schemas
-    own_slots = None  # (root schema, its $ref resolver) where objects slot own keys only
+    own_slots = None  # (root schema, its _Compiler: _meets, _resolve...) where objects may slot own keys only
     MAX_ARRANGEMENTS = 256
 
     def canonical(self, instance, indent: int | None = None) -> str:
