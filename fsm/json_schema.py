@@ -501,6 +501,11 @@ def _meet_reasons(node) -> set:
     return out
 
 
+# keys without which a schema meets nothing (_meet_reasons: _MEETS, a $ref beside, and
+# the parts _container_parts counts beyond a typed one)
+_MEET_TRIGGERS = _MEETS | {"$ref", "const", "enum", "anyOf"}
+
+
 class _MixedOrders(Exception):
     """A recursive schema's rule is referred to both below a meeting schema and
     elsewhere (two key orders, one rule): schema_to_term compiles again with every
@@ -581,6 +586,7 @@ class _Compiler:
         self._meeting = int(all_meet)
         self._rule_meets: dict[int, bool] = {}  # id(node) of a recursive schema -> its order
         self._meet_memo: dict[tuple, bool] = {}  # (id(node), negated) -> _meets
+        self._checked: set[int] = set()  # id(node) of schemas whose values _check_values read
         self._gkeys = [(k, tb.literal(string_text(k))) for k in self.key_order]
         self._memo: dict = {}
         self._free: dict = {}
@@ -714,12 +720,11 @@ class _Compiler:
 
     # -- errors ---------------------------------------------------------------------
     def refuse(self, node, keyword: str, message: str) -> None:
-        """Strict: raise. Lenient: warn; the caller drops the keyword."""
+        """Strict: raise. Lenient: note it (schema_to_term warns); the caller drops the keyword."""
         if self.strict:
             raise SchemaError(message + " (strict=False drops it with a warning)", keyword, self.ptr(node))
         text = f"{keyword!r} at {self.ptr(node)}: {message}; dropped (output may violate it)"
-        self.relaxed.append(text)
-        warnings.warn(text, SchemaWarning, stacklevel=4)
+        self.relaxed.append(text)  # (warned once the schema compiled: schema_to_term)
 
     # -- universe --------------------------------------------------------------------
     def any(self, d: int) -> Term:
@@ -842,7 +847,13 @@ class _Compiler:
             return False
         r = self._meet_memo.get((id(node), self._negated > 0))
         if r is None:
-            _check_values(node, self.ptr)  # (before its type, allOf... are read)
+            if id(node) not in self._checked:  # (before its type, allOf... are read)
+                _check_values(node, self.ptr)
+                self._checked.add(id(node))
+                self._keep.append(node)
+            if node.keys().isdisjoint(_MEET_TRIGGERS):  # (most schemas: nothing to decide)
+                self._meet_memo[(id(node), self._negated > 0)] = False
+                return False
             why = _meet_reasons(node)
             if "oneOf" in why and isinstance(node["oneOf"], list) and not _container_parts(node) \
                     and not {"$ref", "allOf", "not", "if"} & node.keys() \
@@ -856,7 +867,6 @@ class _Compiler:
                     and not self._meets(m):
                 why.discard("allOf")  # (compiled as the merged schema: _value)
             r = self._meet_memo[(id(node), self._negated > 0)] = bool(why)
-            self._keep.append(node)
         return r
 
     def _typed_ref(self, node: dict) -> bool:
@@ -924,7 +934,10 @@ class _Compiler:
 
     def _value(self, node: dict, d: int, budget: int) -> Term:
         tb = self.tb
-        _check_values(node, self.ptr)
+        if id(node) not in self._checked:
+            _check_values(node, self.ptr)
+            self._checked.add(id(node))
+            self._keep.append(node)
         if "allOf" in node:
             merged = self._merged_all_of(node)
             if merged is not None:
@@ -2339,40 +2352,44 @@ _COUNT_KW = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", 
 _OBJECTS_OF_SCHEMAS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 
 
+def _number(v) -> bool:
+    return type(v) in (int, float) and v == v
+
+
+def _count(v) -> bool:
+    return type(v) in (int, float) and v >= 0 and (type(v) is int or v.is_integer())
+
+
+def _type_value(v) -> bool:
+    return v in _TYPE_NAMES or isinstance(v, list) and bool(v) and all(t in _TYPE_NAMES for t in v)
+
+
+_TYPE_NAMES = _TYPES + ("integer",)
+_VALUE_CHECKS = {  # keyword -> (what it must be, test)
+    **{k: ("a non-negative integer", _count) for k in _COUNT_KW},
+    **{k: ("a number", _number) for k in ("minimum", "maximum")},
+    **{k: ("a number", lambda v: type(v) is bool or _number(v))  # (draft-04's flag)
+       for k in ("exclusiveMinimum", "exclusiveMaximum")},
+    "multipleOf": ("a number greater than 0", lambda v: _number(v) and v > 0),
+    "required": ("an array of strings", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)),
+    "pattern": ("a string", lambda v: isinstance(v, str)),
+    **{k: ("an object", lambda v: isinstance(v, dict)) for k in _OBJECTS_OF_SCHEMAS},
+    "type": (f"one of {', '.join(_TYPE_NAMES)} or a non-empty array of them", _type_value),
+    **{k: ("a non-empty array of schemas", lambda v: isinstance(v, list) and bool(v))
+       for k in ("allOf", "anyOf", "oneOf")},
+}
+
+
 def _check_values(node: dict, ptr) -> None:
     """SchemaError (naming the keyword and the pointer) for keyword values of the wrong
     kind, which would otherwise be read some other way: `required: "ab"` as the keys a
-    and b, `maxItems: 1.5` as 1, `minimum: "x"` as a TypeError deep inside). `ptr`
-    gives a schema's pointer (asked only to name a bad value)."""
-    def bad(k, what):
-        raise SchemaError(f"{k} must be {what}, not {node[k]!r:.80}", k, ptr(node))
-    for k in _COUNT_KW:
-        if k in node:
-            v = node[k]
-            if type(v) not in (int, float) or not v >= 0 or (type(v) is float and not v.is_integer()):
-                bad(k, "a non-negative integer")
-    for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
-        if k in node and (type(node[k]) not in (int, float) or node[k] != node[k]):
-            if not (k.startswith("exclusiveM") and type(node[k]) is bool):  # (draft-04's flag)
-                bad(k, "a number")
-    if "multipleOf" in node and not node["multipleOf"] > 0:
-        bad("multipleOf", "greater than 0")
-    if "required" in node and (not isinstance(node["required"], list)
-                               or not all(isinstance(x, str) for x in node["required"])):
-        bad("required", "an array of strings")
-    if "pattern" in node and not isinstance(node["pattern"], str):
-        bad("pattern", "a string")
-    for k in _OBJECTS_OF_SCHEMAS:
-        if k in node and not isinstance(node[k], dict):
-            bad(k, "an object")
-    if "type" in node:
-        ty = node["type"]
-        if not (ty in _TYPES or ty == "integer" or isinstance(ty, list) and ty and all(
-                t in _TYPES or t == "integer" for t in ty)):
-            bad("type", f"one of {', '.join(_TYPES + ('integer',))} or a non-empty array of them")
-    for k in ("allOf", "anyOf", "oneOf"):
-        if k in node and (not isinstance(node[k], list) or not node[k]):
-            bad(k, "a non-empty array of schemas")
+    and b, `maxItems: 1.5` as 1, `minimum: "x"` as a TypeError deep inside, `anyOf: {}`
+    as no constraint). `ptr` gives a schema's pointer (asked only to name a bad value).
+    Read per key of the node (most have two or three): once per schema compiled."""
+    for k, v in node.items():
+        what = _VALUE_CHECKS.get(k)
+        if what is not None and not what[1](v):
+            raise SchemaError(f"{k} must be {what[0]}, not {v!r:.80}", k, ptr(node))
 
 
 def _merged_scalars(branches: list) -> dict | None:
@@ -2574,16 +2591,13 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
     _pydantic_defaults(schema, options)
     with paused_gc():
         try:
-            with warnings.catch_warnings(record=True) as dropped:  # (warned once, below)
-                warnings.simplefilter("always", SchemaWarning)
-                comp = _Compiler(root, tb, **options)
-                term = comp.value(root, comp.max_depth)
+            comp = _Compiler(root, tb, **options)
+            term = comp.value(root, comp.max_depth)
         except _MixedOrders:
             comp = _Compiler(root, tb, all_meet=True, **options)
             term = comp.value(root, comp.max_depth)
-        else:
-            for w in dropped:
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    for text in comp.relaxed:  # (those of a compilation begun again are not repeated)
+        warnings.warn(text, SchemaWarning, stacklevel=2)
     ws = comp.ws
     if ws is not tb.empty:
         term = tb.seq([ws, term, ws])
