@@ -173,7 +173,6 @@ def random_walks(cs, n=150, max_len=300, seed=0):
     return out, dfa
 
 
-
 _ORDER_KEYS = ["z", "a", "plain", "q"]
 
 
@@ -194,14 +193,14 @@ def _order_instance(rng, depth=2, key=None):
 @pytest.mark.parametrize("recursive", [False, True])
 def test_key_orders_per_meeting_schema(recursive):
     """Objects below a schema that intersects or complements (an allOf that does not
-    merge, not, an overlapping oneOf, a $ref with siblings) slot every known key, in key order; elsewhere in
-    the same document (a disjoint oneOf is a union; a $ref beside its target's type is
-    the target; an allOf that merges, over an anyOf too, is one object per branch) an
-    object's own keys come first,
-    then the others. Random instances: the canonical text is accepted iff jsonschema
-    says valid; random walks validate. Recursive: a cycle through a schema that meets
-    refers to its rule in both orders, so the document is compiled again with every
-    key slotted everywhere (_MixedOrders)."""
+    merge, not, an overlapping oneOf, a $ref with siblings) slot every known key, in
+    key order; elsewhere in the same document (a disjoint oneOf is a union; a $ref
+    beside its target's type is the target; an allOf that merges, over an anyOf too,
+    is one object per branch) an object's own keys come first, then the others.
+    Random instances: the canonical text is accepted iff jsonschema says valid; random
+    walks validate. Recursive: a cycle through a schema that meets refers to its rule
+    in both orders, so the document is compiled again with every key slotted
+    everywhere (_MixedOrders)."""
     node = {"type": "object", "properties": {"z": {"type": "integer"}, "a": {"type": "string"}},
             "additionalProperties": {"type": ["integer", "object"]}}
     schema = {"type": "object", "$defs": {"n": node}, "properties": {
@@ -233,7 +232,7 @@ def test_key_orders_per_meeting_schema(recursive):
     dfa, v = cs.dfa(), _validator(schema)
     acc = lambda text: cs.accepts(text, dfa)  # noqa: E731
     assert (cs.own_slots is None) == recursive  # (the recursive one: compiled again)
-    if not recursive:  # "plain" is a key of the document's, after z and a in key order
+    if not recursive:  # "plain" is a key of the document's, before z and a in key order
         assert acc('{"plain":{"a":"x","plain":1}}') and not acc('{"plain":{"plain":1,"a":"x"}}')
         assert acc('{"meet":{"plain":1,"z":2}}') and not acc('{"meet":{"z":2,"plain":1}}')
         assert acc('{"q":[{"z":1,"a":"x","q":{}}]}') and acc('{"q":[{"q":{},"plain":2}]}')
@@ -246,7 +245,8 @@ def test_key_orders_per_meeting_schema(recursive):
                            ({"typed": {"plain": 1, "a": "x"}}, '{"typed":{"a":"x","plain":1}}'),
                            ({"merged": {"plain": 1, "a": "x"}}, '{"merged":{"a":"x","plain":1}}'),
                            ({"merged": {"plain": 1, "z": 0, "w": 2}}, '{"merged":{"z":0,"w":2,"plain":1}}'),
-                           ({"pat2": {"pq": {"z": 1, "q": {}, "plain": 2}}}, '{"pat2":{"pq":{"plain":2,"q":{},"z":1}}}'),
+                           ({"pat2": {"pq": {"z": 1, "q": {}, "plain": 2}}},
+                            '{"pat2":{"pq":{"plain":2,"q":{},"z":1}}}'),
                            ({"over": {"z": 1, "plain": 2}}, '{"over":{"plain":2,"z":1}}')]:
             assert cs.canonical(inst) == text and acc(text), inst
     if recursive:  # through the cycle: a node below the allOf, keys out of their own order
@@ -256,7 +256,8 @@ def test_key_orders_per_meeting_schema(recursive):
     rng = random.Random(11 + recursive)
     seen = {True: 0, False: 0}
     for _ in range(400):
-        inst = {k: _order_instance(rng) for k in rng.sample(sorted(schema["properties"]), rng.randint(1, 3))}
+        keys = rng.sample(sorted(schema["properties"]), rng.randint(1, 3))
+        inst = {k: _order_instance(rng) for k in keys}
         ok = v.is_valid(inst)
         seen[ok] += 1
         assert acc(cs.canonical(inst)) == ok, inst
@@ -265,6 +266,7 @@ def test_key_orders_per_meeting_schema(recursive):
     assert len(texts) > 30
     for t in texts:
         assert v.is_valid(json.loads(t)), t
+
 
 @pytest.mark.parametrize("i", range(len(SCHEMAS)))
 def test_random_walks_validate(i):
@@ -435,7 +437,6 @@ def test_pydantic_ip_types():
         schema_to_term({"type": "string", "format": "ipv4interface"})
 
 
-
 class Networks(BaseModel):
     v4: ipaddress.IPv4Network
     v6: ipaddress.IPv6Network
@@ -512,6 +513,7 @@ def test_pydantic_networks_and_uuid_versions():
     for name in ("ipv4network", "ipvanynetwork", "uuid4"):
         with pytest.raises(SchemaError, match=f"'{name}' is not supported"):
             schema_to_term({"type": "string", "format": name})
+
 
 def test_recursive_schema_with_deferred_ranges_and_enums():
     """Digit ranges and enums are deferred terms (built when the output reaches them):
