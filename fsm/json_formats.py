@@ -17,7 +17,8 @@ Supported (assertion semantics; each a regular language written from its RFC):
   and ipvanyinterface (an address, then a prefix length or none); ipv4network,
   ipv6network and ipvanynetwork (an address whose bits past the prefix length are zero,
   then the length; or a bare address: see `_network`); uuid1, uuid3, uuid4 and uuid5
-  (the uuid form with that version digit and the RFC 4122 variant, as Pydantic checks).
+  (the uuid form with that version digit and the RFC 4122 variant, as Pydantic checks);
+  base64 and base64url (padded base64 of ASCII text: `_BASE64`).
 Others (idn-*, iri*, regex, uri-template, unknown names) raise KeyError: the caller
 refuses them (strict) or drops them (lenient).
 """
@@ -91,6 +92,21 @@ _PYDANTIC_IP = {"ipvanyaddress": (IPV4, IPV6), "ipv4interface": (IPV4 + _V4_PREF
 _PYDANTIC_NETWORKS = {"ipv4network": (False,), "ipv6network": (True,), "ipvanynetwork": (False, True)}
 # Pydantic's UUID1/3/4/5: the version digit, and the RFC 4122 variant (Python's
 # uuid.UUID.version is None for the others, which Pydantic then refuses)
+def _base64(alphabet: str) -> str:
+    """Padded base64 (RFC 4648) of ASCII text, over `alphabet` (64 characters in value
+    order). Pydantic writes this format for Base64Bytes and Base64Str alike, and the
+    Str ones must decode to UTF-8: ASCII text is valid for both (a subset of what
+    Bytes reads). A decoded byte's top bit is bit 5 of a group's first character, bit 3
+    of its second, bit 1 of its third; the bits a padded end drops are free."""
+    def chars(zero_bit: int | None) -> str:
+        cs = [c for v, c in enumerate(alphabet) if zero_bit is None or not v >> zero_bit & 1]
+        return "[" + "".join("\\" + c if c in "-\\]^" else c for c in cs) + "]"
+    c1, c2, c3, any_c = chars(5), chars(3), chars(1), chars(None)
+    return f"(?:{c1}{c2}{c3}{any_c})*(?:{c1}{any_c}==|{c1}{c2}{any_c}=)?"
+
+
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_BASE64 = {"base64": _base64(_B64 + "+/"), "base64url": _base64(_B64 + "-_")}
 _PYDANTIC_UUIDS = {f"uuid{v}": "-".join([_HEX + "{8}", _HEX + "{4}", f"{v}{_HEX}{{3}}", f"[89ABab]{_HEX}{{3}}",
                                          _HEX + "{12}"]) for v in (1, 3, 4, 5)}
 
@@ -202,6 +218,8 @@ def _build(st, name: str, python: bool) -> Term:
         t = tb.alt(st.fullmatch(x) for x in _PYDANTIC_IP[name])
     elif python and name in _PYDANTIC_UUIDS:
         t = st.fullmatch(_PYDANTIC_UUIDS[name])
+    elif python and name in _BASE64:
+        t = st.fullmatch(_BASE64[name])
     elif name == "uuid":
         t = st.fullmatch(UUID)
     elif name == "uri":

@@ -28,7 +28,8 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import UUID1, UUID4, BaseModel, Field, IPvAnyAddress, IPvAnyInterface, IPvAnyNetwork, SecretStr
+from pydantic import (UUID1, UUID4, Base64Bytes, Base64Str, Base64UrlBytes, Base64UrlStr, BaseModel, Field,
+                      IPvAnyAddress, IPvAnyInterface, IPvAnyNetwork, SecretStr)
 
 from fsm.json_schema import JsonTermSource, SchemaError, SchemaWarning, canonical_json, schema_to_term
 
@@ -429,12 +430,19 @@ def test_pydantic_ip_types():
     Addresses.model_validate_json(cs.canonical(ok))
     for field, bad in [("host", "10.0.0.1/33"), ("host6", "::1/129"), ("any_ip", "1.2.3.4/8"), ("host", "::1")]:
         assert not cs.accepts(cs.canonical(dict(ok, **{field: bad})), dfa), (field, bad)
-    texts, _ = random_walks(cs, n=40, seed=6)
+    _pydantic_only(cs, Addresses, 6, "ipv4interface")
+
+
+def _pydantic_only(cs, model, seed: int, *formats: str) -> None:
+    """Random walks of cs all parse as `model`, and a dict schema refuses `formats`
+    (Pydantic writes them; JSON Schema has no such formats)."""
+    texts, _ = random_walks(cs, n=40, seed=seed)
     assert len(texts) > 20
     for t in texts:
-        Addresses.model_validate_json(t)  # raises if invalid
-    with pytest.raises(SchemaError, match="'ipv4interface' is not supported"):
-        schema_to_term({"type": "string", "format": "ipv4interface"})
+        model.model_validate_json(t)  # raises if invalid
+    for name in formats:
+        with pytest.raises(SchemaError, match=f"'{name}' is not supported"):
+            schema_to_term({"type": "string", "format": name})
 
 
 class Networks(BaseModel):
@@ -506,13 +514,49 @@ def test_pydantic_networks_and_uuid_versions():
         n_valid += read
         assert cs.accepts(doc, dfa) == read, (field, text, read)
     assert 200 < n_valid < len(cases) - 100
-    texts, _ = random_walks(cs, n=40, seed=8)
-    assert len(texts) > 20
-    for t in texts:
-        Networks.model_validate_json(t)  # raises if invalid
-    for name in ("ipv4network", "ipvanynetwork", "uuid4"):
-        with pytest.raises(SchemaError, match=f"'{name}' is not supported"):
-            schema_to_term({"type": "string", "format": name})
+    _pydantic_only(cs, Networks, 8, "ipv4network", "ipvanynetwork", "uuid4")
+
+
+
+class Encoded(BaseModel):
+    b: Base64Bytes
+    s: Base64Str
+    ub: Base64UrlBytes
+    us: Base64UrlStr
+
+
+def test_pydantic_base64():
+    """Base64Bytes/Str and their URL-safe forms (formats base64, base64url, written by
+    Pydantic only): padded base64 of ASCII text, which both Bytes and Str read (Str
+    needs UTF-8). The encodings of random ASCII texts are accepted iff Pydantic reads
+    them; those of other bytes, and of the other alphabet, are not accepted; random
+    walks all parse; a dict schema still refuses the names."""
+    import base64
+    cs = schema_to_term(Encoded)
+    dfa = cs.dfa()
+    empty = {"b": "", "s": "", "ub": "", "us": ""}
+    rng = random.Random(5)
+    seen = {True: 0, False: 0}
+    for _ in range(300):
+        field = rng.choice(list(empty))
+        url = field.startswith("u")
+        data = bytes(rng.randrange(128 if rng.random() < 0.6 else 256) for _ in range(rng.randint(0, 7)))
+        text = cs.canonical(dict(empty, **{field: (base64.urlsafe_b64encode if url else base64.b64encode)(data).decode()}))
+        try:
+            Encoded.model_validate_json(text)
+            read = True
+        except ValueError:
+            read = False
+        if all(c < 128 for c in data):
+            assert cs.accepts(text, dfa) == read, (field, data)
+            seen[read] += 1
+        else:
+            assert not cs.accepts(text, dfa), (field, data)
+    assert seen[True] > 100
+    for field, enc in [("b", "aGk="), ("b", "aGk"), ("b", "aG=="), ("ub", "-_8="), ("b", "-_8="), ("s", "/w==")]:
+        text = cs.canonical(dict(empty, **{field: enc}))
+        assert cs.accepts(text, dfa) == (enc in ("aGk=", "aG==")), (field, enc)
+    _pydantic_only(cs, Encoded, 2, "base64", "base64url")
 
 
 def test_recursive_schema_with_deferred_ranges_and_enums():
