@@ -16,7 +16,7 @@ Supported (assertion semantics; each a regular language written from its RFC):
 - for Pydantic sources (python=True) also ipvanyaddress, ipv4interface, ipv6interface
   and ipvanyinterface (an address, then a prefix length or none); ipv4network,
   ipv6network and ipvanynetwork (an address whose bits past the prefix length are zero,
-  then the length; or a bare address: see `_network`); uuid1, uuid3, uuid4 and uuid5
+  then the length; or a bare address: see `_network`); uuid1, uuid3 ... uuid8
   (the uuid form with that version digit and the RFC 4122 variant, as Pydantic checks);
   base64 and base64url (padded base64 of ASCII text: `_BASE64`).
 Others (idn-*, iri*, regex, uri-template, unknown names) raise KeyError: the caller
@@ -90,7 +90,7 @@ _PYDANTIC_IP = {"ipvanyaddress": (IPV4, IPV6), "ipv4interface": (IPV4 + _V4_PREF
                 "ipvanyinterface": (IPV4 + _V4_PREFIX, IPV6 + _V6_PREFIX)}
 # formats Pydantic writes for the ipaddress networks: which address families each takes
 _PYDANTIC_NETWORKS = {"ipv4network": (False,), "ipv6network": (True,), "ipvanynetwork": (False, True)}
-# Pydantic's UUID1/3/4/5: the version digit, and the RFC 4122 variant (Python's
+# Pydantic's UUID1/3/4/5/6/7/8: the version digit, and the RFC 4122 variant (Python's
 # uuid.UUID.version is None for the others, which Pydantic then refuses)
 def _base64(alphabet: str) -> str:
     """Padded base64 (RFC 4648) of ASCII text, over `alphabet` (64 characters in value
@@ -108,7 +108,7 @@ def _base64(alphabet: str) -> str:
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _BASE64 = {"base64": _base64(_B64 + "+/"), "base64url": _base64(_B64 + "-_")}
 _PYDANTIC_UUIDS = {f"uuid{v}": "-".join([_HEX + "{8}", _HEX + "{4}", f"{v}{_HEX}{{3}}", f"[89ABab]{_HEX}{{3}}",
-                                         _HEX + "{12}"]) for v in (1, 3, 4, 5)}
+                                         _HEX + "{12}"]) for v in (1, 3, 4, 5, 6, 7, 8)}
 
 
 def _leap_second_time(st) -> Term:

@@ -96,7 +96,7 @@ closed (allow_extra_properties=False); dates/times are those Python's datetime h
 Path (binary, password, path) take any string, those of IPvAnyAddress and the
 ipaddress interfaces an address with an optional prefix length, those of the ipaddress
 networks an address with its host bits zero and the prefix length (or none), those
-of UUID1-5 a uuid with that version, and those of the Base64 types padded base64 of
+of UUID1-8 a uuid with that version, and those of the Base64 types padded base64 of
 ASCII text (python_dates=True); and the
 uniqueItems of `set[str]` (items outside a finite set) is not enforced (python_sets=
 True): Pydantic reads an array with a repeated item into the set, so the text may
@@ -2640,7 +2640,7 @@ def compile_json_schema(schema, vocab, max_states: int | None = None, **options)
     which Python's datetime rejects; formats binary, password and path, which Pydantic
     writes for bytes, SecretStr and Path, take any string; ipvanyaddress and the
     interface formats an address and a prefix length or none; the network formats an
-    address whose host bits are zero; uuid1-uuid5 that version; base64 and base64url
+    address whose host bits are zero; uuid1-uuid8 that version; base64 and base64url
     padded base64 of ASCII text), python_sets (default True
     for Pydantic models: uniqueItems over items outside a finite set is not enforced,
     as Pydantic reads repeats into a set; False refuses it, or drops it with a warning

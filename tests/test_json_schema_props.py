@@ -28,7 +28,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import (UUID1, UUID4, Base64Bytes, Base64Str, Base64UrlBytes, Base64UrlStr, BaseModel, Field,
+from pydantic import (UUID1, UUID4, UUID7, Base64Bytes, Base64Str, Base64UrlBytes, Base64UrlStr, BaseModel, Field,
                       IPvAnyAddress, IPvAnyInterface, IPvAnyNetwork, SecretStr)
 
 from fsm.json_schema import JsonTermSource, SchemaError, SchemaWarning, canonical_json, schema_to_term
@@ -451,6 +451,7 @@ class Networks(BaseModel):
     either: IPvAnyNetwork
     u1: UUID1
     u4: UUID4
+    u7: UUID7
 
 
 def _network_texts(rng, v6: bool) -> list:
@@ -481,15 +482,16 @@ def _network_texts(rng, v6: bool) -> list:
 
 
 def test_pydantic_networks_and_uuid_versions():
-    """ipaddress networks (formats ipv4network, ipv6network, ipvanynetwork) and UUID1-5
-    (uuid1...uuid5), written by Pydantic only: the texts of random networks (an address
+    """ipaddress networks (formats ipv4network, ipv6network, ipvanynetwork) and UUID1-8
+    (uuid1...uuid8), written by Pydantic only: the texts of random networks (an address
     with its host bits zero, "::" anywhere, an ls32 tail) and of random UUIDs (any
     version and variant digits) are accepted iff Pydantic reads them; random walks all
     parse; a dict schema still refuses the names."""
     cs = schema_to_term(Networks)
     dfa = cs.dfa()
     ok = {"v4": "10.0.0.0/8", "v6": "2001:db8::/32", "either": "::ffff:1.2.3.0/120",
-          "u1": "c232ab00-9414-11ec-b3c8-9f6bdeced846", "u4": "123e4567-e89b-42d3-a456-426614174000"}
+          "u1": "c232ab00-9414-11ec-b3c8-9f6bdeced846", "u4": "123e4567-e89b-42d3-a456-426614174000",
+          "u7": "01890a5d-ac96-774b-bcce-b302099a8057"}
     rng = random.Random(7)
     cases = [("v6", "::1.2.3.4/128", True), ("v6", "1:2:3:4:5:6:7::/112", True), ("v6", "::/1", True),
              ("v6", "1::/15", False), ("v4", "10.0.0.0/33", False), ("v4", "1.2.3.4/0", False)]
@@ -500,7 +502,7 @@ def test_pydantic_networks_and_uuid_versions():
         u = uuid.UUID(int=rng.getrandbits(128))
         text = str(u)
         text = text.upper() if rng.random() < 0.3 else text
-        cases.append((rng.choice(["u1", "u4"]), text, None))
+        cases.append((rng.choice(["u1", "u4", "u7"]), text, None))
     n_valid = 0
     for field, text, valid in cases:
         doc = cs.canonical(dict(ok, **{field: text}))
