@@ -486,12 +486,10 @@ def _container_parts(node: dict) -> int:
     return typed + const + enum + ("anyOf" in node)
 
 
-def _meet_reasons(node) -> set:
+def _meet_reasons(node: dict) -> set:
     """Why the compiler may intersect or complement values for schema `node`: its
     keywords of _MEETS, a $ref beside other keywords, two parts that may hold
     containers (presence parts do not count). _Compiler._meets decides."""
-    if not isinstance(node, dict):
-        return set()
     parts = _presence_parts(node)
     taken = parts[0] if parts else ()
     out = {k for k in node if k in _MEETS and (k not in taken or k == "allOf" and "allOf" in parts[2])}
@@ -846,17 +844,15 @@ class _Compiler:
         depth: decided apart there)."""
         if not isinstance(node, dict):
             return False
-        r = self._meet_memo.get((id(node), self._negated > 0))
+        mk = (id(node), self._negated > 0)
+        r = self._meet_memo.get(mk)
         if r is None:
-            if id(node) not in self._checked:  # (before its type, allOf... are read)
-                _check_values(node, self.ptr)
-                self._checked.add(id(node))
-                self._keep.append(node)
+            self._check(node)  # (before its type, allOf... are read)
             if node.keys().isdisjoint(_MEET_TRIGGERS):  # (most schemas: nothing to decide)
-                self._meet_memo[(id(node), self._negated > 0)] = False
+                self._meet_memo[mk] = False
                 return False
             why = _meet_reasons(node)
-            if "oneOf" in why and isinstance(node["oneOf"], list) and not _container_parts(node) \
+            if "oneOf" in why and not _container_parts(node) \
                     and not {"$ref", "allOf", "not", "if"} & node.keys() \
                     and (len(node["oneOf"]) <= 1 or self._disjoint(node, node["oneOf"])):
                 why.discard("oneOf")
@@ -867,8 +863,15 @@ class _Compiler:
             if "allOf" in why and not self._negated and (m := self._merged_all_of(node)) is not None \
                     and not self._meets(m):
                 why.discard("allOf")  # (compiled as the merged schema: _value)
-            r = self._meet_memo[(id(node), self._negated > 0)] = bool(why)
+            r = self._meet_memo[mk] = bool(why)
         return r
+
+    def _check(self, node: dict) -> None:
+        """_check_values, once per schema."""
+        if id(node) not in self._checked:
+            _check_values(node, self.ptr)
+            self._checked.add(id(node))
+            self._keep.append(node)
 
     def _typed_ref(self, node: dict) -> bool:
         """Whether node is a $ref with only a `type` beside it that its target has
@@ -891,9 +894,7 @@ class _Compiler:
         that are not order-free (_order_free): for a declared property, its schema and
         those of the patterns it matches; for another key, the patterns' (any of them
         may match it)."""
-        pats, props = node["patternProperties"], node.get("properties", {})
-        if not isinstance(pats, dict) or not isinstance(props, dict):
-            return False
+        pats, props = node["patternProperties"], node.get("properties", {})  # (objects: _check)
         if sum(not self._order_free(v) for v in pats.values()) > 1:
             return False
         return all(sum(not self._order_free(x) for x in [v] + self._pattern_hits(pats, k)) <= 1
@@ -935,10 +936,7 @@ class _Compiler:
 
     def _value(self, node: dict, d: int, budget: int) -> Term:
         tb = self.tb
-        if id(node) not in self._checked:
-            _check_values(node, self.ptr)
-            self._checked.add(id(node))
-            self._keep.append(node)
+        self._check(node)
         if "allOf" in node:
             merged = self._merged_all_of(node)
             if merged is not None:
@@ -1180,11 +1178,9 @@ class _Compiler:
             todo += b.get("allOf", [])
         merged = None
         if branches is not None:
-            merged = self._distributed(branches) or self._merge_branches(branches)
+            merged = self._distributed(branches, node) or self._merge_branches(branches)
         if merged is not None:
             self._adopt(merged, node)
-            for alt in merged["anyOf"] if set(merged) == {"anyOf"} else ():
-                self._adopt(alt, node)
             if via_ref:  # unrolled, a recursion through the merged $ref counts here
                 self._ref_targets.add(id(node))
         self._merged[id(node)] = merged
@@ -1197,7 +1193,7 @@ class _Compiler:
 
     MAX_DISTRIBUTED = 8
 
-    def _distributed(self, branches: list):
+    def _distributed(self, branches: list, node: dict):
         """allOf [A, B, anyOf [C1, C2]] as anyOf [merged A B C1, merged A B C2] where
         each of those merges (tsconfig's root: seven objects and an anyOf of four); one
         anyOf branch of at most MAX_DISTRIBUTED alternatives. A union of plain objects,
@@ -1215,6 +1211,7 @@ class _Compiler:
             m = self._merge_branches(rest + [a])
             if m is None:
                 return None
+            self._adopt(m, node)
             parts.append(m)
         return {"anyOf": parts}
 
@@ -2353,29 +2350,30 @@ _COUNT_KW = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", 
 _OBJECTS_OF_SCHEMAS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 
 
-def _number(v) -> bool:
+_TYPE_NAMES = _TYPES + ("integer",)
+
+
+def _is_number(v) -> bool:
     return type(v) in (int, float) and v == v
 
 
-def _count(v) -> bool:
+def _is_count(v) -> bool:
     return type(v) in (int, float) and v >= 0 and (type(v) is int or v.is_integer())
 
 
-def _type_value(v) -> bool:
+def _is_type_value(v) -> bool:
     return v in _TYPE_NAMES or isinstance(v, list) and bool(v) and all(t in _TYPE_NAMES for t in v)
 
-
-_TYPE_NAMES = _TYPES + ("integer",)
 _VALUE_CHECKS = {  # keyword -> (what it must be, test)
-    **{k: ("a non-negative integer", _count) for k in _COUNT_KW},
-    **{k: ("a number", _number) for k in ("minimum", "maximum")},
-    **{k: ("a number", lambda v: type(v) is bool or _number(v))  # (draft-04's flag)
+    **{k: ("a non-negative integer", _is_count) for k in _COUNT_KW},
+    **{k: ("a number", _is_number) for k in ("minimum", "maximum")},
+    **{k: ("a number", lambda v: type(v) is bool or _is_number(v))  # (draft-04's flag)
        for k in ("exclusiveMinimum", "exclusiveMaximum")},
-    "multipleOf": ("a number greater than 0", lambda v: _number(v) and v > 0),
+    "multipleOf": ("a number greater than 0", lambda v: _is_number(v) and v > 0),
     "required": ("an array of strings", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)),
     "pattern": ("a string", lambda v: isinstance(v, str)),
     **{k: ("an object", lambda v: isinstance(v, dict)) for k in _OBJECTS_OF_SCHEMAS},
-    "type": (f"one of {', '.join(_TYPE_NAMES)} or a non-empty array of them", _type_value),
+    "type": (f"one of {', '.join(_TYPE_NAMES)} or a non-empty array of them", _is_type_value),
     **{k: ("a non-empty array of schemas", lambda v: isinstance(v, list) and bool(v))
        for k in ("allOf", "anyOf", "oneOf")},
 }
