@@ -59,11 +59,14 @@ from .vocabulary import ascending_set
 # `"}]}`, where long sequences cost no states), MAX_SEQ up to BIG_KEY items, else none
 # (SQL's identifiers split into NAME NAME ... and keywords: combinations multiply).
 MAX_SEQ, LONG_SEQ, SMALL_KEY, BIG_KEY = 1, 64, 2, 8
+_CAPS = (LONG_SEQ, MAX_SEQ, 0)  # the cap of each bucket
 
 
-def _seq_cap(items: int) -> int:
-    """The completed terminals a lexing may hold in a lexer state of `items` items."""
-    return LONG_SEQ if items <= SMALL_KEY else MAX_SEQ if items <= BIG_KEY else 0
+def _cap_bucket(items: int) -> int:
+    """The bucket of a lexer state of `items` items: its cap is _CAPS[bucket]."""
+    return 0 if items <= SMALL_KEY else 1 if items <= BIG_KEY else 2
+
+
 DEEP_TERM = -2  # the terminal of a DEEP marker item
 
 
@@ -100,11 +103,16 @@ class LexerSource:
     `(seq, -2, None, DEEP)`: the token needs an exact check wherever the stack takes
     seq. A FRESH item is a lexeme that must go on before it may end (the position
     walks of GrammarMasks; its end is handled as a boundary). The boundary item is
-    `(seq, -1, None, NORMAL)`."""
+    `(seq, -1, None, NORMAL)`.
+
+    Items are numbered as they are met, and a key is the int with their bits set: a
+    byte's target is the OR of each item's target, kept per (item, cap, byte). SQL's
+    boundary walk meets ~1.2k lexer states of a few items each, most at a byte or two;
+    as frozensets of item tuples (hashed and merged whole) they cost ~35 µs each."""
 
     def __init__(self, g):
         self.g = g
-        self.dead = frozenset()
+        self.dead = 0
         n = len(g.terms)
         follows = [set() for _ in range(n)]
         for st, acts in g.t.action.items():
@@ -113,14 +121,43 @@ class LexerSource:
                     follows[i].update(g.t.action[arg])
         ign = {i for i in range(n) if g.ignored[i]}
         self.follows = [frozenset(f | ign) for f in follows]
-        self._starts: dict = {}      # (allowed, seq, room) -> start row lifted to items
-        self._start_lists: dict = {}  # the same as lists of 256 targets (derive)
+        self._items: list = []        # item number -> item
+        self._number: dict = {}       # item -> its bit
+        self._members: dict = {0: ()}  # key -> its item numbers
+        self._steps: dict = {}        # (item number * 3 + cap bucket) * 256 + byte -> key
+        self._item_rows: dict = {}    # item number * 3 + cap bucket -> row
+        self._starts: dict = {}       # (seq, room) -> start row (targets are keys)
+        self._start_lists: dict = {}  # the same as lists of 256 keys (0 where none)
 
-    def boundary(self, ctx: frozenset) -> frozenset:
-        return frozenset({((ctx,), -1, None, NORMAL)})
+    def _bit(self, item) -> int:
+        b = self._number.get(item)
+        if b is None:
+            b = self._number[item] = 1 << len(self._items)
+            self._items.append(item)
+        return b
 
-    def position(self, ctx: frozenset | None, term: int, lexeme) -> frozenset:
-        return frozenset({(() if ctx is None else (ctx,), term, lexeme, FRESH)})
+    def members(self, key: int) -> tuple:
+        """The numbers of key's items."""
+        m = self._members.get(key)
+        if m is None:
+            out, k = [], key
+            while k:
+                low = k & -k
+                out.append(low.bit_length() - 1)
+                k ^= low
+            m = self._members[key] = tuple(out)
+        return m
+
+    def items(self, key: int) -> list:
+        """key's items `(seq, terminal, lexeme, kind)`."""
+        items = self._items
+        return [items[j] for j in self.members(key)]
+
+    def boundary(self, ctx: frozenset) -> int:
+        return self._bit(((ctx,), -1, None, NORMAL))
+
+    def position(self, ctx: frozenset | None, term: int, lexeme) -> int:
+        return self._bit((() if ctx is None else (ctx,), term, lexeme, FRESH))
 
     def _start_row(self, seq: tuple, room: bool) -> tuple:
         """Lexemes starting after `seq`: items for the allowed terminals where there is
@@ -135,91 +172,95 @@ class LexerSource:
                 r = self._lifted(allowed, seq)
             else:
                 ign = frozenset(j for j in allowed if self.g.ignored[j])
-                m = frozenset(((_terms(seq), DEEP_TERM, None, DEEP),))
+                m = self._bit((_terms(seq), DEEP_TERM, None, DEEP))
                 deep = tuple((a, b, m) for a, b, _ in self.g.template(allowed - ign))
                 r = _merge_rows([p for p in (self._lifted(ign, seq), deep) if p])
             self._starts[k] = r
         return r
 
     def _start_cells(self, seq: tuple, room: bool) -> list:
-        """`_start_row(seq, room)` as a list of 256 targets (None where none)."""
+        """`_start_row(seq, room)` as a list of 256 keys (0 where none)."""
         k = (seq, room)
         r = self._start_lists.get(k)
         if r is None:
-            r = self._start_lists[k] = [None] * 256
+            r = self._start_lists[k] = [0] * 256
             for a, b, x in self._start_row(seq, room):
                 r[a:b] = [x] * (b - a)
         return r
 
     def _lifted(self, allowed: frozenset, seq: tuple) -> tuple:
         # only an ignored lexeme needs the context set: after any other, follows apply
-        plain, ignored = _terms(seq), self.g.ignored
-        return tuple((a, b, frozenset((seq if ignored[j] else plain, j, y, NORMAL)
-                                      for j, y in items))
-                     for a, b, items in self.g.template(allowed))
+        plain, ignored, bit = _terms(seq), self.g.ignored, self._bit
+        out = []
+        for a, b, items in self.g.template(allowed):
+            key = 0
+            for j, y in items:
+                key |= bit((seq if ignored[j] else plain, j, y, NORMAL))
+            out.append((a, b, key))
+        return tuple(out)
 
-    def row(self, key) -> tuple:
-        g, parts = self.g, []
-        live_row, ignored = g._live_row, g.ignored
-        by_lexeme: dict = {}
-        cap = _seq_cap(len(key))
-        for item in key:
-            seq, i, x, kind = item
-            if kind == DEEP:
-                parts.append(((0, 256, frozenset((item,))),))
-                continue
-            if i < 0:  # the boundary
-                r = self._start_row(seq, True)
-                if r:
-                    parts.append(r)
-                continue
-            by_lexeme.setdefault(x, []).append((seq, i))
-            if kind == FRESH or not x.nullable:
-                continue
-            if not ignored[i]:
-                seq = _terms(seq) + (i,)
-            r = self._start_row(seq, len(_terms(seq)) <= cap)
-            if ignored[i] and r:  # longest match of an ignored lexeme
-                seg = live_row(x)
-                if seg:
-                    r = _subtract(r, seg)
+    def row(self, key: int) -> tuple:
+        members = self.members(key)
+        bucket = _cap_bucket(len(members))
+        rows, parts = self._item_rows, []
+        for j in members:
+            r = rows.get(j * 3 + bucket)
+            if r is None:
+                r = rows[j * 3 + bucket] = self._item_row(j, bucket)
             if r:
                 parts.append(r)
-        for x, tags in by_lexeme.items():
-            seg = live_row(x)
-            if seg:
-                parts.append(tuple((a, b, frozenset((s, i, y, NORMAL) for s, i in tags))
-                                   for a, b, y in seg))
         return _merge_rows(parts)
 
-    def derive(self, key, c: int) -> frozenset:
+    def _item_row(self, j: int, bucket: int) -> tuple:
+        """Item j's row in a lexer state of cap bucket `bucket`."""
+        seq, i, x, kind = item = self._items[j]
+        if kind == DEEP:
+            return ((0, 256, 1 << j),)
+        if i < 0:  # the boundary
+            return self._start_row(seq, True)
+        g = self.g
+        seg = g._live_row(x)
+        parts = [tuple((a, b, self._bit((seq, i, y, NORMAL))) for a, b, y in seg)] if seg else []
+        if kind != FRESH and x.nullable:
+            if not g.ignored[i]:
+                seq = _terms(seq) + (i,)
+            r = self._start_row(seq, len(_terms(seq)) <= _CAPS[bucket])
+            if g.ignored[i] and r and seg:  # longest match of an ignored lexeme
+                r = _subtract(r, seg)
+            if r:
+                parts.append(r)
+        return _merge_rows(parts)
+
+    def derive(self, key: int, c: int) -> int:
         """`row(key)`'s target at byte c, without building the row: most lexer states
         are met at a byte or two (SQL's keyword prefixes), and a row costs a merge of
         every item's start rows."""
-        g, out = self.g, set()
-        live_row, ignored = g._live_row, g.ignored
-        cap = _seq_cap(len(key))
-        for item in key:
-            seq, i, x, kind = item
-            if kind == DEEP:
-                out.add(item)
-                continue
-            if i < 0:
-                r = self._start_cells(seq, True)[c]
-                if r:
-                    out |= r
-                continue
-            y = row_target(live_row(x), c)
-            if y is not None:
-                out.add((seq, i, y, NORMAL))
-            if kind == FRESH or not x.nullable or (ignored[i] and y is not None):
-                continue  # (an ignored lexeme that goes on: longest match)
-            if not ignored[i]:
-                seq = _terms(seq) + (i,)
-            r = self._start_cells(seq, len(_terms(seq)) <= cap)[c]
-            if r:
-                out |= r
-        return frozenset(out)
+        members = self._members.get(key) or self.members(key)
+        base = _cap_bucket(len(members)) * 256 + c
+        steps, out = self._steps, 0
+        for j in members:
+            r = steps.get(j * 768 + base)
+            if r is None:
+                r = steps[j * 768 + base] = self._item_step(j, base >> 8, c)
+            out |= r
+        return out
+
+    def _item_step(self, j: int, bucket: int, c: int) -> int:
+        """Item j's target at byte c in a lexer state of cap bucket `bucket`."""
+        seq, i, x, kind = self._items[j]
+        if kind == DEEP:
+            return 1 << j
+        if i < 0:
+            return self._start_cells(seq, True)[c]
+        g, out = self.g, 0
+        y = row_target(g._live_row(x), c)
+        if y is not None:
+            out = self._bit((seq, i, y, NORMAL))
+        if kind == FRESH or not x.nullable or (g.ignored[i] and y is not None):
+            return out  # (an ignored lexeme that goes on: longest match)
+        if not g.ignored[i]:
+            seq = _terms(seq) + (i,)
+        return out | self._start_cells(seq, len(_terms(seq)) <= _CAPS[bucket])[c]
 
     def accepting(self, key) -> bool:
         return False
@@ -293,7 +334,7 @@ class LexerWalker(TrieWalker):
         starts_u = row0 == u
         if by_first[starts_u & cls].sum() < least:
             return None  # too few tokens start with a byte of the class
-        if any(kind == DEEP for _s, _i, _x, kind in dfa.keys[u]):
+        if any(kind == DEEP for _s, _i, _x, kind in dfa.source.items(dfa.keys[u])):
             return None  # a class needing exact checks: its thousands of tokens are not checked
         live0 = row0 != 0
         whole = self._chars_loop(s, u)
@@ -317,10 +358,11 @@ class LexerWalker(TrieWalker):
         ignored one: longest match). Then a token of whole characters walks like
         its ASCII ones: a string's or comment's tokens with accents or CJK loop too
         (SmolLM2: ~600 fewer walked)."""
-        keys = self.dfa.keys
-        if s != u and {(q, i, x, NORMAL) for q, i, x, _k in keys[s]} != keys[u]:
+        keys, items = self.dfa.keys, self.dfa.source.items
+        in_u = items(keys[u])
+        if s != u and {(q, i, x, NORMAL) for q, i, x, _k in items(keys[s])} != set(in_u):
             return False
-        return all(self._lexeme_loops(i, x) for _q, i, x, _k in keys[u])
+        return all(self._lexeme_loops(i, x) for _q, i, x, _k in in_u)
 
     def _lexeme_loops(self, i: int, x) -> bool:
         r = self._loops.get((i, x.id))
@@ -456,7 +498,7 @@ class GrammarMasks:
         per_class, per_class_deep, any_deep = [], [], False
         for u in classes.tolist():
             req, dreq = set(), set()
-            for seq, i, _x, kind in dfa.keys[u]:
+            for seq, i, _x, kind in self.lex.items(dfa.keys[u]):
                 if kind == DEEP:  # seq stopped growing: only its prefix is known
                     dreq.add(node(seq))
                 else:
