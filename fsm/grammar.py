@@ -49,20 +49,21 @@ complete more terminals than the lexer tracks (ambiguous lexer states) are check
 one by one, stepping the configuration (`step`) from the element.
 
 Performance (benchmarks/grammar_bench.py --repeat 3, SmolLM2 vocabulary, 2 shared
-cores, so +-50%): grammar to first mask 6-11 ms for arithmetic and JSON, 11-20 ms for
-the SQL subset and the toy language. Grammar text is read by our own front end
+cores, so +-50%): grammar to first mask 5-10 ms for arithmetic and JSON, 11-20 ms for
+the SQL subset, 14-27 ms for the toy language. Grammar text is read by our own front end
 (fsm/lark_text.py, ~1 ms; Lark's loader only for what it does not read), the LALR
 analysis is ours (`_lalr_tables`, ~2 ms), case-insensitive keywords skip re's parser
 (`regex.caseless_literal`), and a rule with 3+ optional parts gets its tail as a
-fresh rule before optionals are expanded in place (`_hoist_tails`). Time between
-masks: median 20-130 µs, 0.1-0.35x llguidance's but 1.1-1.5x on JSON (17-30 µs
-against 14-20): a mask copy for a configuration seen before, else ~10-300 µs. p99
-0.3-0.5 ms for arithmetic and JSON, ~2-3 ms for the toy language (comment, string and
-number positions, ~1-2 ms each on first visit), ~6-13 ms for SQL, whose
-keyword/identifier lexer states are many: its boundary's walk over every terminal
-takes ~50-65 ms once (~1.2k new lexer states, most met at a byte or two: their cells
-are derived one by one, LexerSource.derive), a keyword's position 3-6 ms (~90 new
-lexer states).
+fresh rule before optionals are expanded in place (`_hoist_tails`). The positions
+inside strings, comments, identifiers and numbers are walked when the automaton is
+built (`GrammarMasks.walk_loops`, ~0.5-1.5 ms each), not at their first visit. Time
+between masks: median 15-130 µs, 0.1-0.35x llguidance's but 1.0-1.3x on JSON (15-30 µs
+against 12-30): a mask copy for a configuration seen before, else ~10-300 µs. p99
+0.2-0.5 ms for arithmetic and JSON, 0.6-0.9 ms for the toy language, ~4-8 ms for SQL,
+whose keyword/identifier lexer states are many: its boundary's walk over every terminal
+takes ~40-50 ms once (~1.2k new lexer states, most met at a byte or two: their cells
+are derived one by one, LexerSource.derive, ~7 µs each), its identifier position
+~5 ms (a trie walk of ~15k tokens), a keyword's position 3-6 ms (~90 new lexer states).
 Memory: each DFA state (one per configuration reached) keeps its mask (vocabulary/8
 bytes) and, once its row is built, a 256-entry row; bound them with `max_states`.
 Each lexer position walked keeps its live tokens with their class (16 bytes each; a
@@ -509,11 +510,13 @@ class GrammarAutomaton(TokenAutomaton):
     GrammarSource's."""
 
     def __init__(self, source: "GrammarSource", vocab: Vocabulary, description: str = "",
-                 max_states: int | None = None):
+                 max_states: int | None = None, walk_loops: bool = True):
         from .grammar_masks import GrammarMasks
         super().__init__(source, source.start_key, vocab, description, max_states)
         self.source = source
         self.masks = GrammarMasks(source, vocab, self.dfa, max_states or DEFAULT_MAX_STATES)
+        if walk_loops:  # (recursive JSON Schemas do not: there time to first mask counts)
+            self.masks.walk_loops()
         self._loops: dict = {}  # lexeme id -> _loop_bytes
 
     @property

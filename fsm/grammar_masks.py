@@ -294,6 +294,8 @@ class _Plan:
 
 # A walk that builds this many lexer states collects the young generations itself.
 COLLECT_AFTER = 200
+# walk_loops walks a position by the trie if at most this many tokens start in its row.
+EAGER_TOKENS = 4096
 # A walk whose start leads at least this share of the tokens into one state that loops
 # on all their bytes takes LexerWalker.loop_walk.
 LOOP_SHARE = 0.25
@@ -442,11 +444,16 @@ class GrammarMasks:
         self.stats = {"walks": 0, "exact_checks": 0}
 
     # -- plans -----------------------------------------------------------------------
-    def _plan(self, key) -> _Plan:
+    def _plan(self, key, trie_walk: bool = True) -> _Plan | None:
+        """The walk of lexer key `key`; None where it would take a walk of the trie
+        and `trie_walk` is False (see walk_loops)."""
         p = self._plans.get(key)
         if p is None:
             before = self.dfa.num_states
-            p = self._plans[key] = self._make_plan(key)
+            p = self._make_plan(key, trie_walk)
+            if p is None:
+                return None
+            self._plans[key] = p
             if self.dfa.num_states - before >= COLLECT_AFTER:
                 # Thousands of new lexer items and sets, all kept: the collector would
                 # scan them young in the next steps anyway (gen 0, then gen 1: ~5-8 ms
@@ -454,11 +461,13 @@ class GrammarMasks:
                 gc.collect(1)
         return p
 
-    def _make_plan(self, key) -> _Plan:
-        self.stats["walks"] += 1
+    def _make_plan(self, key, trie_walk: bool = True) -> _Plan | None:
         trie, dfa, g = self.vocab.trie, self.dfa, self.g
         s = dfa.state_of(key)
         looped = self.walker.loop_walk(s, self.vocab.columns)
+        if looped is None and not trie_walk:
+            return None
+        self.stats["walks"] += 1
         loop = None
         if looped is not None:
             tokens, sts, loop, loop_state = looped
@@ -681,11 +690,7 @@ class GrammarMasks:
             b = self._elements[ck] = self.boundary_bits(stack)
             return b
         if seg:
-            plan = self._pos_plans.get((t, x.id))
-            if plan is None:
-                ctx = self._all if g.ignored[t] else None
-                plan = self._pos_plans[(t, x.id)] = self._plan(self.lex.position(ctx, t, x))
-            b = self._position_bits(plan, stack, elem)
+            b = self._position_bits(self._position_plan(t, x), stack, elem)
         if x.nullable:
             nxt = stack if g.ignored[t] else g.feed(stack, t)
             if nxt is not None:
@@ -697,6 +702,45 @@ class GrammarMasks:
             b = np.zeros(self.width // 32, dtype=np.uint32)
         self._elements[ck] = b
         return b
+
+    def _position_plan(self, t: int, x, trie_walk: bool = True) -> _Plan | None:
+        """The walk of the position inside lexeme x of terminal t (x goes on); None
+        where it would take a walk of the trie and `trie_walk` is False."""
+        plan = self._pos_plans.get((t, x.id))
+        if plan is None:
+            ctx = self._all if self.g.ignored[t] else None
+            plan = self._plan(self.lex.position(ctx, t, x), trie_walk)
+            if plan is not None:
+                self._pos_plans[(t, x.id)] = plan
+        return plan
+
+    def walk_loops(self, most: int = 16) -> None:
+        """Walk now the positions inside each terminal's loops: the lexemes, a byte or
+        more into a terminal, that some byte leaves where they are (an identifier's
+        tail, a number's digits, a string's or a comment's body; at most `most`
+        lexemes explored per terminal). A document meets most of them at its first
+        identifier, number or string, where each walk cost a step ~0.5-2 ms (49k
+        tokens): done here, in the time to the first mask. Only walks that are cheap
+        anyway: a loop walk (LexerWalker.loop_walk), or a trie walk of at most
+        EAGER_TOKENS tokens (by first byte). SQL's identifier position is neither: its
+        keyword and NAME NAME splits cost ~30 ms of lexer states, paid once, by
+        whichever walk meets them first (the boundary's, lazily)."""
+        g, first = self.g, self.vocab.columns.first_counts
+        for t, term in enumerate(g.terms):
+            seen, todo = {term.id}, [term]
+            while todo and len(seen) <= most:
+                for _a, _b, y in g._live_row(todo.pop()):
+                    if y.id in seen:
+                        continue
+                    seen.add(y.id)
+                    todo.append(y)
+                    seg = g._live_row(y)
+                    if not any(z is y for _a, _b, z in seg):
+                        continue
+                    if g.ignored[t] and y.nullable and self._restarts(t, y, seg):
+                        continue  # its element allows what the boundary allows
+                    narrow = sum(first[a:b].sum() for a, b, _z in seg) <= EAGER_TOKENS
+                    self._position_plan(t, y, trie_walk=narrow)
 
     def _restarts(self, t: int, x, seg) -> bool:
         """Whether an ignored lexeme x of terminal t goes on exactly as a new lexeme of

@@ -2615,7 +2615,8 @@ def build_automaton(schema, vocab, max_states: int | None = None, **options):
     ms = max_states or DEFAULT_MAX_STATES
     if cs.rules is not None:
         from .grammar import GrammarAutomaton
-        auto = GrammarAutomaton(cs.rules.grammar_source(ms), vocab, "json schema (recursive)", ms)
+        auto = GrammarAutomaton(cs.rules.grammar_source(ms), vocab, "json schema (recursive)", ms,
+                                walk_loops=False)
     else:
         auto = TokenAutomaton(JsonTermSource(tb, ms), cs.term, vocab, "json schema", ms)
     auto.key_order = cs.key_order

@@ -454,6 +454,32 @@ def test_shared_masks_equal_fresh_masks(name):
     assert shared.stats["walks"] <= 20, shared.stats  # a lexer pass per lexer position
 
 
+@pytest.mark.parametrize("name,loops", [("toy", {"STRING", "COMMENT", "NAME", "NUMBER"}),
+                                        ("json", {"ESCAPED_STRING", "SIGNED_NUMBER"})])
+def test_loop_positions_walked_when_built(name, loops):
+    """A GrammarAutomaton walks the positions inside strings, comments, identifiers and
+    numbers when it is built (GrammarMasks.walk_loops), not at their first mask; its
+    masks equal those of an automaton that walks every position lazily."""
+    from fsm.grammar import GrammarAutomaton, grammar_source
+    vocab = grammar_vocab(name, seed=3)
+    eager = GrammarAutomaton(grammar_source(GRAMMARS[name]), vocab)
+    lazy = GrammarAutomaton(grammar_source(GRAMMARS[name]), vocab, walk_loops=False)
+    assert not lazy.masks._pos_plans
+    assert {eager.source.names[t] for t, _x in eager.masks._pos_plans} == loops
+    rng = random.Random(3)
+    for _ in range(6):
+        a, b = eager.matcher(), lazy.matcher()
+        for _ in range(16):
+            got = a.next_token_mask()
+            assert np.array_equal(got, b.next_token_mask())
+            ids = sorted(allowed_ids(got, vocab.size) - {vocab.eos_ids[0]})
+            if not ids:
+                break
+            t = rng.choice(ids)
+            assert a.accept_token(t) and b.accept_token(t)
+    assert lazy.masks._pos_plans  # the lazy one met positions of its own
+
+
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
 def test_token_steps_equal_byte_walks(name):
     """GrammarAutomaton.next_state steps a configuration one byte at a time without
