@@ -331,12 +331,12 @@ class GrammarSource:
     the "boundary" pseudo-element: nothing being lexed, the next lexeme starts here."""
 
     def __init__(self, tb: TermBuilder, tables: _Tables, names, terms, ignored,
-                 max_states: int = DEFAULT_MAX_STATES):
+                 max_states: int = DEFAULT_MAX_STATES, lexemes: TermSource | None = None):
         self.tb, self.t = tb, tables
         self.names, self.terms, self.ignored = list(names), list(terms), list(ignored)
         self.dead = frozenset()
         self._stacks: dict[tuple, _Stack] = {}
-        self._terms = TermSource(tb, max_states)
+        self._terms = lexemes or TermSource(tb, max_states)  # lexeme emptiness
         self._ignored_idx = [i for i, ig in enumerate(self.ignored) if ig]
         self._live: dict[int, tuple] = {}
         self._templates: dict = {}  # terminal set -> merged start row (GrammarSource.template)
@@ -809,9 +809,12 @@ def _terminal_term(tb: TermBuilder, tdef) -> Term:
 
 
 def _build(tb, rules, term_names: list, terms: list, ignored: list, start: str,
-           max_states: int) -> GrammarSource:
+           max_states: int, lexemes: TermSource | None = None) -> GrammarSource:
+    """The GrammarSource of `rules` (lark Rules); `lexemes` decides the emptiness of
+    terminals and their derivatives (recursive JSON Schemas pass their own: structural,
+    where a plain TermSource guesses members of big intersections)."""
     live = set()
-    source = TermSource(tb, max_states)  # one emptiness cache for all the terminals
+    source = lexemes or TermSource(tb, max_states)  # one emptiness cache for all lexemes
     for name, t in zip(term_names, terms):
         if t.nullable:
             raise GrammarError(f"terminal {name} matches the empty string (zero-width "
@@ -826,7 +829,7 @@ def _build(tb, rules, term_names: list, terms: list, ignored: list, start: str,
         raise GrammarError(f"grammar is not LALR(1) (only conflict-free LALR(1) grammars "
                            f"are supported): {tables}")
     ign = [ig and n in live for n, ig in zip(term_names, ignored)]
-    return GrammarSource(tb, tables, term_names, terms, ign, max_states)
+    return GrammarSource(tb, tables, term_names, terms, ign, max_states, source)
 
 
 _META_LOCK = threading.Lock()

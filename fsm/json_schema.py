@@ -2012,7 +2012,7 @@ class _RecursiveRules:
 
     MAX_REPEAT_UNROLL = 64
 
-    def __init__(self, tb: TermBuilder, root: Term, bodies: dict[int, Term]):
+    def __init__(self, tb: TermBuilder, root: Term, bodies: dict[int, Term], marked: dict):
         self.tb = tb
         self.rules: dict[str, list] = {}
         self.terminals: dict[str, Term] = {}
@@ -2020,7 +2020,7 @@ class _RecursiveRules:
         self._sym: dict[int, str] = {}
         self._tails: set[int] = set()  # ids of the tails _seq met (see there)
         self._tail_rules: list[Term] = []  # shared tails whose rules are still to make
-        self._marked: dict[int, int | None] = {}  # term id -> _marker_index
+        self._marked = marked  # term id -> _marker_index (the compiler's: terms are walked once)
         for k in bodies:
             self.rules[f"r{k}"] = []
         for k, body in bodies.items():
@@ -2041,11 +2041,9 @@ class _RecursiveRules:
                 lark_rules.append(Rule(NonTerminal(lhs), syms, i))
         names = list(self.terminals)
         try:
-            src = _build(self.tb, lark_rules, names, [self.terminals[n] for n in names],
-                         [False] * len(names), "start", max_states)
-            if hasattr(src, "_terms"):  # lexeme emptiness: our structural / A* check
-                src._terms = JsonTermSource(self.tb, max_states)
-            return src
+            return _build(self.tb, lark_rules, names, [self.terminals[n] for n in names],
+                          [False] * len(names), "start", max_states,
+                          JsonTermSource(self.tb, max_states))
         except ConstraintError as e:
             raise SchemaError(f"recursive schema does not fit the LALR(1) grammar path: {e}",
                               "$ref") from None
@@ -2603,7 +2601,7 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
     cs = CompiledSchema(tb, term, comp.key_order, options, comp.relaxed)
     if not comp._meeting:
         cs.own_slots = (root, comp)
-    cs.rules = _RecursiveRules(tb, term, comp.rule_bodies) if comp.rule_bodies else None
+    cs.rules = _RecursiveRules(tb, term, comp.rule_bodies, comp._marker_memo) if comp.rule_bodies else None
     return cs
 
 
