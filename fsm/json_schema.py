@@ -2609,14 +2609,15 @@ def build_automaton(schema, vocab, max_states: int | None = None, **options):
     """Compile to a TokenAutomaton without the cache (see compile_json_schema)."""
     from .automaton import TokenAutomaton
     tb = JsonTermBuilder()
-    cs = schema_to_term(schema, tb, **options)
-    ms = max_states or DEFAULT_MAX_STATES
-    if cs.rules is not None:
-        from .grammar import GrammarAutomaton
-        auto = GrammarAutomaton(cs.rules.grammar_source(ms), vocab, "json schema (recursive)", ms,
-                                walk_loops=False)
-    else:
-        auto = TokenAutomaton(JsonTermSource(tb, ms), cs.term, vocab, "json schema", ms)
+    with paused_gc():
+        cs = schema_to_term(schema, tb, **options)
+        ms = max_states or DEFAULT_MAX_STATES
+        if cs.rules is not None:
+            from .grammar import GrammarAutomaton
+            auto = GrammarAutomaton(cs.rules.grammar_source(ms), vocab, "json schema (recursive)",
+                                    ms, walk_loops=False)
+        else:
+            auto = TokenAutomaton(JsonTermSource(tb, ms), cs.term, vocab, "json schema", ms)
     auto.key_order = cs.key_order
     auto.relaxed = cs.relaxed
     auto.canonical = cs.canonical

@@ -673,6 +673,32 @@ def test_paused_gc_nests_and_keeps_the_users_choice():
         (gc.enable if was else gc.disable)()
 
 
+def test_paused_gc_collects_what_a_long_pause_left_young():
+    """A pause that leaves more than YOUNG_COLLECT objects young collects them when it
+    ends (generation 1, into the old one), not at the first allocation after it; a
+    short pause leaves its few for the collector; a disabled collector is not run."""
+    import gc
+
+    from fsm.terms import YOUNG_COLLECT, paused_gc
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        gc.collect()
+        with paused_gc():
+            kept = [[i] for i in range(YOUNG_COLLECT + 1000)]
+        assert gc.get_count()[1:] == (0, 1) and gc.isenabled()  # one generation-1 run
+        with paused_gc():
+            few = [[i] for i in range(100)]
+        assert gc.get_count()[0] >= 100
+        gc.disable()
+        with paused_gc():
+            more = [[i] for i in range(YOUNG_COLLECT + 1000)]
+        assert gc.get_count()[0] > YOUNG_COLLECT and not gc.isenabled()
+        assert len(kept) + len(few) + len(more) > 2 * YOUNG_COLLECT
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
 @pytest.mark.parametrize("text", ["select", "SeLeCt", "a.b", "x y", "é", "ß", "ſ", "İ", "Σσς",
                                   "k2", "(?i)", "\\n", "ﬀ", "\U0001F600", ""])
 def test_caseless_literal_is_the_regex_term(text):
