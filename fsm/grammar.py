@@ -717,17 +717,33 @@ def _refuse_reduce_reduce(analyzer) -> None:
 
 
 def _productive(rules, terminals: set) -> set:
-    """Nonterminals that derive some terminal string."""
+    """Nonterminals that derive some string of `terminals`: a worklist, each rule
+    counting the nonterminals on its right not yet known productive (a rule with
+    another terminal never fires). Passes over every rule until nothing changed cost
+    package.json's recursive schema ~25 ms."""
+    left, uses, todo = [], {}, []
+    for k, r in enumerate(rules):
+        n = 0
+        for s in r.expansion:
+            if not s.is_term:
+                n += 1
+                uses.setdefault(s.name, []).append(k)
+            elif s.name not in terminals:
+                n = -1 - len(r.expansion)  # below zero for good
+                break
+        left.append(n)
+        if not n:
+            todo.append(r.origin.name)
     prod: set = set()
-    changed = True
-    while changed:
-        changed = False
-        for r in rules:
-            o = r.origin.name
-            if o not in prod and all(s.name in terminals if s.is_term else s.name in prod
-                                     for s in r.expansion):
-                prod.add(o)
-                changed = True
+    while todo:
+        o = todo.pop()
+        if o in prod:
+            continue
+        prod.add(o)
+        for k in uses.get(o, ()):
+            left[k] -= 1
+            if not left[k]:
+                todo.append(rules[k].origin.name)
     return prod
 
 

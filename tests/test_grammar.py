@@ -676,6 +676,33 @@ def test_unproductive_rules_are_dropped():
     assert allowed_ids(m.next_token_mask(), vocab.size) == {0}
 
 
+def test_productive_equals_fixpoint():
+    """_productive (a worklist) against passes over every rule until nothing changes,
+    on random rule sets with dead terminals, repeated symbols and cycles (with no
+    terminal live it finds the nullable nonterminals, as _lalr_tables' worklist does:
+    test_lalr_tables_match_lark checks that one)."""
+    from lark.grammar import NonTerminal, Rule, Terminal
+
+    from fsm.grammar import _productive
+    rng = random.Random(7)
+    for _ in range(300):
+        nts, ts = [f"n{i}" for i in range(rng.randint(1, 7))], ["A", "B", "C"]
+        rules = [Rule(NonTerminal(rng.choice(nts)),
+                      [Terminal(rng.choice(ts)) if rng.random() < 0.4 else
+                       NonTerminal(rng.choice(nts)) for _ in range(rng.randint(0, 4))], 0)
+                 for _ in range(rng.randint(1, 12))]
+        for live in ({"A", "B", "C"}, {"A"}, set()):
+            want, changed = set(), True
+            while changed:
+                changed = False
+                for r in rules:
+                    if r.origin.name not in want and all(
+                            x.name in live if x.is_term else x.name in want for x in r.expansion):
+                        want.add(r.origin.name)
+                        changed = True
+            assert _productive(rules, live) == want
+
+
 # -- compile_cfg -----------------------------------------------------------------------
 def test_compile_cfg_matches_equivalent_lark_grammar():
     tb = TermBuilder()
