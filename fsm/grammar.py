@@ -537,12 +537,15 @@ class GrammarAutomaton(TokenAutomaton):
     GrammarSource's."""
 
     def __init__(self, source: "GrammarSource", vocab: Vocabulary, description: str = "",
-                 max_states: int | None = None, walk_loops: bool = True):
+                 max_states: int | None = None, ahead: bool = True):
         from .grammar_masks import GrammarMasks
         super().__init__(source, source.start_key, vocab, description, max_states)
         self.source = source
-        self.masks = GrammarMasks(source, vocab, self.dfa, max_states or DEFAULT_MAX_STATES)
-        if walk_loops:  # (recursive JSON Schemas do not: there time to first mask counts)
+        # `ahead` (Lark grammars): loop positions walked now, keyword positions on from
+        # the boundary of all terminals (GrammarMasks). Recursive JSON Schemas walk each
+        # position as met: their time to first mask counts, and a key is a terminal.
+        self.masks = GrammarMasks(source, vocab, self.dfa, max_states or DEFAULT_MAX_STATES, ahead)
+        if ahead:
             self.masks.walk_loops()
         self._loops: dict = {}  # lexeme id -> _loop_bytes
 

@@ -42,6 +42,15 @@ one by one, by stepping the element's configuration. Masks are thus exact.
 An element whose lexeme can end here also allows what the boundary after it allows
 (the stack after the terminal; for an %ignore'd terminal, the same stack, minus the
 tokens whose first byte would continue the ignored lexeme: longest match).
+
+Positions are walked when first met, but for two kinds. The positions inside a
+terminal's loops (strings, comments, identifiers, numbers) are walked when the
+automaton is built where that is cheap, and the wide ones (SQL's identifier) right
+after the boundary walk of all terminals (`walk_loops`). A position inside a keyword
+(`JO|IN`: a lexeme with a few words left) walks those words' trie paths, and the
+tokens that run past a word on from the boundary of all terminals, whose lexer states
+are then shared: relative to the boundary after the keyword, their requirements get
+it in front (`_literal_plan`).
 """
 from __future__ import annotations
 
@@ -294,6 +303,8 @@ class _Plan:
 
 # A walk that builds this many lexer states collects the young generations itself.
 COLLECT_AFTER = 200
+# _literal_plan walks a position whose lexeme has at most this many words left.
+LITERAL_WORDS = 64
 # walk_loops walks a position by the trie if at most this many tokens start in its row.
 EAGER_TOKENS = 4096
 # A walk whose start leads at least this share of the tokens into one state that loops
@@ -420,8 +431,9 @@ def _top_states(stack, depth: int) -> tuple:
 class GrammarMasks:
     """Element masks (packed uint32 bitmask rows) for a GrammarSource and vocabulary."""
 
-    def __init__(self, g, vocab, byte_dfa: LazyDFA, max_states: int):
+    def __init__(self, g, vocab, byte_dfa: LazyDFA, max_states: int, ahead: bool = True):
         self.g, self.vocab, self.byte_dfa = g, vocab, byte_dfa
+        self.ahead = ahead  # keyword positions walked on from the shared boundary
         self.lex = LexerSource(g)
         # the lexer DFA depends on the grammar and vocabulary only, not on the output:
         # it is not held to the configuration cap
@@ -441,6 +453,8 @@ class GrammarMasks:
         self._ctx_of_state: dict = {}  # LR state -> a walked context covering its actions
         self._restart: dict = {}     # (terminal, lexeme id) -> GrammarMasks._restarts
         self._no_first: dict = {}    # lexeme id -> bits of tokens not starting in its row
+        self._wide: list = []        # (terminal, lexeme): loop positions walk_loops left
+        self._reqs: dict = {}        # lexer state -> _requirements
         self.stats = {"walks": 0, "exact_checks": 0}
 
     # -- plans -----------------------------------------------------------------------
@@ -462,67 +476,150 @@ class GrammarMasks:
         return p
 
     def _make_plan(self, key, trie_walk: bool = True) -> _Plan | None:
-        trie, dfa, g = self.vocab.trie, self.dfa, self.g
+        trie, dfa = self.vocab.trie, self.dfa
         s = dfa.state_of(key)
         looped = self.walker.loop_walk(s, self.vocab.columns)
         if looped is None and not trie_walk:
             return None
         self.stats["walks"] += 1
-        loop = None
         if looped is not None:
             tokens, sts, loop, loop_state = looped
-            alive = tokens < self.width
-        else:
-            nodes, sts = self.walker.walk(s)
-            tokens = trie.token_of_node.take(nodes)
-            alive = tokens >= 0
-            if len(trie.dup_nodes):  # tokens with the same bytes as another one
-                dup = np.isin(trie.dup_nodes, nodes)
-                pos = {n: k for k, n in enumerate(nodes.tolist())}
-                tokens = np.concatenate([tokens, trie.dup_ids[dup]])
-                sts = np.concatenate([sts, sts.take([pos[n] for n in trie.dup_nodes[dup].tolist()])])
-                alive = np.concatenate([alive, np.ones(int(dup.sum()), dtype=bool)])
-            alive &= tokens < self.width
-        tokens, sts = tokens[alive], sts[alive]
-        present = np.zeros(dfa.num_states, dtype=bool)  # no sort: a walk keeps ~100k nodes
-        present[sts] = True
-        if loop is not None:
-            present[loop_state] = True
-        classes = np.flatnonzero(present)
-        remap = np.zeros(dfa.num_states, dtype=np.intp)
-        remap[classes] = np.arange(len(classes))
-        token_class = remap.take(sts)
-        # requirement tree: node per terminal sequence, parents first
-        nodes, parent, term = {(): 0}, [0], [-1]
+            keep = tokens < self.width
+            return self._assemble(tokens[keep], sts[keep], None, (), loop, loop_state)
+        nodes, sts = self.walker.walk(s)
+        tokens, sts, _ = self._node_tokens(nodes, sts, None)
+        return self._assemble(tokens, sts, None, ())
 
-        def node(seq):
-            k = nodes.get(seq)
-            if k is None:
-                p = node(seq[:-1])
-                k = nodes[seq] = len(parent)
-                parent.append(p)
-                term.append(seq[-1])
-            return k
-        ignored = g.ignored
-        per_class, per_class_deep, any_deep = [], [], False
-        for u in classes.tolist():
-            req, dreq = set(), set()
-            for seq, i, _x, kind in self.lex.items(dfa.keys[u]):
+    def _node_tokens(self, nodes: np.ndarray, sts: np.ndarray, flags) -> tuple:
+        """The tokens of trie nodes `nodes` (with their states and flags): those of
+        the same bytes as another one too, none past the mask's width."""
+        trie = self.vocab.trie
+        tokens = trie.token_of_node.take(nodes)
+        if len(trie.dup_nodes):  # tokens with the same bytes as another one
+            dup = np.isin(trie.dup_nodes, nodes)
+            if dup.any():
+                pos = {n: k for k, n in enumerate(nodes.tolist())}
+                at = [pos[n] for n in trie.dup_nodes[dup].tolist()]
+                tokens = np.concatenate([tokens, trie.dup_ids[dup]])
+                sts = np.concatenate([sts, sts.take(at)])
+                flags = None if flags is None else np.concatenate([flags, flags.take(at)])
+        keep = (tokens >= 0) & (tokens < self.width)
+        return tokens[keep], sts[keep], None if flags is None else flags[keep]
+
+    def _literal_words(self, x) -> list | None:
+        """The words of lexeme x where its language is finite and small (the rest of a
+        keyword: `in`i after `jo`, 4 words): at most LITERAL_WORDS words of at most 32
+        bytes, byte classes of at most 4 bytes (case pairs); else None."""
+        g, words, todo = self.g, [], [(b"", x)]
+        while todo:
+            w, y = todo.pop()
+            if y.nullable:
+                words.append(w)
+            for a, b, z in g._live_row(y):
+                if b - a > 4 or len(w) >= 32:
+                    return None
+                todo += [(w + bytes((c,)), z) for c in range(a, b)]
+            if len(words) + len(todo) > LITERAL_WORDS:
+                return None
+        return words
+
+    def _literal_plan(self, t: int, x, words: list) -> _Plan:
+        """The walk of the position inside lexeme x of terminal t whose rest is one of a
+        few `words` (a keyword's): the tokens along each word's trie path (the lexeme
+        goes on), and the tokens that run past a whole word walked on from the boundary
+        of all terminals, shared: their lexer states are relative to the boundary after
+        t, so their requirements get t in front (_assemble). A walk from the position
+        itself builds a lexer state for every state after t: SQL's `JO|IN` ~90 of
+        them, ~3-4 ms, though the boundary's walk has most of them already."""
+        self.stats["walks"] += 1
+        dfa, trie, lex, cols = self.dfa, self.vocab.trie, self.lex, self.vocab.columns
+        s_pos = dfa.state_of(lex.position(None, t, x))
+        s_all = dfa.state_of(lex.boundary(self._all))
+        along: dict = {}  # trie node -> state after it, from the position
+        by_len: dict = {}  # word length -> TokenColumns positions of the longer tokens
+        for w in words:
+            st = s_pos
+            for i, c in enumerate(trie.path(w)):
+                st = dfa.step(st, w[i])
+                along[int(trie.offset[i] + c)] = st
+            if not w or len(w) >= len(cols.count):
+                continue
+            b = w[0]  # the tokens longer than w that start with it
+            pos = cols.with_first[cols.first_start[b]:cols.first_start[b + 1]]
+            pos = pos[pos < cols.count[len(w)]]
+            for j in range(1, len(w)):
+                pos = pos[cols.column[j].take(pos) == w[j]]
+            by_len.setdefault(len(w), []).append(pos)
+        past_pos, past_st = [], []
+        for n, parts in by_len.items():  # (a keyword's case variants: one walk)
+            pos = np.sort(np.concatenate(parts))
+            if len(pos):
+                p, q = walk_columns(dfa, cols, self.vocab.token_bytes, pos,
+                                    np.full(len(pos), s_all, dtype=np.int32), n)
+                past_pos.append(p)
+                past_st.append(q)
+        nodes = np.fromiter(along, dtype=np.intp, count=len(along))
+        tokens, sts, _ = self._node_tokens(nodes, np.fromiter(along.values(), dtype=np.int32,
+                                                                count=len(along)), None)
+        flags = np.zeros(len(tokens), dtype=bool)
+        if past_pos:
+            past = cols.order.take(np.concatenate(past_pos))
+            keep = past < self.width
+            tokens = np.concatenate([tokens, past[keep]])
+            sts = np.concatenate([sts, np.concatenate(past_st)[keep].astype(np.int32, copy=False)])
+            flags = np.concatenate([flags, np.ones(int(keep.sum()), dtype=bool)])
+        return self._assemble(tokens, sts, flags, (t,))
+
+    def _requirements(self, u: int) -> tuple:
+        """The terminal sequences that allow lexer state u's tokens: one per plain item
+        (its completed terminals, then its own), and those of its DEEP markers (only
+        their prefix is known: exact checks); kept per state (shared by the walks that
+        end there, and by _literal_plan's, which put a terminal in front)."""
+        r = self._reqs.get(u)
+        if r is None:
+            ignored, reqs, dreqs = self.g.ignored, set(), set()
+            for seq, i, _x, kind in self.lex.items(self.dfa.keys[u]):
                 if kind == DEEP:  # seq stopped growing: only its prefix is known
-                    dreq.add(node(seq))
+                    dreqs.add(seq)
                 else:
                     s0 = _terms(seq)
-                    req.add(node(s0 + (i,) if not ignored[i] else s0))
-            per_class.append(req)
-            per_class_deep.append(dreq)
-            any_deep = any_deep or bool(dreq)
+                    reqs.add(s0 + (i,) if not ignored[i] else s0)
+            r = self._reqs[u] = (tuple(reqs), tuple(dreqs))
+        return r
+
+    def _assemble(self, tokens, sts, shifted, prefix: tuple, loop=None, loop_state=-1) -> _Plan:
+        """The plan of `tokens` ending in lexer states `sts`. Where `shifted` (bool per
+        token) is set, the state is relative to the boundary after the position's
+        terminal (_literal_plan): its requirements get `prefix` in front."""
+        dfa, g = self.dfa, self.g
+        code = sts.astype(np.intp) * 2  # a class: a lexer state, shifted or not
+        if shifted is not None:
+            code += shifted
+        present = np.zeros(2 * dfa.num_states, dtype=bool)  # no sort: a walk keeps ~100k nodes
+        present[code] = True
+        if loop is not None:
+            present[2 * loop_state] = True
+        classes = np.flatnonzero(present)
+        remap = np.zeros(2 * dfa.num_states, dtype=np.intp)
+        remap[classes] = np.arange(len(classes))
+        token_class = remap.take(code)
+        # requirement tree: a node per terminal sequence (and per prefix of one)
+        per_class, per_class_deep, closed = [], [], {()}
+        for cu in classes.tolist():
+            reqs, dreqs = self._requirements(cu >> 1)
+            if cu & 1:
+                reqs, dreqs = [prefix + q for q in reqs], [prefix + q for q in dreqs]
+            per_class.append(reqs)
+            per_class_deep.append(dreqs)
+            for q in (*reqs, *dreqs):
+                while q not in closed:
+                    closed.add(q)
+                    q = q[:-1]
+        any_deep = any(per_class_deep)
         # preorder (sorted sequences: a prefix comes first, a subtree is contiguous),
         # so that _met skips the subtree of a sequence the stack does not take
-        seqs = sorted(nodes)
+        seqs = sorted(closed)
         new = {seq: k for k, seq in enumerate(seqs)}
-        renum = [0] * len(seqs)
-        for seq, k in nodes.items():
-            renum[k] = new[seq]
         parent = [0] + [new[q[:-1]] for q in seqs[1:]]
         term = [-1] + [q[-1] for q in seqs[1:]]
         skip = [0] * len(seqs)
@@ -532,13 +629,13 @@ class GrammarMasks:
                 j = skip[j]
             skip[k] = j
         false = len(seqs)  # sentinel requirement, never met
-        cols, starts = _csr([{renum[k] for k in r} for r in per_class], false)
+        cols, starts = _csr([{new[q] for q in r} for r in per_class], false)
         dcols = dstarts = None
         if any_deep:
-            dcols, dstarts = _csr([{renum[k] for k in r} for r in per_class_deep], false)
+            dcols, dstarts = _csr([{new[q] for q in r} for r in per_class_deep], false)
         plan = _Plan(tokens, token_class, parent, term, skip, cols, starts, dcols, dstarts)
         if loop is not None:
-            plan.loop, plan.loop_class = loop, int(remap[loop_state])
+            plan.loop, plan.loop_class = loop, int(remap[2 * loop_state])
         return plan
 
     # -- evaluation -------------------------------------------------------------------
@@ -630,6 +727,10 @@ class GrammarMasks:
             plan = self._ctx_plans.get(ctx)
             if plan is None:
                 plan = self._ctx_plans[ctx] = self._plan(self.lex.boundary(ctx))
+                if ctx == self._all:  # the loop positions walk_loops left: their lexer
+                    for t, y in self._wide:  # states are mostly built now, in a slow step
+                        self._position_plan(t, y)
+                    self._wide = []
             b = self._boundary[stack] = self._position_bits(plan, stack, (stack, -1, self.g.tb.empty))
         return b
 
@@ -708,8 +809,12 @@ class GrammarMasks:
         where it would take a walk of the trie and `trie_walk` is False."""
         plan = self._pos_plans.get((t, x.id))
         if plan is None:
-            ctx = self._all if self.g.ignored[t] else None
-            plan = self._plan(self.lex.position(ctx, t, x), trie_walk)
+            ignored = self.g.ignored[t]
+            words = self._literal_words(x) if self.ahead and not ignored else None
+            if words is not None:
+                plan = self._literal_plan(t, x, words)
+            else:
+                plan = self._plan(self.lex.position(self._all if ignored else None, t, x), trie_walk)
             if plan is not None:
                 self._pos_plans[(t, x.id)] = plan
         return plan
@@ -740,7 +845,8 @@ class GrammarMasks:
                     if g.ignored[t] and y.nullable and self._restarts(t, y, seg):
                         continue  # its element allows what the boundary allows
                     narrow = sum(first[a:b].sum() for a, b, _z in seg) <= EAGER_TOKENS
-                    self._position_plan(t, y, trie_walk=narrow)
+                    if self._position_plan(t, y, trie_walk=narrow) is None:
+                        self._wide.append((t, y))
 
     def _restarts(self, t: int, x, seg) -> bool:
         """Whether an ignored lexeme x of terminal t goes on exactly as a new lexeme of

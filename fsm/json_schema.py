@@ -2615,7 +2615,7 @@ def build_automaton(schema, vocab, max_states: int | None = None, **options):
         if cs.rules is not None:
             from .grammar import GrammarAutomaton
             auto = GrammarAutomaton(cs.rules.grammar_source(ms), vocab, "json schema (recursive)",
-                                    ms, walk_loops=False)
+                                    ms, ahead=False)
         else:
             auto = TokenAutomaton(JsonTermSource(tb, ms), cs.term, vocab, "json schema", ms)
     auto.key_order = cs.key_order

@@ -463,7 +463,7 @@ def test_loop_positions_walked_when_built(name, loops):
     from fsm.grammar import GrammarAutomaton, grammar_source
     vocab = grammar_vocab(name, seed=3)
     eager = GrammarAutomaton(grammar_source(GRAMMARS[name]), vocab)
-    lazy = GrammarAutomaton(grammar_source(GRAMMARS[name]), vocab, walk_loops=False)
+    lazy = GrammarAutomaton(grammar_source(GRAMMARS[name]), vocab, ahead=False)
     assert not lazy.masks._pos_plans
     assert {eager.source.names[t] for t, _x in eager.masks._pos_plans} == loops
     rng = random.Random(3)
@@ -478,6 +478,51 @@ def test_loop_positions_walked_when_built(name, loops):
             t = rng.choice(ids)
             assert a.accept_token(t) and b.accept_token(t)
     assert lazy.masks._pos_plans  # the lazy one met positions of its own
+
+
+def test_keyword_positions_walk_on_from_the_shared_boundary(monkeypatch):
+    """A position inside a keyword (`JO|IN`, `sel|ect`) is walked along the keyword's
+    few words and, past a whole word, on from the boundary of all terminals with the
+    keyword put in front of the requirements (GrammarMasks._literal_plan); its masks
+    equal the brute force's, with tokens that run past keywords into identifiers,
+    strings, operators and other keywords, duplicate tokens among them."""
+    import fsm.grammar_masks as gm
+    made = []
+    real = gm.GrammarMasks._literal_plan
+    monkeypatch.setattr(gm.GrammarMasks, "_literal_plan",
+                        lambda self, t, x, words: made.append(self.g.names[t]) or real(self, t, x, words))
+    past = ["in", "IN", "In", "inner", "INner", "in(", "in'", "in.a", "inx", "in ", "in o",
+            "on", "ON", "onto", "ON(", "on ", "ect", "ECT", "ectx", "ect a", "ect*", "ECT'",
+            "m", "M", "mer", "ROM", "rom", "romt", "ere", "ERE", "ere(", "y", "Y", "ynot", "t(",
+            "unt(", "UNT(", "ax", "ax(", "ELECT", "elect", "electa", "ROUP", "roupby",
+            "S", "SEL", "J", "JO", "O", "F", "FR", "W", "WH", "co", "G"]
+    toks = sorted({t.encode() for t in past} | {c.encode() for c in ALPHABET["sql"]})
+    toks += [b"inner", b"on"]  # the same bytes as another token
+    _check_masks("sql", small_vocab(toks), walks=4, steps=14,
+                 prefer=[b"S", b"SEL", b"J", b"JO", b"O", b"F", b"FR", b"W", b"WH", b"co", b"G"])
+    assert {"JOIN", "ON", "SELECT", "FROM"} & set(made), made
+
+
+def test_wide_loop_positions_walked_with_the_boundary_of_all_terminals(monkeypatch):
+    """A loop position too wide to walk when the automaton is built (SQL's identifier,
+    ~15k tokens by first byte with SmolLM2) is walked right after the boundary walk of
+    all terminals, whose lexer states it mostly shares, in that step."""
+    import fsm.grammar_masks as gm
+    from fsm.grammar import GrammarAutomaton, grammar_source
+    monkeypatch.setattr(gm, "EAGER_TOKENS", 0)
+    vocab = grammar_vocab("sql", seed=2)
+    auto = GrammarAutomaton(grammar_source(GRAMMARS["sql"]), vocab)
+    wide = {auto.source.names[t] for t, _y in auto.masks._wide}
+    assert "NAME" in wide
+    assert not {auto.source.names[t] for t, _x in auto.masks._pos_plans} & wide
+    m = auto.matcher()
+    for t in [b"SELECT", b" ", b"a", b" ", b"FROM", b" ", b"t"]:
+        assert m.accept_token(vocab.token_bytes.index(t)), t
+        m.next_token_mask()
+        if not auto.masks._wide:
+            break
+    assert not auto.masks._wide
+    assert wide <= {auto.source.names[t] for t, _x in auto.masks._pos_plans}
 
 
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
