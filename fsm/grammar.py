@@ -49,7 +49,7 @@ complete more terminals than the lexer tracks (ambiguous lexer states) are check
 one by one, stepping the configuration (`step`) from the element.
 
 Performance (benchmarks/grammar_bench.py --repeat 3, SmolLM2 vocabulary, 2 shared
-cores, so +-50%): grammar to first mask 5-10 ms for arithmetic and JSON, 11-20 ms for
+cores, so +-50%): grammar to first mask 5-12 ms for arithmetic and JSON, 11-20 ms for
 the SQL subset, 14-27 ms for the toy language. Grammar text is read by our own front end
 (fsm/lark_text.py, ~1 ms; Lark's loader only for what it does not read), the LALR
 analysis is ours (`_lalr_tables`, ~2 ms), case-insensitive keywords skip re's parser
@@ -57,13 +57,14 @@ analysis is ours (`_lalr_tables`, ~2 ms), case-insensitive keywords skip re's pa
 fresh rule before optionals are expanded in place (`_hoist_tails`). The positions
 inside strings, comments, identifiers and numbers are walked when the automaton is
 built (`GrammarMasks.walk_loops`, ~0.5-1.5 ms each), not at their first visit. Time
-between masks: median 15-130 µs, 0.1-0.35x llguidance's but 1.0-1.3x on JSON (15-30 µs
-against 12-30): a mask copy for a configuration seen before, else ~10-300 µs. p99
-0.2-0.5 ms for arithmetic and JSON, 0.6-0.9 ms for the toy language, ~4-8 ms for SQL,
+between masks: median 15-170 µs, 0.1-0.35x llguidance's but 1.0-1.3x on JSON (15-35 µs
+against 12-33): a mask copy for a configuration seen before, else ~10-300 µs. p99
+0.2-0.7 ms for arithmetic and JSON, 0.5-0.9 ms for the toy language, 1.1-2 ms for SQL,
 whose keyword/identifier lexer states are many: its boundary's walk over every terminal
 takes ~40-50 ms once (~1.2k new lexer states, most met at a byte or two: their cells
-are derived one by one, LexerSource.derive, ~7 µs each), its identifier position
-~5 ms (a trie walk of ~15k tokens), a keyword's position 3-6 ms (~90 new lexer states).
+are derived one by one, LexerSource.derive, ~7 µs each; its identifier position is
+walked in the same step), a position inside a keyword ~0.5-1.2 ms (walked on from that
+boundary's lexer states: `GrammarMasks._literal_plan`).
 Memory: each DFA state (one per configuration reached) keeps its mask (vocabulary/8
 bytes) and, once its row is built, a 256-entry row; bound them with `max_states`.
 Each lexer position walked keeps its live tokens with their class (16 bytes each; a
