@@ -584,7 +584,7 @@ class GrammarMasks:
                 else:
                     s0 = _terms(seq)
                     reqs.add(s0 + (i,) if not ignored[i] else s0)
-            r = self._reqs[u] = (tuple(reqs), tuple(dreqs))
+            r = self._reqs[u] = (frozenset(reqs), frozenset(dreqs))
         return r
 
     def _assemble(self, tokens, sts, shifted, prefix: tuple, loop=None, loop_state=-1) -> _Plan:
@@ -603,18 +603,27 @@ class GrammarMasks:
         remap = np.zeros(2 * dfa.num_states, dtype=np.intp)
         remap[classes] = np.arange(len(classes))
         token_class = remap.take(code)
-        # requirement tree: a node per terminal sequence (and per prefix of one)
-        per_class, per_class_deep, closed = [], [], {()}
+        # classes with the same requirements are one (a keyword's states after it: ~70
+        # lexer states, a few distinct requirements); a requirement tree: a node per
+        # terminal sequence (and per prefix of one)
+        groups: dict = {}
+        merged, per_class, per_class_deep, closed = [], [], [], {()}
         for cu in classes.tolist():
             reqs, dreqs = self._requirements(cu >> 1)
-            if cu & 1:
-                reqs, dreqs = [prefix + q for q in reqs], [prefix + q for q in dreqs]
-            per_class.append(reqs)
-            per_class_deep.append(dreqs)
-            for q in (*reqs, *dreqs):
-                while q not in closed:
-                    closed.add(q)
-                    q = q[:-1]
+            k = groups.get((reqs, dreqs, cu & 1))
+            if k is None:
+                k = groups[(reqs, dreqs, cu & 1)] = len(per_class)
+                if cu & 1:
+                    reqs, dreqs = [prefix + q for q in reqs], [prefix + q for q in dreqs]
+                per_class.append(reqs)
+                per_class_deep.append(dreqs)
+                for q in (*reqs, *dreqs):
+                    while q not in closed:
+                        closed.add(q)
+                        q = q[:-1]
+            merged.append(k)
+        merged = np.array(merged, dtype=np.intp)
+        token_class = merged.take(token_class)
         any_deep = any(per_class_deep)
         # preorder (sorted sequences: a prefix comes first, a subtree is contiguous),
         # so that _met skips the subtree of a sequence the stack does not take
@@ -622,12 +631,10 @@ class GrammarMasks:
         new = {seq: k for k, seq in enumerate(seqs)}
         parent = [0] + [new[q[:-1]] for q in seqs[1:]]
         term = [-1] + [q[-1] for q in seqs[1:]]
-        skip = [0] * len(seqs)
-        for k in range(len(seqs) - 1, -1, -1):
-            j, q = k + 1, seqs[k]
-            while j < len(seqs) and seqs[j][: len(q)] == q:
-                j = skip[j]
-            skip[k] = j
+        size = [1] * len(seqs)  # of each subtree: it ends where the next one starts
+        for k in range(len(seqs) - 1, 0, -1):
+            size[parent[k]] += size[k]
+        skip = [k + n for k, n in enumerate(size)]
         false = len(seqs)  # sentinel requirement, never met
         cols, starts = _csr([{new[q] for q in r} for r in per_class], false)
         dcols = dstarts = None
@@ -635,7 +642,7 @@ class GrammarMasks:
             dcols, dstarts = _csr([{new[q] for q in r} for r in per_class_deep], false)
         plan = _Plan(tokens, token_class, parent, term, skip, cols, starts, dcols, dstarts)
         if loop is not None:
-            plan.loop, plan.loop_class = loop, int(remap[2 * loop_state])
+            plan.loop, plan.loop_class = loop, int(merged[remap[2 * loop_state]])
         return plan
 
     # -- evaluation -------------------------------------------------------------------
