@@ -323,17 +323,14 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]):
                 la |= follow[x]
             lhs, rhs = prods[k]
             red = (False, (nt_names[lhs], len(rhs)))
-            if la & end_bit:
-                la ^= end_bit
-                if la & taken:  # (reported first: the lowest terminal, as before)
-                    j = (la & taken & -(la & taken)).bit_length() - 1
-                    return f"conflict on terminal {names[j]} in rule {nt_names[lhs]}"
+            at_end, la = la & end_bit, la & ~end_bit
+            if la & taken:  # (the lowest terminal first, then the end of input, as before)
+                j = (la & taken & -(la & taken)).bit_length() - 1
+                return f"conflict on terminal {names[j]} in rule {nt_names[lhs]}"
+            if at_end:
                 if p in end_action:
                     return f"reduce/reduce conflict at the end of input in rule {nt_names[lhs]}"
                 end_action[p] = red
-            if la & taken:
-                j = (la & taken & -(la & taken)).bit_length() - 1
-                return f"conflict on terminal {names[j]} in rule {nt_names[lhs]}"
             taken |= la
             js = bit_lists.get(la)
             if js is None:

@@ -222,7 +222,7 @@ class LexerSource:
 
     def _item_row(self, j: int, bucket: int) -> tuple:
         """Item j's row in a lexer state of cap bucket `bucket`."""
-        seq, i, x, kind = item = self._items[j]
+        seq, i, x, kind = self._items[j]
         if kind == DEEP:
             return ((0, 256, 1 << j),)
         if i < 0:  # the boundary

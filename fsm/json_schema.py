@@ -2601,7 +2601,8 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
     cs = CompiledSchema(tb, term, comp.key_order, options, comp.relaxed)
     if not comp._meeting:
         cs.own_slots = (root, comp)
-    cs.rules = _RecursiveRules(tb, term, comp.rule_bodies, comp._marker_memo) if comp.rule_bodies else None
+    cs.rules = (_RecursiveRules(tb, term, comp.rule_bodies, comp._marker_memo)
+                if comp.rule_bodies else None)
     return cs
 
 
