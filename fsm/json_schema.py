@@ -2619,6 +2619,7 @@ def build_automaton(schema, vocab, max_states: int | None = None, **options):
                                     ms, ahead=False)
         else:
             auto = TokenAutomaton(JsonTermSource(tb, ms), cs.term, vocab, "json schema", ms)
+        paused_gc().collect_young()
     auto.key_order = cs.key_order
     auto.relaxed = cs.relaxed
     auto.canonical = cs.canonical

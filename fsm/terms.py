@@ -45,9 +45,7 @@ def row_target(row: Row, b: int):
     return None
 
 
-# Objects left young by a pause after which paused_gc collects them itself (generation
-# 1: once, into the old generation), instead of leaving that to the first allocation
-# after it (a decoding step), and the rescans of generation 1 after that.
+# Young objects above which a compilation collects them itself (`collect_young`).
 YOUNG_COLLECT = 20_000
 
 
@@ -71,9 +69,19 @@ class _PausedGC:
         with self._lock:
             self._users -= 1
             if self._users == 0 and self._was_enabled:
-                if gc.get_count()[0] > YOUNG_COLLECT:
-                    gc.collect(1)
                 gc.enable()
+
+    def collect_young(self) -> None:
+        """Inside a pause, at the end of a compilation: if it left more than
+        YOUNG_COLLECT objects young, collect them now, once (generation 1: into the old
+        generation), counted in the compilation, rather than at the first allocation
+        after the pause (a decoding step) and in the rescans of generation 1 after
+        that. Not where the collector was off before the pause. Not at the end of
+        every pause: decoding steps leave a few hundred objects each, which add up
+        across steps to this many and would make some step pay generation 1."""
+        with self._lock:
+            if self._users and self._was_enabled and gc.get_count()[0] > YOUNG_COLLECT:
+                gc.collect(1)
 
 
 _PAUSED_GC = _PausedGC()
@@ -84,11 +92,10 @@ def paused_gc() -> _PausedGC:
 
     They are many small acyclic objects (freed by reference counting), yet each batch
     of them counts towards a full collection, which in a process that has loaded
-    transformers scans ~300k objects (~100+ ms). A pause that leaves more than
-    YOUNG_COLLECT objects young (a big schema's compilation: SchemaStore's package.json
-    leaves ~200k) ends with one collection of the young generations, ~5-40 ms, counted
-    where they were made. Re-entrant and thread-safe; a collector the user disabled
-    stays disabled (and is not run)."""
+    transformers scans ~300k objects (~100+ ms). A compilation that leaves many
+    objects young (SchemaStore's package.json: ~200k) collects them at its end
+    (`collect_young`). Re-entrant and thread-safe; a collector the user disabled stays
+    disabled."""
     return _PAUSED_GC
 
 

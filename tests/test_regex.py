@@ -673,10 +673,10 @@ def test_paused_gc_nests_and_keeps_the_users_choice():
         (gc.enable if was else gc.disable)()
 
 
-def test_paused_gc_collects_what_a_long_pause_left_young():
-    """A pause that leaves more than YOUNG_COLLECT objects young collects them when it
-    ends (generation 1, into the old one), not at the first allocation after it; a
-    short pause leaves its few for the collector; a disabled collector is not run."""
+def test_paused_gc_collect_young():
+    """At the end of a compilation that left more than YOUNG_COLLECT objects young,
+    collect_young collects them (one generation-1 run); with fewer, or where the
+    collector was off before the pause, it does not; a pause alone never collects."""
     import gc
 
     from fsm.terms import YOUNG_COLLECT, paused_gc
@@ -686,14 +686,18 @@ def test_paused_gc_collects_what_a_long_pause_left_young():
         gc.collect()
         with paused_gc():
             kept = [[i] for i in range(YOUNG_COLLECT + 1000)]
-        assert gc.get_count()[1:] == (0, 1) and gc.isenabled()  # one generation-1 run
-        with paused_gc():
+            assert gc.get_count()[0] > YOUNG_COLLECT  # (no collection while paused)
+            paused_gc().collect_young()
+            assert gc.get_count() == (0, 0, 1)
             few = [[i] for i in range(100)]
-        assert gc.get_count()[0] >= 100
+            paused_gc().collect_young()
+            assert gc.get_count()[0] >= 100
         gc.disable()
         with paused_gc():
             more = [[i] for i in range(YOUNG_COLLECT + 1000)]
-        assert gc.get_count()[0] > YOUNG_COLLECT and not gc.isenabled()
+            paused_gc().collect_young()
+            assert gc.get_count()[0] > YOUNG_COLLECT
+        assert not gc.isenabled()
         assert len(kept) + len(few) + len(more) > 2 * YOUNG_COLLECT
     finally:
         (gc.enable if was else gc.disable)()
