@@ -284,7 +284,7 @@ class _Plan:
     it. Only live tokens are kept: most positions inside a lexeme keep a handful."""
     __slots__ = ("tokens", "token_class", "parent", "term", "skip", "cols", "starts",
                  "deep_cols", "deep_starts", "has_deep", "cache", "depths", "by_top",
-                 "loop", "loop_class")
+                 "loop", "loop_class", "by_id")
 
     def __init__(self, tokens, token_class, parent, term, skip, cols, starts, deep_cols,
                  deep_starts):
@@ -299,6 +299,7 @@ class _Plan:
         self.depths: list = []                      # their lengths - 1 (_position_bits)
         self.loop = None                            # tokens of class loop_class (bool
         self.loop_class = -1                        # per token: LexerWalker.loop_walk)
+        self.by_id = None                           # class per token id (see _assemble)
 
 
 # A walk that builds this many lexer states collects the young generations itself.
@@ -641,6 +642,11 @@ class GrammarMasks:
         if any_deep:
             dcols, dstarts = _csr([{new[q] for q in r} for r in per_class_deep], false)
         plan = _Plan(tokens, token_class, parent, term, skip, cols, starts, dcols, dstarts)
+        if 4 * len(tokens) > self.width and np.bincount(tokens).max() == 1:
+            # most tokens live (a boundary, an identifier): a mask is one gather by token
+            # id (~60 us at 49k tokens), not a gather, a selection and a scatter (~190)
+            plan.by_id = np.full(self.width, len(per_class), dtype=np.intp)
+            plan.by_id[tokens] = token_class
         if loop is not None:
             plan.loop, plan.loop_class = loop, int(merged[remap[2 * loop_state]])
         return plan
@@ -687,8 +693,11 @@ class GrammarMasks:
         bits = plan.cache.get(ck)
         if bits is None:
             ok = np.logical_or.reduceat(met.take(plan.cols), plan.starts)
-            allowed = np.zeros(self.width, dtype=bool)
-            allowed[plan.tokens[ok.take(plan.token_class)]] = True
+            if plan.by_id is not None:
+                allowed = np.append(ok, False).take(plan.by_id)
+            else:
+                allowed = np.zeros(self.width, dtype=bool)
+                allowed[plan.tokens[ok.take(plan.token_class)]] = True
             if plan.loop is not None and ok[plan.loop_class]:
                 allowed |= plan.loop
             if plan.has_deep:
