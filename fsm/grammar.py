@@ -68,7 +68,8 @@ boundary's lexer states: `GrammarMasks._literal_plan`).
 Memory: each DFA state (one per configuration reached) keeps its mask (vocabulary/8
 bytes) and, once its row is built, a 256-entry row; bound them with `max_states`.
 Each lexer position walked keeps its live tokens with their class (16 bytes each; a
-string or comment position keeps its looping tokens as one byte per vocabulary entry).
+string or comment position keeps its looping tokens as one byte per vocabulary entry;
+one where most tokens live, their class by token id too: 8 bytes per vocabulary entry).
 
 Lower level, used by recursive JSON Schemas: `compile_cfg` takes BNF rules over
 terminals given as terms.
