@@ -432,7 +432,7 @@ def _top_states(stack, depth: int) -> tuple:
 class GrammarMasks:
     """Element masks (packed uint32 bitmask rows) for a GrammarSource and vocabulary."""
 
-    def __init__(self, g, vocab, byte_dfa: LazyDFA, max_states: int, ahead: bool = True):
+    def __init__(self, g, vocab, byte_dfa: LazyDFA, max_states: int, ahead: bool):
         self.g, self.vocab, self.byte_dfa = g, vocab, byte_dfa
         self.ahead = ahead  # keyword positions walked on from the shared boundary
         self.lex = LexerSource(g)
@@ -477,7 +477,7 @@ class GrammarMasks:
         return p
 
     def _make_plan(self, key, trie_walk: bool = True) -> _Plan | None:
-        trie, dfa = self.vocab.trie, self.dfa
+        dfa = self.dfa
         s = dfa.state_of(key)
         looped = self.walker.loop_walk(s, self.vocab.columns)
         if looped is None and not trie_walk:
@@ -487,13 +487,12 @@ class GrammarMasks:
             tokens, sts, loop, loop_state = looped
             keep = tokens < self.width
             return self._assemble(tokens[keep], sts[keep], None, (), loop, loop_state)
-        nodes, sts = self.walker.walk(s)
-        tokens, sts, _ = self._node_tokens(nodes, sts, None)
+        tokens, sts = self._node_tokens(*self.walker.walk(s))
         return self._assemble(tokens, sts, None, ())
 
-    def _node_tokens(self, nodes: np.ndarray, sts: np.ndarray, flags) -> tuple:
-        """The tokens of trie nodes `nodes` (with their states and flags): those of
-        the same bytes as another one too, none past the mask's width."""
+    def _node_tokens(self, nodes: np.ndarray, sts: np.ndarray) -> tuple:
+        """The tokens of trie nodes `nodes` and their states: those of the same bytes
+        as another one too, none past the mask's width."""
         trie = self.vocab.trie
         tokens = trie.token_of_node.take(nodes)
         if len(trie.dup_nodes):  # tokens with the same bytes as another one
@@ -503,9 +502,8 @@ class GrammarMasks:
                 at = [pos[n] for n in trie.dup_nodes[dup].tolist()]
                 tokens = np.concatenate([tokens, trie.dup_ids[dup]])
                 sts = np.concatenate([sts, sts.take(at)])
-                flags = None if flags is None else np.concatenate([flags, flags.take(at)])
         keep = (tokens >= 0) & (tokens < self.width)
-        return tokens[keep], sts[keep], None if flags is None else flags[keep]
+        return tokens[keep], sts[keep]
 
     def _literal_words(self, x) -> list | None:
         """The words of lexeme x where its language is finite and small (the rest of a
@@ -560,8 +558,8 @@ class GrammarMasks:
                 past_pos.append(p)
                 past_st.append(q)
         nodes = np.fromiter(along, dtype=np.intp, count=len(along))
-        tokens, sts, _ = self._node_tokens(nodes, np.fromiter(along.values(), dtype=np.int32,
-                                                                count=len(along)), None)
+        tokens, sts = self._node_tokens(nodes, np.fromiter(along.values(), dtype=np.int32,
+                                                             count=len(along)))
         flags = np.zeros(len(tokens), dtype=bool)
         if past_pos:
             past = cols.order.take(np.concatenate(past_pos))
@@ -592,7 +590,7 @@ class GrammarMasks:
         """The plan of `tokens` ending in lexer states `sts`. Where `shifted` (bool per
         token) is set, the state is relative to the boundary after the position's
         terminal (_literal_plan): its requirements get `prefix` in front."""
-        dfa, g = self.dfa, self.g
+        dfa = self.dfa
         code = sts.astype(np.intp) * 2  # a class: a lexer state, shifted or not
         if shifted is not None:
             code += shifted

@@ -90,8 +90,8 @@ _PYDANTIC_IP = {"ipvanyaddress": (IPV4, IPV6), "ipv4interface": (IPV4 + _V4_PREF
                 "ipvanyinterface": (IPV4 + _V4_PREFIX, IPV6 + _V6_PREFIX)}
 # formats Pydantic writes for the ipaddress networks: which address families each takes
 _PYDANTIC_NETWORKS = {"ipv4network": (False,), "ipv6network": (True,), "ipvanynetwork": (False, True)}
-# Pydantic's UUID1/3/4/5/6/7/8: the version digit, and the RFC 4122 variant (Python's
-# uuid.UUID.version is None for the others, which Pydantic then refuses)
+
+
 def _base64(alphabet: str) -> str:
     """Padded base64 (RFC 4648) of ASCII text, over `alphabet` (64 characters in value
     order). Pydantic writes this format for Base64Bytes and Base64Str alike, and the
@@ -107,6 +107,8 @@ def _base64(alphabet: str) -> str:
 
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _BASE64 = {"base64": _base64(_B64 + "+/"), "base64url": _base64(_B64 + "-_")}
+# Pydantic's UUID1/3/4/5/6/7/8: the version digit, and the RFC 4122 variant (Python's
+# uuid.UUID.version is None for the others, which Pydantic then refuses)
 _PYDANTIC_UUIDS = {f"uuid{v}": "-".join([_HEX + "{8}", _HEX + "{4}", f"{v}{_HEX}{{3}}", f"[89ABab]{_HEX}{{3}}",
                                          _HEX + "{12}"]) for v in (1, 3, 4, 5, 6, 7, 8)}
 

@@ -280,7 +280,7 @@ class CompiledSchema:
             for combo in product(*[self._arrange(s, x) for s, x in zip(subs, v)]):
                 yield list(combo)
             return
-        props, own, rank = node.get("properties", {}), _own_keys(node), self._key_rank
+        own, rank = _own_keys(node), self._key_rank
         keys = sorted(v, key=lambda k: (k not in own, rank.get(k, len(rank))))
         subs = [comp._key_schema(node, k) for k in keys]
         for combo in product(*[self._arrange(s, v[k]) for s, k in zip(subs, keys)]):
@@ -2361,6 +2361,7 @@ def _is_count(v) -> bool:
 
 def _is_type_value(v) -> bool:
     return v in _TYPE_NAMES or isinstance(v, list) and bool(v) and all(t in _TYPE_NAMES for t in v)
+
 
 _VALUE_CHECKS = {  # keyword -> (what it must be, test)
     **{k: ("a non-negative integer", _is_count) for k in _COUNT_KW},
