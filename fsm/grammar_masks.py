@@ -456,6 +456,10 @@ class GrammarMasks:
         self._no_first: dict = {}    # lexeme id -> bits of tokens not starting in its row
         self._wide: list = []        # (terminal, lexeme): loop positions walk_loops left
         self._reqs: dict = {}        # lexer state -> _requirements
+        self._seq_ids: dict = {}     # terminal sequence -> its id (_seq)
+        self._seqs: list = []        # id -> terminal sequence
+        self._seq_parent: list = []  # id -> id of the sequence without its last terminal
+        self._shifted: dict = {}     # (terminal, id) -> _shift
         self.stats = {"walks": 0, "exact_checks": 0}
 
     # -- plans -----------------------------------------------------------------------
@@ -569,11 +573,32 @@ class GrammarMasks:
             flags = np.concatenate([flags, np.ones(int(keep.sum()), dtype=bool)])
         return self._assemble(tokens, sts, flags, (t,))
 
+    def _seq(self, q: tuple) -> int:
+        """The id of terminal sequence q (interned: requirement trees are built from ids,
+        whose hashes, unlike a tuple's, cost nothing)."""
+        i = self._seq_ids.get(q)
+        if i is None:
+            parent = self._seq(q[:-1]) if q else -1
+            i = self._seq_ids[q] = len(self._seqs)
+            self._seqs.append(q)
+            self._seq_parent.append(parent)
+        return i
+
+    def _shift(self, t: int, i: int) -> int:
+        """The id of (t,) + sequence i (_literal_plan's states after its terminal t)."""
+        k = (t, i)
+        j = self._shifted.get(k)
+        if j is None:
+            j = self._shifted[k] = self._seq((t,) + self._seqs[i])
+        return j
+
     def _requirements(self, u: int) -> tuple:
-        """The terminal sequences that allow lexer state u's tokens: one per plain item
-        (its completed terminals, then its own), and those of its DEEP markers (only
-        their prefix is known: exact checks); kept per state (shared by the walks that
-        end there, and by _literal_plan's, which put a terminal in front)."""
+        """The terminal sequences (ids, _seq) that allow lexer state u's tokens: one per
+        plain item (its completed terminals, then its own), and those of its DEEP
+        markers (only their prefix is known: exact checks); and the ids of every
+        non-empty prefix of them all (the requirement tree's nodes). Kept per state
+        (shared by the walks that end there, and by _literal_plan's, which put a
+        terminal in front)."""
         r = self._reqs.get(u)
         if r is None:
             ignored, reqs, dreqs = self.g.ignored, set(), set()
@@ -583,13 +608,15 @@ class GrammarMasks:
                 else:
                     s0 = _terms(seq)
                     reqs.add(s0 + (i,) if not ignored[i] else s0)
-            r = self._reqs[u] = (frozenset(reqs), frozenset(dreqs))
+            nodes = {q[:n] for q in (*reqs, *dreqs) for n in range(1, len(q) + 1)}
+            r = self._reqs[u] = (frozenset(map(self._seq, reqs)), frozenset(map(self._seq, dreqs)),
+                                 frozenset(map(self._seq, nodes)))
         return r
 
     def _assemble(self, tokens, sts, shifted, prefix: tuple, loop=None, loop_state=-1) -> _Plan:
         """The plan of `tokens` ending in lexer states `sts`. Where `shifted` (bool per
         token) is set, the state is relative to the boundary after the position's
-        terminal (_literal_plan): its requirements get `prefix` in front."""
+        terminal (_literal_plan): its requirements get `prefix` (one terminal) in front."""
         dfa = self.dfa
         code = sts.astype(np.intp) * 2  # a class: a lexer state, shifted or not
         if shifted is not None:
@@ -606,39 +633,43 @@ class GrammarMasks:
         # lexer states, a few distinct requirements); a requirement tree: a node per
         # terminal sequence (and per prefix of one)
         groups: dict = {}
-        merged, per_class, per_class_deep, closed = [], [], [], {()}
+        empty = self._seq(())
+        merged, per_class, closed, moved = [], [], {empty}, set()
         for cu in classes.tolist():
-            reqs, dreqs = self._requirements(cu >> 1)
+            reqs, dreqs, nodes = self._requirements(cu >> 1)
             k = groups.get((reqs, dreqs, cu & 1))
             if k is None:
                 k = groups[(reqs, dreqs, cu & 1)] = len(per_class)
+                per_class.append((reqs, dreqs, cu & 1))
                 if cu & 1:
-                    reqs, dreqs = [prefix + q for q in reqs], [prefix + q for q in dreqs]
-                per_class.append(reqs)
-                per_class_deep.append(dreqs)
-                for q in (*reqs, *dreqs):
-                    while q not in closed:
-                        closed.add(q)
-                        q = q[:-1]
+                    moved |= nodes
+                    moved.add(empty)  # (a requirement of nothing: the prefix alone)
+                else:
+                    closed |= nodes
             merged.append(k)
+        if moved:
+            (t,) = prefix
+            shifted_id = {i: self._shift(t, i) for i in moved}
+            closed.update(shifted_id.values())
         merged = np.array(merged, dtype=np.intp)
         token_class = merged.take(token_class)
-        any_deep = any(per_class_deep)
         # preorder (sorted sequences: a prefix comes first, a subtree is contiguous),
         # so that _met skips the subtree of a sequence the stack does not take
-        seqs = sorted(closed)
-        new = {seq: k for k, seq in enumerate(seqs)}
-        parent = [0] + [new[q[:-1]] for q in seqs[1:]]
-        term = [-1] + [q[-1] for q in seqs[1:]]
-        size = [1] * len(seqs)  # of each subtree: it ends where the next one starts
-        for k in range(len(seqs) - 1, 0, -1):
+        seqs = self._seqs
+        ids = sorted(closed, key=seqs.__getitem__)
+        new = {i: k for k, i in enumerate(ids)}
+        parent = [0] + [new[self._seq_parent[i]] for i in ids[1:]]
+        term = [-1] + [seqs[i][-1] for i in ids[1:]]
+        size = [1] * len(ids)  # of each subtree: it ends where the next one starts
+        for k in range(len(ids) - 1, 0, -1):
             size[parent[k]] += size[k]
         skip = [k + n for k, n in enumerate(size)]
-        false = len(seqs)  # sentinel requirement, never met
-        cols, starts = _csr([{new[q] for q in r} for r in per_class], false)
+        false = len(ids)  # sentinel requirement, never met
+        node_of = (new, {i: new[j] for i, j in shifted_id.items()} if moved else None)
+        cols, starts = _csr([(r, node_of[m]) for r, _, m in per_class], false)
         dcols = dstarts = None
-        if any_deep:
-            dcols, dstarts = _csr([{new[q] for q in r} for r in per_class_deep], false)
+        if any(d for _, d, _ in per_class):
+            dcols, dstarts = _csr([(d, node_of[m]) for _, d, m in per_class], false)
         plan = _Plan(tokens, token_class, parent, term, skip, cols, starts, dcols, dstarts)
         if 4 * len(tokens) > self.width and np.bincount(tokens).max() == 1:
             # most tokens live (a boundary, an identifier): a mask is one gather by token
@@ -902,8 +933,10 @@ def _pack(bits: np.ndarray) -> np.ndarray:
 
 
 def _csr(rows: list, false: int) -> tuple:
+    """Rows (requirement sequence ids, each once; their tree node per id) as CSR arrays
+    of their tree nodes."""
     cols, starts = [], []
-    for r in rows:
+    for r, node in rows:
         starts.append(len(cols))
-        cols.extend(sorted(r) if r else (false,))
+        cols.extend(sorted(map(node.__getitem__, r)) if r else (false,))
     return np.array(cols, dtype=np.intp), np.array(starts, dtype=np.intp)
