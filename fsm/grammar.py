@@ -103,7 +103,7 @@ from .automaton import TokenAutomaton
 from .dfa import DEAD, DEFAULT_MAX_STATES, TermSource
 from .errors import ConstraintError, RegexError
 from .regex import caseless_literal, regex_to_term
-from .terms import Term, TermBuilder, paused_gc, row_target
+from .terms import Term, TermBuilder, row_target
 from .vocabulary import Vocabulary
 
 try:  # Python >= 3.11
@@ -561,21 +561,24 @@ class GrammarAutomaton(TokenAutomaton):
             data = self.vocab.token_bytes
             if not 0 <= token_id < len(data) or not data[token_id]:
                 return DEAD
-            with self._lock, paused_gc():
+            # (no pause of the collector: a step makes a few dozen objects, and a pause
+            # costs ~1 us; collections it would put off come at the next allocation)
+            with self._lock:
                 key, step, b = self.dfa.keys[s], self.source.step, data[token_id]
-                k = 0
                 if len(key) == 1:  # one lexeme going on (a string's content): its bytes
                     (stack, i, x), = key  # need no parser and no element sets
-                    live_row = self.source._live_row
                     if not x.nullable and not b.translate(None, self._loop_bytes(x)):
-                        k = len(b)  # every byte keeps x where it is
+                        nxt = self._next[(s, token_id)] = s  # every byte keeps x where it is
+                        return nxt
+                    live_row, k = self.source._live_row, 0
                     while k < len(b) and not x.nullable:
                         x = row_target(live_row(x), b[k])
                         if x is None:
                             break
                         k += 1
                     key = frozenset() if x is None else frozenset(((stack, i, x),))
-                for c in b[k:]:
+                    b = b[k:]
+                for c in b:
                     if not key:
                         break
                     key = step(key, c)
