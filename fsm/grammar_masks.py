@@ -60,7 +60,7 @@ import numpy as np
 
 from .automaton import TrieWalker, _char_class, _first_bytes, made_of, walk_columns
 from .dfa import DEFAULT_MAX_STATES, LazyDFA
-from .terms import CONCAT, REPEAT, row_target
+from .terms import CONCAT, REPEAT, paused_gc, row_target
 from .vocabulary import ascending_set
 
 # Completed non-ignored terminals a lexing may hold before another one starts: LONG_SEQ
@@ -469,7 +469,8 @@ class GrammarMasks:
         p = self._plans.get(key)
         if p is None:
             before = self.dfa.num_states
-            p = self._make_plan(key, trie_walk)
+            with paused_gc():
+                p = self._make_plan(key, trie_walk)
             if p is None:
                 return None
             self._plans[key] = p
@@ -857,7 +858,8 @@ class GrammarMasks:
             ignored = self.g.ignored[t]
             words = self._literal_words(x) if self.ahead and not ignored else None
             if words is not None:
-                plan = self._literal_plan(t, x, words)
+                with paused_gc():
+                    plan = self._literal_plan(t, x, words)
             else:
                 plan = self._plan(self.lex.position(self._all if ignored else None, t, x), trie_walk)
             if plan is not None:
