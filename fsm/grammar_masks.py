@@ -308,6 +308,9 @@ COLLECT_AFTER = 200
 LITERAL_WORDS = 64
 # walk_loops walks a position by the trie if at most this many tokens start in its row.
 EAGER_TOKENS = 4096
+# _literal_plan walks the tokens longer than a word by its trie subtree (in Python) if
+# that has at most this many nodes, else by byte columns (numpy).
+SUBTREE_WALK = 256
 # A walk whose start leads at least this share of the tokens into one state that loops
 # on all their bytes takes LexerWalker.loop_walk.
 LOOP_SHARE = 0.25
@@ -441,6 +444,9 @@ class GrammarMasks:
         self.dfa = LazyDFA(self.lex, self.lex.dead, max(max_states, DEFAULT_MAX_STATES),
                            sparse=True)
         self.walker = LexerWalker(self.dfa, vocab.trie, vocab.token_bytes, vocab.num_words * 32)
+        # (keyword positions walk subtrees that no other walk meets from the same state:
+        # not kept, and walked in one batch)
+        self.subtree_walker = TrieWalker(self.dfa, vocab.trie, remember=False)
         self.width = vocab.num_words * 32
         self._plans: dict = {}       # lexer key -> _Plan
         self._ctx_plans: dict = {}   # boundary context -> its _Plan
@@ -540,38 +546,53 @@ class GrammarMasks:
         s_pos = dfa.state_of(lex.position(None, t, x))
         s_all = dfa.state_of(lex.boundary(self._all))
         along: dict = {}  # trie node -> state after it, from the position
-        by_len: dict = {}  # word length -> TokenColumns positions of the longer tokens
+        below: dict = {}  # word length -> the words and their trie nodes (level indices)
         for w in words:
             st = s_pos
-            for i, c in enumerate(trie.path(w)):
+            path = trie.path(w)
+            for i, c in enumerate(path):
                 st = dfa.step(st, w[i])
-                along[int(trie.offset[i] + c)] = st
-            if not w or len(w) >= len(cols.count):
-                continue
-            b = w[0]  # the tokens longer than w that start with it
-            pos = cols.with_first[cols.first_start[b]:cols.first_start[b + 1]]
-            pos = pos[pos < cols.count[len(w)]]
-            for j in range(1, len(w)):
-                pos = pos[cols.column[j].take(pos) == w[j]]
-            by_len.setdefault(len(w), []).append(pos)
-        past_pos, past_st = [], []
-        for n, parts in by_len.items():  # (a keyword's case variants: one walk)
-            pos = np.sort(np.concatenate(parts))
-            if len(pos):
-                p, q = walk_columns(dfa, cols, self.vocab.token_bytes, pos,
-                                    np.full(len(pos), s_all, dtype=np.int32), n)
-                past_pos.append(p)
-                past_st.append(q)
+                along[trie.offset[i] + c] = st
+            if w and len(path) == len(w):
+                below.setdefault(len(w), []).append((w, path[-1]))
         nodes = np.fromiter(along, dtype=np.intp, count=len(along))
         tokens, sts = self._node_tokens(nodes, np.fromiter(along.values(), dtype=np.int32,
                                                              count=len(along)))
         flags = np.zeros(len(tokens), dtype=bool)
-        if past_pos:
-            past = cols.order.take(np.concatenate(past_pos))
-            keep = past < self.width
-            tokens = np.concatenate([tokens, past[keep]])
-            sts = np.concatenate([sts, np.concatenate(past_st)[keep].astype(np.int32, copy=False)])
-            flags = np.concatenate([flags, np.ones(int(keep.sum()), dtype=bool)])
+        past, past_st = [], []  # the tokens longer than a word, walked on from s_all
+        for n, ws in below.items():  # (a keyword's case variants: one walk)
+            ks = np.array([k for _, k in ws], dtype=np.intp)
+            size = int(trie.descendants[n - 1].take(ks).sum())
+            if not size:
+                continue
+            if size <= SUBTREE_WALK:  # their subtrees
+                nodes, states = [], []
+                self.subtree_walker.descend(n - 1, ks, np.full(len(ks), s_all, dtype=np.int32),
+                                            nodes, states)
+                if nodes:
+                    p, q = self._node_tokens(np.concatenate(nodes), np.concatenate(states))
+                    past.append(p)
+                    past_st.append(q)
+                continue
+            pos = []  # many tokens: byte columns (numpy) rather than nodes (Python)
+            for w, _ in ws:
+                p = cols.with_first[cols.first_start[w[0]]:cols.first_start[w[0] + 1]]
+                p = p[p < cols.count[n]]
+                for j in range(1, n):
+                    p = p[cols.column[j].take(p) == w[j]]
+                pos.append(p)
+            pos = np.sort(np.concatenate(pos))
+            p, q = walk_columns(dfa, cols, self.vocab.token_bytes, pos,
+                                np.full(len(pos), s_all, dtype=np.int32), n)
+            p = cols.order.take(p)
+            keep = p < self.width
+            past.append(p[keep])
+            past_st.append(q[keep])
+        if past:
+            past = np.concatenate(past)
+            tokens = np.concatenate([tokens, past])
+            sts = np.concatenate([sts, np.concatenate(past_st).astype(np.int32, copy=False)])
+            flags = np.concatenate([flags, np.ones(len(past), dtype=bool)])
         return self._assemble(tokens, sts, flags, (t,))
 
     def _seq(self, q: tuple) -> int:

@@ -291,10 +291,13 @@ def test_masks_equal_brute_force(name):
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
 def test_masks_equal_brute_force_numpy_walks_and_duplicate_tokens(name, monkeypatch):
     """The same with every trie level walked by numpy (small vocabularies are otherwise
-    walked node by node, as the deep levels of real ones) and tokens whose bytes
-    another token also has."""
+    walked node by node, as the deep levels of real ones; the tokens past a keyword by
+    byte columns, as where a real vocabulary has many) and tokens whose bytes another
+    token also has."""
     import fsm.automaton as am
+    import fsm.grammar_masks as gm
     monkeypatch.setattr(am, "SMALL_SUBTREE_REMEMBERED", -1)  # read when a walker is made
+    monkeypatch.setattr(gm, "SUBTREE_WALK", -1)
     toks = list(grammar_vocab(name, seed=3).token_bytes[:-1])
     toks += toks[::7]
     _check_masks(name, small_vocab(toks))
