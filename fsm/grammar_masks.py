@@ -48,9 +48,11 @@ terminal's loops (strings, comments, identifiers, numbers) are walked when the
 automaton is built where that is cheap, and the wide ones (SQL's identifier) right
 after the boundary walk of all terminals (`walk_loops`). A position inside a keyword
 (`JO|IN`: a lexeme with a few words left) walks those words' trie paths, and the
-tokens that run past a word on from the boundary of all terminals, whose lexer states
-are then shared: relative to the boundary after the keyword, their requirements get
-it in front (`_literal_plan`).
+tokens that run past a word (its trie subtree, or byte columns where that is big) on
+from the boundary of all terminals, whose lexer states are then shared: relative to
+the boundary after the keyword, their requirements get it in front (`_literal_plan`).
+Requirement sequences are interned as ids (`_seq`), so that building a plan's tree
+hashes no tuples.
 """
 from __future__ import annotations
 
