@@ -190,7 +190,7 @@ def main():
                      f"{forced} of them jump-forward, {errors} errors)",
                      f"{c_tps:.1f} tok/s ({c_cps:.1f} per CPU s)",
                      f"{c_tps / f_tps:.2f}x ({c_cps / f_cps:.2f}x) (target >= 0.95x)"))
-        rows.append((f"  same, first constrained run (cold fsm caches)",
+        rows.append(("  same, first constrained run (cold fsm caches)",
                      f"{cold_tok / cold_dt:.1f} tok/s ({cold_tok / cold_cpu:.1f} per CPU s)",
                      f"{cold_tok / cold_dt / f_tps:.2f}x ({cold_tok / cold_cpu / f_cps:.2f}x)"))
     else:

@@ -32,7 +32,6 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import fsm  # noqa: E402
-from fsm.automaton import TokenAutomaton  # noqa: E402
 from fsm.grammar import GrammarAutomaton, grammar_source  # noqa: E402
 from fsm.terms import TermBuilder  # noqa: E402
 from tests.test_grammar import GRAMMARS as TEST_GRAMMARS  # noqa: E402

@@ -1,7 +1,7 @@
 """Per-request sampling parameters."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 

@@ -2179,7 +2179,6 @@ class _RecursiveRules:
         return (head.id,), [head], rest
 
     def _alts(self, t: Term) -> list:
-        tb = self.tb
         k = t.kind
         if not self._has_marker(t):
             return [self._terminal(t)]
