@@ -143,7 +143,7 @@ class TokenAutomaton:
         """The int32 bitmask row of tokens allowed in state s (EOS where accepting)."""
         m = self._masks.get(s)
         if m is None:
-            with self._lock, paused_gc():
+            with self._lock:
                 m = self._masks.get(s)
                 if m is None:
                     m = self._compute_mask(s)
@@ -162,26 +162,29 @@ class TokenAutomaton:
         return np.flatnonzero(bits[: self.vocab.size])
 
     def _compute_mask(self, s: int) -> np.ndarray:
-        vocab, dfa = self.vocab, self.dfa
-        key = dfa.keys[s]
-        words = None
-        if isinstance(key, Term):  # share the mask of a state that no token tells apart from s
-            twin = clip_repeats(_loaded_head(key, dfa.source.tb), dfa.source, len(vocab.columns.count))
-            if twin is not key and (t := dfa.state_of(twin)) != s:
-                mask = self._masks[s] = self.mask(t)
-                return mask
-            words = self._bounded_words(key)
+        # (a new state's derivatives and walks: many small objects; GrammarAutomaton
+        # pauses the collector only where it walks the vocabulary)
+        with paused_gc():
+            vocab, dfa = self.vocab, self.dfa
+            key = dfa.keys[s]
+            words = None
+            if isinstance(key, Term):  # share the mask of a state that no token tells apart from s
+                twin = clip_repeats(_loaded_head(key, dfa.source.tb), dfa.source, len(vocab.columns.count))
+                if twin is not key and (t := dfa.state_of(twin)) != s:
+                    mask = self._masks[s] = self.mask(t)
+                    return mask
+                words = self._bounded_words(key)
+                if words is None:
+                    words = self._branch_words(key)
             if words is None:
-                words = self._branch_words(key)
-        if words is None:
-            live = s != DEAD and vocab.trie.num_nodes
-            words = self._live_words(s) if live else np.zeros(vocab.num_words, dtype=np.uint32)
-        if dfa.accepting[s]:
-            words |= self._eos_words
-        mask = words.view("<i4")
-        mask.setflags(write=False)
-        self._masks[s] = mask
-        return mask
+                live = s != DEAD and vocab.trie.num_nodes
+                words = self._live_words(s) if live else np.zeros(vocab.num_words, dtype=np.uint32)
+            if dfa.accepting[s]:
+                words |= self._eos_words
+            mask = words.view("<i4")
+            mask.setflags(write=False)
+            self._masks[s] = mask
+            return mask
 
     def _live_words(self, s: int) -> np.ndarray:
         """The tokens whose bytes keep state s alive, as a fresh packed bitmask."""

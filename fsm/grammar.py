@@ -57,14 +57,15 @@ analysis is ours (`_lalr_tables`, ~2 ms), case-insensitive keywords skip re's pa
 fresh rule before optionals are expanded in place (`_hoist_tails`). The positions
 inside strings, comments, identifiers and numbers are walked when the automaton is
 built (`GrammarMasks.walk_loops`, ~0.5-1.5 ms each), not at their first visit. Time
-between masks: median 15-170 µs, 0.1-0.35x llguidance's but 1.0-1.3x on JSON (15-35 µs
-against 12-33): a mask copy for a configuration seen before, else ~10-300 µs. p99
-0.2-0.7 ms for arithmetic and JSON, 0.5-0.9 ms for the toy language, 1.1-2 ms for SQL,
-whose keyword/identifier lexer states are many: its boundary's walk over every terminal
-takes ~40-50 ms once (~1.2k new lexer states, most met at a byte or two: their cells
-are derived one by one, LexerSource.derive, ~7 µs each; its identifier position is
-walked in the same step), a position inside a keyword ~0.5-1.2 ms (walked on from that
-boundary's lexer states: `GrammarMasks._literal_plan`).
+between masks: median 15-200 µs, 0.1-0.4x llguidance's but 0.9-1.15x on JSON (15-25 µs
+against 13-22): a mask copy for a configuration seen before, else ~10-300 µs. p99
+0.2-0.55 ms for arithmetic and JSON, 0.5-1.1 ms for the toy language, 0.85 ms for SQL
+at its best (1.4-2 ms in single runs on this machine), whose keyword/identifier lexer
+states are many: its boundary's walk over every terminal takes ~40-80 ms once (~1.2k
+new lexer states, most met at a byte or two: their cells are derived one by one,
+LexerSource.derive, ~7 µs each; its identifier position is walked in the same step), a
+position inside a keyword ~0.35-0.85 ms (walked on from that boundary's lexer states:
+`GrammarMasks._literal_plan`).
 Memory: each DFA state (one per configuration reached) keeps its mask (vocabulary/8
 bytes) and, once its row is built, a 256-entry row; bound them with `max_states`.
 Each lexer position walked keeps its live tokens with their class (16 bytes each; a
@@ -551,17 +552,6 @@ class GrammarAutomaton(TokenAutomaton):
     @property
     def stats(self) -> dict:
         return self.masks.stats
-
-    def mask(self, s: int) -> np.ndarray:
-        """As TokenAutomaton.mask, without pausing the collector for every new
-        configuration (~1 us): GrammarMasks pauses it where it walks the vocabulary."""
-        m = self._masks.get(s)
-        if m is None:
-            with self._lock:
-                m = self._masks.get(s)
-                if m is None:
-                    m = self._compute_mask(s)
-        return m
 
     def next_state(self, s: int, token_id: int) -> int:
         """As TokenAutomaton.next_state, stepping the configuration one byte at a time

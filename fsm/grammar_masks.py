@@ -568,11 +568,11 @@ class GrammarMasks:
             if not size:
                 continue
             if size <= SUBTREE_WALK:  # their subtrees
-                nodes, states = [], []
+                sub, sub_st = [], []
                 self.subtree_walker.descend(n - 1, ks, np.full(len(ks), s_all, dtype=np.int32),
-                                            nodes, states)
-                if nodes:
-                    p, q = self._node_tokens(np.concatenate(nodes), np.concatenate(states))
+                                            sub, sub_st)
+                if sub:
+                    p, q = self._node_tokens(np.concatenate(sub), np.concatenate(sub_st))
                     past.append(p)
                     past_st.append(q)
                 continue
