@@ -59,13 +59,13 @@ inside strings, comments, identifiers and numbers are walked when the automaton 
 built (`GrammarMasks.walk_loops`, ~0.5-1.5 ms each), not at their first visit. Time
 between masks: median 15-200 µs, 0.1-0.4x llguidance's but 0.9-1.15x on JSON (15-25 µs
 against 13-22): a mask copy for a configuration seen before, else ~10-300 µs. p99
-0.2-0.55 ms for arithmetic and JSON, 0.5-1.1 ms for the toy language, 0.85 ms for SQL
-at its best (1.4-2 ms in single runs on this machine), whose keyword/identifier lexer
-states are many: its boundary's walk over every terminal takes ~40-80 ms once (~1.2k
-new lexer states, most met at a byte or two: their cells are derived one by one,
-LexerSource.derive, ~7 µs each; its identifier position is walked in the same step), a
-position inside a keyword ~0.35-0.85 ms (walked on from that boundary's lexer states:
-`GrammarMasks._literal_plan`).
+0.2-0.55 ms for arithmetic and JSON, 0.5-1.1 ms for the toy language (1.8 in one
+noisy run), 0.85 ms for SQL at its best (1.4-2 ms in single runs on this machine),
+whose keyword/identifier lexer states are many: its boundary's walk over every
+terminal takes ~40-80 ms once (~1.2k new lexer states, most met at a byte or two:
+their cells are derived one by one, LexerSource.derive, ~7 µs each; its identifier
+position is walked in the same step), a position inside a keyword ~0.35-0.85 ms
+(walked on from that boundary's lexer states: `GrammarMasks._literal_plan`).
 Memory: each DFA state (one per configuration reached) keeps its mask (vocabulary/8
 bytes) and, once its row is built, a 256-entry row; bound them with `max_states`.
 Each lexer position walked keeps its live tokens with their class (16 bytes each; a
