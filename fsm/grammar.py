@@ -362,7 +362,10 @@ class GrammarSource:
         self.tb, self.t = tb, tables
         self.names, self.terms, self.ignored = list(names), list(terms), list(ignored)
         self.dead = frozenset()
-        self._stacks: dict[tuple, _Stack] = {}
+        # interned stacks by (id(parent) << 32 | state): an int key, not a tuple, which
+        # the collector would track (every node is kept, so ids stay unique)
+        self._stacks: dict[int, _Stack] = {}
+        self._errors: dict[int, tuple] = {}  # low -> (None, low), shared by feed_low
         self._terms = lexemes or TermSource(tb, max_states)  # lexeme emptiness
         self._ignored_idx = [i for i, ig in enumerate(self.ignored) if ig]
         self._live: dict[int, tuple] = {}
@@ -374,7 +377,7 @@ class GrammarSource:
 
     # -- LR stacks ------------------------------------------------------------------
     def _push(self, state: int, parent) -> _Stack:
-        k = (state, parent)
+        k = id(parent) << 32 | state
         s = self._stacks.get(k)
         if s is None:
             s = self._stacks[k] = _Stack(state, parent)
@@ -411,7 +414,11 @@ class GrammarSource:
                 if s.height < low:
                     low = s.height
                 s = self._push(goto[s.state][lhs], s)
-            hit = stack.feed[term] = (out, low)
+            if out is None:  # (shared: a step leaves fewer young objects to collect)
+                hit = self._errors.get(low) or self._errors.setdefault(low, (None, low))
+            else:
+                hit = (out, low)
+            stack.feed[term] = hit
         return hit
 
     def accepts_end(self, stack: _Stack) -> bool:

@@ -425,13 +425,14 @@ class LexerWalker(TrieWalker):
         return looping, len(order) - len(others), others[live0.take(cols.first.take(others))]
 
 
-def _top_states(stack, depth: int) -> tuple:
-    """The states of the stack's top depth+1 nodes (fewer at the bottom)."""
-    out = []
-    while stack is not None and len(out) <= depth:
-        out.append(stack.state)
-        stack = stack.parent
-    return tuple(out)
+def _top_key(stack, depth: int) -> int:
+    """The states of the stack's top depth+1 nodes (fewer at the bottom), as one int
+    (32 bits per node, state + 1): a key the collector does not track, unlike a tuple."""
+    key, shift = 0, 0
+    while stack is not None and shift <= 32 * depth:
+        key |= (stack.state + 1) << shift
+        stack, shift = stack.parent, shift + 32
+    return key
 
 
 class GrammarMasks:
@@ -736,9 +737,8 @@ class GrammarMasks:
         as the deepest reduction reached; any stack with those top states decides
         alike): nested structure repeats them."""
         if plan.by_top:
-            top = _top_states(stack, plan.depths[-1])
-            for d in plan.depths:
-                bits = plan.by_top.get(top[: d + 1])
+            for d in plan.depths:  # (few: one to three)
+                bits = plan.by_top.get(_top_key(stack, d))
                 if bits is not None:
                     return bits
         met, low = self._met(plan, stack)
@@ -762,7 +762,7 @@ class GrammarMasks:
         d = stack.height - low
         if d not in plan.depths:
             plan.depths = sorted(plan.depths + [d])
-        plan.by_top[_top_states(stack, d)] = bits
+        plan.by_top[_top_key(stack, d)] = bits
         return bits
 
     def _exact(self, elem, ids: np.ndarray) -> np.ndarray:
