@@ -131,6 +131,7 @@ class TermBuilder:
         self.anything = self.repeat(self.any_byte, 0, None)
         self._loaded: dict = {}  # LAZY name -> its term in this builder
         self._deferred: dict = {}  # LAZY name -> what builds it (TermBuilder.deferred)
+        self._steps: dict = {}  # LAZY name -> its derivatives without the body (deferred)
         # term id -> (ends, A): the term is A's language minus the strings `ends` (a key
         # other than the object's own ones, part way: json_strings.not_in), and every
         # derivative leaves it for A once off the ends' paths (TokenAutomaton masks it
@@ -332,13 +333,17 @@ class TermBuilder:
         _, _, nullable, boolean, size = prog[-1]
         return self._make(LAZY, (name,), nullable, boolean, size)
 
-    def deferred(self, name, build: Callable[[], Term], nullable: bool) -> Term:
+    def deferred(self, name, build: Callable[[], Term], nullable: bool,
+                 step: Callable[[int], Term | None] | None = None) -> Term:
         """A LAZY term that `build()` makes when its first derivative is needed (in this
         builder: unlike `lazy`, it has no program, and cannot be exported). `name` must
         identify the language for the whole process; the term has no AND/NOT inside
-        and is nullable as given."""
+        and is nullable as given. `step(b)`, where given, is the derivative by byte b
+        where it is known without the body (None where not): derive() asks it first."""
         if name not in self._loaded:
             self._deferred.setdefault(name, build)
+        if step is not None:
+            self._steps.setdefault(name, step)
         return self._make(LAZY, (name,), nullable, False, 1)
 
     def matches(self, t: Term, data: bytes) -> bool:
@@ -487,6 +492,9 @@ class TermBuilder:
             d = self.derive(t.args[0], b)
             return self.anything if d.kind == NOTHING else self.complement(d)
         if k == LAZY:
+            step = self._steps.get(t.args[0])
+            if step is not None and (x := step(b)) is not None:
+                return x
             if _LAZY_ROWS.get(t.args[0]) is not None:
                 x = row_target(self.row(t), b)
                 return self.nothing if x is None else x

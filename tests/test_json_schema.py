@@ -326,7 +326,7 @@ def test_key_exclusion_tries_exact():
     ASCII, non-ASCII, escaped and control characters; deferred terms refuse export."""
     from fsm.dfa import LazyDFA, TermSource
     from fsm.json_strings import StringTerms, encode_string
-    from fsm.terms import TermBuilder
+    from fsm.terms import LAZY, TermBuilder
     rng = random.Random(1)
     alphabet = ["a", "b", "é", '"', "\\", "\x01", "\x7f", " ", "z", "~", "日"]
     for _ in range(120):
@@ -340,6 +340,18 @@ def test_key_exclusion_tries_exact():
             assert bool(dfa.accepting[dfa.walk(dfa.start, encode_string(w))]) == (w not in words), (words, w)
         for raw in (b"\x01", b'"', b"\\"):  # never contents as such
             assert not dfa.accepting[dfa.walk(dfa.start, raw)]
+        # a node's derivative by a plain byte is taken without its body
+        # (StringTerms._not_in_step): it must be the body's, term for term
+        todo, seen = [t], set()
+        while todo:
+            x = todo.pop()
+            if x.kind != LAZY or x.id in seen:
+                continue
+            seen.add(x.id)
+            for b in range(0x20, 0x80):
+                d = tb.derive(x, b)
+                assert d is tb.derive(tb.body(x), b), (words, x, chr(b))
+                todo.append(d)
     with pytest.raises(ValueError, match="deferred"):
         tb.export(t)
 
