@@ -57,15 +57,20 @@ analysis is ours (`_lalr_tables`, ~2 ms), case-insensitive keywords skip re's pa
 fresh rule before optionals are expanded in place (`_hoist_tails`). The positions
 inside strings, comments, identifiers and numbers are walked when the automaton is
 built (`GrammarMasks.walk_loops`, ~0.5-1.5 ms each), not at their first visit. Time
-between masks: median 15-200 µs, 0.1-0.4x llguidance's but 0.9-1.15x on JSON (15-25 µs
-against 13-22): a mask copy for a configuration seen before, else ~10-300 µs. p99
-0.2-0.55 ms for arithmetic and JSON, 0.5-1.1 ms for the toy language (1.8 in one
-noisy run), 0.85 ms for SQL at its best (1.4-2 ms in single runs on this machine),
+between masks: median 11-200 µs, 0.05-0.4x llguidance's but 0.9-1.15x on JSON (11-25 µs
+against 11-22): a mask copy for a configuration seen before, else ~10-300 µs. p99
+0.2-0.55 ms for arithmetic and JSON, 0.45-1.1 ms for the toy language (1.8 in one
+noisy run), 0.82-0.85 ms for SQL at its best (1.4-2 ms in noisy single runs),
 whose keyword/identifier lexer states are many: its boundary's walk over every
 terminal takes ~40-80 ms once (~1.2k new lexer states, most met at a byte or two:
 their cells are derived one by one, LexerSource.derive, ~7 µs each; its identifier
 position is walked in the same step), a position inside a keyword ~0.35-0.85 ms
 (walked on from that boundary's lexer states: `GrammarMasks._literal_plan`).
+Python's collector adds to single runs: a step leaves ~20 objects it tracks (stack
+nodes, parser outcomes, lexer items; keys are ints where they can be), and the young
+collections they cause (0.1-1 ms, ~1-2 ms for generation 1) land in whichever step
+allocates next: the toy language's p99 over 6 single runs was 0.5-0.8 ms with the
+collector off, up to 3 ms with it on.
 Memory: each DFA state (one per configuration reached) keeps its mask (vocabulary/8
 bytes) and, once its row is built, a 256-entry row; bound them with `max_states`.
 Each lexer position walked keeps its live tokens with their class (16 bytes each; a
