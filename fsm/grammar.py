@@ -139,10 +139,11 @@ _LARK_FLAGS = {"i": re.IGNORECASE, "s": re.DOTALL, "m": re.MULTILINE, "x": re.VE
 # ---------------------------------------------------------------------------------
 class _Stack:
     """An interned persistent LR stack node: equal stacks are the same object."""
-    __slots__ = ("state", "parent", "height", "feed", "starts", "end")
+    __slots__ = ("state", "parent", "height", "feed", "starts", "end", "kids")
 
     def __init__(self, state: int, parent: "_Stack | None"):
         self.state, self.parent = state, parent
+        self.kids: dict = {}      # state -> the node pushed on this one (interned)
         self.height = 0 if parent is None else parent.height + 1
         self.feed: dict = {}      # terminal index -> (resulting stack or None, low)
         self.starts = None        # merged start row (GrammarSource._start_row)
@@ -367,9 +368,9 @@ class GrammarSource:
         self.tb, self.t = tb, tables
         self.names, self.terms, self.ignored = list(names), list(terms), list(ignored)
         self.dead = frozenset()
-        # interned stacks by (id(parent) << 32 | state): an int key, not a tuple, which
-        # the collector would track (every node is kept, so ids stay unique)
-        self._stacks: dict[int, _Stack] = {}
+        # the bottom nodes by state; a node's own kids hold the nodes pushed on it (no
+        # (state, parent) tuple per node, which the collector would track)
+        self._roots: dict[int, _Stack] = {}
         self._errors: dict[int, tuple] = {}  # low -> (None, low), shared by feed_low
         self._terms = lexemes or TermSource(tb, max_states)  # lexeme emptiness
         self._ignored_idx = [i for i, ig in enumerate(self.ignored) if ig]
@@ -382,10 +383,10 @@ class GrammarSource:
 
     # -- LR stacks ------------------------------------------------------------------
     def _push(self, state: int, parent) -> _Stack:
-        k = id(parent) << 32 | state
-        s = self._stacks.get(k)
+        kids = self._roots if parent is None else parent.kids
+        s = kids.get(state)
         if s is None:
-            s = self._stacks[k] = _Stack(state, parent)
+            s = kids[state] = _Stack(state, parent)
         return s
 
     def _reduce(self, stack: _Stack, lhs: str, n: int) -> _Stack:
