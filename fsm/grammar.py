@@ -66,7 +66,7 @@ terminal takes ~40-80 ms once (~1.2k new lexer states, most met at a byte or two
 their cells are derived one by one, LexerSource.derive, ~7 µs each; its identifier
 position is walked in the same step), a position inside a keyword ~0.35-0.85 ms
 (walked on from that boundary's lexer states: `GrammarMasks._literal_plan`).
-Python's collector adds to single runs: a step leaves ~20 objects it tracks (stack
+Python's collector adds to single runs: a step leaves ~10-25 objects it tracks (stack
 nodes, parser outcomes, lexer items; keys are ints where they can be), and the young
 collections they cause (0.1-1 ms, ~1-2 ms for generation 1) land in whichever step
 allocates next: the toy language's p99 over 6 single runs was 0.5-0.8 ms with the
