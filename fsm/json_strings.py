@@ -73,6 +73,12 @@ def encode_string(s: str) -> bytes:
     return b"".join(encode_char(ord(c)) for c in s)
 
 
+def _rests_after(rests: tuple, c: int) -> tuple:
+    """The rests (of a key trie node, StringTerms.not_in) that go on through character c,
+    without it: the child node's rests."""
+    return tuple(sorted({r[1:] for r in rests if r and ord(r[0]) == c}))
+
+
 def _intersect_ranges(a, b):
     out, i, j = [], 0, 0
     while i < len(a) and j < len(b):
@@ -178,8 +184,7 @@ class StringTerms:
         kids = sorted({ord(r[0]) for r in rests if r})
         parts = [] if "" in rests else [tb.empty]
         for c in kids:
-            sub = tuple(sorted({r[1:] for r in rests if r and ord(r[0]) == c}))
-            parts.append(tb.concat(self.char(((c, c),)), self._not_in_node(sub)))
+            parts.append(tb.concat(self.char(((c, c),)), self._not_in_node(_rests_after(rests, c))))
         if all(_plain(c) for c in kids):
             if self._wide is None:  # a non-ASCII or escaped character, then anything: no
                 # usual key's letter, so one shared branch, not ~50 alternatives per node
@@ -198,7 +203,7 @@ class StringTerms:
         bytes (a key's non-ASCII or escaped character: the body decides)."""
         if not _plain(b):
             return None
-        sub = tuple(sorted({r[1:] for r in rests if r and ord(r[0]) == b}))
+        sub = _rests_after(rests, b)
         return self._not_in_node(sub) if sub else self.any_chars
 
     def _plain_except(self, kids: tuple) -> Term:
