@@ -48,29 +48,32 @@ stacks that differ deeper than the tokens reach share masks. Tokens whose lexing
 complete more terminals than the lexer tracks (ambiguous lexer states) are checked
 one by one, stepping the configuration (`step`) from the element.
 
-Performance (benchmarks/grammar_bench.py --repeat 3, SmolLM2 vocabulary, 2 shared
-cores, so +-50%): grammar to first mask 5-12 ms for arithmetic and JSON, 11-20 ms for
-the SQL subset, 14-27 ms for the toy language. Grammar text is read by our own front end
+Performance (benchmarks/grammar_bench.py --repeat 3 --passes 3, SmolLM2 vocabulary, 2
+shared cores, so +-50%; a step's time is its minimum over 3 passes on fresh compiles):
+grammar to first mask 4-12 ms for arithmetic and JSON, 7-20 ms for the SQL subset,
+10-27 ms for the toy language. Grammar text is read by our own front end
 (fsm/lark_text.py, ~1 ms; Lark's loader only for what it does not read), the LALR
 analysis is ours (`_lalr_tables`, ~2 ms), case-insensitive keywords skip re's parser
 (`regex.caseless_literal`), and a rule with 3+ optional parts gets its tail as a
 fresh rule before optionals are expanded in place (`_hoist_tails`). The positions
 inside strings, comments, identifiers and numbers are walked when the automaton is
 built (`GrammarMasks.walk_loops`, ~0.5-1.5 ms each), not at their first visit. Time
-between masks: median 11-200 µs, 0.05-0.4x llguidance's but 0.9-1.15x on JSON (11-25 µs
-against 11-22): a mask copy for a configuration seen before, else ~10-300 µs. p99
-0.2-0.55 ms for arithmetic and JSON, 0.45-1.1 ms for the toy language (1.8 in one
-noisy run), 0.82-0.85 ms for SQL at its best (1.4-2 ms in noisy single runs),
-whose keyword/identifier lexer states are many: its boundary's walk over every
-terminal takes ~40-80 ms once (~1.2k new lexer states, most met at a byte or two:
-their cells are derived one by one, LexerSource.derive, ~7 µs each; its identifier
-position is walked in the same step), a position inside a keyword ~0.35-0.85 ms
-(walked on from that boundary's lexer states: `GrammarMasks._literal_plan`).
+between masks: median 7-70 µs, 0.03-0.22x llguidance's but 0.8-1.15x on JSON (7-25 µs
+against 8-22): a mask copy for a configuration seen before, else ~10-300 µs. p99
+0.1-0.55 ms for arithmetic and JSON, 0.35-0.5 ms for the toy language, 0.6-0.96 ms for
+SQL (0.6-0.7 in a quiet phase), whose keyword/identifier lexer states are many: its
+boundary's walk over every terminal takes ~30-80 ms once, the slowest step (~1.2k new
+lexer states, most met at a byte or two: their cells are derived one by one,
+LexerSource.derive, ~7 µs each; its identifier position is walked in the same step),
+a position inside a keyword ~0.35-0.95 ms (walked on from that boundary's lexer
+states: `GrammarMasks._literal_plan`), the p99.
 Python's collector adds to single runs: a step leaves ~10-25 objects it tracks (stack
 nodes, parser outcomes, lexer items; keys are ints where they can be), and the young
-collections they cause (0.1-1 ms, ~1-2 ms for generation 1) land in whichever step
-allocates next: the toy language's p99 over 6 single runs was 0.5-0.8 ms with the
-collector off, up to 3 ms with it on.
+collections they cause (0.05-0.4 ms, ~0.8-2 ms for generation 1) land in whichever
+step allocates next; a discarded automaton is cyclic garbage (stack nodes point at
+their parents and kids) that a later full collection frees, in some step (the bench
+collects it between passes). A single pass's p99 was 0.15-0.2 ms for arithmetic and
+JSON, 0.37-0.54 ms for the toy language and 0.71-0.72 ms for SQL in two runs.
 Memory: each DFA state (one per configuration reached) keeps its mask (vocabulary/8
 bytes) and, once its row is built, a 256-entry row; bound them with `max_states`.
 Each lexer position walked keeps its live tokens with their class (16 bytes each; a
