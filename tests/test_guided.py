@@ -53,6 +53,31 @@ def test_constraint_without_outputs_is_refused(engine_model):
     guided.json(engine_model, {"type": "integer", "minimum": 3, "maximum": 3})  # one value: fine
 
 
+@pytest.mark.parametrize("name,prompt", [
+    ("arith", "Write an arithmetic expression with parentheses that equals 12."),
+    ("json", "Describe a cat as a JSON object with its name, age and colours."),
+    ("sql", "Table users(id, name, age). Write a SQL query for the names of users over 30."),
+    ("toy", "Copy this program exactly: x = 1; print(x);"),
+])
+def test_grammar_on_engine_outputs_parse_with_lark(engine_model, name, prompt):
+    """Every complete output of the real model under a grammar is a sentence for lark's
+    Earley parser (the oracle of tests/test_grammar.py): greedy, and sampled with five
+    seeds, so that the outputs differ. An output cut short is only a prefix, which the
+    brute-force mask tests check."""
+    from lark import Lark
+
+    from .test_grammar import GRAMMARS
+    earley = Lark(GRAMMARS[name], parser="earley", lexer="dynamic_complete")
+    gen = guided.grammar(engine_model, GRAMMARS[name])
+    outs = gen.generate([prompt], max_tokens=48)
+    for seed in (1, 2, 3, 4, 5):
+        outs += gen.generate([prompt], max_tokens=48, temperature=0.8, seed=seed)
+    done = [o for o in outs if o.complete]
+    assert done, [o.text for o in outs]  # (else nothing below is checked)
+    for o in done:
+        earley.parse(o.text)  # raises where it is not a sentence
+
+
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_transformers_greedy_batch_left_padding(hf_model, pattern):
     prompts = ["Say something.", "A much longer prompt that forces left padding of the short one."]
