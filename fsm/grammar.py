@@ -854,7 +854,19 @@ def _regex_term(tb: TermBuilder, pattern: str, flags: int) -> Term:
     return tb.intersect((t, tb.complement(longer)))
 
 
-def _terminal_term(tb: TermBuilder, tdef) -> Term:
+def _terminal_label(tdef, rules) -> str:
+    """A terminal as the user knows it: its name, or for one written inline in a rule
+    (lark names it __ANON_n), its pattern as written and the rules that use it."""
+    if not tdef.name.startswith("__"):
+        return tdef.name
+    p = tdef.pattern
+    text = getattr(p, "raw", None) or (f"/{p.value}/" if p.type == "re" else f'"{p.value}"')
+    users = sorted({r.origin.name for r in rules if any(s.name == tdef.name for s in r.expansion)})
+    named = [u for u in users if not u.startswith("_")] or users
+    return f"{text} (in rule {', '.join(named)})" if named else text
+
+
+def _terminal_term(tb: TermBuilder, tdef, rules=()) -> Term:
     from lark.lexer import PatternStr
     p = tdef.pattern
     flags = 0
@@ -870,7 +882,7 @@ def _terminal_term(tb: TermBuilder, tdef) -> Term:
             return regex_to_term(tb, _ESCAPED_STRING_RE, flags)
         return _regex_term(tb, value, flags)
     except RegexError as e:
-        raise GrammarError(f"terminal {tdef.name}: {e}") from None
+        raise GrammarError(f"terminal {_terminal_label(tdef, rules)}: {e}") from None
 
 
 def _build(tb, rules, term_names: list, terms: list, ignored: list, start: str,
@@ -1041,7 +1053,12 @@ def _source(tb, rules, terminals, ignore, start, max_states) -> GrammarSource:
             raise GrammarError(f"terminal {td.name} has no pattern (%declare'd terminals "
                                "cannot be generated)")
         names.append(td.name)
-        terms.append(_terminal_term(tb, td))
+        terms.append(_terminal_term(tb, td, rules))
+        if terms[-1].nullable:
+            raise GrammarError(f"terminal {_terminal_label(td, rules)} matches the empty string "
+                               "(zero-width terminals are not supported: make it match at least "
+                               "one character, and its use optional where it may be absent, "
+                               "`x?` or `[x]`)")
     used = {s.name for r in rules for s in r.expansion if s.is_term}
     missing = sorted(used - set(names))
     if missing:

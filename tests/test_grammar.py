@@ -709,6 +709,16 @@ def test_zero_width_terminal():
         compile_grammar('start: A "b"\nA: /a*/\n', small_vocab([b"a", b"b"]))
 
 
+def test_inline_terminal_errors_name_pattern_and_rule():
+    """A terminal written inside a rule (lark names it __ANON_0) is named in errors by
+    its pattern as written and the rule that uses it."""
+    vocab = small_vocab([b"a", b"b", b","])
+    with pytest.raises(GrammarError, match=r'terminal /\[\^,\]\*/ \(in rule field\) matches the empty'):
+        compile_grammar('start: field ("," field)*\nfield: /[^,]*/ | "b"\n', vocab)
+    with pytest.raises(GrammarError, match=r"terminal /a\(\?=b\)b/ \(in rule x\): .*lookaround"):
+        compile_grammar('start: x\nx: /a(?=b)b/ "a"\n', vocab)
+
+
 def test_state_cap():
     with pytest.raises(fsm.TooLargeError):
         auto = compile_grammar(JSON, small_vocab([b"[", b"]", b"1"]), max_states=20)
