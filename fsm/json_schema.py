@@ -100,7 +100,9 @@ of UUID1-8 a uuid with that version, and those of the Base64 types padded base64
 ASCII text (python_dates=True); and the
 uniqueItems of `set[str]` (items outside a finite set) is not enforced (python_sets=
 True): Pydantic reads an array with a repeated item into the set, so the text may
-repeat an item while the object is valid (`set[Literal[...]]` stays exact).
+repeat an item while the object is valid (`set[Literal[...]]` stays exact). A Decimal,
+which Pydantic's own schema leaves as any number or any string, is a number within its
+max_digits and decimal_places or a string of plain decimal text (`decimal_json_schema`).
 
 Emptiness: intersections and complements can make a derivative empty without being
 syntactically NOTHING; the DFA asks the source. `JsonTermSource.is_empty` decides it
@@ -525,12 +527,86 @@ def load_schema(schema):
         except json.JSONDecodeError as e:
             raise SchemaError(f"invalid JSON text: {e}") from None
     if hasattr(schema, "model_json_schema"):
-        return schema.model_json_schema()
+        return schema.model_json_schema(schema_generator=_pydantic_generator())
     try:  # a type pydantic can describe (list[int], a dataclass...)
         from pydantic import TypeAdapter
-        return TypeAdapter(schema).json_schema()
+        adapter = TypeAdapter(schema)
     except Exception:  # noqa: BLE001
         raise SchemaError(f"not a JSON Schema: {schema!r}") from None
+    return adapter.json_schema(schema_generator=_pydantic_generator())
+
+
+@functools.cache
+def _pydantic_generator():
+    """Pydantic's JSON Schema generator, but for Decimal, whose schema Pydantic writes
+    as any number or any string (`anyOf: [number, string]`), without max_digits and
+    decimal_places: here, the numbers it takes (`decimal_json_schema`)."""
+    from pydantic.json_schema import GenerateJsonSchema
+
+    class Generator(GenerateJsonSchema):
+        def decimal_schema(self, schema):
+            return decimal_json_schema(schema.get("max_digits"), schema.get("decimal_places"),
+                                       {k: schema[k] for k in ("ge", "gt", "le", "lt", "multiple_of")
+                                        if schema.get(k) is not None})
+    return Generator
+
+
+def decimal_json_schema(max_digits: int | None, decimal_places: int | None, bounds: dict) -> dict:
+    """The JSON Schema of a Pydantic Decimal field's values: a number with at most
+    `max_digits - decimal_places` digits before the point (|x| < 10^that) and a multiple
+    of 10^-decimal_places, within `bounds` (Pydantic's ge/gt/le/lt/multiple_of); or,
+    without bounds, the same as a string of plain decimal text (`-12.50`, what Pydantic
+    writes a Decimal as). Pydantic counts digits after dropping trailing zeros (1.500
+    has one decimal place); the string pattern counts the zeros written, a narrower
+    language. max_digits without decimal_places limits the digits of both parts
+    together, which no number keyword says: only the string, so not with bounds.
+
+        >>> print(decimal_json_schema(4, 2, {})["anyOf"][1]["pattern"])
+        ^-?(0|[1-9][0-9]{0,1})(\\.[0-9]{1,2})?$
+    """
+    m, d = max_digits, decimal_places
+    whole = None if m is None else m if d is None else m - d
+    if whole is not None and (whole < 0 or whole == 0 and not d):
+        raise SchemaError(f"a Decimal with max_digits={m} and decimal_places={d} has no value",
+                          "max_digits")
+    if m is not None and d is None and bounds:
+        raise SchemaError(f"a Decimal with max_digits={m} and bounds but no decimal_places cannot be "
+                          "enforced exactly (no number keyword counts digits, a string takes no "
+                          "bounds): give decimal_places too", "max_digits")
+    if m is not None and d is None:  # digits of both parts together: a branch per integer length
+        pattern = f"^-?(0(\\.[0-9]{{1,{m}}})?" + "".join(
+            f"|[1-9][0-9]{{{i - 1}}}" + (f"(\\.[0-9]{{1,{m - i}}})?" if i < m else "")
+            for i in range(1, m + 1)) + ")$"
+    else:
+        frac = "[0-9]+" if d is None else f"[0-9]{{1,{d}}}"
+        if whole == 0:  # a point and decimals: Pydantic counts a zero's "0" as one digit before it
+            pattern = f"^-?0\\.{frac}$"
+        else:
+            head = "[0-9]*" if whole is None else f"[0-9]{{0,{whole - 1}}}"
+            pattern = f"^-?(0|[1-9]{head})" + ("$" if d == 0 else f"(\\.{frac})?$")
+    text = {"type": "string", "pattern": pattern}
+    if m is not None and d is None:
+        return text
+    parts = [{"type": "number"}]
+    for k, key in (("ge", "minimum"), ("gt", "exclusiveMinimum"), ("le", "maximum"),
+                   ("lt", "exclusiveMaximum"), ("multiple_of", "multipleOf")):
+        if k in bounds:
+            parts.append({key: _decimal_value(bounds[k])})
+    if d is not None:
+        parts.append({"multipleOf": _decimal_value(Decimal(1).scaleb(-d))})
+    if whole is not None:
+        limit = _decimal_value(Decimal(1).scaleb(whole))
+        parts.append({"exclusiveMinimum": -limit, "exclusiveMaximum": limit})
+    if whole == 0:  # (Pydantic reads the number 0, or 0.0, as one digit before the point)
+        parts.append({"not": {"const": 0}})
+    number = parts[0] if len(parts) == 1 else {"allOf": parts}
+    return number if bounds else {"anyOf": [number, text]}
+
+
+def _decimal_value(v):
+    """A Decimal bound as the JSON number it is (an int where it is whole)."""
+    v = Decimal(v)
+    return int(v) if v == v.to_integral_value() else float(v)
 
 
 class _Compiler:

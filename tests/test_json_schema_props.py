@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import enum
 import ipaddress
 import pathlib
@@ -29,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import (UUID1, UUID4, UUID7, Base64Bytes, Base64Str, Base64UrlBytes, Base64UrlStr, BaseModel, Field,
-                      IPvAnyAddress, IPvAnyInterface, IPvAnyNetwork, SecretStr)
+                      IPvAnyAddress, IPvAnyInterface, IPvAnyNetwork, SecretStr, TypeAdapter, ValidationError)
 
 from fsm.json_schema import JsonTermSource, SchemaError, SchemaWarning, canonical_json, schema_to_term
 
@@ -372,6 +373,48 @@ def test_pydantic_constraints_rejected():
                        ("born", "2001-02-29"), ("uid", "nope"), ("extra", {"k": "v"})]:
         inst = dict(base, **{field: bad})
         assert not cs.accepts(cs.canonical(inst)), field
+
+
+DECIMALS = [  # (max_digits, decimal_places, other Field constraints, texts to accept)
+    (None, None, {}, ["123.456", "-0.001", '"-12.50"', '"7"']),
+    (6, 2, {}, ["9999.99", "0", "1.5000", '"-12.50"', '"0.05"']),
+    (2, 2, {}, ["0.5", "-0.99", '"0.05"', '"0.0"']),
+    (5, 0, {}, ["12345", "-7", '"99999"']),
+    (None, 3, {}, ["1.125", "100000", '"0.001"']),
+    (3, None, {}, ['"1.25"', '"0.005"', '"999"', '"-0.5"']),
+    (6, 2, {"ge": 0, "lt": 100}, ["99.99", "0", "12.5"]),
+    (None, None, {"gt": -1.5, "le": 2, "multiple_of": 0.5}, ["-1", "2", "0.5", "1.50"]),
+]
+
+
+@pytest.mark.parametrize("digits,places,bounds,good", DECIMALS)
+def test_pydantic_decimals_parse_back(digits, places, bounds, good):
+    """Pydantic writes a Decimal's schema as any number or any string, without
+    max_digits or decimal_places (fsm.json_schema.decimal_json_schema): every walk
+    must parse back with Pydantic itself, the oracle, and every text below that it
+    refuses must be refused; `good` (plain decimal texts it takes) accepted."""
+    field = Annotated[decimal.Decimal, Field(max_digits=digits, decimal_places=places, **bounds)]
+    adapter = TypeAdapter(field)
+    cs = schema_to_term(field)
+    texts, dfa = random_walks(cs, n=80, seed=3)
+    assert len(texts) > 40
+    for t in texts:
+        adapter.validate_json(t)  # raises if invalid
+    for v in ["0", "0.0", "-0", "1", "-7", "12", "0.5", "1.25", "1.10", "-99.99", "9999.99", "123.456", "100000",
+              "0.001", "0.005", "1.5000", "99999", "0.05", "2.5", "-1.5", "1e3", "abc", ""]:
+        for text in (v, f'"{v}"'):
+            try:
+                adapter.validate_json(text)
+            except ValidationError:
+                assert not cs.accepts(text, dfa), (text, digits, places, bounds)
+    for text in good:
+        adapter.validate_json(text)  # (the list is right)
+        assert cs.accepts(text, dfa), (text, digits, places, bounds)
+
+
+def test_pydantic_decimal_limits_refused_where_inexact():
+    with pytest.raises(SchemaError, match="max_digits"):
+        schema_to_term(Annotated[decimal.Decimal, Field(max_digits=3, ge=0)])
 
 
 class Tagged(BaseModel):
