@@ -18,11 +18,15 @@ Supported (assertion semantics; each a regular language written from its RFC):
   ipv6network and ipvanynetwork (an address whose bits past the prefix length are zero,
   then the length; or a bare address: see `_network`); uuid1, uuid3 ... uuid8
   (the uuid form with that version digit and the RFC 4122 variant, as Pydantic checks);
-  base64 and base64url (padded base64 of ASCII text: `_BASE64`).
+  base64 and base64url (padded base64 of ASCII text: `_BASE64`); naive-date-time (a
+  date-time without an offset: NaiveDatetime) and `url:SCHEMES:HOST` (Pydantic's URL
+  types as its WHATWG URL parser reads them: `_pydantic_url`).
 Others (idn-*, iri*, regex, uri-template, unknown names) raise KeyError: the caller
 refuses them (strict) or drops them (lenient).
 """
 from __future__ import annotations
+
+import re
 
 from .terms import LAZY, Term
 
@@ -32,7 +36,8 @@ DATE = (rf"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]
         rf"|02-(?:0[1-9]|1[0-9]|2[0-8]))|{_LEAP}-02-29)")
 _FRAC = r"(?:\.[0-9]+)?"
 _OFFSET = r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
-_TIME_NO_LEAP = rf"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]{_FRAC}{_OFFSET}"
+_HHMMSS = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+_TIME_NO_LEAP = rf"{_HHMMSS}{_FRAC}{_OFFSET}"
 DURATION = (r"P(?:(?:[0-9]+D|[0-9]+M(?:[0-9]+D)?|[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?)"
             r"(?:T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?"
             r"|T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)|[0-9]+W)")
@@ -222,6 +227,11 @@ def _build(st, name: str, python: bool) -> Term:
         t = st.fullmatch(_PYDANTIC_UUIDS[name])
     elif python and name in _BASE64:
         t = st.fullmatch(_BASE64[name])
+    elif python and name == "naive-date-time":
+        t = tb.seq([_build(st, "date", python), st.fullmatch(f"[Tt]{_HHMMSS}{_FRAC}")])
+    elif python and name.startswith("url:"):
+        _, schemes, host = name.split(":")
+        t = _pydantic_url(st, tuple(schemes.split(",")) if schemes else None, host == "1")
     elif name == "uuid":
         t = st.fullmatch(UUID)
     elif name == "uri":
@@ -237,6 +247,48 @@ def _build(st, name: str, python: bool) -> Term:
     cache[(name, python)] = t
     _known_nonempty(tb, t)
     return t
+
+
+# The WHATWG URL standard's special schemes: their URLs have a host (but file's may be
+# empty) that is a domain, an IPv4 or an [IPv6] address
+_SPECIAL = ("ftp", "file", "http", "https", "ws", "wss")
+_PORT = r"(?::(?:0|[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])?)?"
+# LDH labels, the last one starting with a letter (one of digits, or 0x..., makes the
+# parser read the host as an IPv4 address)
+_DOMAIN = rf"(?:{_LABEL}\.)*[A-Za-z]{_LABEL[len(_A):]}"
+_SPECIAL_HOST = rf"(?:{_DOMAIN}|{IPV4}|\[{IPV6}\])"
+_USERINFO = rf"(?:(?:{_UNRES}|{_PCT}|{_SUB}|:)*@)?"
+
+
+def _pydantic_url(st, schemes: tuple | None, host_required: bool) -> Term:
+    """The URLs Pydantic's URL types take (pydantic-core parses them with the WHATWG URL
+    standard's parser, then checks the scheme against `schemes` (None: any) and, with
+    `host_required`, that there is a host): RFC 3986 URIs, narrowed to what that parser
+    reads without an error. A special scheme (http, https, ws, wss, ftp, file) is
+    written in lower case with `//` and a domain (LDH labels, no A-label, the last
+    starting with a letter), an IPv4 or an [IPv6] host (file: no user or port, the host
+    may be empty); any other scheme's authority has no IPvFuture host; a port is at
+    most 65535."""
+    tb = st.tb
+    tail = f"{_PATH_ABEMPTY}{_QF}"
+    parts = []
+    for sch in (_SPECIAL if schemes is None else [x for x in schemes if x in _SPECIAL]):
+        if sch == "file":
+            parts.append(st.fullmatch(f"file://{_SPECIAL_HOST}?{tail}"))
+        else:
+            parts.append(st.fullmatch(f"{sch}://{_USERINFO}{_SPECIAL_HOST}{_PORT}{tail}"))
+    others = None if schemes is None else [x for x in schemes if x not in _SPECIAL]
+    if others is None or others:
+        host = rf"(?:\[{IPV6}\]|(?:{_UNRES}|{_PCT}|{_SUB})" + ("+)" if host_required else "*)")
+        auth = f"//{_USERINFO}{host}{_PORT}{_PATH_ABEMPTY}"
+        rest = auth if host_required else rf"(?:{auth}|{_PATH_ABS}|{_SEG_NZ}(?:/{_SEG})*|)"
+        if others is None:  # any scheme but the special ones (in any case: the parser lowers it)
+            scheme = tb.intersect([st.fullmatch(_SCHEME), tb.complement(
+                st.fullmatch("(?i:" + "|".join(_SPECIAL) + ")"))])
+        else:
+            scheme = st.fullmatch("|".join(re.escape(x) for x in others))
+        parts.append(tb.concat(scheme, st.fullmatch(f":{rest}{_QF}")))
+    return tb.alt(parts)
 
 
 def _network(st, v6: bool) -> Term:

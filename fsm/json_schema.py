@@ -100,9 +100,12 @@ of UUID1-8 a uuid with that version, and those of the Base64 types padded base64
 ASCII text (python_dates=True); and the
 uniqueItems of `set[str]` (items outside a finite set) is not enforced (python_sets=
 True): Pydantic reads an array with a repeated item into the set, so the text may
-repeat an item while the object is valid (`set[Literal[...]]` stays exact). A Decimal,
-which Pydantic's own schema leaves as any number or any string, is a number within its
-max_digits and decimal_places or a string of plain decimal text (`decimal_json_schema`).
+repeat an item while the object is valid (`set[Literal[...]]` stays exact). Where
+Pydantic's own schema says less than its validators check, its schema is written
+differently (`_pydantic_generator`): a Decimal within its max_digits and
+decimal_places, URLs with their schemes as Pydantic's URL parser reads them,
+NaiveDatetime without an offset, dict keys of ints, floats and booleans as their text;
+PastDate/FutureDatetime, dates with bounds and `Json[...]` are refused.
 
 Emptiness: intersections and complements can make a derivative empty without being
 syntactically NOTHING; the DFA asks the source. `JsonTermSource.is_empty` decides it
@@ -538,9 +541,18 @@ def load_schema(schema):
 
 @functools.cache
 def _pydantic_generator():
-    """Pydantic's JSON Schema generator, but for Decimal, whose schema Pydantic writes
-    as any number or any string (`anyOf: [number, string]`), without max_digits and
-    decimal_places: here, the numbers it takes (`decimal_json_schema`)."""
+    """Pydantic's JSON Schema generator, but where Pydantic's schema is wider than what
+    its validators take (the model would not parse the output back):
+    - Decimal: any number or any string, without max_digits and decimal_places; here
+      the numbers it takes (`decimal_json_schema`);
+    - URL types: format uri, without their allowed schemes, and wider than the URL
+      parser reads (ports past 65535, an http host `a.1`); here format `url:SCHEMES:HOST`
+      (fsm/json_formats.py `_pydantic_url`);
+    - NaiveDatetime: format date-time, which has an offset; here naive-date-time;
+    - dict keys of int, float, bool or Decimal: any string; here their text;
+    - refused (SchemaError): dates and times with bounds or relative to now (PastDate,
+      FutureDatetime...), a fixed-offset datetime, `Json[...]` (a string of JSON
+      text), and keys of other types with constraints."""
     from pydantic.json_schema import GenerateJsonSchema
 
     class Generator(GenerateJsonSchema):
@@ -548,7 +560,68 @@ def _pydantic_generator():
             return decimal_json_schema(schema.get("max_digits"), schema.get("decimal_places"),
                                        {k: schema[k] for k in ("ge", "gt", "le", "lt", "multiple_of")
                                         if schema.get(k) is not None})
+
+        def url_schema(self, schema):
+            out = {"type": "string", "format": "url:" + ",".join(schema.get("allowed_schemes") or ())
+                   + ":" + str(int(bool(schema.get("host_required"))))}
+            if schema.get("max_length") is not None:
+                out["maxLength"] = schema["max_length"]
+            return out
+
+        def datetime_schema(self, schema):
+            _no_time_bounds(schema, "datetime")
+            tz = schema.get("tz_constraint")
+            if tz == "naive":
+                return {"type": "string", "format": "naive-date-time"}
+            if tz not in (None, "aware"):
+                raise SchemaError(f"a datetime with the fixed UTC offset {tz} s cannot be enforced", "format")
+            return super().datetime_schema(schema)
+
+        def date_schema(self, schema):
+            _no_time_bounds(schema, "date")
+            return super().date_schema(schema)
+
+        def time_schema(self, schema):
+            _no_time_bounds(schema, "time")
+            return super().time_schema(schema)
+
+        def timedelta_schema(self, schema):
+            _no_time_bounds(schema, "timedelta")
+            return super().timedelta_schema(schema)
+
+        def json_schema(self, schema):
+            raise SchemaError("Json[...] (a string holding JSON text) cannot be enforced: use the "
+                              "type itself", "contentSchema")
+
+        def dict_schema(self, schema):
+            out = super().dict_schema(schema)
+            keys = schema.get("keys_schema") or {}
+            text = _KEY_TEXT.get(keys.get("type"))
+            if text is not None:
+                if any(keys.get(k) is not None for k in ("ge", "gt", "le", "lt", "multiple_of",
+                                                          "max_digits", "decimal_places")):
+                    raise SchemaError(f"dict keys of type {keys['type']} with constraints cannot be "
+                                      "enforced", "propertyNames")
+                out["propertyNames"] = text
+            return out
     return Generator
+
+
+# dict key types Pydantic parses from a JSON object's key strings: their plain text
+_KEY_TEXT = {"int": {"pattern": "^-?(0|[1-9][0-9]*)$"},
+             "float": {"pattern": "^-?(0|[1-9][0-9]*)(\\.[0-9]+)?$"},
+             "decimal": {"pattern": "^-?(0|[1-9][0-9]*)(\\.[0-9]+)?$"},
+             "bool": {"enum": ["true", "false"]}}
+
+
+def _no_time_bounds(schema: dict, kind: str) -> None:
+    """SchemaError for a Pydantic date/time/timedelta whose validator checks what its JSON
+    Schema does not say: bounds (Field(gt=...)) or now (PastDate, FutureDatetime)."""
+    bounds = [k for k in ("ge", "gt", "le", "lt") if schema.get(k) is not None]
+    if bounds or schema.get("now_op"):
+        what = f"bounds ({', '.join(bounds)})" if bounds else f"a {schema['now_op']} constraint (relative to now)"
+        raise SchemaError(f"a {kind} with {what} cannot be enforced: Pydantic's schema does not "
+                          "carry it", "format")
 
 
 def decimal_json_schema(max_digits: int | None, decimal_places: int | None, bounds: dict) -> dict:

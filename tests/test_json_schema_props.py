@@ -29,8 +29,9 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import (UUID1, UUID4, UUID7, Base64Bytes, Base64Str, Base64UrlBytes, Base64UrlStr, BaseModel, Field,
-                      IPvAnyAddress, IPvAnyInterface, IPvAnyNetwork, SecretStr, TypeAdapter, ValidationError)
+from pydantic import (UUID1, UUID4, UUID7, AnyUrl, AwareDatetime, Base64Bytes, Base64Str, Base64UrlBytes, Base64UrlStr,
+                      BaseModel, Field, FileUrl, FutureDatetime, HttpUrl, IPvAnyAddress, IPvAnyInterface, IPvAnyNetwork,
+                      Json, NaiveDatetime, PastDate, RedisDsn, SecretStr, TypeAdapter, ValidationError, WebsocketUrl)
 
 from fsm.json_schema import JsonTermSource, SchemaError, SchemaWarning, canonical_json, schema_to_term
 
@@ -410,6 +411,59 @@ def test_pydantic_decimals_parse_back(digits, places, bounds, good):
     for text in good:
         adapter.validate_json(text)  # (the list is right)
         assert cs.accepts(text, dfa), (text, digits, places, bounds)
+
+
+URL_TEXTS = ["http://a", "https://example.com:8080/p/a?q=1#f", "http://a.1", "http://a.01", "http://h:65535",
+             "http://h:65536", "http://h:99999", "http://xn--a", "http://[::1]/", "http://[v1.x]", "http://", "http:a",
+             "http://1.2.3.4", "http://999.1.1.1", "http://a%25b", "http://u:p@a.b", "ws://a", "ftp://a:21", "file:///x",
+             "file://h/x", "file://h:1/x", "a:", "a:b", "x://h:99999", "x://h:65535", "x://[v1.x]", "urn:isbn:0-4", "A:",
+             "HTTP://A", "redis://h:6379/0", "redis://", "unix:/tmp/s"]
+PYDANTIC_TYPES = [  # (type, texts to check against Pydantic, texts it must accept)
+    (HttpUrl, URL_TEXTS, ["http://a", "https://example.com:8080/p/a?q=1#f", "http://[::1]/", "http://1.2.3.4"]),
+    (AnyUrl, URL_TEXTS, ["a:", "urn:isbn:0-4", "x://h:65535", "http://u:p@a.b", "file:///x"]),
+    (FileUrl, URL_TEXTS, ["file:///x", "file://h/x"]),
+    (WebsocketUrl, URL_TEXTS, ["ws://a"]),
+    (RedisDsn, URL_TEXTS, ["redis://h:6379/0"]),
+    (NaiveDatetime, ["2024-01-01T12:00:00", "2024-01-01T12:00:00Z", "2024-02-30T00:00:00", "0000-01-01T00:00:00",
+                     "2024-01-01T12:00:00+01:00", "2024-01-01T24:00:00"], ["2024-01-01T12:00:00", "2024-02-29t23:59:59.5"]),
+    (AwareDatetime, ["2024-01-01T12:00:00", "2024-01-01T12:00:00Z"], ["2024-01-01T12:00:00Z"]),
+    (dict[int, str], ['{"1":"a"}', '{"a":"b"}', '{"":"b"}', '{"1.5":"x"}', '{"-7":"x"}'], ['{"1":"a","-7":"b"}']),
+    (dict[float, int], ['{"1.5":1}', '{"x":1}', '{"":1}'], ['{"1.5":1,"-2":3}']),
+    (dict[bool, int], ['{"true":1}', '{"maybe":1}'], ['{"true":1,"false":0}']),
+]
+
+
+@pytest.mark.parametrize("kind,texts,good", PYDANTIC_TYPES, ids=lambda x: getattr(x, "__name__", None) or str(x)[:12])
+def test_pydantic_types_parse_back(kind, texts, good):
+    """Types whose JSON Schema (as Pydantic writes it) is wider than what Pydantic's
+    validators take: URLs (schemes, ports, hosts its WHATWG parser refuses), naive and
+    aware datetimes, dict keys of numbers and booleans. Pydantic is the oracle: every
+    walk parses back, every listed text it refuses is refused, `good` accepted."""
+    adapter = TypeAdapter(kind)
+    cs = schema_to_term(kind)
+    walks, dfa = random_walks(cs, n=100, seed=5)
+    assert len(walks) > 50
+    for t in walks:
+        adapter.validate_json(t)  # raises if invalid
+    for v in texts:
+        text = v if v.startswith("{") else json.dumps(v)
+        try:
+            adapter.validate_json(text)
+        except ValidationError:
+            assert not cs.accepts(text, dfa), text
+    for v in good:
+        text = v if v.startswith("{") else json.dumps(v)
+        adapter.validate_json(text)  # (the list is right)
+        assert cs.accepts(text, dfa), text
+
+
+@pytest.mark.parametrize("kind,match", [
+    (PastDate, "past constraint"), (FutureDatetime, "future constraint"),
+    (Annotated[dt.date, Field(gt=dt.date(2020, 1, 1))], r"bounds \(gt\)"), (Json[int], "Json"),
+    (dict[Annotated[int, Field(ge=0)], str], "dict keys of type int with constraints")])
+def test_pydantic_types_refused_where_their_schema_says_less(kind, match):
+    with pytest.raises(SchemaError, match=match):
+        schema_to_term(kind)
 
 
 def test_pydantic_decimal_limits_refused_where_inexact():
