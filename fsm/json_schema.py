@@ -550,6 +550,8 @@ def _pydantic_generator():
       (fsm/json_formats.py `_pydantic_url`);
     - NaiveDatetime: format date-time, which has an offset; here naive-date-time;
     - dict keys of int, float, bool or Decimal: any string; here their text;
+    - bytes with max_length: Pydantic counts the UTF-8 bytes of the string, JSON Schema
+      its characters; here ASCII characters only, one byte each;
     - refused (SchemaError): dates and times with bounds or relative to now (PastDate,
       FutureDatetime...), a fixed-offset datetime, `Json[...]` (a string of JSON
       text), and keys of other types with constraints."""
@@ -588,6 +590,12 @@ def _pydantic_generator():
         def timedelta_schema(self, schema):
             _no_time_bounds(schema, "timedelta")
             return super().timedelta_schema(schema)
+
+        def bytes_schema(self, schema):
+            out = super().bytes_schema(schema)
+            if schema.get("max_length") is not None:  # (counted in UTF-8 bytes: ASCII keeps it exact)
+                out["pattern"] = "^[\\x00-\\x7f]*$"
+            return out
 
         def json_schema(self, schema):
             raise SchemaError("Json[...] (a string holding JSON text) cannot be enforced: use the "

@@ -438,6 +438,7 @@ PYDANTIC_TYPES = [  # (type, texts to check against Pydantic, texts it must acce
     (dict[int, str], ['{"1":"a"}', '{"a":"b"}', '{"":"b"}', '{"1.5":"x"}', '{"-7":"x"}'], ['{"1":"a","-7":"b"}']),
     (dict[float, int], ['{"1.5":1}', '{"x":1}', '{"":1}'], ['{"1.5":1,"-2":3}']),
     (dict[bool, int], ['{"true":1}', '{"maybe":1}'], ['{"true":1,"false":0}']),
+    (Annotated[bytes, Field(min_length=2, max_length=3)], ["ab", "abcd", "é", "éé", "a", "\u0000\u0001"], ["ab", "abc"]),
 ]
 
 
