@@ -21,7 +21,11 @@ from .terms import Term, TermBuilder
 
 
 class NumberTerms:
-    def __init__(self, tb: TermBuilder):
+    def __init__(self, tb: TermBuilder, integral_fraction: bool = True):
+        """`integral_fraction=False`: integers are written without a fraction part
+        (`1`, never `1.0`: Pydantic's strict ints refuse it). Their universe then has
+        one text per integer, which the integer terms below keep to; other numbers
+        (an integral float: `1.0`) keep theirs."""
         self.tb = tb
         self.digit = tb.byte_range(0x30, 0x39)
         self.nz = tb.byte_range(0x31, 0x39)
@@ -32,7 +36,9 @@ class NumberTerms:
         # canonical non-negative integer text: 0 | [1-9][0-9]*
         self.uint = tb.alt([tb.literal(b"0"), tb.concat(self.nz, self.digits0)])
         self.frac_opt = tb.optional(tb.concat(self.dot, self.digits1))
-        self.zero_frac_opt = tb.optional(tb.concat(self.dot, tb.repeat(tb.literal(b"0"), 1, None)))
+        # every text of an integral value (a const's, an enum's: values, whatever their type)
+        self.zero_fracs = tb.optional(tb.concat(self.dot, tb.repeat(tb.literal(b"0"), 1, None)))
+        self.zero_frac_opt = self.zero_fracs if integral_fraction else tb.empty  # an integer's
         self.mag = tb.concat(self.uint, self.frac_opt)  # any magnitude
         # a magnitude that is not zero
         self.mag_nonzero = tb.alt([
@@ -222,9 +228,11 @@ def to_decimal(v) -> Decimal:
 
 
 def integer_texts(nt: NumberTerms, i: int) -> tuple[bytes, Term]:
-    """The universe texts of the integer i: its digits, then the term `nt.zero_frac_opt`
-    (enums gather the digits of many integers into one trie before it)."""
-    return str(i).encode(), nt.zero_frac_opt
+    """The universe texts of the integer i: its digits, then the term `nt.zero_fracs`
+    (enums gather the digits of many integers into one trie before it). All of them,
+    also where integers are written without a fraction (integral_fraction=False): a
+    const or enum is a value, and its complement (`not`) must not take `1.0` for 1."""
+    return str(i).encode(), nt.zero_fracs
 
 
 def number_text_term(tb: TermBuilder, nt: NumberTerms, v) -> Term:

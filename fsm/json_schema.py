@@ -97,7 +97,9 @@ Path (binary, password, path) take any string, those of IPvAnyAddress and the
 ipaddress interfaces an address with an optional prefix length, those of the ipaddress
 networks an address with its host bits zero and the prefix length (or none), those
 of UUID1-8 a uuid with that version, and those of the Base64 types padded base64 of
-ASCII text (python_dates=True); and the
+ASCII text, and integers without a fraction part (`1`, not `1.0`, which
+Pydantic's strict ints refuse; floats, and an enum's or a const's values, which
+Pydantic takes as 1.0 too, keep theirs) (python_dates=True); and the
 uniqueItems of `set[str]` (items outside a finite set) is not enforced (python_sets=
 True): Pydantic reads an array with a repeated item into the set, so the text may
 repeat an item while the object is valid (`set[Literal[...]]` stays exact). Where
@@ -763,8 +765,9 @@ class _Compiler:
 
     @functools.cached_property
     def nt(self) -> NumberTerms:
-        """Number terms, made for the first number (a schema without one skips ~30 terms)."""
-        return NumberTerms(self.tb)
+        """Number terms, made for the first number (a schema without one skips ~30 terms);
+        for Pydantic sources (python_dates) integers without a fraction part."""
+        return NumberTerms(self.tb, integral_fraction=not self.python_dates)
 
     # -- indexing: $id / $anchor / key order ---------------------------------------
     def _add_key(self, k) -> None:
@@ -2798,7 +2801,7 @@ def compile_json_schema(schema, vocab, max_states: int | None = None, **options)
     writes for bytes, SecretStr and Path, take any string; ipvanyaddress and the
     interface formats an address and a prefix length or none; the network formats an
     address whose host bits are zero; uuid1-uuid8 that version; base64 and base64url
-    padded base64 of ASCII text), python_sets (default True
+    padded base64 of ASCII text; integers without a fraction part), python_sets (default True
     for Pydantic models: uniqueItems over items outside a finite set is not enforced,
     as Pydantic reads repeats into a set; False refuses it, or drops it with a warning
     when not strict), max_states. Cached per vocabulary by the schema's JSON text and the options.
