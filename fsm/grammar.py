@@ -886,16 +886,19 @@ def _terminal_term(tb: TermBuilder, tdef, rules=()) -> Term:
 
 
 def _build(tb, rules, term_names: list, terms: list, ignored: list, start: str,
-           max_states: int, lexemes: TermSource | None = None) -> GrammarSource:
+           max_states: int, lexemes: TermSource | None = None, label=str) -> GrammarSource:
     """The GrammarSource of `rules` (lark Rules); `lexemes` decides the emptiness of
     terminals and their derivatives (recursive JSON Schemas pass their own: structural,
-    where a plain TermSource guesses members of big intersections)."""
+    where a plain TermSource guesses members of big intersections); `label(name)` names
+    a terminal in errors."""
     live = set()
     source = lexemes or TermSource(tb, max_states)  # one emptiness cache for all lexemes
     for name, t in zip(term_names, terms):
         if t.nullable:
-            raise GrammarError(f"terminal {name} matches the empty string (zero-width "
-                               "terminals are not supported)")
+            raise GrammarError(f"terminal {label(name)} matches the empty string (zero-width "
+                               "terminals are not supported: make it match at least one "
+                               "character, and its use optional where it may be absent, "
+                               "`x?` or `[x]`)")
         if not source.is_empty(t):
             live.add(name)
     rules = _prune(rules, start, live)
@@ -1054,18 +1057,15 @@ def _source(tb, rules, terminals, ignore, start, max_states) -> GrammarSource:
                                "cannot be generated)")
         names.append(td.name)
         terms.append(_terminal_term(tb, td, rules))
-        if terms[-1].nullable:
-            raise GrammarError(f"terminal {_terminal_label(td, rules)} matches the empty string "
-                               "(zero-width terminals are not supported: make it match at least "
-                               "one character, and its use optional where it may be absent, "
-                               "`x?` or `[x]`)")
     used = {s.name for r in rules for s in r.expansion if s.is_term}
     missing = sorted(used - set(names))
     if missing:
         raise GrammarError(f"terminals {', '.join(missing)} are declared but not defined "
                            "(%declare'd terminals cannot be generated)")
     ignored = [n in ignore for n in names]
-    return _build(tb, rules, names, terms, ignored, start, max_states)
+    defs = dict(zip(names, terminals))
+    return _build(tb, rules, names, terms, ignored, start, max_states,
+                  label=lambda name: _terminal_label(defs[name], rules))
 
 
 def compile_grammar(grammar: str, vocab: Vocabulary, start: str = "start",

@@ -617,11 +617,11 @@ def _pydantic_generator():
     return Generator
 
 
+# plain decimal text, as a pattern (a string's content)
+_DECIMAL_TEXT = "^-?(0|[1-9][0-9]*)(\\.[0-9]+)?$"
 # dict key types Pydantic parses from a JSON object's key strings: their plain text
-_KEY_TEXT = {"int": {"pattern": "^-?(0|[1-9][0-9]*)$"},
-             "float": {"pattern": "^-?(0|[1-9][0-9]*)(\\.[0-9]+)?$"},
-             "decimal": {"pattern": "^-?(0|[1-9][0-9]*)(\\.[0-9]+)?$"},
-             "bool": {"enum": ["true", "false"]}}
+_KEY_TEXT = {"int": {"pattern": "^-?(0|[1-9][0-9]*)$"}, "float": {"pattern": _DECIMAL_TEXT},
+             "decimal": {"pattern": _DECIMAL_TEXT}, "bool": {"enum": ["true", "false"]}}
 
 
 def _no_time_bounds(schema: dict, kind: str) -> None:
@@ -652,24 +652,22 @@ def decimal_json_schema(max_digits: int | None, decimal_places: int | None, boun
     if whole is not None and (whole < 0 or whole == 0 and not d):
         raise SchemaError(f"a Decimal with max_digits={m} and decimal_places={d} has no value",
                           "max_digits")
-    if m is not None and d is None and bounds:
-        raise SchemaError(f"a Decimal with max_digits={m} and bounds but no decimal_places cannot be "
-                          "enforced exactly (no number keyword counts digits, a string takes no "
-                          "bounds): give decimal_places too", "max_digits")
     if m is not None and d is None:  # digits of both parts together: a branch per integer length
-        pattern = f"^-?(0(\\.[0-9]{{1,{m}}})?" + "".join(
+        if bounds:
+            raise SchemaError(f"a Decimal with max_digits={m} and bounds but no decimal_places cannot "
+                              "be enforced exactly (no number keyword counts digits, a string takes no "
+                              "bounds): give decimal_places too", "max_digits")
+        return {"type": "string", "pattern": f"^-?(0(\\.[0-9]{{1,{m}}})?" + "".join(
             f"|[1-9][0-9]{{{i - 1}}}" + (f"(\\.[0-9]{{1,{m - i}}})?" if i < m else "")
-            for i in range(1, m + 1)) + ")$"
+            for i in range(1, m + 1)) + ")$"}
+    if whole is None and d is None:
+        pattern = _DECIMAL_TEXT
+    elif whole == 0:  # a point and decimals: Pydantic counts a zero's "0" as one digit before it
+        pattern = f"^-?0\\.[0-9]{{1,{d}}}$"
     else:
-        frac = "[0-9]+" if d is None else f"[0-9]{{1,{d}}}"
-        if whole == 0:  # a point and decimals: Pydantic counts a zero's "0" as one digit before it
-            pattern = f"^-?0\\.{frac}$"
-        else:
-            head = "[0-9]*" if whole is None else f"[0-9]{{0,{whole - 1}}}"
-            pattern = f"^-?(0|[1-9]{head})" + ("$" if d == 0 else f"(\\.{frac})?$")
+        head = "[0-9]*" if whole is None else f"[0-9]{{0,{whole - 1}}}"
+        pattern = f"^-?(0|[1-9]{head})" + ("$" if d == 0 else f"(\\.[0-9]{{1,{d}}})?$")
     text = {"type": "string", "pattern": pattern}
-    if m is not None and d is None:
-        return text
     parts = [{"type": "number"}]
     for k, key in (("ge", "minimum"), ("gt", "exclusiveMinimum"), ("le", "maximum"),
                    ("lt", "exclusiveMaximum"), ("multiple_of", "multipleOf")):
