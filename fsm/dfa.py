@@ -79,7 +79,12 @@ class TermSource:
     def minlen(self, t: Term) -> int:
         """A lower bound on the length of t's shortest member (exact without AND/NOT and
         deferred LAZY parts)."""
-        return _fold(t, self._minlen, _minlen_of)
+        return _fold(t, self._minlen, self._minlen_of)
+
+    def _minlen_of(self, x: Term, kids: list) -> int:
+        if x.kind == LAZY and (w := self.tb.members.get(x.args[0])) is not None:
+            return len(w)
+        return _minlen_of(x, kids)
 
     def min_chars(self, t: Term, st: int = CHAR_START) -> int | None:
         """The fewest JSON characters a member of t takes after lexer state st (the
@@ -160,6 +165,8 @@ class TermSource:
             return next((w for w in sorted(tried, key=len, reverse=True) if self.tb.matches(x, w)), None)
         if k == LAZY:  # a deferred term (another key of an open object) is built; a
             # format's program is not loaded for a guess (a date-time's: 1.2k entries)
+            if (w := self.tb.members.get(x.args[0])) is not None:
+                return w
             body = self.tb.deferred_body(x)
             return None if body is None else _fold(body, self._guess, self._guess_of)
         if k in (EMPTY, NOT):

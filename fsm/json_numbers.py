@@ -15,6 +15,8 @@ by lexicographic comparison with zero padding).
 """
 from __future__ import annotations
 
+import itertools
+import math
 from decimal import Decimal, InvalidOperation
 
 from .terms import Term, TermBuilder
@@ -183,28 +185,60 @@ class NumberTerms:
                                    self._digits_between(lf[1:], lo_op, None if open_top else hf[1:], hi_op, True)))
         return tb.alt(parts)
 
-    def max_frac_digits(self, j: int) -> Term:
-        """Numbers with at most j significant fraction digits (trailing zeros allowed)."""
-        tb = self.tb
-        frac = tb.optional(tb.seq([self.dot, tb.repeat(self.digit, 1 if j else 0, j) if j else tb.empty,
-                                   tb.star(tb.literal(b"0"))]))
-        if j == 0:
-            frac = self.zero_frac_opt
-        return tb.intersect([self.number, tb.concat(tb.concat(tb.optional(self.minus), self.uint), frac)])
+    def multiple_of(self, m: int, k: int) -> Term:
+        """Texts `-?I(.F)?` of the numbers x with x * 10^k a multiple of the integer m
+        (multipleOf m * 10^-k): the digits of I and F's first k, read as one integer,
+        modulo m; F's further digits zeros. A residue automaton: each state is a
+        deferred term (made when the output reaches it, m * (k + 2) at most), so any
+        divisor is exact at no compile cost, unbounded ranges included. Not all texts
+        are the universe's (`1.`): the callers intersect with it."""
+        return self.tb.concat(self.tb.optional(self.minus), self._residue(m, k, 0, -1))
 
-    def last_digits_multiple(self, m: int, t: int) -> Term:
-        """Integers (no fraction part) whose value is divisible by m, where m divides 10**t."""
+    def _residue(self, m: int, k: int, r: int, j: int) -> Term:
+        """The state after digits worth r modulo m, with j fraction digits read (-1: in
+        the integer part). NOTHING where no digits can make the value a multiple
+        (deferred terms must not be empty)."""
+        scale = 10 ** (k - max(j, 0))  # what the digits read so far are worth, in units of 10^-k
+        if j >= 0 and -r * scale % m >= scale:  # the k - j digits left cannot reach a multiple
+            return self.tb.nothing
+        return self.tb.deferred(("json:residue", m, k, r, j), lambda: self._residue_term(m, k, r, j),
+                                r * scale % m == 0, lambda b: self._residue_step(m, k, r, j, b),
+                                _residue_member(m, k, r, j))
+
+    def _residue_step(self, m: int, k: int, r: int, j: int, b: int) -> Term:
+        if j == k:  # past the divisor's digits: zeros only
+            return self._residue(m, k, r, j) if b == 0x30 else self.tb.nothing
+        if 0x30 <= b <= 0x39:
+            return self._residue(m, k, (10 * r + b - 0x30) % m, j + 1 if j >= 0 else -1)
+        return self._residue(m, k, r, 0) if b == 0x2E and j < 0 else self.tb.nothing
+
+    def _residue_term(self, m: int, k: int, r: int, j: int) -> Term:
         tb = self.tb
-        ends = sorted({str(k).zfill(t) for k in range(0, 10 ** t, m)})
-        short = [str(k) for k in range(0, 10 ** t, m) if k < 10 ** (t - 1) or t == 1]
-        # numbers with >= t digits end with one of `ends`; shorter ones are listed
-        long_ = tb.concat(tb.concat(self.nz, tb.repeat(self.digit, 0, None)),
-                          tb.alt(tb.literal(e.encode()) for e in ends))
-        small = [s for s in {str(k) for k in range(0, 10 ** t, m)} if len(s) <= t]
-        body = tb.alt([long_] + [tb.literal(s.encode()) for s in small])
-        del short
-        return tb.concat(tb.alt([body, tb.concat(self.minus, tb.intersect([body, self.uint_nonzero]))]),
-                         self.zero_frac_opt)
+        parts = [tb.concat(tb.byte_range(b, b), x) for b in b"0123456789."
+                 if (x := self._residue_step(m, k, r, j, b)) is not tb.nothing]
+        if r * 10 ** (k - max(j, 0)) % m == 0:
+            parts.append(tb.empty)
+        return tb.alt(parts)
+
+
+def _residue_member(m: int, k: int, r: int, j: int) -> bytes:
+    """The shortest text that takes residue state (m, k, r, j) (NumberTerms._residue) to
+    a multiple: by modular arithmetic, not a search (an emptiness check's guess and
+    distance, for a divisor of any size)."""
+    def digits(n: int, e: int) -> str | None:  # the least n digits D: (r 10^n + D) 10^e = 0 mod m
+        a, b = 10 ** e % m, -r * 10 ** (n + e) % m
+        g = math.gcd(a, m)
+        if b % g:
+            return None
+        d = b // g * pow(a // g, -1, m // g) % (m // g) if m // g > 1 else 0
+        return str(d).zfill(n) if d < 10 ** n else None
+
+    if j >= 0:  # the k - j fraction digits left
+        got = (digits(n, k - j - n) for n in range(k - j + 1))
+    else:  # more integer digits (enough of them always make one), or a fraction part
+        got = itertools.chain((digits(n, k) for n in range(len(str(m)) + 1)),
+                              ("." + x if x is not None else None for x in (digits(n, k - n) for n in range(k + 1))))
+    return min((x for x in got if x is not None), key=len).encode()
 
 
 def _frac_digits(x: Decimal) -> str:

@@ -100,25 +100,48 @@ def test_number_universe():
     {"type": "number", "multipleOf": 0.01}, {"type": "integer", "multipleOf": 7, "minimum": -50, "maximum": 80},
     {"type": "number", "multipleOf": 1.5, "minimum": 0, "maximum": 30},
     {"type": "integer", "multipleOf": 0.5},
+    # unbounded, divisors of no power of ten: a residue automaton
+    {"type": "integer", "multipleOf": 3}, {"type": "number", "multipleOf": 7}, {"type": "number", "multipleOf": 1.5},
+    {"type": "number", "multipleOf": 0.0173}, {"type": "number", "multipleOf": 12.5, "exclusiveMinimum": -40},
+    {"type": "integer", "multipleOf": 0.123456789}, {"type": "number", "multipleOf": 123456789},
+    {"type": "integer", "multipleOf": 3, "minimum": 1, "maximum": 2},  # no multiple: empty
+    {"not": {"type": "integer", "multipleOf": 3}}, {"type": "number", "not": {"multipleOf": 0.3}},
 ])
 def test_multiple_of_exact(schema):
+    """Every text of many numbers, accepted exactly when the value (Decimal arithmetic:
+    the oracle) is a multiple within the bounds, under `not` too."""
     acc, _ = compiled(schema)
-    texts = [str(i) for i in range(-60, 120)] + [f"{i}.{f}" for i in range(0, 12) for f in ("5", "25", "01", "10", "75")]
+    inner = schema.get("not", schema)
+    k = Decimal(str(inner["multipleOf"]))
+    texts = [str(i) for i in range(-60, 120)] + [f"{i}.{f}" for i in range(-3, 12)
+                                                for f in ("5", "25", "01", "10", "75", "0", "00", "3", "0173", "519")]
+    texts += [str(k * n) for n in (2, 3, 17, -9, 1001)] + [str(k * n + 1) for n in (2, 17)] + ["123456789", "246913578.0"]
     for text in texts:
         v = Decimal(text)
-        k = Decimal(str(schema["multipleOf"]))
-        ok = v % k == 0 and (schema["type"] == "number" or v == v.to_integral_value())
-        ok &= v >= schema.get("minimum", v) and v <= schema.get("maximum", v)
-        assert acc(text) == ok, (schema, text)
+        if v == 0 and text.startswith("-"):
+            continue  # (outside the number universe)
+        ok = v % k == 0 and (inner.get("type", "number") == "number" or v == v.to_integral_value())
+        ok &= inner.get("minimum", v) <= v <= inner.get("maximum", v) and v > inner.get("exclusiveMinimum", v - 1)
+        assert acc(text) == (ok if "not" not in schema else not ok), (schema, text)
 
 
-def test_multiple_of_refused_and_lenient():
-    with pytest.raises(SchemaError) as e:
-        schema_to_term({"properties": {"x": {"type": "integer", "multipleOf": 3}}})
-    assert e.value.keyword == "multipleOf" and e.value.pointer == "#/properties/x"
-    with pytest.warns(SchemaWarning, match="multipleOf"):
-        cs = schema_to_term({"type": "integer", "multipleOf": 3}, strict=False)
-    assert cs.relaxed and cs.accepts("4")  # dropped, as documented
+def test_multiple_of_masks_equal_token_walks(smol_vocab):
+    """A residue automaton's states, at the token level: masks inside numbers equal
+    token-by-token walks, with SmolLM2 (one digit a token) and with a vocabulary of
+    digit runs, fractions and numbers followed by what comes after them."""
+    from fsm.json_schema import build_automaton
+    runs = small_vocab([bytes([b]) for b in range(256)] + [
+        b"12", b"345", b"999", b"000", b"07", b"0.5", b"1.50", b".5", b".00", b"21,", b"5]", b"3.0,", b"-9", b"14]"])
+    schema = {"type": "array", "items": {"anyOf": [{"type": "integer", "multipleOf": 7},
+                                                   {"type": "number", "multipleOf": 1.5, "maximum": 1000}]}}
+    for vocab in (smol_vocab, runs):
+        auto = build_automaton(schema, vocab)
+        eos = set(vocab.eos_ids)
+        for prefix in [b"[", b"[1", b"[12", b"[123", b"[7,-", b"[7,-1", b"[1.", b"[1.5", b"[1.50", b"[999",
+                       b"[99.", b"[3,45", b"[0"]:
+            s = auto.dfa.walk(auto.start, prefix)
+            assert s != 0, prefix
+            assert set(auto.allowed_tokens(s).tolist()) - eos == live_tokens_brute_force(auto, s), prefix
 
 
 # -- strings --------------------------------------------------------------------------

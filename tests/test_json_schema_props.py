@@ -62,6 +62,11 @@ SCHEMAS = [
         "b": {"type": "array", "items": {"$ref": "#/$defs/p"}, "maxItems": 3}},
      "$defs": {"p": {"type": "object", "properties": {"name": {"type": "string"}, "a": {"type": "boolean"}},
                      "required": ["a"], "additionalProperties": {"type": "integer"}}}},
+    # multiples whose floats are exact (jsonschema divides floats: `202...88.0`, a
+    # 93-digit multiple of 7, is not one to it)
+    {"type": "array", "items": {"anyOf": [{"type": "integer", "multipleOf": 7, "minimum": -10 ** 6, "maximum": 10 ** 6},
+                                          {"type": "number", "multipleOf": 1.5, "minimum": -30, "maximum": 30}]},
+     "maxItems": 4},
 ]
 
 
@@ -89,6 +94,7 @@ SEEDS = [  # valid instances per schema, mutated below
     [{"a": {"b": None}}, {}],
     [{"a": {"b": 1, "name": "x"}, "b": [{"name": "y", "a": True, "age": 3}]}, {"a": None, "b": []},
      {"a": {"a": False, "b": 2}, "b": [{"a": True, "b": 1, "name": "z"}]}],
+    [[14, 4.5, -21], [], [-28.5, 700]],
 ]
 
 
