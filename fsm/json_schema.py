@@ -75,8 +75,11 @@ exclusiveMinimum, exclusiveMaximum (also draft-04's boolean flags on minimum/max
 multipleOf (any decimal divisor: a residue automaton over the digits,
 json_numbers.NumberTerms.multiple_of), allOf, anyOf, oneOf, not,
 if/then/else, $ref to $defs/definitions/JSON pointers/$anchor/$id inside the document,
-unevaluatedProperties/unevaluatedItems where no other keyword evaluates (then they
-equal additionalProperties/items). A keyword value of the wrong kind (a negative or
+unevaluatedProperties (beside allOf/$ref/anyOf/oneOf/if/dependentSchemas/not too: the
+schema is written as the ways its applicators may hold, each with the keys they
+evaluate, _Compiler._ways; refused where a branch has branches of its own or the ways
+exceed UNEVALUATED_MAX_CASES), unevaluatedItems where no other keyword evaluates items
+(then it equals items). A keyword value of the wrong kind (a negative or
 fractional count, a non-number bound, `required` not an array of strings...) raises
 SchemaError naming it (_check_values).
 uniqueItems: exact when the array's elements range over a finite set of at most 16
@@ -140,7 +143,7 @@ import math
 import json
 import warnings
 from decimal import Decimal
-from itertools import product
+from itertools import combinations, product
 from urllib.parse import unquote, urldefrag, urljoin
 
 from .dfa import DEFAULT_MAX_STATES, LazyDFA, TermSource
@@ -510,6 +513,35 @@ def _meet_reasons(node: dict) -> set:
 # the parts _container_parts counts beyond a typed one)
 _MEET_TRIGGERS = _MEETS | {"$ref", "const", "enum", "anyOf"}
 
+# applicators whose subschemas evaluate properties (unevaluatedProperties reads them)
+_EVALUATORS = frozenset(("allOf", "anyOf", "oneOf", "not", "if", "$ref", "dependentSchemas", "dependencies"))
+_NONE_EVALUATED = ((), (), False)
+UNEVALUATED_MAX_CASES = 16  # ways for applicators to hold that unevaluatedProperties is written for
+
+
+def _products(groups) -> list | None:
+    """Ways (_Compiler._ways) of parts that all hold: one way of each, their schemas
+    and evaluated properties together. None if a part's are unknown or they are too many."""
+    out = [([], _NONE_EVALUATED)]
+    for g in groups:
+        if g is None:
+            return None
+        out = [(a + b, (tuple(dict.fromkeys(e[0] + f[0])), tuple(dict.fromkeys(e[1] + f[1])), e[2] or f[2]))
+               for a, e in out for b, f in g]
+        if len(out) > UNEVALUATED_MAX_CASES:
+            return None
+    return out
+
+
+def _alternatives(groups) -> list | None:
+    """The ways of one of several parts holding."""
+    out = []
+    for g in groups:
+        if g is None:
+            return None
+        out += g
+    return out if len(out) <= UNEVALUATED_MAX_CASES else None
+
 
 class _MixedOrders(Exception):
     """A recursive schema's rule is referred to both below a meeting schema and
@@ -758,6 +790,7 @@ class _Compiler:
         self._marker_memo: dict[int, int | None] = {}  # term id -> _marker_index
         self._unresolved: set = set()  # (node id, $ref) of references to other documents
         self._keep: list = []  # merged schemas stay alive (memo keys are ids)
+        self._uneval: dict = {}  # id(node) -> _unevaluated_written(node)
         self._negated = 0
 
     @functools.cached_property
@@ -1094,6 +1127,10 @@ class _Compiler:
     def _value(self, node: dict, d: int, budget: int) -> Term:
         tb = self.tb
         self._check(node)
+        if node.get("unevaluatedProperties", True) is not True and not node.keys().isdisjoint(_EVALUATORS):
+            written = self._unevaluated_written(node)
+            if written is not None:
+                return self.value(written, d, budget)
         if "allOf" in node:
             merged = self._merged_all_of(node)
             if merged is not None:
@@ -1239,6 +1276,81 @@ class _Compiler:
         self._variants[id(node)] = out
         self._keep.append(out)
         return out
+
+    def _unevaluated_written(self, node: dict) -> dict | None:
+        """node, whose unevaluatedProperties U sits beside applicators, written without
+        it: node's other keywords, and for each way its applicators may hold (_ways),
+        the schemas that then hold and an object whose keys that none of them evaluates
+        take U. None, after `refuse`, where the ways are unknown or too many."""
+        if id(node) in self._uneval:
+            return self._uneval[id(node)]
+        out, cases = None, self._ways(node, top=True)
+        if cases is not None:
+            u = node["unevaluatedProperties"]
+
+            def rest(e):
+                keys, pats, every = e
+                return True if every else {"properties": dict.fromkeys(keys, True),
+                                           "patternProperties": dict.fromkeys(pats, True), "additionalProperties": u}
+            base = {k: v for k, v in node.items() if k != "unevaluatedProperties"}
+            ways = [{"allOf": schemas + [rest(e)]} for schemas, e in cases]
+            out = {"allOf": [base] + (ways[0]["allOf"] if len(ways) == 1 else [{"anyOf": ways}])}
+            for x in [out, base] + ways + [x for w in ways for x in w["allOf"] if isinstance(x, dict)
+                                           and id(x) not in self.base_of]:
+                self._adopt(x, node)
+        else:
+            self.refuse(node, "unevaluatedProperties", "not supported here: its applicators may hold in more "
+                        f"than {UNEVALUATED_MAX_CASES} ways, through a branch that has branches of its own "
+                        "(anyOf/oneOf/if/dependentSchemas), or through a cycle of allOf/$ref")
+        self._uneval[id(node)] = out
+        self._keep.append(out)
+        return out
+
+    def _ways(self, s, top: bool = False, seen: tuple = ()) -> list | None:
+        """The ways schema s may hold, for the properties its parts evaluate: pairs
+        (schemas that hold then, beside s; the property names, patterns and whether
+        every key, that s and they evaluate). A subschema evaluates where it holds:
+        allOf's and $ref's always, one oneOf branch, if's and then's or else's, a
+        dependent schema's where its key is present. For anyOf, "some nonempty set S of
+        the branches holds, with the keys they evaluate" (a key left by all the
+        branches that hold is left by every S among them: one S is enough, and no
+        negation is needed). `top`: s's own unevaluatedProperties is the one being
+        written (else it evaluates every key). None where a cycle of allOf/$ref makes
+        them unknown, or they exceed UNEVALUATED_MAX_CASES."""
+        if not isinstance(s, dict):
+            return [([], _NONE_EVALUATED)]
+        if id(s) in seen:
+            return None
+        seen += (id(s),)
+        cases = [([], (tuple(s.get("properties", {})), tuple(s.get("patternProperties", {})),
+                       "additionalProperties" in s or ("unevaluatedProperties" in s and not top)))]
+
+        def ways_of(x, schemas=(), one=False):  # x's ways, with `schemas` holding beside them
+            got = self._ways(x, seen=seen)
+            if got is None or (one and len(got) > 1):  # (branches in branches: oneOf in a oneOf
+                return None  # complements terms the ways intersect: searches of 200k states)
+            return [(list(schemas) + a, e) for a, e in got]
+        groups = [ways_of(x) for x in s.get("allOf", []) if isinstance(s.get("allOf"), list)]
+        if "$ref" in s:
+            groups.append(ways_of(self._resolve(s, s["$ref"])))
+        any_of, one_of = s.get("anyOf"), s.get("oneOf")
+        if isinstance(any_of, list) and any_of:
+            subsets = [c for n in range(1, len(any_of) + 1) for c in combinations(any_of, n)]
+            if len(subsets) > UNEVALUATED_MAX_CASES:
+                return None
+            groups.append(_alternatives(_products([ways_of(x, [x], True) for x in c]) for c in subsets))
+        if isinstance(one_of, list) and one_of:
+            groups.append(_alternatives(ways_of(x, [x], True) for x in one_of))
+        if "if" in s:
+            cond = s["if"]
+            then = _products([ways_of(cond, [cond], True), ways_of(s.get("then", True), (), True)])
+            groups.append(_alternatives([then, ways_of(s.get("else", True), [{"not": cond}], True)]))
+        for kw in ("dependentSchemas", "dependencies"):
+            for key, sub in (s.get(kw) or {}).items():
+                if isinstance(sub, (dict, bool)):
+                    groups.append(_alternatives([ways_of(sub, [{"required": [key]}], True),
+                                                 [([{"properties": {key: False}}], _NONE_EVALUATED)]]))
+        return _products([cases] + groups)
 
     def _condition_variants(self, node: dict) -> list | None:
         """node as schemas without its value conditions (_value_conditions), one per
