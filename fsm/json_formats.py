@@ -13,6 +13,8 @@ Supported (assertion semantics; each a regular language written from its RFC):
 - uuid (8-4-4-4-12 hex, either case);
 - uri, uri-reference (RFC 3986 collected ABNF); iri, iri-reference (RFC 3987: the
   same rules with ucschar among the unreserved characters, and iprivate in queries);
+- uri-template (RFC 6570 level 4; "'" is taken in literals, as the JSON Schema suite
+  does, though the RFC's ABNF leaves it out);
 - json-pointer, relative-json-pointer (RFC 6901 / draft);
 - for Pydantic sources (python=True) also ipvanyaddress, ipv4interface, ipv6interface
   and ipvanyinterface (an address, then a prefix length or none); ipv4network,
@@ -22,8 +24,8 @@ Supported (assertion semantics; each a regular language written from its RFC):
   base64 and base64url (padded base64 of ASCII text: `_BASE64`); naive-date-time (a
   date-time without an offset: NaiveDatetime) and `url:SCHEMES:HOST` (Pydantic's URL
   types as its WHATWG URL parser reads them: `_pydantic_url`).
-Others (idn-*, regex, uri-template, unknown names) raise KeyError: the caller
-refuses them (strict) or drops them (lenient).
+Others (idn-*, regex, unknown names) raise KeyError: the caller refuses them (strict)
+or drops them (lenient).
 """
 from __future__ import annotations
 
@@ -101,6 +103,16 @@ class _Uri:
 _URI = _Uri(_UNRES)
 _IRI = _Uri(f"(?:{_UNRES}|{_UCSCHAR})", _IPRIVATE)
 URI, RELATIVE_REF = _URI.absolute, _URI.relative
+# RFC 6570 (level 4): literals and expressions "{" [operator] varspec *("," varspec) "}".
+# A literal is any character but CTL, SP, DQUOTE, "'", "%" (outside pct-encoded), "<",
+# ">", "\", "^", "`", "{", "|", "}" and non-ASCII ones outside ucschar and iprivate; but
+# "'" (\x27) is taken, as the JSON Schema suite does ("a'b" is valid there): it is a
+# sub-delim, which the RFC's reserved expansion writes as it is
+_VARCHAR = rf"(?:[A-Za-z0-9_]|{_PCT})"
+_VARSPEC = rf"{_VARCHAR}(?:\.?{_VARCHAR})*(?::[1-9][0-9]{{0,3}}|\*)?"
+_TEMPLATE_LITERAL = (r"(?:[\x21\x23\x24\x26\x27\x28-\x3b\x3d\x3f-\x5b\x5d\x5f\x61-\x7a\x7e]"
+                     rf"|{_UCSCHAR}|{_IPRIVATE}|{_PCT})")
+URI_TEMPLATE = rf"(?:{_TEMPLATE_LITERAL}|\{{[+#./;?&=,!@|]?{_VARSPEC}(?:,{_VARSPEC})*\}})*"
 JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
 REL_JSON_POINTER = rf"(?:0|[1-9][0-9]*)(?:#|{JSON_POINTER})"
 
@@ -260,6 +272,8 @@ def _build(st, name: str, python: bool) -> Term:
     elif name in ("uri-reference", "iri-reference"):
         u = _IRI if name == "iri-reference" else _URI
         t = tb.alt([st.fullmatch(u.absolute), st.fullmatch(u.relative)])
+    elif name == "uri-template":
+        t = st.fullmatch(URI_TEMPLATE)
     elif name == "json-pointer":
         t = st.fullmatch(JSON_POINTER)
     elif name == "relative-json-pointer":

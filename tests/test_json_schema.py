@@ -220,6 +220,10 @@ def test_leap_seconds_exhaustive_offsets(fmt):
       "ü:b"]),
     ("iri-reference", ["âππ", "//ƒøø/x", "#ƒrägmênt", "?q=\U00100000", "", "/\uf900"],
      ["#ƒräg\\mênt", "ü:b", "#\ue000", "\ufff0", "\u0080", "a b"]),
+    ("uri-template", ["", "http://example.com/{term:1}/{term}", "{+a,b.c*,d:9999}", "{=x}", "a%41b", "a😀b",
+                      "x\ue000y", "{%41.b_1}", "a'b", "{#x}{;y}{?z}{&w}{/v}{.u}{,t}{!s}{@r}{|q}"],
+     ["{}", "{a,,b}", "{v:0}", "{v:10000}", "{v:01}", "{a..b}", "{a.}", "{.}", "{ a}", "a b", "a<b", "%4g", "a%",
+      "{a", "}", "{a}}", "a\x85b", "a\ufffeb", "{a*:3}", "{é}", "{++a}", "{a=b}", '"', "a\\b", "^", "{{a}}"]),
 ])
 def test_formats(fmt, good, bad):
     acc, _ = compiled({"type": "string", "format": fmt})
@@ -281,14 +285,83 @@ def test_iri_is_its_uri_mapping(fmt):
     assert seen == {(True, False), (False, False), (False, True)}
 
 
-def test_iri_masks_equal_token_walks(smol_vocab):
-    """Masks of the IRI formats (non-ASCII classes: ucschar, iprivate, UTF-8 byte ranges)
+def _uri_template_ok(s: str) -> bool:
+    """RFC 6570 level 4, read by hand, with "'" among the literals (as the JSON Schema
+    suite reads it: the RFC's ABNF leaves it out)."""
+    varchars = r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})+"
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == "{":
+            end = s.find("}", i)
+            if end < 0:
+                return False
+            body = s[i + 1:end]
+            if body[:1] and body[0] in "+#./;?&=,!@|":
+                body = body[1:]
+            for spec in body.split(","):
+                name, colon, n = spec.partition(":")
+                if colon and not (re.fullmatch("[1-9][0-9]*", n) and int(n) < 10000):
+                    return False
+                name = name[:-1] if not colon and name.endswith("*") else name
+                if not all(re.fullmatch(varchars, part) for part in name.split(".")):
+                    return False
+            i = end + 1
+        elif c == "%":
+            if not re.fullmatch("%[0-9A-Fa-f]{2}", s[i:i + 3]):
+                return False
+            i += 3
+        else:
+            if ord(c) >= 0x80 and not _in_ranges(c, _UCSCHAR + _IPRIVATE):
+                return False
+            if ord(c) < 0x80 and (ord(c) <= 0x20 or c in '\x7f"%<>\\^`{|}'):
+                return False
+            i += 1
+    return True
+
+
+def test_uri_template_against_a_hand_reader():
+    """uri-template equals a reader written apart, on RFC 6570's level 1-4 examples
+    (section 1.2, all valid) and random literals and expressions, often broken."""
+    acc, _ = compiled({"type": "string", "format": "uri-template"})
+    examples = ["{var}", "{hello}", "{+var}", "{+hello}", "{+path}/here", "here?ref={+path}", "X{#var}", "X{#hello}",
+                "map?{x,y}", "{x,hello,y}", "{+x,hello,y}", "{+path,x}/here", "{#x,hello,y}", "{#path,x}/here",
+                "X{.var}", "X{.x,y}", "{/var}", "{/var,x}/here", "{;x,y}", "{;x,y,empty}", "{?x,y}", "{?x,y,empty}",
+                "?fixed=yes{&x}", "{&x,y,empty}", "{var:3}", "{var:30}", "{list}", "{list*}", "{keys}", "{keys*}",
+                "{+path:6}/here", "{+list*}", "{#path:6}/here", "{#keys*}", "X{.var:3}", "X{.list*}", "{/var:1,var}",
+                "{/list*,path:4}", "{/keys*}", "{;hello:5}", "{;list*}", "{?var:3}", "{?keys*}", "{&var:3}",
+                "{&list*}", "{&keys*}", "http://example.com/~{username}/", "http://example.com/search{?q,lang}"]
+    for s in examples:
+        assert _uri_template_ok(s) and acc(json.dumps(s)), s
+    literals = ["a", "/", "?", "&", "'", "%41", "%4", "%", " ", "é", "\x85", "\x7f", "\ue000", "\ufffe", "\U000e0fff",
+                "<", "|", "{", "}"]
+    names = ["a", "a", "_", "%41", "b.c", "..d", "%4", "é", ".", "", " "]
+    modifiers = ["", "", "*", ":1", ":9999", ":0", ":01", ":10000", ":", "*:3", ":3*"]
+    ops = ["", "+", "#", ".", "/", ";", "?", "&", "=", ",", "!", "@", "|", "++", "$", "{"]
+
+    def expression() -> str:
+        specs = ("".join(rng.choice(names) for _ in range(rng.randint(1, 2))) + rng.choice(modifiers)
+                 for _ in range(rng.randint(1, 3)))
+        return "{" + rng.choice(ops) + ",".join(specs) + rng.choice("}}}}}, ")
+    rng = random.Random(6570)
+    seen = set()
+    for _ in range(3000):
+        s = "".join(expression() if rng.random() < 0.5 else rng.choice(literals) for _ in range(rng.randint(0, 4)))
+        want = _uri_template_ok(s)
+        assert acc(json.dumps(s, ensure_ascii=False)) == want, s
+        seen.add(want)
+    assert seen == {True, False}
+
+
+def test_iri_and_uri_template_masks_equal_token_walks(smol_vocab):
+    """Masks of the formats with non-ASCII classes (ucschar, iprivate: UTF-8 byte ranges)
     equal token-by-token walks, inside a character's bytes too."""
     from fsm.json_schema import build_automaton
     eos = set(smol_vocab.eos_ids)
     for fmt, prefixes in [
             ("iri", ["", "http://", "http://ƒø", "http://x/?q=", "http://x/#a", "http://[v1.", b"http://\xf0"]),
-            ("iri-reference", ["", "//ƒ", "#ƒ", b"?\xf3\xb0"])]:
+            ("iri-reference", ["", "//ƒ", "#ƒ", b"?\xf3\xb0"]),
+            ("uri-template", ["", "{", "{+a", "{a:", "{a:999", "{a.", "x😀", b"\xee"])]:
         schema = {"type": "object", "properties": {"v": {"type": "string", "format": fmt}}, "required": ["v"]}
         auto = build_automaton(schema, smol_vocab)
         for p in prefixes:
