@@ -11,7 +11,10 @@ Supported (assertion semantics; each a regular language written from its RFC):
   checking their Punycode is not regular);
 - ipv4 (dotted quad without leading zeros), ipv6 (RFC 4291 text forms, no zone id);
 - uuid (8-4-4-4-12 hex, either case);
-- uri, uri-reference (RFC 3986 collected ABNF);
+- uri, uri-reference (RFC 3986 collected ABNF); iri, iri-reference (RFC 3987: the
+  same rules with ucschar among the unreserved characters, and iprivate in queries);
+- uri-template (RFC 6570 level 4; "'" is taken in literals, as the JSON Schema suite
+  does, though the RFC's ABNF leaves it out);
 - json-pointer, relative-json-pointer (RFC 6901 / draft);
 - for Pydantic sources (python=True) also ipvanyaddress, ipv4interface, ipv6interface
   and ipvanyinterface (an address, then a prefix length or none); ipv4network,
@@ -21,8 +24,8 @@ Supported (assertion semantics; each a regular language written from its RFC):
   base64 and base64url (padded base64 of ASCII text: `_BASE64`); naive-date-time (a
   date-time without an offset: NaiveDatetime) and `url:SCHEMES:HOST` (Pydantic's URL
   types as its WHATWG URL parser reads them: `_pydantic_url`).
-Others (idn-*, iri*, regex, uri-template, unknown names) raise KeyError: the caller
-refuses them (strict) or drops them (lenient).
+Others (idn-*, regex, unknown names) raise KeyError: the caller refuses them (strict)
+or drops them (lenient).
 """
 from __future__ import annotations
 
@@ -67,19 +70,49 @@ _QUOTED = r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"'
 _UNRES = r"[A-Za-z0-9._~-]"
 _PCT = r"%[0-9A-Fa-f]{2}"
 _SUB = r"[!$&'()*+,;=]"
-_PCHAR = rf"(?:{_UNRES}|{_PCT}|{_SUB}|[:@])"
-_SEG = rf"{_PCHAR}*"
-_SEG_NZ = rf"{_PCHAR}+"
-_SEG_NZ_NC = rf"(?:{_UNRES}|{_PCT}|{_SUB}|@)+"
-_IPVF = rf"[vV][0-9A-Fa-f]+\.(?:{_UNRES}|{_SUB}|:)+"
-_HOST = rf"(?:\[(?:{IPV6}|{_IPVF})\]|{IPV4}|(?:{_UNRES}|{_PCT}|{_SUB})*)"
-_AUTH = rf"(?:(?:{_UNRES}|{_PCT}|{_SUB}|:)*@)?{_HOST}(?::[0-9]*)?"
-_PATH_ABEMPTY = rf"(?:/{_SEG})*"
-_PATH_ABS = rf"/(?:{_SEG_NZ}(?:/{_SEG})*)?"
-_QF = rf"(?:\?(?:{_PCHAR}|[/?])*)?(?:#(?:{_PCHAR}|[/?])*)?"
+_IPVF = rf"[vV][0-9A-Fa-f]+\.(?:{_UNRES}|{_SUB}|:)+"  # (ASCII in IRIs too: RFC 3987 keeps IP-literal)
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.-]*"
-URI = rf"{_SCHEME}:(?://{_AUTH}{_PATH_ABEMPTY}|{_PATH_ABS}|{_SEG_NZ}(?:/{_SEG})*|){_QF}"
-RELATIVE_REF = rf"(?://{_AUTH}{_PATH_ABEMPTY}|{_PATH_ABS}|{_SEG_NZ_NC}(?:/{_SEG})*|){_QF}"
+# RFC 3987: an IRI's iunreserved adds ucschar to unreserved, its query also iprivate
+# (classes of code points: surrogates are never members, fsm/charset.py)
+_UCSCHAR = (r"[\u00a0-\ud7ff\uf900-\ufdcf\ufdf0-\uffef"  # (then planes 1-13 to xFFFD, 14 from E1000)
+            + "".join(rf"\U000{p:x}0000-\U000{p:x}fffd" for p in range(1, 14)) + r"\U000e1000-\U000efffd]")
+_IPRIVATE = r"[\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd]"
+
+
+class _Uri:
+    """RFC 3986's collected ABNF over the unreserved characters `unres` and, in the
+    query, also `private` (RFC 3987's IRI rules are the same ones over iunreserved and
+    iprivate); `absolute` is URI (IRI), `relative` relative-ref (irelative-ref)."""
+
+    def __init__(self, unres: str, private: str | None = None):
+        pchar = rf"(?:{unres}|{_PCT}|{_SUB}|[:@])"
+        seg = rf"{pchar}*"
+        self.rootless = rf"{pchar}+(?:/{seg})*"
+        self.userinfo = rf"(?:(?:{unres}|{_PCT}|{_SUB}|:)*@)?"
+        host = rf"(?:\[(?:{IPV6}|{_IPVF})\]|{IPV4}|(?:{unres}|{_PCT}|{_SUB})*)"
+        auth = rf"{self.userinfo}{host}(?::[0-9]*)?"
+        self.path_abempty = rf"(?:/{seg})*"
+        self.path_abs = rf"/(?:{self.rootless})?"
+        query = pchar if private is None else f"(?:{pchar}|{private})"
+        self.qf = rf"(?:\?(?:{query}|[/?])*)?(?:#(?:{pchar}|[/?])*)?"
+        noscheme = rf"(?:{unres}|{_PCT}|{_SUB}|@)+(?:/{seg})*"  # (no ":" in the first segment)
+        self.absolute = rf"{_SCHEME}:(?://{auth}{self.path_abempty}|{self.path_abs}|{self.rootless}|){self.qf}"
+        self.relative = rf"(?://{auth}{self.path_abempty}|{self.path_abs}|{noscheme}|){self.qf}"
+
+
+_URI = _Uri(_UNRES)
+_IRI = _Uri(f"(?:{_UNRES}|{_UCSCHAR})", _IPRIVATE)
+URI, RELATIVE_REF = _URI.absolute, _URI.relative
+# RFC 6570 (level 4): literals and expressions "{" [operator] varspec *("," varspec) "}".
+# A literal is any character but CTL, SP, DQUOTE, "'", "%" (outside pct-encoded), "<",
+# ">", "\", "^", "`", "{", "|", "}" and non-ASCII ones outside ucschar and iprivate; but
+# "'" (\x27) is taken, as the JSON Schema suite does ("a'b" is valid there): it is a
+# sub-delim, which the RFC's reserved expansion writes as it is
+_VARCHAR = rf"(?:[A-Za-z0-9_]|{_PCT})"
+_VARSPEC = rf"{_VARCHAR}(?:\.?{_VARCHAR})*(?::[1-9][0-9]{{0,3}}|\*)?"
+_TEMPLATE_LITERAL = (r"(?:[\x21\x23\x24\x26\x27\x28-\x3b\x3d\x3f-\x5b\x5d\x5f\x61-\x7a\x7e]"
+                     rf"|{_UCSCHAR}|{_IPRIVATE}|{_PCT})")
+URI_TEMPLATE = rf"(?:{_TEMPLATE_LITERAL}|\{{[+#./;?&=,!@|]?{_VARSPEC}(?:,{_VARSPEC})*\}})*"
 JSON_POINTER = r"(?:/(?:[^~/]|~[01])*)*"
 REL_JSON_POINTER = rf"(?:0|[1-9][0-9]*)(?:#|{JSON_POINTER})"
 
@@ -234,10 +267,13 @@ def _build(st, name: str, python: bool) -> Term:
         t = _pydantic_url(st, tuple(schemes.split(",")) if schemes else None, host == "1")
     elif name == "uuid":
         t = st.fullmatch(UUID)
-    elif name == "uri":
-        t = st.fullmatch(URI)
-    elif name == "uri-reference":
-        t = tb.alt([st.fullmatch(URI), st.fullmatch(RELATIVE_REF)])
+    elif name in ("uri", "iri"):
+        t = st.fullmatch((_IRI if name == "iri" else _URI).absolute)
+    elif name in ("uri-reference", "iri-reference"):
+        u = _IRI if name == "iri-reference" else _URI
+        t = tb.alt([st.fullmatch(u.absolute), st.fullmatch(u.relative)])
+    elif name == "uri-template":
+        t = st.fullmatch(URI_TEMPLATE)
     elif name == "json-pointer":
         t = st.fullmatch(JSON_POINTER)
     elif name == "relative-json-pointer":
@@ -257,7 +293,6 @@ _PORT = r"(?::(?:0|[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|
 # parser read the host as an IPv4 address)
 _DOMAIN = rf"(?:{_LABEL}\.)*[A-Za-z]{_LABEL[len(_A):]}"
 _SPECIAL_HOST = rf"(?:{_DOMAIN}|{IPV4}|\[{IPV6}\])"
-_USERINFO = rf"(?:(?:{_UNRES}|{_PCT}|{_SUB}|:)*@)?"
 
 
 def _pydantic_url(st, schemes: tuple | None, host_required: bool) -> Term:
@@ -270,24 +305,24 @@ def _pydantic_url(st, schemes: tuple | None, host_required: bool) -> Term:
     may be empty); any other scheme's authority has no IPvFuture host; a port is at
     most 65535."""
     tb = st.tb
-    tail = f"{_PATH_ABEMPTY}{_QF}"
+    tail = f"{_URI.path_abempty}{_URI.qf}"
     parts = []
     for sch in (_SPECIAL if schemes is None else [x for x in schemes if x in _SPECIAL]):
         if sch == "file":
             parts.append(st.fullmatch(f"file://{_SPECIAL_HOST}?{tail}"))
         else:
-            parts.append(st.fullmatch(f"{sch}://{_USERINFO}{_SPECIAL_HOST}{_PORT}{tail}"))
+            parts.append(st.fullmatch(f"{sch}://{_URI.userinfo}{_SPECIAL_HOST}{_PORT}{tail}"))
     others = None if schemes is None else [x for x in schemes if x not in _SPECIAL]
     if others is None or others:
         host = rf"(?:\[{IPV6}\]|(?:{_UNRES}|{_PCT}|{_SUB})" + ("+)" if host_required else "*)")
-        auth = f"//{_USERINFO}{host}{_PORT}{_PATH_ABEMPTY}"
-        rest = auth if host_required else rf"(?:{auth}|{_PATH_ABS}|{_SEG_NZ}(?:/{_SEG})*|)"
+        auth = f"//{_URI.userinfo}{host}{_PORT}{_URI.path_abempty}"
+        rest = auth if host_required else f"(?:{auth}|{_URI.path_abs}|{_URI.rootless}|)"
         if others is None:  # any scheme but the special ones (in any case: the parser lowers it)
             scheme = tb.intersect([st.fullmatch(_SCHEME), tb.complement(
                 st.fullmatch("(?i:" + "|".join(_SPECIAL) + ")"))])
         else:
             scheme = st.fullmatch("|".join(re.escape(x) for x in others))
-        parts.append(tb.concat(scheme, st.fullmatch(f":{rest}{_QF}")))
+        parts.append(tb.concat(scheme, st.fullmatch(f":{rest}{_URI.qf}")))
     return tb.alt(parts)
 
 

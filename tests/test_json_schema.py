@@ -234,13 +234,163 @@ def test_leap_seconds_exhaustive_offsets(fmt):
     ("email", ["a.b@example.com", '"x y"@e.org'], ["a..b@e.com", "@e.com"]),
     ("duration", ["P1Y2M", "PT1M2S", "P2W"], ["P1Y2D", "PT", "P1W1D"]),
     ("uri", ["http://a.b/c?d#e", "urn:x:y"], ["/abc", "a b:c"]),
+    # ucschar in the authority, path, query and fragment; iprivate in the query only; the
+    # code points next to ucschar's ranges (C1 controls, U+FDD0, U+FFFE, U+E0001) out
+    ("iri", ["http://ƒøø.ßår/?∂éœ=πîx#πîüx", "urn:例:子", "http://x/?q=\ue000\U0010fffd",
+             "http://x/\U00010000", "http://u\ud7ff@x/\U000efffd", "http://[v1.a]/"],
+     ["/abc", "âππ", "http://x/\ue000", "http://x/?#\U000f0000", "http://x/\ufdd0", "http://x/\x85",
+      "http://x/\ufffe", "http://x/\U000e0001", "http://x/\U0001fffe", "http://[v1.é]/", "http://ƒøø.ßår/\n",
+      "ü:b"]),
+    ("iri-reference", ["âππ", "//ƒøø/x", "#ƒrägmênt", "?q=\U00100000", "", "/\uf900"],
+     ["#ƒräg\\mênt", "ü:b", "#\ue000", "\ufff0", "\u0080", "a b"]),
+    ("uri-template", ["", "http://example.com/{term:1}/{term}", "{+a,b.c*,d:9999}", "{=x}", "a%41b", "a😀b",
+                      "x\ue000y", "{%41.b_1}", "a'b", "{#x}{;y}{?z}{&w}{/v}{.u}{,t}{!s}{@r}{|q}"],
+     ["{}", "{a,,b}", "{v:0}", "{v:10000}", "{v:01}", "{a..b}", "{a.}", "{.}", "{ a}", "a b", "a<b", "%4g", "a%",
+      "{a", "}", "{a}}", "a\x85b", "a\ufffeb", "{a*:3}", "{é}", "{++a}", "{a=b}", '"', "a\\b", "^", "{{a}}"]),
 ])
 def test_formats(fmt, good, bad):
     acc, _ = compiled({"type": "string", "format": fmt})
     for s in good:
-        assert acc(json.dumps(s)), s
+        assert acc(json.dumps(s, ensure_ascii=False)), s
     for s in bad:
-        assert not acc(json.dumps(s)), s
+        assert not acc(json.dumps(s, ensure_ascii=False)), s
+
+
+# RFC 3987's ucschar and iprivate, as the RFC lists them (an oracle apart from the regexes)
+_UCSCHAR = [(0xA0, 0xD7FF), (0xF900, 0xFDCF), (0xFDF0, 0xFFEF), (0x10000, 0x1FFFD), (0x20000, 0x2FFFD),
+            (0x30000, 0x3FFFD), (0x40000, 0x4FFFD), (0x50000, 0x5FFFD), (0x60000, 0x6FFFD), (0x70000, 0x7FFFD),
+            (0x80000, 0x8FFFD), (0x90000, 0x9FFFD), (0xA0000, 0xAFFFD), (0xB0000, 0xBFFFD), (0xC0000, 0xCFFFD),
+            (0xD0000, 0xDFFFD), (0xE1000, 0xEFFFD)]
+_IPRIVATE = [(0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD)]
+# random texts are joined from these: URI syntax, and code points at the ranges' edges
+_IRI_PIECES = ["a", "x", ":", "/", "//", "?", "#", "@", "[", "]", "%41", "%", "1.2.3.4", "[v1.é]", "[::1]", "http:",
+               " ", "\\", "é", "\xa0", "\x9f", "\ud7ff", "\uf8ff", "\uf900", "\ufdcf", "\ufdd0", "\ufdf0", "\uffef",
+               "\ufff0", "\ue000", "\U0001fffd", "\U0001fffe", "\U000e0fff", "\U000e1000", "\U000f0000",
+               "\U0010fffd", "\U0010ffff"]
+
+
+def _in_ranges(c: str, ranges) -> bool:
+    return any(a <= ord(c) <= b for a, b in ranges)
+
+
+def _iri_as_uri(s: str):
+    """RFC 3987 section 3.1: an IRI's URI, its ucschar (and iprivate, allowed in the
+    query only) percent-encoded as UTF-8; None where a non-ASCII character is neither."""
+    q, h = s.find("?"), s.find("#")
+    query = range(q + 1, h if h >= 0 else len(s)) if q >= 0 and (h < 0 or q < h) else range(0)
+    out = []
+    for i, c in enumerate(s):
+        if ord(c) >= 0x80:
+            if not (_in_ranges(c, _UCSCHAR) or i in query and _in_ranges(c, _IPRIVATE)):
+                return None
+            c = "".join(f"%{b:02X}" for b in c.encode())
+        out.append(c)
+    return "".join(out)
+
+
+@pytest.mark.parametrize("fmt", ["iri", "iri-reference"])
+def test_iri_is_its_uri_mapping(fmt):
+    """A text is an IRI (reference) iff it maps to a URI (reference) (RFC 3987 3.1), for
+    random texts of URI syntax and non-ASCII code points at the edges of ucschar and
+    iprivate, in every part."""
+    acc, _ = compiled({"type": "string", "format": fmt})
+    uri_acc, _ = compiled({"type": "string", "format": fmt.replace("iri", "uri")})
+    rng = random.Random(fmt)
+    seen = set()
+    for _ in range(2000):
+        s = "".join(rng.choice(_IRI_PIECES) for _ in range(rng.randint(0, 8)))
+        if rng.random() < 0.5:
+            s = "http://" + s
+        u = _iri_as_uri(s)
+        want = u is not None and uri_acc(json.dumps(u))
+        assert acc(json.dumps(s, ensure_ascii=False)) == want, s
+        seen.add((want, u is None))
+    assert seen == {(True, False), (False, False), (False, True)}
+
+
+def _uri_template_ok(s: str) -> bool:
+    """RFC 6570 level 4, read by hand, with "'" among the literals (as the JSON Schema
+    suite reads it: the RFC's ABNF leaves it out)."""
+    varchars = r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})+"
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == "{":
+            end = s.find("}", i)
+            if end < 0:
+                return False
+            body = s[i + 1:end]
+            if body[:1] and body[0] in "+#./;?&=,!@|":
+                body = body[1:]
+            for spec in body.split(","):
+                name, colon, n = spec.partition(":")
+                if colon and not (re.fullmatch("[1-9][0-9]*", n) and int(n) < 10000):
+                    return False
+                name = name[:-1] if not colon and name.endswith("*") else name
+                if not all(re.fullmatch(varchars, part) for part in name.split(".")):
+                    return False
+            i = end + 1
+        elif c == "%":
+            if not re.fullmatch("%[0-9A-Fa-f]{2}", s[i:i + 3]):
+                return False
+            i += 3
+        else:
+            if ord(c) >= 0x80 and not _in_ranges(c, _UCSCHAR + _IPRIVATE):
+                return False
+            if ord(c) < 0x80 and (ord(c) <= 0x20 or c in '\x7f"%<>\\^`{|}'):
+                return False
+            i += 1
+    return True
+
+
+def test_uri_template_against_a_hand_reader():
+    """uri-template equals a reader written apart, on RFC 6570's level 1-4 examples
+    (section 1.2, all valid) and random literals and expressions, often broken."""
+    acc, _ = compiled({"type": "string", "format": "uri-template"})
+    examples = ["{var}", "{hello}", "{+var}", "{+hello}", "{+path}/here", "here?ref={+path}", "X{#var}", "X{#hello}",
+                "map?{x,y}", "{x,hello,y}", "{+x,hello,y}", "{+path,x}/here", "{#x,hello,y}", "{#path,x}/here",
+                "X{.var}", "X{.x,y}", "{/var}", "{/var,x}/here", "{;x,y}", "{;x,y,empty}", "{?x,y}", "{?x,y,empty}",
+                "?fixed=yes{&x}", "{&x,y,empty}", "{var:3}", "{var:30}", "{list}", "{list*}", "{keys}", "{keys*}",
+                "{+path:6}/here", "{+list*}", "{#path:6}/here", "{#keys*}", "X{.var:3}", "X{.list*}", "{/var:1,var}",
+                "{/list*,path:4}", "{/keys*}", "{;hello:5}", "{;list*}", "{?var:3}", "{?keys*}", "{&var:3}",
+                "{&list*}", "{&keys*}", "http://example.com/~{username}/", "http://example.com/search{?q,lang}"]
+    for s in examples:
+        assert _uri_template_ok(s) and acc(json.dumps(s)), s
+    literals = ["a", "/", "?", "&", "'", "%41", "%4", "%", " ", "é", "\x85", "\x7f", "\ue000", "\ufffe", "\U000e0fff",
+                "<", "|", "{", "}"]
+    names = ["a", "a", "_", "%41", "b.c", "..d", "%4", "é", ".", "", " "]
+    modifiers = ["", "", "*", ":1", ":9999", ":0", ":01", ":10000", ":", "*:3", ":3*"]
+    ops = ["", "+", "#", ".", "/", ";", "?", "&", "=", ",", "!", "@", "|", "++", "$", "{"]
+
+    def expression() -> str:
+        specs = ("".join(rng.choice(names) for _ in range(rng.randint(1, 2))) + rng.choice(modifiers)
+                 for _ in range(rng.randint(1, 3)))
+        return "{" + rng.choice(ops) + ",".join(specs) + rng.choice("}}}}}, ")
+    rng = random.Random(6570)
+    seen = set()
+    for _ in range(3000):
+        s = "".join(expression() if rng.random() < 0.5 else rng.choice(literals) for _ in range(rng.randint(0, 4)))
+        want = _uri_template_ok(s)
+        assert acc(json.dumps(s, ensure_ascii=False)) == want, s
+        seen.add(want)
+    assert seen == {True, False}
+
+
+def test_iri_and_uri_template_masks_equal_token_walks(smol_vocab):
+    """Masks of the formats with non-ASCII classes (ucschar, iprivate: UTF-8 byte ranges)
+    equal token-by-token walks, inside a character's bytes too."""
+    from fsm.json_schema import build_automaton
+    eos = set(smol_vocab.eos_ids)
+    for fmt, prefixes in [
+            ("iri", ["", "http://", "http://ƒø", "http://x/?q=", "http://x/#a", "http://[v1.", b"http://\xf0"]),
+            ("iri-reference", ["", "//ƒ", "#ƒ", b"?\xf3\xb0"]),
+            ("uri-template", ["", "{", "{+a", "{a:", "{a:999", "{a.", "x😀", b"\xee"])]:
+        schema = {"type": "object", "properties": {"v": {"type": "string", "format": fmt}}, "required": ["v"]}
+        auto = build_automaton(schema, smol_vocab)
+        for p in prefixes:
+            s = auto.dfa.walk(auto.start, b'{"v":"' + (p if isinstance(p, bytes) else p.encode()))
+            assert s != 0, p
+            assert set(auto.allowed_tokens(s).tolist()) - eos == live_tokens_brute_force(auto, s), (fmt, p)
 
 
 def _hostname_prefix_ok(p: str) -> bool:

@@ -58,7 +58,8 @@ def test_core_keywords_fully_supported(results):
             "oneOf", "pattern", "patternProperties", "prefixItems", "properties", "propertyNames",
             "required", "type", "format/date", "format/date-time", "format/time", "format/duration",
             "format/email", "format/hostname", "format/ipv4", "format/ipv6", "format/uuid", "format/uri",
-            "format/uri-reference", "unevaluatedProperties"]
+            "format/uri-reference", "format/iri", "format/iri-reference", "format/uri-template",
+            "unevaluatedProperties"]
     problems = []
     for name in core:
         out, _ = results[name]
