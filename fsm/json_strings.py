@@ -17,16 +17,17 @@ complement of the decoded languages, so `pattern` + `minLength` + `format` compo
 pattern as `.*(?:p).*` over characters, except where it is anchored with `^` / `$` at the
 start / end of a top-level branch. ECMA meanings of classes: `\\d` = [0-9], `\\w` =
 [A-Za-z0-9_], `\\s` = ECMA white space and line terminators, `.` = anything but line
-terminators. ECMA named groups `(?<name>...)` are groups. Constructs Python's `re` parses
-differently from ECMA (`\\p{...}`, `\\cX`, lookaround, backreferences) raise RegexError
-(refused with the keyword and pointer).
+terminators. ECMA named groups `(?<name>...)` are groups, and General_Category property
+escapes `\\p{L}`, `\\P{Lu}`, `\\p{gc=Nd}` are classes (fsm/regex.py python_text; other
+properties are refused). Constructs Python's `re` parses differently from ECMA (`\\cX`,
+lookaround, backreferences) raise RegexError (refused with the keyword and pointer).
 """
 from __future__ import annotations
 
 import functools
 
 from . import charset
-from .regex import C, P, RegexError, _Converter
+from .regex import C, P, RegexError, _Converter, original_pos, python_text
 from .terms import BYTES, REPEAT, STR, Term, TermBuilder
 
 _SHORT = {0x08: b"\\b", 0x0C: b"\\f", 0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t", 0x22: b'\\"', 0x5C: b"\\\\"}
@@ -265,37 +266,11 @@ class StringTerms:
 @functools.lru_cache(maxsize=1024)
 def _parse(pattern: str):  # parse trees are only read: share them between compilations
     import re
-    text, added = _named_groups(pattern)
+    text, edits = python_text(pattern, ecma_groups=True)  # (?<name>...), \p{...}
     try:
         return P.parse(text, 0)
     except re.error as e:
-        pos = None if e.pos is None else e.pos - sum(1 for q in added if q < e.pos)
-        raise RegexError(f"invalid or unsupported regex: {e.msg}", pattern, pos) from None
-
-
-def _named_groups(pattern: str) -> tuple[str, list[int]]:
-    """ECMA named groups `(?<name>...)` written as Python's `(?P<name>...)` (a semver
-    pattern names its parts), and where the added characters are in the result (error
-    positions are given back in `pattern`). Lookbehind `(?<=`, `(?<!` stays as it is."""
-    out, added, i, n, in_class = [], [], 0, len(pattern), False
-    while i < n:
-        c = pattern[i]
-        if c == "\\":
-            out.append(pattern[i:i + 2])
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-        elif pattern.startswith("(?<", i) and pattern[i + 3:i + 4] not in ("=", "!", ""):
-            added.append(sum(map(len, out)) + 2)
-            out.append("(?P<")
-            i += 3
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out), added
+        raise RegexError(f"invalid or unsupported regex: {e.msg}", pattern, original_pos(edits, e.pos)) from None
 
 
 class _JsonConverter(_Converter):

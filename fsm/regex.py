@@ -7,6 +7,15 @@ need context (backreferences, lookaround, conditionals, atomic groups, possessiv
 repeats, word boundaries, anchors in the middle) raise RegexError with the position
 of the construct.
 
+Extension over Python `re`: Unicode property escapes `\\p{X}` / `\\P{X}` (negated), alone
+or in classes (`[\\p{L}_0-9]`, `[^\\p{L}]`), where X is a General_Category value by short
+or long name (`L`, `Letter`, `Lu`, `Nd`, ...), also written `gc=X` or
+`General_Category=X` (fsm/uprops.py: data from unicodedata; surrogates match nothing).
+They are written out as classes of their code points before re's parser reads the
+pattern (python_text), and error positions are mapped back to the pattern as given.
+Script and binary properties, unknown names and a property as a range endpoint raise
+RegexError at the escape. The first use costs one scan of all code points (~0.16 s).
+
     >>> from fsm.terms import TermBuilder
     >>> tb = TermBuilder()
     >>> t = regex_to_term(tb, r"\\d{2}-[a-z]+")
@@ -17,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from . import charset
+from . import charset, uprops
 from .errors import RegexError
 from .terms import Term, TermBuilder
 
@@ -57,11 +66,136 @@ def regex_to_term(tb: TermBuilder, pattern: str, flags: int = 0) -> Term:
     words = _plain_alternation(pattern, flags)
     if words is not None:  # a word list: skip re's parser, which costs ~1.5 µs a character
         return tb.alt(tb.literal(w.encode()) for w in words)
+    text, edits = python_text(pattern, flags)
     try:
-        parsed = P.parse(pattern, flags)
+        parsed = P.parse(text, flags)
     except re.error as e:
-        raise RegexError(f"invalid regex: {e.msg}", pattern, e.pos) from None
+        raise RegexError(f"invalid regex: {e.msg}", pattern, original_pos(edits, e.pos)) from None
     return _Converter(tb, pattern).sequence(parsed, int(parsed.state.flags), True, True)
+
+
+def python_text(pattern: str, flags: int = 0, ecma_groups: bool = False) -> tuple[str, list]:
+    """The text Python's parser reads for `pattern`, and the edits made (for original_pos):
+    each Unicode property escape `\\p{X}` / `\\P{X}` (fsm/uprops.py) is written out as
+    its code points, `[\\U...-\\U...]` (inside a class, the members alone); with
+    `ecma_groups`, ECMA named groups `(?<name>` become Python's `(?P<name>`.
+
+    RegexError (at the escape, in `pattern`) for a property that is not a General_Category
+    value, and for a property as a range endpoint (`[a-\\p{L}]`, an error in ECMA-262 too;
+    Python would read a range to the last member written out)."""
+    if "\\p" not in pattern and "\\P" not in pattern and not (ecma_groups and "(?<" in pattern):
+        return pattern, []
+    # Verbose comments are copied as they are (a `[` there opens no class); a scoped
+    # (?x:...) would need the group structure to know where they are, so we refuse it
+    # beside a property rather than misread a class.
+    lead = _GLOBAL_FLAGS.match(pattern)
+    verbose = bool(flags & re.VERBOSE) or "x" in lead.group()
+    scoped = _SCOPED_VERBOSE.search(pattern)
+    if scoped and not verbose and ("\\p" in pattern or "\\P" in pattern):
+        raise RegexError("Unicode property escapes are not supported beside a scoped verbose "
+                         "group (?x:...)", pattern, scoped.start())
+    out: list[str] = []
+    edits: list[tuple[int, int, int, int]] = []  # (at in text, at in pattern, len in text, len in pattern)
+    size = 0  # len("".join(out))
+
+    def put(text: str, i: int, span: int) -> None:
+        nonlocal size
+        if text != pattern[i:i + span]:
+            edits.append((size, i, len(text), span))
+        out.append(text)
+        size += len(text)
+
+    i, n, in_class, first = 0, len(pattern), False, False
+    while i < n:
+        c = pattern[i]
+        prop = _property_escape(pattern, i)
+        if in_class:
+            if c == "]" and not first:
+                in_class = False
+                put(c, i, 1)
+                i += 1
+                continue
+            first = False
+            end = prop[0] if prop else _atom_end(pattern, i)
+            if pattern.startswith("-", end) and pattern[end + 1:end + 2] not in ("]", ""):
+                other = _property_escape(pattern, end + 1)
+                if prop or other:
+                    raise RegexError("a Unicode property escape cannot be a range endpoint",
+                                     pattern, i if prop else end + 1)
+                end = _atom_end(pattern, end + 1)
+                put(pattern[i:end], i, end - i)
+            elif prop:
+                put(_members(prop[1]), i, end - i)
+            else:
+                put(pattern[i:end], i, end - i)
+            i = end
+        elif prop:
+            put(f"[{_members(prop[1])}]", i, prop[0] - i)
+            i = prop[0]
+        elif c == "\\":
+            put(pattern[i:i + 2], i, 2)
+            i += 2
+        elif c == "#" and verbose:
+            end = pattern.find("\n", i)
+            end = n if end < 0 else end + 1
+            put(pattern[i:end], i, end - i)
+            i = end
+        elif c == "[":
+            in_class = first = True
+            end = i + 2 if pattern.startswith("^", i + 1) else i + 1
+            put(pattern[i:end], i, end - i)
+            i = end
+        elif ecma_groups and pattern.startswith("(?<", i) and pattern[i + 3:i + 4] not in ("=", "!", ""):
+            put("(?", i, 2)  # (the P is an insertion: positions after it move by one)
+            put("P", i + 2, 0)
+            i += 2
+        else:
+            put(c, i, 1)
+            i += 1
+    return "".join(out), edits
+
+
+_GLOBAL_FLAGS = re.compile(r"(?:\(\?[aiLmsux]+\))*")
+_SCOPED_VERBOSE = re.compile(r"\(\?[aiLmsux]*x[aiLmsux]*(?:-[aiLmsux]*)?:")
+
+
+def original_pos(edits: list, pos: int | None) -> int | None:
+    """A position in python_text's text, in the pattern it was made from (one inside a
+    written-out escape: the escape's)."""
+    if pos is None:
+        return None
+    shift = 0
+    for at, orig, length, span in edits:
+        if pos < at:
+            break
+        if pos < at + length:
+            return orig
+        shift = orig + span - (at + length)
+    return pos + shift
+
+
+def _atom_end(pattern: str, i: int) -> int:
+    # One class member for range detection: a character or a backslash and the next
+    # (a longer escape, \\x41, reads as several members: none is a `-` or a property).
+    return i + 2 if pattern[i] == "\\" else i + 1
+
+
+def _property_escape(pattern: str, i: int):
+    """(end, code point ranges) of the `\\p{...}` / `\\P{...}` at i, else None."""
+    if not pattern.startswith(("\\p", "\\P"), i):
+        return None
+    close = pattern.find("}", i) if pattern.startswith("{", i + 2) else -1
+    if close < 0:
+        raise RegexError(f"bad Unicode property escape: write {pattern[i:i + 2]}{{Name}}", pattern, i)
+    try:
+        ranges = uprops.property_ranges(pattern[i + 3:close])
+    except ValueError as e:
+        raise RegexError(str(e), pattern, i) from None
+    return close + 1, charset.complement(ranges) if pattern[i + 1] == "P" else ranges
+
+
+def _members(ranges) -> str:
+    return "".join(f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges)
 
 
 def caseless_literal(tb: TermBuilder, text: str) -> Term:
@@ -251,6 +385,9 @@ def _construct_positions(pattern: str) -> dict[str, list[int]]:
     i, n, in_class = 0, len(pattern), False
     while i < n:
         c = pattern[i]
+        if pattern.startswith(("\\p{", "\\P{"), i):  # (its name may hold no construct)
+            i = pattern.find("}", i) + 1 or n
+            continue
         if c == "\\" and i + 1 < n:
             d = pattern[i + 1]
             if not in_class:

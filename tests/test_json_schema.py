@@ -1148,6 +1148,51 @@ def test_pattern_named_groups():
             schema_to_term({"type": "string", "pattern": pattern})
 
 
+def _regex_module_validator(schema):
+    """jsonschema, with `pattern` read by the `regex` module (jsonschema's re refuses \\p;
+    regex has its own Unicode tables: an engine and data apart from ours)."""
+    regex = pytest.importorskip("regex")
+
+    def pattern(validator, patrn, instance, _schema):
+        if validator.is_type(instance, "string") and not regex.search(patrn, instance):
+            yield jsonschema.ValidationError(f"{instance!r} does not match {patrn!r}")
+
+    def pattern_properties(validator, patterns, instance, _schema):
+        if validator.is_type(instance, "object"):
+            for patrn, sub in patterns.items():
+                for k, v in instance.items():
+                    if regex.search(patrn, k):
+                        yield from validator.descend(v, sub, path=k, schema_path=patrn)
+    return jsonschema.validators.extend(jsonschema.Draft202012Validator, {
+        "pattern": pattern, "patternProperties": pattern_properties})(schema)
+
+
+def test_pattern_unicode_property_escapes():
+    """ECMA `\\p{...}` (General_Category) in pattern and patternProperties: against jsonschema
+    with the regex module's \\p on chosen texts, against unicodedata on random ones."""
+    import unicodedata
+    schema = {"type": "string", "pattern": "^\\p{Letter}+$"}
+    acc, cs = compiled(schema)
+    check = _regex_module_validator(schema)
+    texts = ["Hello", "π", "123", "", "a1", "été", "e\u0301", "中文", "ǅx", "ʰ", "𝒜𝒷", "a b", "Ωmega", "x_y"]
+    for s in texts:
+        assert acc(cs.canonical(s)) == check.is_valid(s), s
+    rng = random.Random(3)
+    for _ in range(300):
+        s = "".join(chr(rng.choice([rng.randrange(0x80), rng.randrange(0x3000), rng.randrange(0x110000)]))
+                    for _ in range(rng.randrange(1, 4)))
+        if any(0xD800 <= ord(c) <= 0xDFFF for c in s):
+            continue
+        assert acc(cs.canonical(s)) == all(unicodedata.category(c)[0] == "L" for c in s), [hex(ord(c)) for c in s]
+    schema = {"type": "object", "patternProperties": {"^\\p{Lu}": {"type": "number"}, "[\\P{L}]": {"type": "null"}}}
+    acc, cs = compiled(schema)
+    check = _regex_module_validator(schema)
+    for inst in ({"Éa": 1}, {"Éa": "x"}, {"é": "x"}, {"É1": 1}, {"É1": None}, {"1": None}, {"a": True}):
+        assert acc(cs.canonical(inst)) == check.is_valid(inst), inst
+    with pytest.raises(SchemaError, match=r"script property \\p\{sc=Latn\} is not supported .* at position 2\n"):
+        schema_to_term({"type": "string", "pattern": "^a\\p{sc=Latn}"})
+
+
 def test_recursion_under_intersection_names_the_place():
     """A recursive reference under an intersection or complement cannot take the grammar
     path: the error names the keyword, the schema holding it and the recursive one."""

@@ -1,8 +1,11 @@
 """Regex automata agree with Python's re.fullmatch, at the byte and the token level."""
 from __future__ import annotations
 
+import functools
 import itertools
+import random
 import re
+import unicodedata
 
 import numpy as np
 import pytest
@@ -710,3 +713,128 @@ def test_caseless_literal_is_the_regex_term(text):
     from fsm.regex import caseless_literal
     tb = TermBuilder()
     assert caseless_literal(tb, text) is regex_to_term(tb, re.escape(text), re.IGNORECASE)
+
+
+# -- Unicode property escapes: \p{...} / \P{...} against unicodedata.category -------------
+# (the expected members come from the category strings here, not from fsm/uprops.py)
+GC_SHORT = ["L", "Lu", "Ll", "Lt", "Lm", "Lo", "LC", "M", "Mn", "Mc", "Me", "N", "Nd", "Nl", "No",
+            "P", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "S", "Sm", "Sc", "Sk", "So",
+            "Z", "Zs", "Zl", "Zp", "C", "Cc", "Cf", "Cs", "Co", "Cn"]
+
+
+def _in_gc(name: str, ch: str) -> bool:
+    cat = unicodedata.category(ch)
+    if name == "LC":
+        return cat in ("Lu", "Ll", "Lt")
+    return cat.startswith(name) if len(name) == 1 else cat == name
+
+
+@functools.lru_cache(maxsize=1)
+def _gc_samples() -> list[str]:
+    """Both sides of every place where the category changes, all of Latin-1 and the
+    combining diacritics, plane ends and random code points of every plane (no
+    surrogates: they have no UTF-8 form; tests below check them apart)."""
+    rng = random.Random(1)
+    cats = [unicodedata.category(chr(c)) for c in range(0x110000)]
+    picks = {c for e in range(1, 0x110000) if cats[e] != cats[e - 1] for c in (e - 1, e)}
+    picks |= set(range(0x300)) | set(range(0x300, 0x370))
+    picks |= {0xD7FF, 0xE000, 0xF8FF, 0xFFFD, 0xFFFF, 0x10000, 0x1F600, 0x1D49C, 0x20000,
+              0xE0001, 0xF0000, 0x10FFFD, 0x10FFFF}
+    picks |= {rng.randrange(0x110000) for _ in range(2000)}
+    return [chr(c) for c in sorted(picks) if not 0xD800 <= c <= 0xDFFF]
+
+
+def _accepted(dfa, chars) -> list[bool]:
+    return [bool(dfa.accepting[dfa.walk(dfa.start, ch.encode())]) for ch in chars]
+
+
+@pytest.mark.parametrize("name", GC_SHORT)
+def test_property_escapes_agree_with_unicodedata(name):
+    chars = _gc_samples()
+    want = [_in_gc(name, ch) for ch in chars]
+    for pattern, expect in ((rf"\p{{{name}}}", want), (rf"\P{{{name}}}", [not w for w in want]),
+                            (rf"\p{{gc={name}}}", want), (rf"[^\p{{General_Category={name}}}]", [not w for w in want])):
+        got = _accepted(byte_dfa(pattern), chars)
+        bad = [f"U+{ord(ch):04X}" for ch, g, w in zip(chars, got, expect) if g != w]
+        assert not bad, (pattern, bad[:10])
+
+
+@pytest.mark.parametrize("long,short", [
+    ("Letter", "L"), ("Uppercase_Letter", "Lu"), ("Lowercase_Letter", "Ll"), ("Cased_Letter", "LC"),
+    ("Mark", "M"), ("Combining_Mark", "M"), ("Nonspacing_Mark", "Mn"), ("Number", "N"),
+    ("Decimal_Number", "Nd"), ("digit", "Nd"), ("Punctuation", "P"), ("punct", "P"),
+    ("Symbol", "S"), ("Currency_Symbol", "Sc"), ("Separator", "Z"), ("Space_Separator", "Zs"),
+    ("Other", "C"), ("Control", "Cc"), ("cntrl", "Cc"), ("Unassigned", "Cn"), ("Private_Use", "Co"),
+])
+def test_property_long_names_are_the_short_ones(long, short):
+    tb = TermBuilder()
+    for fmt in (r"\p{%s}", r"\P{%s}", r"[x\p{gc=%s}]", r"\p{General_Category=%s}"):
+        assert regex_to_term(tb, fmt % long) is regex_to_term(tb, fmt % short), (fmt, long)
+
+
+@pytest.mark.parametrize("pattern,oracle", [
+    (r"[\p{L}_0-9]", lambda c: _in_gc("L", c) or c == "_" or "0" <= c <= "9"),
+    (r"[^\p{L}]", lambda c: not _in_gc("L", c)),
+    (r"[\P{L}x]", lambda c: not _in_gc("L", c) or c == "x"),
+    (r"[^\P{Lu}\d]", lambda c: _in_gc("Lu", c) and not _in_gc("Nd", c)),
+    (r"[\p{L}\p{M} '-]", lambda c: _in_gc("L", c) or _in_gc("M", c) or c in " '-"),
+    (r"[-\p{Nd}]", lambda c: _in_gc("Nd", c) or c == "-"),
+    (r"[\p{Sc}-]", lambda c: _in_gc("Sc", c) or c == "-"),
+    (r"[]\p{Zs}]", lambda c: _in_gc("Zs", c) or c == "]"),
+    (r"\p{Lu}|\p{Nd}", lambda c: _in_gc("Lu", c) or _in_gc("Nd", c)),
+])
+def test_property_escapes_in_classes(pattern, oracle):
+    chars = _gc_samples()
+    got = _accepted(byte_dfa(pattern), chars)
+    bad = [f"U+{ord(ch):04X}" for ch, g in zip(chars, got) if g != oracle(ch)]
+    assert not bad, (pattern, bad[:10])
+
+
+def test_property_escapes_in_sequences_and_flags():
+    dfa = byte_dfa(r"^\p{Lu}\p{Ll}+(?:[\s-]\p{Lu}\p{Ll}+)*$")
+    for text, ok in (("Élodie", True), ("Jean-Luc", True), ("Ωmega Σx", True), ("élodie", False),
+                     ("É", False), ("Ab1", False), ("Ab\u0301", False), ("𝐀b", True)):  # (U+1D400: Lu)
+        assert dfa_fullmatch(dfa, text) == ok, text
+    # IGNORECASE: the class of the property's members, case-closed as re does for classes
+    assert dfa_fullmatch(byte_dfa(r"\p{Lu}+", re.IGNORECASE), "aBé")
+    assert not dfa_fullmatch(byte_dfa(r"\p{Lu}+"), "aBé")
+    # VERBOSE: a comment's `[` opens no class (the \p{Nd} after it is outside one), and a
+    # `#` inside a class is a member
+    for flags, pattern in ((re.VERBOSE, "\\p{L} # [ not a class\n \\p{Nd} [#\\p{Zs}]"),
+                           (0, "(?x) \\p{L} # [ not a class\n \\p{Nd} [#\\p{Zs}]")):
+        dfa = byte_dfa(pattern, flags)
+        assert [dfa_fullmatch(dfa, t) for t in ("a1#", "π٣\u3000", "a1 ", "a #", "1a#")] == \
+            [True, True, True, False, False]
+    # surrogates (Cs) have no UTF-8 form: \p{Cs} matches nothing, \P{Cs} every character
+    tb = TermBuilder()
+    assert regex_to_term(tb, r"\p{Cs}") is tb.nothing
+    assert regex_to_term(tb, r"[\p{Cs}a]") is regex_to_term(tb, "a")
+    assert all(_accepted(byte_dfa(r"\P{Cs}"), ["\ud7ff", "\ue000", "a", "\U0010ffff"]))
+    assert not dfa_fullmatch(byte_dfa(r"\P{Cs}"), "ab")
+
+
+def test_property_escapes_compile_to_token_automata():
+    vocab = small_vocab([b"A", b"b", b"\xce", b"\xa9", b"1", "é".encode(), "Ω".encode()])
+    a = fsm.compile_regex(r"\p{Lu}\p{Ll}*", vocab)
+    s = a.start
+    allowed = set(a.allowed_tokens(s).tolist())
+    assert {0, 2, 6} <= allowed and not allowed & {1, 4, 5}  # A, Ω's lead byte, Ω; not b, 1, é
+
+
+@pytest.mark.parametrize("pattern,pos,message", [
+    (r"\p{Script=Greek}", 0, "script property"), (r"ab\p{sc=Grek}", 2, "script property"),
+    (r"[a\p{scx=Grek}]", 2, "script property"), (r"x\p{Alphabetic}", 1, "binary property"),
+    (r"\P{White_Space}", 0, "binary property"), (r"(a)\p{Foo}", 3, r"unknown Unicode property \\p{Foo}"),
+    (r"\p{letter}", 0, r"unknown Unicode property \\p{letter}"), (r"\p{gc=Greek}", 0, "unknown"),
+    (r"\pL", 0, "bad Unicode property escape"), (r"ab\p{L", 2, "bad Unicode property escape"),
+    (r"[a-\p{L}]", 3, "range endpoint"), (r"[\p{L}-z]", 1, "range endpoint"),
+    (r"[\d\p{L}-\p{N}]", 3, "range endpoint"),
+    # later errors keep their place in the pattern as written
+    (r"\p{L}(", 5, "missing \\)"), (r"[\p{L}]{2,1}x", 8, "min repeat greater than max"),
+    (r"\p{L}+a*+", 8, "possessive"), (r"\p{Lu}\b", 6, "word boundary"), (r"\p{L}$x", 5, "anchor"),
+    (r"(?x:a)\p{L}", 0, "scoped verbose"),
+])
+def test_property_escape_errors_name_position(pattern, pos, message):
+    with pytest.raises(fsm.RegexError, match=message) as err:
+        byte_dfa(pattern)
+    assert err.value.pos == pos, str(err.value)
