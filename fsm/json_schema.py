@@ -75,13 +75,12 @@ exclusiveMinimum, exclusiveMaximum (also draft-04's boolean flags on minimum/max
 multipleOf (any decimal divisor: a residue automaton over the digits,
 json_numbers.NumberTerms.multiple_of), allOf, anyOf, oneOf, not,
 if/then/else, $ref to $defs/definitions/JSON pointers/$anchor/$id inside the document,
-unevaluatedProperties (beside allOf/$ref/anyOf/oneOf/if/dependentSchemas/not too: the
-schema is written as the ways its applicators may hold, each with the keys they
-evaluate, _Compiler._ways; refused where a branch has branches of its own or the ways
-exceed UNEVALUATED_MAX_CASES), unevaluatedItems where no other keyword evaluates items
-(then it equals items). A keyword value of the wrong kind (a negative or
-fractional count, a non-number bound, `required` not an array of strings...) raises
-SchemaError naming it (_check_values).
+unevaluatedProperties and unevaluatedItems (beside allOf/$ref/anyOf/oneOf/if/
+dependentSchemas/contains/not too: the schema is written as the ways its applicators
+may hold, each with the keys and items they evaluate, _Compiler._ways; refused where a
+branch has branches of its own or the ways exceed UNEVALUATED_MAX_CASES). A keyword
+value of the wrong kind (a negative or fractional count, a non-number bound,
+`required` not an array of strings...) raises SchemaError naming it (_check_values).
 uniqueItems: exact when the array's elements range over a finite set of at most 16
 values (enum, const, boolean, null); otherwise refused (strict), or not enforced for
 Pydantic sources (python_sets, below).
@@ -144,6 +143,7 @@ import json
 import warnings
 from decimal import Decimal
 from itertools import combinations, product
+from typing import NamedTuple
 from urllib.parse import unquote, urldefrag, urljoin
 
 from .dfa import DEFAULT_MAX_STATES, LazyDFA, TermSource
@@ -513,10 +513,29 @@ def _meet_reasons(node: dict) -> set:
 # the parts _container_parts counts beyond a typed one)
 _MEET_TRIGGERS = _MEETS | {"$ref", "const", "enum", "anyOf"}
 
-# applicators whose subschemas evaluate properties (unevaluatedProperties reads them)
-_EVALUATORS = frozenset(("allOf", "anyOf", "oneOf", "not", "if", "$ref", "dependentSchemas", "dependencies"))
-_NONE_EVALUATED = ((), (), False)
-UNEVALUATED_MAX_CASES = 16  # ways for applicators to hold that unevaluatedProperties is written for
+# applicators whose subschemas evaluate properties or items (unevaluated* read them)
+_EVALUATORS = frozenset(("allOf", "anyOf", "oneOf", "not", "if", "$ref", "dependentSchemas", "dependencies",
+                         "contains"))
+UNEVALUATED_MAX_CASES = 16  # ways for applicators to hold that unevaluated* are written for
+
+
+class _Evaluated(NamedTuple):
+    """What the parts of a schema that hold evaluate (_Compiler._ways): property names,
+    patterns, every key; items: a prefix of them, every one, those a contains matches."""
+    keys: tuple = ()
+    patterns: tuple = ()
+    every_key: bool = False
+    prefix: int = 0
+    every_item: bool = False
+    contains: tuple = ()
+
+    def __or__(self, f: "_Evaluated") -> "_Evaluated":
+        return _Evaluated(tuple(dict.fromkeys(self.keys + f.keys)), tuple(dict.fromkeys(self.patterns + f.patterns)),
+                          self.every_key or f.every_key, max(self.prefix, f.prefix),
+                          self.every_item or f.every_item, self.contains + f.contains)
+
+
+_NONE_EVALUATED = _Evaluated()
 
 
 def _products(groups) -> list | None:
@@ -526,8 +545,7 @@ def _products(groups) -> list | None:
     for g in groups:
         if g is None:
             return None
-        out = [(a + b, (tuple(dict.fromkeys(e[0] + f[0])), tuple(dict.fromkeys(e[1] + f[1])), e[2] or f[2]))
-               for a, e in out for b, f in g]
+        out = [(a + b, e | f) for a, e in out for b, f in g]
         if len(out) > UNEVALUATED_MAX_CASES:
             return None
     return out
@@ -1127,7 +1145,8 @@ class _Compiler:
     def _value(self, node: dict, d: int, budget: int) -> Term:
         tb = self.tb
         self._check(node)
-        if node.get("unevaluatedProperties", True) is not True and not node.keys().isdisjoint(_EVALUATORS):
+        if (node.get("unevaluatedProperties", True) is not True or node.get("unevaluatedItems", True) is not True) \
+                and not node.keys().isdisjoint(_EVALUATORS):
             written = self._unevaluated_written(node)
             if written is not None:
                 return self.value(written, d, budget)
@@ -1278,52 +1297,64 @@ class _Compiler:
         return out
 
     def _unevaluated_written(self, node: dict) -> dict | None:
-        """node, whose unevaluatedProperties U sits beside applicators, written without
-        it: node's other keywords, and for each way its applicators may hold (_ways),
-        the schemas that then hold and an object whose keys that none of them evaluates
-        take U. None, after `refuse`, where the ways are unknown or too many."""
+        """node, whose unevaluatedProperties U or unevaluatedItems I sits beside
+        applicators, written without them: node's other keywords, and for each way its
+        applicators may hold (_ways), the schemas that then hold and a schema whose keys
+        that none of them evaluates take U, and whose items none evaluates I (where a
+        contains evaluates, an item not matched by it). None, after `refuse`, where the
+        ways are unknown or too many."""
         if id(node) in self._uneval:
             return self._uneval[id(node)]
         out, cases = None, self._ways(node, top=True)
+        u, i = node.get("unevaluatedProperties", True), node.get("unevaluatedItems", True)
         if cases is not None:
-            u = node["unevaluatedProperties"]
-
-            def rest(e):
-                keys, pats, every = e
-                return True if every else {"properties": dict.fromkeys(keys, True),
-                                           "patternProperties": dict.fromkeys(pats, True), "additionalProperties": u}
-            base = {k: v for k, v in node.items() if k != "unevaluatedProperties"}
+            def rest(e: _Evaluated):
+                r = {}
+                if u is not True and not e.every_key:
+                    r.update(properties=dict.fromkeys(e.keys, True), patternProperties=dict.fromkeys(e.patterns, True),
+                             additionalProperties=u)
+                if i is not True and not e.every_item:
+                    r.update(prefixItems=[True] * e.prefix,
+                             items={"anyOf": list(e.contains) + [i]} if e.contains else i)
+                return r or True
+            base = {k: v for k, v in node.items() if k not in ("unevaluatedProperties", "unevaluatedItems")}
             ways = [{"allOf": schemas + [rest(e)]} for schemas, e in cases]
             out = {"allOf": [base] + (ways[0]["allOf"] if len(ways) == 1 else [{"anyOf": ways}])}
             for x in [out, base] + ways + [x for w in ways for x in w["allOf"] if isinstance(x, dict)
                                            and id(x) not in self.base_of]:
                 self._adopt(x, node)
         else:
-            self.refuse(node, "unevaluatedProperties", "not supported here: its applicators may hold in more "
-                        f"than {UNEVALUATED_MAX_CASES} ways, through a branch that has branches of its own "
+            kw = "unevaluatedProperties" if u is not True else "unevaluatedItems"
+            self.refuse(node, kw, f"not supported here: its applicators may hold in more than "
+                        f"{UNEVALUATED_MAX_CASES} ways, through a branch that has branches of its own "
                         "(anyOf/oneOf/if/dependentSchemas), or through a cycle of allOf/$ref")
         self._uneval[id(node)] = out
         self._keep.append(out)
         return out
 
     def _ways(self, s, top: bool = False, seen: tuple = ()) -> list | None:
-        """The ways schema s may hold, for the properties its parts evaluate: pairs
-        (schemas that hold then, beside s; the property names, patterns and whether
-        every key, that s and they evaluate). A subschema evaluates where it holds:
+        """The ways schema s may hold, for the properties and items its parts evaluate:
+        pairs (schemas that hold then, beside s; what s and they evaluate: _Evaluated).
+        A subschema evaluates where it holds:
         allOf's and $ref's always, one oneOf branch, if's and then's or else's, a
         dependent schema's where its key is present. For anyOf, "some nonempty set S of
         the branches holds, with the keys they evaluate" (a key left by all the
         branches that hold is left by every S among them: one S is enough, and no
-        negation is needed). `top`: s's own unevaluatedProperties is the one being
-        written (else it evaluates every key). None where a cycle of allOf/$ref makes
+        negation is needed; contains likewise). `top`: s's own unevaluated* are the
+        ones being written (else they evaluate every key, every item). None where a cycle of allOf/$ref makes
         them unknown, or they exceed UNEVALUATED_MAX_CASES."""
         if not isinstance(s, dict):
             return [([], _NONE_EVALUATED)]
         if id(s) in seen:
             return None
         seen += (id(s),)
-        cases = [([], (tuple(s.get("properties", {})), tuple(s.get("patternProperties", {})),
-                       "additionalProperties" in s or ("unevaluatedProperties" in s and not top)))]
+        items = s.get("items")
+        cases = [([], _Evaluated(
+            tuple(s.get("properties", {})), tuple(s.get("patternProperties", {})),
+            "additionalProperties" in s or ("unevaluatedProperties" in s and not top),
+            len(items) if isinstance(items, list) else len(s.get("prefixItems", [])),
+            (items is not None and not isinstance(items, list)) or (isinstance(items, list) and "additionalItems" in s)
+            or ("unevaluatedItems" in s and not top), (s["contains"],) if "contains" in s else ()))]
 
         def ways_of(x, schemas=(), one=False):  # x's ways, with `schemas` holding beside them
             got = self._ways(x, seen=seen)
@@ -1348,7 +1379,7 @@ class _Compiler:
         for kw in ("dependentSchemas", "dependencies"):
             for key, sub in (s.get(kw) or {}).items():
                 if isinstance(sub, (dict, bool)):
-                    groups.append(_alternatives([ways_of(sub, [{"required": [key]}], True),
+                    groups.append(_alternatives([ways_of(sub, [{"type": "object", "required": [key]}], True),
                                                  [([{"properties": {key: False}}], _NONE_EVALUATED)]]))
         return _products([cases] + groups)
 
@@ -1941,15 +1972,8 @@ class _Compiler:
         pats = node.get("patternProperties", {})
         addl = node.get("additionalProperties")
         uneval = node.get("unevaluatedProperties")
-        if uneval is not None and addl is None:
-            composite = any(k in node for k in ("allOf", "anyOf", "oneOf", "not", "if", "$ref",
-                                                 "dependentSchemas", "dependencies"))
-            if composite and uneval is not True:
-                self.refuse(node, "unevaluatedProperties",
-                            "only supported where no applicator keyword (allOf/anyOf/oneOf/not/if/$ref/"
-                            "dependentSchemas) evaluates properties")
-            else:
-                addl = uneval
+        if uneval is not None and addl is None and (uneval is True or node.keys().isdisjoint(_EVALUATORS)):
+            addl = uneval  # (beside applicators: written as their ways, _unevaluated_written, or refused)
         if addl is None:
             addl = True if (self.allow_extra or self._negated) else False
         names = node.get("propertyNames", True)
@@ -2161,14 +2185,8 @@ class _Compiler:
             prefix_s = node.get("prefixItems", [])
             rest_s = True if items is None else items
         uneval = node.get("unevaluatedItems")
-        if uneval is not None and uneval is not True:
-            free = rest_s is True and "items" not in node and "additionalItems" not in node
-            composite = any(k in node for k in ("allOf", "anyOf", "oneOf", "not", "if", "$ref", "contains"))
-            if composite:
-                self.refuse(node, "unevaluatedItems",
-                            "only supported where no applicator keyword (allOf/anyOf/oneOf/not/if/$ref/"
-                            "contains) evaluates items")
-            elif free:
+        if uneval is not None and node.keys().isdisjoint(_EVALUATORS):  # (else _unevaluated_written)
+            if rest_s is True and "items" not in node and "additionalItems" not in node:
                 rest_s = uneval
         prefix = [self.value(s, d - 1, budget) for s in prefix_s]
         rest = self.value(rest_s, d - 1, budget)

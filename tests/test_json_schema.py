@@ -931,6 +931,39 @@ def test_unevaluated_properties_beside_applicators_match_jsonschema(schema):
     assert seen[True] and seen[False]
 
 
+@pytest.mark.parametrize("schema", [
+    {"allOf": [{"prefixItems": [{"type": "integer"}]}], "unevaluatedItems": False},
+    {"prefixItems": [{"type": "string"}], "anyOf": [{"prefixItems": [True, {"type": "integer"}]},
+                                                    {"prefixItems": [True, True, {"const": True}]}],
+     "unevaluatedItems": {"type": "boolean"}},
+    {"oneOf": [{"prefixItems": [{"type": "integer"}]}, {"items": {"type": "string"}}], "unevaluatedItems": False},
+    {"if": {"prefixItems": [{"const": 1}]}, "then": {"prefixItems": [True, True]}, "unevaluatedItems": False},
+    {"contains": {"type": "integer"}, "unevaluatedItems": {"type": "boolean"}},
+    {"allOf": [{"contains": {"const": 1}}, {"contains": {"const": "s"}}], "unevaluatedItems": False},
+    {"$ref": "#/$defs/tuple", "unevaluatedItems": {"type": "integer"}, "$defs": {"tuple": {"prefixItems": [True]}}},
+    {"allOf": [{"prefixItems": [True], "unevaluatedItems": True}], "prefixItems": [{"type": "integer"}],
+     "unevaluatedItems": False},
+    {"type": ["array", "object"], "properties": {"a": {}}, "dependentSchemas": {"a": {"contains": {"const": 1}}},
+     "allOf": [{"properties": {"b": {}}}], "unevaluatedProperties": False, "unevaluatedItems": False},
+])
+def test_unevaluated_items_beside_applicators_match_jsonschema(schema):
+    """unevaluatedItems over allOf (contains too: an item matched by one is evaluated),
+    anyOf, oneOf, if/then, $ref, a nested one, and beside unevaluatedProperties (a
+    dependent schema's contains does not count for arrays): every array of up to four
+    items from a pool (and a few objects) is accepted exactly when jsonschema validates it."""
+    import itertools
+    cs = schema_to_term(schema)
+    dfa = cs.dfa()
+    seen = {True: 0, False: 0}
+    insts = [list(x) for n in range(5) for x in itertools.product([1, "s", True], repeat=n)]
+    insts += [{}, {"a": 1}, {"a": 1, "b": 2}, {"c": 1}, {"b": [1]}]
+    for inst in insts:
+        ok = valid(schema, inst)
+        seen[ok] += 1
+        assert cs.accepts(cs.canonical(inst), dfa) == ok, inst
+    assert seen[True] and seen[False]
+
+
 def test_unevaluated_properties_refused_where_branches_nest():
     """A oneOf branch with a oneOf of its own (the test suite's "dynamic evaluation inside
     nested refs"): refused, naming the keyword and the place; lenient mode drops it."""
