@@ -744,7 +744,7 @@ class _Compiler:
                  max_depth: int = DEFAULT_MAX_DEPTH, max_whitespace: int = DEFAULT_MAX_WHITESPACE,
                  max_recursion_depth: int | None = None, assert_formats: bool = True,
                  allow_extra_properties: bool = True, python_dates: bool = False,
-                 python_sets: bool = False,
+                 python_sets: bool = False, documents: dict | None = None,
                  recursion: str = "grammar", all_meet: bool = False):
         if whitespace not in ("compact", "flexible"):
             raise SchemaError(f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
@@ -786,6 +786,13 @@ class _Compiler:
         self.key_order: list[str] = []
         self._key_set: set = set()
         self._index(root, "", "#")
+        for uri, doc in (documents or {}).items():  # other documents that $ref reaches
+            base, frag = urldefrag(uri) if isinstance(uri, str) else ("", "")
+            if not base or frag or base in self.resources:
+                raise SchemaError(f"documents: {uri!r} is not a document URI (without a fragment) that "
+                                  "no other document has", "documents")
+            self.resources[base] = doc = load_schema(doc)
+            self._index(doc, base, f"{base}#")
         # > 0 while compiling below a schema that meets (_meets): objects slot every known
         # key there; 1 from the start: everywhere (_MixedOrders)
         self._meeting = int(all_meet)
@@ -896,8 +903,8 @@ class _Compiler:
         if res is None:  # (another document: lenient mode takes it as any value, once)
             if (id(node), ref) not in self._unresolved:
                 self._unresolved.add((id(node), ref))
-                self.refuse(node, "$ref", f"cannot resolve reference {ref!r} (only references inside "
-                            "the schema document are supported)")
+                self.refuse(node, "$ref", f"cannot resolve reference {ref!r} (another document: pass it "
+                            f"as documents={{{urldefrag(target)[0]!r}: schema}})")
             return True
         if not frag:
             self._ref_targets.add(id(res))
@@ -2892,14 +2899,18 @@ def compile_json_schema(schema, vocab, max_states: int | None = None, **options)
     padded base64 of ASCII text; integers without a fraction part), python_sets (default True
     for Pydantic models: uniqueItems over items outside a finite set is not enforced,
     as Pydantic reads repeats into a set; False refuses it, or drops it with a warning
-    when not strict), max_states. Cached per vocabulary by the schema's JSON text and the options.
+    when not strict), documents ({uri: schema}: the other documents that `$ref`s reach,
+    by URI, relative ones as the root's base resolves them: `{"$ref": "defs.json#/$defs/a"}`
+    with documents={"defs.json": {...}}), max_states. Cached per vocabulary by the
+    schema's JSON text and the options.
     The automaton carries `key_order` and `canonical(instance)`.
     """
     from . import _cached
     root = load_schema(schema)
     _pydantic_defaults(schema, options)
     key = ("json_schema", json.dumps(root, sort_keys=False, separators=(",", ":")),
-           tuple(sorted(options.items())), max_states)
+           tuple(sorted((k, json.dumps({u: load_schema(d) for u, d in v.items()}) if k == "documents" else v)
+                        for k, v in options.items())), max_states)
     return _cached(vocab, key, lambda: build_automaton(root, vocab, max_states, **options))
 
 

@@ -1056,6 +1056,55 @@ def test_refs_and_recursion():
     assert not acc('{"v":1,"kids":[{"v":2,"kids":[{"v":3,"kids":[{"v":4,"kids":[{"v":5}]}]}]}]}')
 
 
+def test_refs_to_other_documents_match_jsonschema(smol_vocab):
+    """$ref into documents the user passes (documents={uri: schema}): relative and
+    absolute URIs, references relative to a document's own URI, from one document into
+    another, a recursion through two documents; acceptance equals jsonschema's over a
+    registry of the same documents. Without them: refused, naming the URI."""
+    import itertools
+
+    import referencing
+
+    from fsm.json_schema import compile_json_schema
+    defs = {"$id": "https://example.com/defs.json", "$defs": {
+        "money": {"type": "number", "multipleOf": 0.5, "minimum": 0},
+        "item": {"type": "object", "properties": {"price": {"$ref": "#/$defs/money"}, "code": {"$ref": "code.json"},
+                                                  "parts": {"type": "array", "items": {"$ref": "root.json"}}},
+                 "required": ["price"], "additionalProperties": False}}}
+    docs = {"https://example.com/defs.json": defs, "https://example.com/code.json": {"type": "string", "maxLength": 2},
+            "https://example.com/root.json": {"$ref": "defs.json#/$defs/item"},
+            "local.json": {"$ref": "https://example.com/defs.json#/$defs/money"}}
+    schema = {"type": "object", "properties": {
+        "total": {"$ref": "local.json"},
+        "items": {"type": "array", "items": {"$ref": "https://example.com/defs.json#/$defs/item"}, "maxItems": 2}},
+        "required": ["total"], "additionalProperties": False}
+    registry = referencing.Registry().with_resources(
+        (uri, referencing.Resource.from_contents(doc, referencing.jsonschema.DRAFT202012)) for uri, doc in docs.items())
+    v = jsonschema.Draft202012Validator(schema, registry=registry)
+    with pytest.raises(SchemaError, match="documents=.*local.json") as e:
+        schema_to_term(schema)
+    assert e.value.keyword == "$ref" and e.value.pointer == "#/properties/total"
+    cs = schema_to_term(schema, documents=docs)
+    assert cs.rules is not None  # (the recursion through root.json: the grammar path)
+    dfa = cs.dfa()
+    items = [{"price": p, **extra} for p in (1, 1.5, 1.25, -1) for extra in
+             ({}, {"code": "ab"}, {"code": "abc"}, {"parts": [{"price": 2}]}, {"parts": [{"price": 2, "code": 7}]})]
+    seen = {True: 0, False: 0}
+    for total, its in itertools.product((0, 2.5, 2.25), [[]] + [[x] for x in items] + [items[:2], items[5:8]]):
+        inst = {"total": total, "items": its}
+        ok = v.is_valid(inst)
+        seen[ok] += 1
+        assert cs.accepts(cs.canonical(inst), dfa) == ok, inst
+    assert seen[True] > 10 and seen[False] > 10
+    for bad in ({"x.json#frag": {}}, {"": {}}, {**docs, "https://example.com/defs.json#": {}}):
+        with pytest.raises(SchemaError, match="documents"):
+            schema_to_term(schema, documents=bad)
+    # cached by the documents' texts too
+    a = compile_json_schema(schema, smol_vocab, documents=docs)
+    assert compile_json_schema(schema, smol_vocab, documents=docs) is a
+    assert compile_json_schema(schema, smol_vocab, documents={**docs, "https://example.com/code.json": {}}) is not a
+
+
 # -- whitespace, limits -----------------------------------------------------------------------
 def test_flexible_whitespace_bounded():
     schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}}
