@@ -170,9 +170,24 @@ class Vocabulary:
                 hash(self.token_bytes))
 
 
-# How many results TokenColumns.memo keeps per vocabulary (oldest dropped first).
-WALK_CACHE_MAX = 64
+# The bytes of results TokenColumns.memo keeps per vocabulary (their arrays, as
+# stored: the least recently used dropped first). A class's entry is ~50 KB at 49k
+# tokens: a server's many schemas need hundreds of them (the JSON bench's 14: 87,
+# which a cap of 64 entries dropped and rebuilt on every round, ~0.2-0.4 ms each).
+WALK_CACHE_BYTES = 64 << 20
 _MISSING = object()
+
+
+def _nbytes(x) -> int:
+    """The bytes of the numpy arrays in x, a memo result (arrays in tuples, lists and
+    dicts, one level down), at least 1."""
+    if isinstance(x, np.ndarray):
+        return x.nbytes
+    if isinstance(x, (tuple, list)):
+        return 1 + sum(y.nbytes for y in x if isinstance(y, np.ndarray))
+    if isinstance(x, dict):
+        return 1 + sum(y.nbytes for y in x.values() if isinstance(y, np.ndarray))
+    return 1
 
 
 @dataclass(frozen=True)
@@ -208,24 +223,28 @@ class TokenColumns:
     with_high: np.ndarray
     with_first: np.ndarray
     first_start: np.ndarray
-    walks: dict = field(default_factory=dict, compare=False)  # memo(): results of token walks
+    walks: dict = field(default_factory=dict, compare=False)  # memo(): key -> (result, bytes)
+    walk_bytes: list = field(default_factory=lambda: [0], compare=False)  # their sum
 
     def memo(self, key, make):
         """make()'s result, remembered for this vocabulary under `key` and shared by
         every constraint on it (the token lists of a character class's runs, of a
         string's or comment's loop: the same for every schema or grammar that has one).
-        At most WALK_CACHE_MAX entries (~0.1-0.5 MB each at 49k tokens), the oldest
-        dropped first; entries are never changed in place but for their own caches."""
-        r = self.walks.get(key, _MISSING)
-        if r is _MISSING:
+        At most WALK_CACHE_BYTES of arrays (as stored; the small caches some entries
+        keep of their own are not counted), the least recently used dropped first;
+        entries are never changed in place but for their own caches."""
+        got = self.walks.pop(key, _MISSING)  # (put back last: the most recent)
+        if got is _MISSING:
             r = make()  # (which may remember entries of its own: the bound is kept after)
-            while len(self.walks) >= WALK_CACHE_MAX:
+            got = (r, _nbytes(r))
+            self.walk_bytes[0] += got[1]
+            while self.walk_bytes[0] > WALK_CACHE_BYTES and self.walks:
                 try:
-                    self.walks.pop(next(iter(self.walks)), None)
-                except (RuntimeError, StopIteration):  # another thread changed it meanwhile
+                    self.walk_bytes[0] -= self.walks.pop(next(iter(self.walks)))[1]
+                except (RuntimeError, StopIteration, KeyError):  # another thread changed it meanwhile
                     break
-            self.walks[key] = r
-        return r
+        self.walks[key] = got
+        return got[0]
 
     @classmethod
     def build(cls, token_bytes: Sequence[bytes | None]) -> "TokenColumns":

@@ -448,9 +448,10 @@ def test_enum_tries_keep_masks_exact(smol_vocab):
 
 def test_run_lists_are_bounded(monkeypatch):
     """The per-vocabulary token lists of character-class runs keep at most
-    WALK_CACHE_MAX entries; masks stay exact when one is dropped and rebuilt."""
+    WALK_CACHE_BYTES of arrays (here none: one entry at a time); masks stay exact when
+    one is dropped and rebuilt."""
     from fsm import vocabulary
-    monkeypatch.setattr(vocabulary, "WALK_CACHE_MAX", 2)
+    monkeypatch.setattr(vocabulary, "WALK_CACHE_BYTES", 0)
     vocab = small_vocab([b"a", b"ab", b"abc", b"1", b"12", b"x", b"a1", b"b!", b"!", b"\xc3\xa9", b"\xc3"])
     for i, pattern in enumerate(["[ab]{0,5}x", "[0-9]*!", "[a-c]+!", "[ab]{0,5}x", "[^x]*x", "[0-9]*!"]):
         a = fsm.compile_regex(pattern, vocab, max_states=10**5 + 10 + i)  # fresh automata
@@ -458,7 +459,28 @@ def test_run_lists_are_bounded(monkeypatch):
             if s:
                 assert set(a.allowed_tokens(s).tolist()) - set(vocab.eos_ids) == \
                     live_tokens_brute_force(a, s), (pattern, s)
-        assert len(vocab.columns.walks) <= 2
+        assert len(vocab.columns.walks) <= 1
+        assert vocab.columns.walk_bytes[0] == sum(b for _, b in vocab.columns.walks.values())
+
+
+def test_walk_cache_drops_the_least_recently_used(monkeypatch):
+    """TokenColumns.memo, over its byte bound, drops the entry used longest ago (a
+    server's schemas reuse a few classes all the time), counting arrays as stored."""
+    import numpy as np
+
+    from fsm import vocabulary
+    monkeypatch.setattr(vocabulary, "WALK_CACHE_BYTES", 3 * 1001)  # (an entry: its array, 1 for the rest)
+    cols = small_vocab([b"a", b"b"]).columns
+    made = []
+
+    def make(k):
+        return lambda: made.append(k) or (np.zeros(1000, dtype=np.uint8), {})
+    for k in "abc":
+        cols.memo(k, make(k))
+    cols.memo("a", make("a"))  # a hit: a is the most recent now
+    cols.memo("d", make("d"))  # over the bound: b goes
+    assert set(cols.walks) == {"a", "c", "d"} and made == list("abcd")
+    assert cols.walk_bytes[0] == 3 * 1001
 
 
 def test_long_chain_masks_stay_exact(smol_vocab):
