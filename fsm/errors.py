@@ -1,4 +1,5 @@
-"""Errors raised while compiling constraints. All derive from ConstraintError."""
+"""Errors raised while compiling constraints. All derive from ConstraintError; SchemaWarning
+(lenient JSON Schema compilation) is a warning."""
 from __future__ import annotations
 
 
@@ -20,3 +21,16 @@ class RegexError(ConstraintError):
 
 class TooLargeError(ConstraintError):
     """An automaton exceeded its documented size limit."""
+
+
+class SchemaError(ConstraintError):
+    """A schema (or one keyword of it) cannot be enforced exactly."""
+
+    def __init__(self, message: str, keyword: str | None = None, pointer: str = "#"):
+        self.keyword, self.pointer = keyword, pointer
+        where = f"{keyword!r} at {pointer}" if keyword else pointer
+        super().__init__(f"{where}: {message}")
+
+
+class SchemaWarning(UserWarning):
+    """Lenient mode: a keyword was dropped (the output may violate it)."""

@@ -632,7 +632,7 @@ def test_max_length_over_characters_of_several_bytes(smol_vocab):
     # byte, and "\u" needs 4 more (a smaller radius would drop bounds that matter)
     from fsm.dfa import TermSource
     from fsm.json_formats import format_term
-    from fsm.json_schema import JsonTermBuilder
+    from fsm.json_source import JsonTermBuilder
     from fsm.json_strings import StringTerms
     tb = JsonTermBuilder()
     lazy, src = StringTerms(tb).any_char, TermSource(tb)  # (a later builder's: the lazy program)
@@ -659,7 +659,7 @@ def test_min_chars_equal_shortest_completions():
     a newline, a quote and U+0001 (encodings of one, two and six bytes)."""
     import itertools
     from fsm.dfa import CHAR_START, TermSource, char_step
-    from fsm.json_schema import JsonTermBuilder
+    from fsm.json_source import JsonTermBuilder
     from fsm.json_strings import StringTerms, encode_string
     alphabet = ["a", "b", "é", "\n", '"', "\x01"]
     patterns = ["(ab|é\n)*b", "a*\"\"b|é{3}", "(é|\n){2,4}a?", "[ab]*é[^b]\n", "a{0,3}b\"{2}|\n*é",

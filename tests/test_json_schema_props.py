@@ -33,7 +33,8 @@ from pydantic import (UUID1, UUID4, UUID7, AnyUrl, AwareDatetime, Base64Bytes, B
                       BaseModel, ConfigDict, Field, FileUrl, FutureDatetime, HttpUrl, IPvAnyAddress, IPvAnyInterface, IPvAnyNetwork,
                       Json, NaiveDatetime, PastDate, RedisDsn, SecretStr, StrictInt, TypeAdapter, ValidationError, WebsocketUrl)
 
-from fsm.json_schema import JsonTermSource, SchemaError, SchemaWarning, canonical_json, schema_to_term
+from fsm.json_schema import SchemaError, SchemaWarning, canonical_json, schema_to_term
+from fsm.json_source import JsonTermSource
 
 SCHEMAS = [
     {"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 8},
@@ -397,7 +398,7 @@ DECIMALS = [  # (max_digits, decimal_places, other Field constraints, texts to a
 @pytest.mark.parametrize("digits,places,bounds,good", DECIMALS)
 def test_pydantic_decimals_parse_back(digits, places, bounds, good):
     """Pydantic writes a Decimal's schema as any number or any string, without
-    max_digits or decimal_places (fsm.json_schema.decimal_json_schema): every walk
+    max_digits or decimal_places (fsm.json_pydantic.decimal_json_schema): every walk
     must parse back with Pydantic itself, the oracle, and every text below that it
     refuses must be refused; `good` (plain decimal texts it takes) accepted."""
     field = Annotated[decimal.Decimal, Field(max_digits=digits, decimal_places=places, **bounds)]

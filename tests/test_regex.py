@@ -598,7 +598,7 @@ def test_emptiness_guess_agrees_with_search(p1, p2, p3):
     the positive parts, checked by derivatives) before searching; the answers equal a
     breadth-first search's wherever that finds a member within its limit, and a search
     without the guess, for TermSource and for JsonTermSource (A*)."""
-    from fsm.json_schema import JsonTermBuilder, JsonTermSource
+    from fsm.json_source import JsonTermBuilder, JsonTermSource
 
     def terms(tb):
         a, b, c = (regex_to_term(tb, p) for p in (p1, p2, p3))
@@ -622,7 +622,7 @@ def test_emptiness_guess_agrees_with_search(p1, p2, p3):
 def test_wrong_guesses_fall_back_to_the_search():
     """Where the guessed member (the shortest of the positive part) is excluded, the
     answer is the search's: empty, or the longer member found."""
-    from fsm.json_schema import JsonTermBuilder, JsonTermSource
+    from fsm.json_source import JsonTermBuilder, JsonTermSource
     for make, source in ((TermBuilder, TermSource), (JsonTermBuilder, JsonTermSource)):
         for a, b, empty in (("a(b|c)?", "ab?|ac", True), ("a(b|c)?", "ab?", False),
                             ("(xy)+", "xy|xyxy|xyxyxy", False), ("x{1,3}", "x|xx|xxx", True)):

@@ -1,0 +1,134 @@
+"""allOf branches merged into one schema (their common values, the tightest string and
+number bounds, array items: _merged_values, _merged_scalars, _merged_arrays), the
+values a schema lists (_finite_values), and the tests on JSON values they read: a
+value's type, membership of a `type`, equality as JSON Schema compares values. Plain
+functions of schema dicts; the object merge, which reads the compiler's patterns and
+options, is _Compiler._merged_objects (fsm/json_schema.py)."""
+from __future__ import annotations
+
+from .json_keywords import _ANNOTATIONS, _NUMBER_KW, _STRING_KW, _TYPES
+from .json_numbers import to_decimal
+
+# keywords that may stand beside `type` and `enum` for the enum to be filtered by type
+_SCALAR_KW = frozenset(_STRING_KW + _NUMBER_KW + ("type", "format"))
+_TYPED_ENUM_KEYS = {"type", "enum", "title", "description", "$comment", "default", "examples",
+                    "deprecated", "readOnly", "writeOnly"}
+
+
+def _well_typed(types) -> bool:
+    """A `type` value fsm/json_schema.py reads (absent, a type name, a list of them)."""
+    names = [types] if isinstance(types, str) else types if isinstance(types, list) else None
+    return types is None or (bool(names) and all(t in _TYPES or t == "integer" for t in names))
+
+
+def _has_type(v, types) -> bool:
+    """v is an instance of the (well-typed) schema `type` value `types` (None: any)."""
+    if types is None:
+        return True
+    for t in [types] if isinstance(types, str) else types:
+        if t == "integer":
+            if type(v) is int:
+                return True
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and \
+                    v not in (float("inf"), float("-inf")) and to_decimal(v) == to_decimal(v).to_integral_value():
+                return True
+        elif t in _TYPES and _json_type(v) == t:
+            return True
+    return False
+
+
+def _json_type(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    return "object"
+
+
+def _json_equal(a, b) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def _merged_values(branches: list) -> dict | None:
+    """allOf branches that list their values (annotation-only ones aside) as one enum of
+    the values in all of them; None where some branch says more."""
+    lists = [_finite_values(b) for b in branches if not set(b) <= _ANNOTATIONS]
+    if not lists or None in lists:
+        return None
+    return {"enum": [v for v in lists[0] if all(any(_json_equal(v, w) for w in o) for o in lists[1:])]}
+
+
+_ARRAY_MERGEABLE = frozenset(("type", "items", "minItems", "maxItems", "uniqueItems")) | _ANNOTATIONS
+
+
+def _merged_arrays(branches: list) -> dict | None:
+    """allOf branches of array keywords (items as one schema) as one array schema: the
+    items' allOf, the tightest min/maxItems; None where some branch says more."""
+    if not all(set(b) <= _ARRAY_MERGEABLE and not isinstance(b.get("items"), list)
+               and b.get("type", "array") == "array" for b in branches):
+        return None
+    items = [b["items"] for b in branches if "items" in b]
+    return {k: v for k, v in (
+        ("type", "array" if any("type" in b for b in branches) else None),
+        ("items", (items[0] if len(items) == 1 else {"allOf": items}) if items else None),
+        ("minItems", max((b["minItems"] for b in branches if "minItems" in b), default=None)),
+        ("maxItems", min((b["maxItems"] for b in branches if "maxItems" in b), default=None)),
+        ("uniqueItems", any(b.get("uniqueItems") is True for b in branches) or None))
+        if v is not None}
+
+
+def _merged_scalars(branches: list) -> dict | None:
+    """allOf branches of string / number keywords as one schema holding them all:
+    {"type": "integer"} and {"maximum": 1}. A keyword in several branches must have the
+    same value, or be a bound (the tightest is kept)."""
+    out: dict = {}
+    for b in branches:
+        for k, v in b.items():
+            if k in _ANNOTATIONS:
+                continue
+            if k not in _SCALAR_KW or (k.startswith("exclusiveM") and type(v) is bool):
+                return None  # (draft-04's flag applies to its own branch's bound)
+            if k in out and not _json_equal(out[k], v):
+                tighter = _TIGHTER.get(k)
+                if tighter is None or not all(type(x) in (int, float) for x in (v, out[k])):
+                    return None
+                v = tighter(out[k], v)
+            out[k] = v
+    return out or None
+
+
+_TIGHTER = {"minimum": max, "exclusiveMinimum": max, "minLength": max,
+            "maximum": min, "exclusiveMaximum": min, "maxLength": min}
+
+
+def _finite_values(s) -> list | None:
+    """The values a schema (dereferenced) accepts when it lists them: const, enum
+    (beside `type` at most) or the type boolean / null; None for any other schema."""
+    if not isinstance(s, dict) or not set(s) <= _TYPED_ENUM_KEYS | {"const"}:
+        return None
+    ty = s.get("type")
+    if not _well_typed(ty):
+        return None
+    if "const" in s:
+        vals = [s["const"]] if "enum" not in s else [v for v in s["enum"] if _json_equal(v, s["const"])]
+    elif isinstance(s.get("enum"), list):
+        vals = s["enum"]
+    elif ty is not None and set([ty] if isinstance(ty, str) else ty) <= {"boolean", "null"}:
+        vals = [True, False, None]
+    else:
+        return None
+    return [v for v in vals if _has_type(v, ty)]

@@ -1,0 +1,253 @@
+"""Recursive schemas on the grammar path: the compiler's terms, which hold a marker
+where a recursive schema occurs (_Compiler._marker), as BNF rules over regular
+terminals for fsm/grammar.py (_RecursiveRules), and the marker a term holds
+(_marker_index)."""
+from __future__ import annotations
+
+from .errors import ConstraintError, SchemaError
+from .json_source import JsonTermSource
+from .terms import ALT, AND, BYTES, CONCAT, EMPTY, NOT, NOTHING, REPEAT, Term, TermBuilder
+
+class _RecursiveRules:
+    """Terms with recursion markers -> BNF rules over regular terminals (fsm/grammar.py).
+
+    Each recursive schema's term (its rule body) and the root term contain markers
+    where the recursive schema occurs. Structure that contains a marker becomes rules
+    (concatenation: a sequence, alternation: alternatives, repeat: list rules); every
+    maximal marker-free piece becomes one terminal (nullable pieces: an optional
+    non-nullable terminal). A union's alternatives that start with the same part are
+    merged (_factored). A marker under an intersection or complement (allOf, not,
+    oneOf with overlapping branches, contains...) raises SchemaError."""
+
+    MAX_REPEAT_UNROLL = 64
+
+    def __init__(self, tb: TermBuilder, root: Term, bodies: dict[int, Term], marked: dict):
+        self.tb = tb
+        self.rules: dict[str, list] = {}
+        self.terminals: dict[str, Term] = {}
+        self._term_names: dict[int, str] = {}
+        self._sym: dict[int, str] = {}
+        self._tails: set[int] = set()  # ids of the tails _seq met (see there)
+        self._tail_rules: list[Term] = []  # shared tails whose rules are still to make
+        self._marked = marked  # term id -> _marker_index (the compiler's: terms are walked once)
+        for k in bodies:
+            self.rules[f"r{k}"] = []
+        for k, body in bodies.items():
+            self.rules[f"r{k}"] = self._alts(body)
+        self.rules["start"] = self._alts(root)
+        while self._tail_rules:  # (_nonterminal's later ones)
+            x = self._tail_rules.pop()
+            self.rules[self._sym[x.id]] = self._alts(x)
+
+    def grammar_source(self, max_states: int):
+        from lark.grammar import NonTerminal, Rule, Terminal
+
+        from .grammar import _build
+        lark_rules = []
+        for lhs, alts in self.rules.items():
+            for i, alt in enumerate(alts):
+                syms = [NonTerminal(x) if x in self.rules else Terminal(x) for x in alt]
+                lark_rules.append(Rule(NonTerminal(lhs), syms, i))
+        names = list(self.terminals)
+        try:
+            return _build(self.tb, lark_rules, names, [self.terminals[n] for n in names],
+                          [False] * len(names), "start", max_states,
+                          JsonTermSource(self.tb, max_states))
+        except ConstraintError as e:
+            raise SchemaError(f"recursive schema does not fit the LALR(1) grammar path: {e}",
+                              "$ref") from None
+
+    # -- helpers -----------------------------------------------------------------------
+    def _has_marker(self, t: Term) -> bool:
+        return _marker_index(t, self._marked) is not None
+
+    def _minus_empty(self, t: Term) -> Term:
+        tb = self.tb
+        if not t.nullable:
+            return t
+        k = t.kind
+        if k == EMPTY:
+            return tb.nothing
+        if k == ALT:
+            return tb.alt(self._minus_empty(c) for c in t.args)
+        if k == REPEAT:
+            x, lo, hi = t.args
+            return tb.concat(self._minus_empty(x), tb.repeat(x, 0, None if hi is None else hi - 1))
+        if k == CONCAT:
+            a, b = t.args
+            return tb.alt([tb.concat(self._minus_empty(a), b), self._minus_empty(b)])
+        raise SchemaError("recursive schema: an intersection/complement next to a recursive "
+                          "reference is not supported", "$ref")
+
+    def _terminal(self, t: Term) -> list:
+        """Symbols for a marker-free term: [] / [T] / [opt_T]."""
+        if t.kind == EMPTY:
+            return []
+        if t.kind == NOTHING:
+            return ["NOTHING"]
+        name = self._term_names.get(t.id)
+        if name is None:
+            body = self._minus_empty(t)
+            name = f"T{len(self.terminals)}"
+            self.terminals[name] = body
+            if t.nullable:
+                opt = f"o{name}"
+                self.rules[opt] = [[], [name]]
+                name = opt
+            self._term_names[t.id] = name
+        if name == "NOTHING" and "NOTHING" not in self.terminals:
+            self.terminals["NOTHING"] = self.tb.nothing
+        return [name]
+
+    def _nonterminal(self, t: Term, later: bool = False) -> str:
+        """t's nonterminal, its rules made now or, `later`, by __init__'s loop (a shared
+        tail's rules name the next tail: made here, they would nest one call per slot)."""
+        name = self._sym.get(t.id)
+        if name is None:
+            name = self._sym[t.id] = f"n{len(self._sym)}"
+            self.rules[name] = []
+            if later:
+                self._tail_rules.append(t)
+            else:
+                self.rules[name] = self._alts(t)
+        return name
+
+    def _seq(self, t: Term) -> list:
+        """Symbols for t as one sequence (t may contain markers)."""
+        tb = self.tb
+
+        out, pending = [], []
+        x = t
+        while x.kind != EMPTY:
+            if x is not t and x.kind == CONCAT and self._has_marker(x):
+                # a tail that another sequence has too is one nonterminal: an object's
+                # alternatives (_Compiler._slot_chain: each starts at one slot and goes on to the
+                # end) would otherwise repeat the later slots, quadratic in them
+                if x.id in self._tails and not pending:
+                    out.append(self._nonterminal(x, later=True))
+                    break
+                self._tails.add(x.id)
+            _, parts, x = self._first_part(x)
+            head = parts[0]
+            if len(parts) == 3:  # a marker
+                if pending:
+                    out += self._terminal(tb.seq(pending))
+                    pending = []
+                out.append(f"r{(parts[1].args[0] << 8) | parts[2].args[0]}")
+            elif not self._has_marker(head):
+                pending.append(head)
+            else:
+                if pending:
+                    out += self._terminal(tb.seq(pending))
+                    pending = []
+                out.append(self._nonterminal(head))
+        if pending:
+            out += self._terminal(tb.seq(pending))
+        return out
+
+    def _factored(self, alts: tuple) -> list:
+        """A union's alternatives with those that start with the same part merged:
+        `h (r1 | r2)` for `h r1 | h r2`, where a rest that starts with an alternation
+        holding a marker is split into its branches (`(N minus the empty string) r | r`
+        for another nullable part N), to be merged again one level down. Two objects of
+        a recursive anyOf (or a lenient oneOf) both allow `{}`: as `{ N1 }` and `{ N2 }`
+        their empty bodies are two empty rules the parser must choose between at `}`
+        (a reduce/reduce conflict); merged, `}` is one alternative, and so is a key that
+        both declare, up to where their values differ."""
+        tb = self.tb
+        groups: dict = {}
+        for c in alts:
+            groups.setdefault(self._first_part(c)[0], []).append(c)
+        out = []
+        for members in groups.values():
+            if len(members) == 1:
+                out.append(members[0])
+                continue
+            rests = []
+            for c in members:
+                _, head, r = self._first_part(c)
+                n, after = r.args if r.kind == CONCAT else (r, tb.empty)
+                if n.kind == ALT and self._has_marker(n):  # its branches meet the others'
+                    rests += [tb.concat(x, after) for x in n.args]
+                elif n.nullable and self._has_marker(n):
+                    rests += [tb.concat(self._minus_empty(n), after), after]
+                else:
+                    rests.append(r)
+            out.append(tb.seq(head + [tb.alt(rests)]))
+        return out
+
+    def _first_part(self, t: Term) -> tuple:
+        """(a key for t's first part, its terms, the rest): a marker is one part of
+        three bytes (_marker_index's layout); a term that is no concatenation is its
+        own first part, before the empty string."""
+        head, rest = t.args if t.kind == CONCAT else (t, self.tb.empty)
+        if head.kind == BYTES and head.args == (0xFF, 0xFF):
+            k1, rest = rest.args
+            k2, rest = rest.args if rest.kind == CONCAT else (rest, self.tb.empty)
+            return (head.id, k1.id, k2.id), [head, k1, k2], rest
+        return (head.id,), [head], rest
+
+    def _alts(self, t: Term) -> list:
+        k = t.kind
+        if not self._has_marker(t):
+            return [self._terminal(t)]
+        if k == ALT:
+            return [alt for c in self._factored(t.args) for alt in self._alts(c)]
+        if k == CONCAT:
+            return [self._seq(t)]
+        if k == REPEAT:
+            x, lo, hi = t.args
+            item = self._seq(x)
+            if hi is None:
+                lst = f"n{len(self._sym)}"
+                self._sym[-len(self._sym) - 1] = lst
+                self.rules[lst] = [[], [lst] + item]
+                return [item * lo + [lst]]
+            if hi > self.MAX_REPEAT_UNROLL:
+                raise SchemaError(f"recursive schema: a bound above {self.MAX_REPEAT_UNROLL} around a "
+                                  "recursive reference (maxItems...) is not supported", "$ref")
+            return [item * n for n in range(lo, hi + 1)]
+        raise SchemaError("recursive schema: a recursive reference under an intersection or "
+                          "complement (allOf with siblings, not, overlapping oneOf, contains, "
+                          "if/then/else...) is not supported", "$ref")
+
+
+def _marker_index(t: Term, memo: dict) -> int | None:
+    """The index of a recursion marker in t (_Compiler._marker: bytes 0xFF, then two
+    bytes of the index), None if t holds none; memoized by term id. A loop, not
+    recursion: an object's slots nest as deep as it has slots (a schema with a few
+    hundred overflowed Python's stack), and it stops at a part's first marker."""
+    if t.id in memo:
+        return memo[t.id]
+    stack = [[t, 0]]  # (term, index of the part to look at next)
+    while stack:
+        top = stack[-1]
+        x = top[0]
+        if x.id in memo:
+            stack.pop()
+            continue
+        k = x.kind
+        if k == CONCAT and x.args[0].kind == BYTES and x.args[0].args == (0xFF, 0xFF):
+            hi, lo = x.args[1].args  # (the marker's last byte may head the rest: CONCAT)
+            memo[x.id] = (hi.args[0] << 8) | (lo.args[0] if lo.kind == BYTES else lo.args[0].args[0])
+            stack.pop()
+            continue
+        parts = x.args if k in (CONCAT, ALT, AND) else x.args[:1] if k in (REPEAT, NOT) else ()
+        v = None
+        while top[1] < len(parts):
+            c = parts[top[1]]
+            if c.id not in memo:
+                stack.append([c, 0])
+                break
+            v = memo[c.id]
+            if v is not None:
+                break
+            top[1] += 1
+        else:
+            memo[x.id] = None
+            stack.pop()
+            continue
+        if v is not None:
+            memo[x.id] = v
+            stack.pop()
+    return memo[t.id]

@@ -1,0 +1,163 @@
+"""The parts of an object schema that fsm/json_schema.py writes as a union of variants,
+not as an intersection: presence parts, which only say which of its own keys an object
+has (_presence_parts, read as formulas over the keys), and value conditions, an `if`
+that tests one property's value (_value_conditions). Found here, on schema dicts;
+_Compiler._presence_variants and _condition_variants make the variants."""
+from __future__ import annotations
+
+from .json_keywords import _ANNOTATIONS
+
+def _own_keys(node: dict) -> set:
+    """An object schema's own keys: its properties, required and dependentRequired keys
+    (the keys that have slots where objects slot their own keys only)."""
+    own = set(node.get("properties", {})) | set(node.get("required", []))
+    for k, deps in node.get("dependentRequired", {}).items():
+        own.add(k)
+        own.update(deps)
+    return own
+
+
+# Keywords of a "presence" schema: one that only says which keys an object has
+# (`{"required": ["a"]}`, `{"not": {"required": ["b"]}}`, oneOf/anyOf/allOf of such);
+# a property listed beside them must allow any value and be required there.
+_PRESENCE_KW = frozenset(("required", "allOf", "anyOf", "oneOf", "not", "properties", "title",
+                          "description", "$comment"))
+PRESENCE_MAX_KEYS = 6  # keys whose presence patterns are enumerated (2^6 variants at most)
+
+
+def _presence(s):
+    """s as a formula over which keys an object has: ("req", keys), ("all" | "any" |
+    "one", parts), ("not", part); None where s says more than that."""
+    if s is True or s == {}:
+        return ("all", ())
+    if not isinstance(s, dict) or not set(s) <= _PRESENCE_KW:
+        return None
+    props, req = s.get("properties", {}), s.get("required", [])
+    if not isinstance(props, dict) or not isinstance(req, list) or not all(isinstance(k, str) for k in req):
+        return None  # (a malformed one: compiled, and refused by _check_values)
+    if any(v is not True and v != {} for v in props.values()) or not set(props) <= set(req):
+        return None  # (a property it names otherwise would be a key of its own)
+    parts = [("req", frozenset(req))]
+    for kw, op in (("allOf", "all"), ("anyOf", "any"), ("oneOf", "one")):
+        if kw in s:
+            subs = [_presence(x) for x in s[kw]] if isinstance(s[kw], list) and s[kw] else [None]
+            if None in subs:
+                return None
+            parts.append((op, tuple(subs)))
+    if "not" in s:
+        inner = _presence(s["not"])
+        if inner is None:
+            return None
+        parts.append(("not", inner))
+    return ("all", tuple(parts))
+
+
+def _holds(f, keys: frozenset) -> bool:
+    """Whether an object with exactly the keys `keys` (of those f names) satisfies f."""
+    op, arg = f
+    if op == "req":
+        return arg <= keys
+    if op == "not":
+        return not _holds(arg, keys)
+    n = sum(_holds(x, keys) for x in arg)
+    return n == len(arg) if op == "all" else n >= 1 if op == "any" else n == 1
+
+
+def _named(f) -> set:
+    """The keys formula f names."""
+    op, arg = f
+    if op == "req":
+        return set(arg)
+    if op == "not":
+        return _named(arg)
+    return set().union(*(_named(x) for x in arg))
+
+
+def _presence_parts(node: dict):
+    """The parts of an object schema (`type: object`, or no `type`) that only say which
+    of its own keys it has (anyOf / oneOf / not / allOf branches that are presence
+    schemas, at most PRESENCE_MAX_KEYS keys): (those keywords, the formula they make
+    together, node without them); None where there are none. _Compiler writes the node
+    as the alternation of its variants, one per allowed set of those keys (required /
+    forbidden), not as an intersection with complements: dependabot's `oneOf: [{required:
+    [directory]}, {required: [directories]}]`, an emptiness search at each new state."""
+    if not isinstance(node, dict) or node.get("type", "object") != "object" \
+            or not ("anyOf" in node or "oneOf" in node or "not" in node or "allOf" in node):
+        return None
+    taken, parts, rest = [], [], dict(node)
+    for kw, op in (("anyOf", "any"), ("oneOf", "one")):
+        if isinstance(node.get(kw), list):
+            subs = [_presence(x) for x in node[kw]]
+            if None not in subs:
+                taken.append(kw)
+                parts.append((op, tuple(subs)))
+                del rest[kw]
+    if "not" in node and (inner := _presence(node["not"])) is not None:
+        taken.append("not")
+        parts.append(("not", inner))
+        del rest["not"]
+    if isinstance(node.get("allOf"), list):
+        subs = [_presence(x) for x in node["allOf"]]
+        if any(f is not None for f in subs):
+            taken.append("allOf")
+            parts += [f for f in subs if f is not None]
+            others = [x for x, f in zip(node["allOf"], subs) if f is None]
+            if others:
+                rest["allOf"] = others
+            else:
+                del rest["allOf"]
+    if not parts:
+        return None
+    f = ("all", tuple(parts))
+    keys = _named(f)
+    if len(keys) > PRESENCE_MAX_KEYS or not keys <= _own_keys(node):
+        return None
+    return taken, f, rest
+
+
+CONDITIONS_MAX = 3  # value conditions of one schema written as variants (2^3 at most)
+
+
+def _condition(part):
+    """An if/then/else whose `if` tests one property's value: {"if": {"properties": {k:
+    test}, "required": [k]?}, "then": ..., "else": ...} -> (k, test, required, then,
+    else); None for any other `if`, or none."""
+    c = part.get("if") if isinstance(part, dict) else None
+    if not isinstance(c, dict) or not ("then" in part or "else" in part) \
+            or not set(c) <= {"properties", "required"} | _ANNOTATIONS:
+        return None
+    props, req = c.get("properties"), c.get("required", [])
+    if not isinstance(props, dict) or len(props) != 1 or not isinstance(req, list):
+        return None
+    (key, test), = props.items()
+    if not set(req) <= {key}:
+        return None
+    return key, test, bool(req), part.get("then", True), part.get("else", True)
+
+
+def _value_conditions(node: dict):
+    """node's if/then/else parts that test one property's value (_condition), its own
+    and allOf branches that are only that: (their conditions, node without them); None
+    where there are none. _Compiler writes node as the union of one variant per outcome
+    of the tests, each holding `then` or `else` and the property's test or its
+    negation: no complement of a whole object schema (dependabot's `if: {properties:
+    {interval: {const: cron}}}`: an emptiness search at each new state)."""
+    if not isinstance(node, dict) or ("if" not in node and "allOf" not in node):
+        return None
+    found, rest = [], dict(node)
+    if (c := _condition(node)) is not None:
+        found.append(c)
+        for k in ("if", "then", "else"):
+            rest.pop(k, None)
+    if isinstance(node.get("allOf"), list):
+        keep = []
+        for b in node["allOf"]:
+            c = _condition(b) if isinstance(b, dict) and set(b) <= {"if", "then", "else"} | _ANNOTATIONS else None
+            (keep if c is None else found).append(b if c is None else c)
+        if len(keep) < len(node["allOf"]):
+            rest["allOf"] = keep
+            if not keep:
+                del rest["allOf"]
+    if not found or len(found) > CONDITIONS_MAX:
+        return None
+    return found, rest
