@@ -22,8 +22,10 @@ Supported (assertion semantics; each a regular language written from its RFC):
   then the length; or a bare address: see `_network`); uuid1, uuid3 ... uuid8
   (the uuid form with that version digit and the RFC 4122 variant, as Pydantic checks);
   base64 and base64url (padded base64 of ASCII text: `_BASE64`); naive-date-time (a
-  date-time without an offset: NaiveDatetime) and `url:SCHEMES:HOST` (Pydantic's URL
-  types as its WHATWG URL parser reads them: `_pydantic_url`).
+  date-time without an offset: NaiveDatetime), `url:SCHEMES:HOST` (Pydantic's URL
+  types as its WHATWG URL parser reads them: `_pydantic_url`); and email narrowed to
+  what EmailStr's email-validator takes (no quoted local part or address literal, a
+  period in the domain, its last label ending with a letter, no special-use name).
 Others (idn-*, regex, unknown names) raise KeyError: the caller refuses them (strict)
 or drops them (lenient).
 """
@@ -66,6 +68,8 @@ _A, _D = "[A-Za-z0-9]", "[A-Za-z0-9-]"
 # a length bound beside it, see format_term)
 _LABEL = rf"{_A}(?:{_A}|{_D}{_A}|{_D}{_D}{_A}|{_D}(?:{_A}{_D}|-{_A}){_D}*{_A})?"
 _ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
+# email-validator's special-use and reserved domains (its SPECIAL_USE_DOMAIN_NAMES)
+_SPECIAL_USE = ("arpa", "invalid", "local", "localhost", "onion", "test")
 _QUOTED = r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"'
 _UNRES = r"[A-Za-z0-9._~-]"
 _PCT = r"%[0-9A-Fa-f]{2}"
@@ -246,6 +250,14 @@ def _build(st, name: str, python: bool) -> Term:
         label = tb.intersect([st.fullmatch(_LABEL), tb.repeat(tb.any_byte, 1, 63)])
         shape = tb.concat(label, tb.star(tb.concat(st.fullmatch(r"\."), label)))
         t = tb.intersect([shape, tb.repeat(tb.any_byte, 1, 253)])
+    elif name == "email" and python:
+        # Pydantic's EmailStr (email-validator, check_deliverability=False): a dot-atom
+        # local part (no quotes), a domain (no address literal) with a period whose
+        # last label ends with a letter and that is no special-use name, 254 in all
+        domain = tb.intersect([_build(st, "hostname", python), st.fullmatch(r".*\.[^.]*[A-Za-z]"),
+                               tb.complement(st.fullmatch(rf"(?i:(?:.*\.)?(?:{'|'.join(_SPECIAL_USE)}))"))])
+        t = tb.intersect([tb.seq([st.fullmatch(rf"{_ATEXT}+(?:\.{_ATEXT}+)*"), st.fullmatch("@"), domain]),
+                          tb.repeat(tb.any_byte, 1, 254)])
     elif name == "email":
         local = st.fullmatch(rf"(?:{_ATEXT}+(?:\.{_ATEXT}+)*|{_QUOTED})")
         domain = tb.alt([_build(st, "hostname", python), st.fullmatch(rf"\[(?:{IPV4}|IPv6:{IPV6})\]")])

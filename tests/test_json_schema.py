@@ -437,6 +437,23 @@ def test_format_entry_masks_read_the_loaded_format(smol_vocab):
     assert _loaded_head(big, tb) is big
 
 
+def test_pydantic_email_masks_equal_token_walks(smol_vocab):
+    """Pydantic's EmailStr (email-validator's reading: a period in the domain, its last
+    label ending with a letter, no special-use name, 254 characters): masks at the
+    points that decide it equal token-by-token walks."""
+    from pydantic import EmailStr
+
+    from fsm.json_schema import build_automaton
+    auto = build_automaton(EmailStr, smol_vocab)
+    eos = set(smol_vocab.eos_ids)
+    for prefix in [b'"', b'"a', b'"a.', b'"a@', b'"a@b', b'"a@b.', b'"a@b.c', b'"a@b.c1', b'"a@x.tes', b'"a@x.test',
+                   b'"a@x.local', b'"a@x.localh', b'"' + b"x" * 200 + b"@b.c", b'"' + b"x" * 240 + b"@b.", b'"a@b-']:
+        s = auto.dfa.walk(auto.start, prefix)
+        if s:
+            assert set(auto.allowed_tokens(s).tolist()) - eos == live_tokens_brute_force(auto, s), prefix
+    assert auto.dfa.walk(auto.start, b'"a@b.co"') and auto.dfa.accepting[auto.dfa.walk(auto.start, b'"a@b.co"')]
+
+
 def test_hostname_prefixes_and_masks_near_the_bounds(smol_vocab):
     """A hostname's labels (1-63 bytes) and whole length (253) are length bounds beside
     unbounded shapes (TokenAutomaton._bounded_words, TermSource.bound_is_empty): which

@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import (UUID1, UUID4, UUID7, AnyUrl, AwareDatetime, Base64Bytes, Base64Str, Base64UrlBytes, Base64UrlStr,
-                      BaseModel, ConfigDict, Field, FileUrl, FutureDatetime, HttpUrl, IPvAnyAddress, IPvAnyInterface, IPvAnyNetwork,
+                      BaseModel, ConfigDict, EmailStr, Field, FileUrl, FutureDatetime, HttpUrl, IPvAnyAddress, IPvAnyInterface, IPvAnyNetwork,
                       Json, NaiveDatetime, PastDate, RedisDsn, SecretStr, StrictInt, TypeAdapter, ValidationError, WebsocketUrl)
 
 from fsm.json_schema import SchemaError, SchemaWarning, canonical_json, schema_to_term
@@ -437,6 +437,11 @@ URL_TEXTS = ["http://a", "https://example.com:8080/p/a?q=1#f", "http://a.1", "ht
              "http://1.2.3.4", "http://999.1.1.1", "http://a%25b", "http://u:p@a.b", "ws://a", "ftp://a:21", "file:///x",
              "file://h/x", "file://h:1/x", "a:", "a:b", "x://h:99999", "x://h:65535", "x://[v1.x]", "urn:isbn:0-4", "A:",
              "HTTP://A", "redis://h:6379/0", "redis://", "unix:/tmp/s"]
+EMAIL_TEXTS = ["a@b.co", "a@localhost", "a@x.test", "a@X.TEST", "a@b.123", "a@[1.2.3.4]", '"x y"@e.org', "a@b", "a..b@c.co",
+               "a@b-.co", "a@b.c1", "a@sub.local", "a@b.onion", "a@b.co.", "a@arpa", ".a@b.co", "a.@b.co", "a@1.2.3.4",
+               "x" * 70 + "@" + ("b" * 60 + ".") * 3 + "c", "a@" + "b" * 64 + ".co", "a@ab--c.co", "a@xn--abc.co"]
+
+
 class StrictRecord(BaseModel):
     model_config = ConfigDict(strict=True)
     n: int
@@ -464,6 +469,8 @@ PYDANTIC_TYPES = [  # (type, JSON texts to check against Pydantic, JSON texts it
     (dict[bool, int], ['{"true":1}', '{"maybe":1}'], ['{"true":1,"false":0}']),
     (Annotated[bytes, Field(min_length=2, max_length=3)], _strings(["ab", "abcd", "é", "éé", "a", "\u0000\u0001"]),
      _strings(["ab", "abc"])),
+    (EmailStr, _strings(EMAIL_TEXTS), _strings(["a@b.co", "a@b.1c", "a@b.arpa.co", "A.B+c@Ex-ample.COM", "a@b.c-d",
+                                                "x" * 64 + "@" + ("b" * 60 + ".") * 3 + "ccccc"])),
 ]
 
 
