@@ -201,9 +201,9 @@ class NumberTerms:
         scale = 10 ** (k - max(j, 0))  # what the digits read so far are worth, in units of 10^-k
         if j >= 0 and -r * scale % m >= scale:  # the k - j digits left cannot reach a multiple
             return self.tb.nothing
-        return self.tb.deferred(("json:residue", m, k, r, j), lambda: self._residue_term(m, k, r, j),
-                                r * scale % m == 0, lambda b: self._residue_step(m, k, r, j, b),
-                                _residue_member(m, k, r, j))
+        w = _residue_member(m, k, r, j)  # ("" where the value is a multiple already)
+        return self.tb.deferred(("json:residue", m, k, r, j), lambda: self._residue_term(m, k, r, j, w == b""),
+                                w == b"", lambda b: self._residue_step(m, k, r, j, b), w)
 
     def _residue_step(self, m: int, k: int, r: int, j: int, b: int) -> Term:
         if j == k:  # past the divisor's digits: zeros only
@@ -212,13 +212,11 @@ class NumberTerms:
             return self._residue(m, k, (10 * r + b - 0x30) % m, j + 1 if j >= 0 else -1)
         return self._residue(m, k, r, 0) if b == 0x2E and j < 0 else self.tb.nothing
 
-    def _residue_term(self, m: int, k: int, r: int, j: int) -> Term:
+    def _residue_term(self, m: int, k: int, r: int, j: int, ends: bool) -> Term:
         tb = self.tb
         parts = [tb.concat(tb.byte_range(b, b), x) for b in b"0123456789."
                  if (x := self._residue_step(m, k, r, j, b)) is not tb.nothing]
-        if r * 10 ** (k - max(j, 0)) % m == 0:
-            parts.append(tb.empty)
-        return tb.alt(parts)
+        return tb.alt(parts + [tb.empty] * ends)
 
 
 def _residue_member(m: int, k: int, r: int, j: int) -> bytes:
@@ -231,7 +229,7 @@ def _residue_member(m: int, k: int, r: int, j: int) -> bytes:
         if b % g:
             return None
         d = b // g * pow(a // g, -1, m // g) % (m // g) if m // g > 1 else 0
-        return str(d).zfill(n) if d < 10 ** n else None
+        return (str(d).zfill(n) if n else "") if d < 10 ** n else None
 
     if j >= 0:  # the k - j fraction digits left
         got = (digits(n, k - j - n) for n in range(k - j + 1))

@@ -125,6 +125,38 @@ def test_multiple_of_exact(schema):
         assert acc(text) == (ok if "not" not in schema else not ok), (schema, text)
 
 
+def test_multiple_of_shortest_members_are_shortest():
+    """The member each residue state gives for guesses and shortest lengths (emptiness
+    checks rely on it being a shortest completion): by Decimal arithmetic it completes
+    the prefix to a multiple, and no shorter text does, from prefixes of many divisors.
+    (The residue term alone takes `[0-9]*(.[0-9]*)?`, an empty part worth 0: its users
+    intersect it with the number universe.)"""
+    import itertools
+
+    from fsm.json_numbers import NumberTerms
+    from fsm.terms import LAZY, NOTHING, TermBuilder
+
+    def completes(text: str, d: Decimal) -> bool:
+        got = re.fullmatch(r"([0-9]*)(?:\.([0-9]*))?", text)
+        return bool(got) and Decimal((got[1] or "0") + "." + (got[2] or "0")) % d == 0
+    for d in ("3", "7", "12", "1.5", "0.25", "0.07", "2.5", "0.3", "0.125", "9999"):
+        tb = TermBuilder()
+        x = Decimal(d)
+        start = NumberTerms(tb).multiple_of(int(x.scaleb(-x.as_tuple().exponent)), -x.as_tuple().exponent)
+        start = next(c for c in start.args if c.kind == LAZY)  # (after the optional sign)
+        for prefix in ("", "1", "2", "5", "10", "13", "1.", "2.1", "0.0", "7.", "9.9", "12.5", "3.07", "0.01"):
+            t = start
+            for b in prefix.encode():
+                t = tb.derive(t, b)
+            if t.kind == NOTHING:  # no digits make it one
+                assert not any(completes(prefix + "".join(w), x) for w in itertools.product("0123456789", repeat=4))
+                continue
+            w = tb.members[t.args[0]].decode()
+            assert completes(prefix + w, x), (d, prefix, w)
+            shorter = (prefix + "".join(c) for n in range(len(w)) for c in itertools.product("0123456789.", repeat=n))
+            assert len(w) > 4 or not any(completes(u, x) for u in shorter), (d, prefix, w)
+
+
 def test_multiple_of_masks_equal_token_walks(smol_vocab):
     """A residue automaton's states, at the token level: masks inside numbers equal
     token-by-token walks, with SmolLM2 (one digit a token) and with a vocabulary of
