@@ -25,7 +25,8 @@ Supported (assertion semantics; each a regular language written from its RFC):
   date-time without an offset: NaiveDatetime), `url:SCHEMES:HOST` (Pydantic's URL
   types as its WHATWG URL parser reads them: `_pydantic_url`); and email narrowed to
   what EmailStr's email-validator takes (no quoted local part or address literal, a
-  period in the domain, its last label ending with a letter, no special-use name).
+  period in the domain, its last label ending with a letter, no special-use name),
+  and name-email (NameEmail: that email, or a display name and it in <>).
 Others (idn-*, regex, unknown names) raise KeyError: the caller refuses them (strict)
 or drops them (lenient).
 """
@@ -258,6 +259,14 @@ def _build(st, name: str, python: bool) -> Term:
                                tb.complement(st.fullmatch(rf"(?i:(?:.*\.)?(?:{'|'.join(_SPECIAL_USE)}))"))])
         t = tb.intersect([tb.seq([st.fullmatch(rf"{_ATEXT}+(?:\.{_ATEXT}+)*"), st.fullmatch("@"), domain]),
                           tb.repeat(tb.any_byte, 1, 254)])
+    elif name == "name-email" and python:
+        # Pydantic's NameEmail: the email, or a display name (words of its name
+        # characters, ASCII here, one space apart), a space, and the email in <>
+        # (pydantic.networks' pretty_email_regex, which takes more spacing and quotes)
+        email = _build(st, "email", python)
+        word = r"[A-Za-z0-9_.!#$%&'*+\-/=?^`{|}~]+"
+        pretty = tb.seq([st.fullmatch(rf"(?:{word}(?: {word})* )?<"), email, st.fullmatch(">")])
+        t = tb.alt([email, pretty])
     elif name == "email":
         local = st.fullmatch(rf"(?:{_ATEXT}+(?:\.{_ATEXT}+)*|{_QUOTED})")
         domain = tb.alt([_build(st, "hostname", python), st.fullmatch(rf"\[(?:{IPV4}|IPv6:{IPV6})\]")])

@@ -30,8 +30,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import (UUID1, UUID4, UUID7, AnyUrl, AwareDatetime, Base64Bytes, Base64Str, Base64UrlBytes, Base64UrlStr,
-                      BaseModel, ConfigDict, EmailStr, Field, FileUrl, FutureDatetime, HttpUrl, IPvAnyAddress, IPvAnyInterface, IPvAnyNetwork,
-                      Json, NaiveDatetime, PastDate, RedisDsn, SecretStr, StrictInt, TypeAdapter, ValidationError, WebsocketUrl)
+                      BaseModel, ConfigDict, EmailStr, Field, FileUrl, FutureDatetime, HttpUrl, IPvAnyAddress,
+                      IPvAnyInterface, IPvAnyNetwork, Json, NaiveDatetime, NameEmail, PastDate, RedisDsn, SecretStr,
+                      StrictInt, TypeAdapter, ValidationError, WebsocketUrl)
 
 from fsm.json_schema import SchemaError, SchemaWarning, canonical_json, schema_to_term
 from fsm.json_source import JsonTermSource
@@ -471,6 +472,8 @@ PYDANTIC_TYPES = [  # (type, JSON texts to check against Pydantic, JSON texts it
      _strings(["ab", "abc"])),
     (EmailStr, _strings(EMAIL_TEXTS), _strings(["a@b.co", "a@b.1c", "a@b.arpa.co", "A.B+c@Ex-ample.COM", "a@b.c-d",
                                                 "x" * 64 + "@" + ("b" * 60 + ".") * 3 + "ccccc"])),
+    (NameEmail, _strings(EMAIL_TEXTS + ["J <a@b>", "J <a@x.test>", "a <b@c.co> <d@e.co>", "x,y <a@b.co>", "J <a@b.co"]),
+     _strings(["a@b.co", "John <a@b.co>", "John Doe <a@b.co>", "<a@b.co>", "J.D <a@b.co>", "a+b!c <d@e.fg>"])),
 ]
 
 
