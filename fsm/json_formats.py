@@ -264,7 +264,7 @@ def _build(st, name: str, python: bool) -> Term:
         # characters, ASCII here, one space apart), a space, and the email in <>
         # (pydantic.networks' pretty_email_regex, which takes more spacing and quotes)
         email = _build(st, "email", python)
-        word = r"[A-Za-z0-9_.!#$%&'*+\-/=?^`{|}~]+"
+        word = rf"(?:{_ATEXT}|\.)+"  # (pydantic's name_chars, \w taken as ASCII)
         pretty = tb.seq([st.fullmatch(rf"(?:{word}(?: {word})* )?<"), email, st.fullmatch(">")])
         t = tb.alt([email, pretty])
     elif name == "email":

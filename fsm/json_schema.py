@@ -1012,8 +1012,8 @@ class _Compiler:
         the branches holds, with the keys they evaluate" (a key left by all the
         branches that hold is left by every S among them: one S is enough, and no
         negation is needed; contains likewise). `top`: s's own unevaluated* are the
-        ones being written (else they evaluate every key, every item). None where a cycle of allOf/$ref makes
-        them unknown, or they exceed UNEVALUATED_MAX_CASES."""
+        ones being written (else they evaluate every key, every item). None where a
+        cycle of allOf/$ref makes them unknown, or they exceed UNEVALUATED_MAX_CASES."""
         if not isinstance(s, dict):
             return [([], _NONE_EVALUATED)]
         if id(s) in seen:
@@ -1024,7 +1024,7 @@ class _Compiler:
             tuple(s.get("properties", {})), tuple(s.get("patternProperties", {})),
             "additionalProperties" in s or ("unevaluatedProperties" in s and not top),
             len(items) if isinstance(items, list) else len(s.get("prefixItems", [])),
-            (items is not None and not isinstance(items, list)) or (isinstance(items, list) and "additionalItems" in s)
+            ("additionalItems" in s if isinstance(items, list) else items is not None)
             or ("unevaluatedItems" in s and not top), (s["contains"],) if "contains" in s else ()))]
 
         def ways_of(x, schemas=(), one=False):  # x's ways, with `schemas` holding beside them
@@ -1037,10 +1037,11 @@ class _Compiler:
             groups.append(ways_of(self._resolve(s, s["$ref"])))
         any_of, one_of = s.get("anyOf"), s.get("oneOf")
         if isinstance(any_of, list) and any_of:
-            subsets = [c for n in range(1, len(any_of) + 1) for c in combinations(any_of, n)]
-            if len(subsets) > UNEVALUATED_MAX_CASES:
+            if (1 << len(any_of)) - 1 > UNEVALUATED_MAX_CASES:  # (its nonempty subsets)
                 return None
-            groups.append(_alternatives(_products([ways_of(x, [x], True) for x in c]) for c in subsets))
+            branch = [ways_of(x, [x], True) for x in any_of]  # (each in half the subsets: once)
+            groups.append(_alternatives(_products(c) for n in range(1, len(branch) + 1)
+                                        for c in combinations(branch, n)))
         if isinstance(one_of, list) and one_of:
             groups.append(_alternatives(ways_of(x, [x], True) for x in one_of))
         if "if" in s:

@@ -183,11 +183,8 @@ def _nbytes(x) -> int:
     dicts, one level down), at least 1."""
     if isinstance(x, np.ndarray):
         return x.nbytes
-    if isinstance(x, (tuple, list)):
-        return 1 + sum(y.nbytes for y in x if isinstance(y, np.ndarray))
-    if isinstance(x, dict):
-        return 1 + sum(y.nbytes for y in x.values() if isinstance(y, np.ndarray))
-    return 1
+    parts = x.values() if isinstance(x, dict) else x if isinstance(x, (tuple, list)) else ()
+    return 1 + sum(y.nbytes for y in parts if isinstance(y, np.ndarray))
 
 
 @dataclass(frozen=True)
