@@ -16,6 +16,8 @@ _OBJECT_KW = ("properties", "required", "additionalProperties", "patternProperti
 _ARRAY_KW = ("items", "prefixItems", "additionalItems", "contains", "minContains", "maxContains",
              "minItems", "maxItems", "uniqueItems", "unevaluatedItems")
 _TYPED_KW = frozenset(_STRING_KW + _NUMBER_KW + _OBJECT_KW + _ARRAY_KW)  # (a typed part without `type`)
+# the keywords that assert something of each type's values (integer: number's)
+_FAMILIES = {"object": _OBJECT_KW, "array": _ARRAY_KW, "string": _STRING_KW, "number": _NUMBER_KW}
 _SUB_ONE = ("additionalProperties", "additionalItems", "contains", "propertyNames", "not", "if", "then",
             "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema")
 _SUB_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
@@ -39,7 +41,26 @@ _KEYWORDS = frozenset((
     "dependentRequired", "format", "contentEncoding", "contentMediaType", "contentSchema", "title",
     "description", "default", "deprecated", "readOnly", "writeOnly", "examples", "discriminator",
     "nullable"))
-_UNSUPPORTED = {"$dynamicRef": "dynamic references", "$recursiveRef": "recursive references (2019-09)"}
+_UNSUPPORTED = {"$dynamicRef": "dynamic references here (fsm/json_dynamic.py resolves those it reaches)",
+                "$recursiveRef": "recursive references (2019-09)"}
+
+
+def _schema_keys(node: dict) -> set:
+    """The keys of schema `node` that are JSON Schema keywords: vendor keys (tsconfig's
+    allowTrailingCommas, azure-pipelines' doNotSuggest and ignoreCase) assert nothing."""
+    return {k for k in node if k in _KEYWORDS}
+
+
+def _beside_ref(node: dict) -> set:
+    """The keys of schema `node` that assert something beside its $ref (not notes, not
+    vendor keys: azure-pipelines' `{"$ref": ..., "doNotSuggest": true}` is its target)."""
+    return _schema_keys(node) - _NOTES
+
+
+def _idle_keywords(types) -> frozenset:
+    """The type-specific keywords that assert nothing of values of `types` (type names,
+    integer as number): `items` beside `type: object` (renovate's managers)."""
+    return frozenset(k for t, kws in _FAMILIES.items() if t not in types for k in kws)
 
 
 _COUNT_KW = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",

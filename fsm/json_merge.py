@@ -1,12 +1,13 @@
 """allOf branches merged into one schema (their common values, the tightest string and
-number bounds, array items: _merged_values, _merged_scalars, _merged_arrays), the
+number bounds, array items: _merged_scalars, _merged_arrays; a merge of listed values,
+which matches them against terms, is _Compiler._merged_values), the
 values a schema lists (_finite_values), and the tests on JSON values they read: a
 value's type, membership of a `type`, equality as JSON Schema compares values. Plain
 functions of schema dicts; the object merge, which reads the compiler's patterns and
 options, is _Compiler._merged_objects (fsm/json_schema.py)."""
 from __future__ import annotations
 
-from .json_keywords import _ANNOTATIONS, _NUMBER_KW, _STRING_KW, _TYPES
+from .json_keywords import _ANNOTATIONS, _KEYWORDS, _NUMBER_KW, _STRING_KW, _TYPES, _schema_keys
 from .json_numbers import to_decimal
 
 # keywords that may stand beside `type` and `enum` for the enum to be filtered by type
@@ -51,6 +52,31 @@ def _json_type(v) -> str:
     return "object"
 
 
+def _scalar_key(v):
+    """A hashable key of a scalar JSON value, equal for values JSON Schema compares
+    equal (1 and 1.0); None for arrays and objects."""
+    if v is None or isinstance(v, (bool, str)):
+        return (type(v).__name__, v)
+    if isinstance(v, (int, float)):
+        return ("number", to_decimal(v).normalize()) if v == v and v not in (float("inf"), float("-inf")) else None
+    return None
+
+
+def _common_values(lists: list) -> list:
+    """The values of lists[0] that every other list holds too (JSON equality), each once."""
+    keys = [{_scalar_key(v) for v in vs} for vs in lists[1:]]
+    out, seen = [], set()
+    for v in lists[0]:
+        k = _scalar_key(v)
+        if k is None:  # (containers: compared one by one, rare)
+            if all(any(_json_equal(v, w) for w in o) for o in lists[1:]) and not any(_json_equal(v, w) for w in out):
+                out.append(v)
+        elif k not in seen and all(k in ks for ks in keys):
+            seen.add(k)
+            out.append(v)
+    return out
+
+
 def _json_equal(a, b) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
@@ -61,15 +87,6 @@ def _json_equal(a, b) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     return type(a) is type(b) and a == b
-
-
-def _merged_values(branches: list) -> dict | None:
-    """allOf branches that list their values (annotation-only ones aside) as one enum of
-    the values in all of them; None where some branch says more."""
-    lists = [_finite_values(b) for b in branches if not set(b) <= _ANNOTATIONS]
-    if not lists or None in lists:
-        return None
-    return {"enum": [v for v in lists[0] if all(any(_json_equal(v, w) for w in o) for o in lists[1:])]}
 
 
 _ARRAY_MERGEABLE = frozenset(("type", "items", "minItems", "maxItems", "uniqueItems")) | _ANNOTATIONS
@@ -98,7 +115,7 @@ def _merged_scalars(branches: list) -> dict | None:
     out: dict = {}
     for b in branches:
         for k, v in b.items():
-            if k in _ANNOTATIONS:
+            if k in _ANNOTATIONS or k not in _KEYWORDS:  # (vendor keys assert nothing)
                 continue
             if k not in _SCALAR_KW or (k.startswith("exclusiveM") and type(v) is bool):
                 return None  # (draft-04's flag applies to its own branch's bound)
@@ -118,7 +135,7 @@ _TIGHTER = {"minimum": max, "exclusiveMinimum": max, "minLength": max,
 def _finite_values(s) -> list | None:
     """The values a schema (dereferenced) accepts when it lists them: const, enum
     (beside `type` at most) or the type boolean / null; None for any other schema."""
-    if not isinstance(s, dict) or not set(s) <= _TYPED_ENUM_KEYS | {"const"}:
+    if not isinstance(s, dict) or not _schema_keys(s) <= _TYPED_ENUM_KEYS | {"const"}:
         return None
     ty = s.get("type")
     if not _well_typed(ty):

@@ -19,7 +19,8 @@ class _RecursiveRules:
     merged (_factored). A marker under an intersection or complement (allOf, not,
     oneOf with overlapping branches, contains...) raises SchemaError."""
 
-    MAX_REPEAT_UNROLL = 64
+    MAX_REPEAT_UNROLL = 64  # bounds up to this are alternatives of each length; above, a chain of rules
+    MAX_REPEAT_RULES = 4096
 
     def __init__(self, tb: TermBuilder, root: Term, bodies: dict[int, Term], marked: dict):
         self.tb = tb
@@ -203,10 +204,20 @@ class _RecursiveRules:
                 self._sym[-len(self._sym) - 1] = lst
                 self.rules[lst] = [[], [lst] + item]
                 return [item * lo + [lst]]
-            if hi > self.MAX_REPEAT_UNROLL:
-                raise SchemaError(f"recursive schema: a bound above {self.MAX_REPEAT_UNROLL} around a "
-                                  "recursive reference (maxItems...) is not supported", "$ref")
-            return [item * n for n in range(lo, hi + 1)]
+            if hi <= self.MAX_REPEAT_UNROLL:
+                return [item * n for n in range(lo, hi + 1)]
+            if hi - lo > self.MAX_REPEAT_RULES:
+                raise SchemaError(f"recursive schema: a bound of more than {self.MAX_REPEAT_RULES} items "
+                                  "(maxItems - minItems...) around a recursive reference is not supported", "$ref")
+            # at most hi - lo more: a chain of rules `m_j: | item m_(j-1)`, linear in the
+            # bound (alternatives of every length are quadratic: mergify's maxItems 500)
+            more: list = []
+            for _ in range(hi - lo):
+                name = f"n{len(self._sym)}"
+                self._sym[-len(self._sym) - 1] = name
+                self.rules[name] = [[], item + more]
+                more = [name]
+            return [item * lo + more]
         raise SchemaError("recursive schema: a recursive reference under an intersection or "
                           "complement (allOf with siblings, not, overlapping oneOf, contains, "
                           "if/then/else...) is not supported", "$ref")

@@ -74,7 +74,10 @@ contains, min/maxContains, min/maxItems, minLength/maxLength (code points), patt
 exclusiveMinimum, exclusiveMaximum (also draft-04's boolean flags on minimum/maximum),
 multipleOf (any decimal divisor: a residue automaton over the digits,
 json_numbers.NumberTerms.multiple_of), allOf, anyOf, oneOf, not,
-if/then/else, $ref to $defs/definitions/JSON pointers/$anchor/$id inside the document,
+if/then/else, $ref to $defs/definitions/JSON pointers/$anchor/$id inside the document
+(or in `documents`; a $ref beside other keywords is merged with them as an allOf branch
+where it merges: _Compiler._conjunction), $dynamicRef (resolved by the dynamic scope
+before compiling: fsm/json_dynamic.py),
 unevaluatedProperties and unevaluatedItems (beside allOf/$ref/anyOf/oneOf/if/
 dependentSchemas/contains/not too: the schema is written as the ways its applicators
 may hold, each with the keys and items they evaluate, _Compiler._ways; refused where a
@@ -132,7 +135,8 @@ mode (the key order above everywhere), which keeps complements exact.
 Known limits: undeclared property names cannot be forced to be distinct (not a regular
 language): `{"x":1,"x":2}` can be produced where any key is allowed (and at free
 positions for any key). Not read: `$schema`
-vocabularies, remote `$ref`s, `$dynamicRef`. Numbers are produced without exponent.
+vocabularies, `$ref`s to documents not passed in `documents`, 2019-09's `$recursiveRef`.
+Numbers are produced without exponent.
 
 Modules: this one holds the compiler (_Compiler), CompiledSchema and the public API;
 beside it fsm/json_keywords.py (the keyword tables, _check_values), fsm/json_merge.py
@@ -155,10 +159,12 @@ from urllib.parse import unquote, urldefrag, urljoin
 from .dfa import DEFAULT_MAX_STATES, LazyDFA
 from .errors import RegexError, SchemaError, SchemaWarning
 from .json_formats import PYDANTIC_ANY_STRING
-from .json_keywords import (_ANNOTATIONS, _ARRAY_KW, _KEYWORDS, _NOTES, _NUMBER_KW, _OBJECT_KW, _STRING_KW,
-                            _SUB_LIST, _SUB_MAP, _SUB_ONE, _TYPED_KW, _TYPES, _UNSUPPORTED, _check_values)
-from .json_merge import (_TYPED_ENUM_KEYS, _finite_values, _has_type, _json_equal, _json_type, _merged_arrays,
-                         _merged_scalars, _merged_values, _well_typed)
+from .json_dynamic import DynamicRefs, has_dynamic_refs
+from .json_keywords import (_ANNOTATIONS, _ARRAY_KW, _FAMILIES, _NUMBER_KW, _OBJECT_KW, _STRING_KW, _SUB_LIST,
+                            _SUB_MAP, _SUB_ONE, _TYPED_KW, _TYPES, _UNSUPPORTED, _beside_ref, _check_values,
+                            _idle_keywords, _schema_keys)
+from .json_merge import (_TYPED_ENUM_KEYS, _common_values, _finite_values, _has_type, _json_equal, _json_type,
+                         _merged_arrays, _merged_scalars, _well_typed)
 from .json_numbers import NumberTerms, integer_texts, number_text_term, to_decimal
 from .json_pydantic import _pydantic_defaults, _pydantic_generator
 from .json_recursive import _RecursiveRules, _marker_index
@@ -236,13 +242,14 @@ class CompiledSchema:
         if not isinstance(v, (dict, list)) or not isinstance(node, dict) or comp._meets(node):
             yield self._ordered(v)  # (below a schema that meets: every known key slotted)
             return
-        if "$ref" in node:  # (nothing beside it: it would meet)
+        if "$ref" in node and (not _beside_ref(node) or comp._typed_ref(node)):
             yield from self._arrange(comp._resolve(node, node["$ref"]), v)
             return
-        if "allOf" in node:  # (as _Compiler._value: merged if it merges; else presence parts)
-            node = comp._merged_all_of(node) or node
+        if "allOf" in node or "$ref" in node:  # (as _Compiler._value: merged if it merges; else presence parts)
+            node = comp._conjunction(node) or node
         if (parts := _presence_parts(node)) is not None:  # (variants of node: its slots)
             node = parts[2]
+        node = comp._union_distributed(node) or node
         for kw in ("anyOf", "oneOf"):  # (no other part of node accepts objects; a oneOf here
             if kw in node:           # is a union: _Compiler._meets)
                 for b in node[kw]:
@@ -301,7 +308,7 @@ def _container_parts(node: dict) -> int:
         typed = bool({"object", "array"} & set(ty if isinstance(ty, list) else [ty]))
     else:
         typed = not _TYPED_KW.isdisjoint(node)
-    if "enum" in node and set(node) <= _TYPED_ENUM_KEYS and _well_typed(ty):
+    if "enum" in node and _schema_keys(node) <= _TYPED_ENUM_KEYS and _well_typed(ty):
         return int(typed)  # the enum values are filtered by type, not intersected
     const = isinstance(node.get("const"), (dict, list))
     enum = isinstance(node.get("enum"), list) and any(isinstance(v, (dict, list)) for v in node["enum"])
@@ -315,7 +322,7 @@ def _meet_reasons(node: dict) -> set:
     parts = _presence_parts(node)
     taken = parts[0] if parts else ()
     out = {k for k in node if k in _MEETS and (k not in taken or k == "allOf" and "allOf" in parts[2])}
-    if "$ref" in node and not node.keys() <= _NOTES:
+    if "$ref" in node and _beside_ref(node):
         out.add("$ref beside")
     if _container_parts(node if parts is None else parts[2]) > 1:
         out.add("containers beside")
@@ -445,6 +452,7 @@ class _Compiler:
         # resources
         self.resources: dict[str, object] = {}
         self.anchors: dict[tuple, object] = {}
+        self.dynamic_anchors: dict[tuple, dict] = {}  # (base, name) -> the schema whose $dynamicAnchor it is
         self.base_of: dict[int, str] = {}
         self.ptr_of: dict[int, str] = {}
         self.key_order: list[str] = []
@@ -473,6 +481,11 @@ class _Compiler:
         self._ref_targets: set[int] = set()
         self.rule_bodies_done: set[int] = set()
         self._merged: dict[int, object] = {}
+        self._narrow_memo: dict[tuple, dict | None] = {}  # (id(branch), types) -> _narrowed's schema
+        self._narrowing: set[int] = set()  # ids of those schemas (not narrowed again)
+        self._listed: dict[int, list | None] = {}  # id(anyOf schema) -> _listed_values
+        self._unions: dict[tuple, dict | None] = {}  # (id(node), negated) -> _union_distributed
+        self._ref_branch: dict[int, dict] = {}  # id(node) -> node with its $ref as an allOf branch (_conjunction)
         self._variants: dict[int, list | None] = {}  # id(node) -> _presence_variants
         self._cond_variants: dict[int, list | None] = {}  # id(node) -> _condition_variants
         self._key_matches: dict[tuple, bool] = {}  # (term id, key text) -> _matches
@@ -481,6 +494,11 @@ class _Compiler:
         self._keep: list = []  # merged schemas stay alive (memo keys are ids)
         self._uneval: dict = {}  # id(node) -> _unevaluated_written(node)
         self._negated = 0
+        # the schema to compile: root, or where it has $dynamicRefs, its copy with them
+        # resolved (fsm/json_dynamic.py)
+        self.entry = root
+        if any(has_dynamic_refs(r) for r in self.resources.values()):
+            self.entry = DynamicRefs(self).entry(root)
 
     @functools.cached_property
     def nt(self) -> NumberTerms:
@@ -519,6 +537,8 @@ class _Compiler:
         for a in ("$anchor", "$dynamicAnchor"):
             if isinstance(node.get(a), str):
                 self.anchors.setdefault((base, node[a]), node)
+                if a == "$dynamicAnchor":
+                    self.dynamic_anchors.setdefault((base, node[a]), node)
         self.base_of[id(node)] = base
         self.ptr_of.setdefault(id(node), ptr)
         for k in ("properties",):
@@ -718,9 +738,9 @@ class _Compiler:
         oneOf alone whose branches are disjoint (_disjoint: a union), nor for
         patternProperties whose intersections take at most one part that holds
         objects (`"^x-": {}`: the cheap universe accepts every key order), nor for a
-        $ref beside a `type` its target has (_typed_ref), nor for an allOf that merges
-        into a schema that does not meet (_merged_all_of; merging reads the negation
-        depth: decided apart there)."""
+        $ref beside a `type` its target has (_typed_ref), nor for an allOf (or a $ref
+        beside other keywords) that merges into a schema that does not meet
+        (_conjunction; merging reads the negation depth: decided apart there)."""
         if not isinstance(node, dict):
             return False
         mk = (id(node), self._negated > 0)
@@ -739,9 +759,12 @@ class _Compiler:
                 why.discard("patternProperties")
             if "$ref beside" in why and self._typed_ref(node):
                 why.discard("$ref beside")
-            if "allOf" in why and not self._negated and (m := self._merged_all_of(node)) is not None \
+            if {"allOf", "$ref beside"} & why and not self._negated and (m := self._conjunction(node)) is not None \
                     and not self._meets(m):
-                why.discard("allOf")  # (compiled as the merged schema: _value)
+                why -= {"allOf", "$ref beside"}  # (compiled as the merged schema: _value)
+            if why and why <= {"oneOf", "containers beside"} and not self._negated \
+                    and (m := self._union_distributed(node)) is not None and not self._meets(m):
+                why = set()  # (compiled as a union of merged schemas: _value)
             r = self._meet_memo[mk] = bool(why)
         return r
 
@@ -754,16 +777,22 @@ class _Compiler:
 
     def _typed_ref(self, node: dict) -> bool:
         """Whether node is a $ref with only a `type` beside it that its target has
-        already: compiled as the target (_value), it meets nothing."""
-        if "$ref" not in node or "type" not in node or not set(node) <= _NOTES | {"type"}:
+        already (and keywords of other types, which assert nothing then: renovate's
+        `{"type": "object", "$ref": "#", "items": ...}`): compiled as the target (_value),
+        it meets nothing."""
+        beside = _beside_ref(node) if "$ref" in node else set()
+        if "type" not in beside or not _well_typed(node["type"]):
+            return False
+        own = self._types_of({"type": node["type"]})
+        if not beside - {"type"} <= _idle_keywords(own):
             return False
         types = self._types_of(self._resolve(node, node["$ref"]))
-        return types is not None and types <= self._types_of({"type": node["type"]})
+        return types is not None and types <= own
 
     def _order_free(self, s) -> bool:
         """Whether schema s accepts no object that slots keys: any value (the cheap
         universe takes every key order) or scalars only."""
-        if s is True or (isinstance(s, dict) and {k for k in s if k in _KEYWORDS} <= _ANNOTATIONS):
+        if s is True or (isinstance(s, dict) and _schema_keys(s) <= _ANNOTATIONS):
             return True  # (vendor keys assert nothing)
         types = self._types_of(s)
         return types is not None and not types & {"object", "array"}
@@ -821,8 +850,8 @@ class _Compiler:
             written = self._unevaluated_written(node)
             if written is not None:
                 return self.value(written, d, budget)
-        if "allOf" in node:
-            merged = self._merged_all_of(node)
+        if "allOf" in node or "$ref" in node:
+            merged = self._conjunction(node)
             if merged is not None:
                 return self.value(merged, d, budget)
         variants = self._presence_variants(node)
@@ -830,6 +859,9 @@ class _Compiler:
             variants = self._condition_variants(node)
         if variants is not None:
             return tb.alt([self.value(v, d, budget) for v in variants])
+        union = self._union_distributed(node)
+        if union is not None:
+            return self.value(union, d, budget)
         if self._typed_ref(node):
             # `type` beside a $ref whose target has those types already (renovate's
             # {"type": "object", "$ref": "#"}): the target alone, not an intersection
@@ -837,7 +869,7 @@ class _Compiler:
         for k, what in _UNSUPPORTED.items():
             if k in node:
                 self.refuse(node, k, f"{what} are not supported")
-        if "enum" in node and isinstance(node["enum"], list) and set(node) <= _TYPED_ENUM_KEYS \
+        if "enum" in node and isinstance(node["enum"], list) and _schema_keys(node) <= _TYPED_ENUM_KEYS \
                 and _well_typed(node.get("type")):
             # only `type` beside the values: keep the values of those types (every term
             # accepts the same texts of a value, so this equals the intersection, without
@@ -857,7 +889,10 @@ class _Compiler:
             target = self._resolve(node, node["$ref"])
             parts.append(self.value(target, d, budget))
         if "allOf" in node:
-            parts.extend(self.value(s, d, budget) for s in node["allOf"])
+            subs = self._narrowed(node, node["allOf"])
+            if subs is None:
+                return tb.nothing
+            parts.extend(self.value(s, d, budget) for s in subs)
         if "anyOf" in node:
             parts.append(tb.alt([self.value(s, d, budget) for s in node["anyOf"]]))
         if "oneOf" in node:
@@ -926,10 +961,9 @@ class _Compiler:
         types = [self._types_of(b) for b in branches]
         if None in types or (kws[0] == "oneOf" and sum(map(len, types)) != len(set().union(*types))):
             return None
-        family = {"object": _OBJECT_KW, "array": _ARRAY_KW, "string": _STRING_KW, "number": _NUMBER_KW}
         out = []
         for b, ts in zip(branches, types):
-            own = {k: v for k, v in rest.items() if any(k in family.get(t, ()) for t in ts)}
+            own = {k: v for k, v in rest.items() if any(k in _FAMILIES.get(t, ()) for t in ts)}
             v = {"allOf": [b, own]} if own else {"allOf": [b]}
             self._adopt(v, node)
             out.append(v)
@@ -1119,13 +1153,32 @@ class _Compiler:
 
     _MERGEABLE = {"type", "properties", "required", "additionalProperties", "allOf", "title",
                   "description", "$comment", "default", "examples", "$schema", "$id", "id", "$defs",
-                  "definitions", "deprecated", "readOnly", "writeOnly"}
+                  "definitions", "deprecated", "readOnly", "writeOnly", "$anchor", "$dynamicAnchor"}
 
     # Keywords of one allOf branch that merging carries over as they are (each group in
     # at most one branch): none of them reads another keyword of its schema.
     _CARRIED = (("anyOf",), ("oneOf",), ("not",), ("if", "then", "else"), ("dependentRequired",),
                 ("dependentSchemas",), ("dependencies",), ("minProperties",), ("maxProperties",),
                 ("propertyNames",))
+
+    def _conjunction(self, node: dict):
+        """node's allOf merged into one schema (_merged_all_of), a `$ref` beside other
+        keywords taken as one more branch of it (2020-12: both hold): `{"type": "object",
+        "properties": {...}, "$ref": "base"}` is one object, not an intersection of two,
+        which a recursive base could not be on the grammar path. None where it does not
+        merge, and for a $ref with only a type its target has (_typed_ref: the target)."""
+        if "$ref" not in node or not _beside_ref(node) or self._typed_ref(node):
+            return self._merged_all_of(node) if "allOf" in node else None
+        wrapped = self._ref_branch.get(id(node))
+        if wrapped is None:
+            ref = {"$ref": node["$ref"]}
+            wrapped = {k: v for k, v in node.items() if k != "$ref"}
+            wrapped["allOf"] = list(node.get("allOf", ())) + [ref]
+            self._adopt(wrapped, node)
+            self._adopt(ref, node)
+            self._ref_branch[id(node)] = wrapped
+            self._keep.append(wrapped)
+        return self._merged_all_of(wrapped)
 
     def _merged_all_of(self, node: dict):
         """allOf of plain object schemas (properties / required / additionalProperties /
@@ -1146,7 +1199,7 @@ class _Compiler:
             if not isinstance(b, dict) or not isinstance(b.get("allOf", []), list):
                 branches = None
                 break
-            branches.append({k: v for k, v in b.items() if k != "allOf"})
+            branches.append({k: v for k, v in b.items() if k != "allOf"} if "allOf" in b else b)
             todo += b.get("allOf", [])
         merged = None
         if branches is not None:
@@ -1160,19 +1213,55 @@ class _Compiler:
         return merged
 
     def _merge_branches(self, branches: list):
-        return (_merged_values(branches) or _merged_scalars(branches) or self._merged_objects(branches)
+        return (self._merged_values(branches) or _merged_scalars(branches) or self._merged_objects(branches)
                 or _merged_arrays(branches))
+
+    def _merged_values(self, branches: list) -> dict | None:
+        """allOf branches of which some list their values (const, enum, an anyOf of such)
+        and the others hold string and number keywords only (a `type`, a `pattern`) as
+        one enum: the values in every list that the others accept (scalars matched
+        against their term, containers by type: the only keyword of those that reads
+        them). azure-pipelines' `{"enum": [...], "$ref": "#/definitions/string"}`, its
+        task names (an anyOf of 259 enums) beside `{"pattern": "^PowerShell@2$"}`. None
+        where a branch says more."""
+        said = [b for b in branches if not _schema_keys(b) <= _ANNOTATIONS]
+        lists = [self._listed_values(b) for b in said]
+        others = [b for b, vs in zip(said, lists) if vs is None]
+        lists = [vs for vs in lists if vs is not None]
+        scalars = _merged_scalars(others) if others else {}
+        if not lists or scalars is None:
+            return None
+        check = self.value(scalars, 0) if scalars else None
+        vals = []
+        for v in _common_values(lists):
+            if check is not None and not (_has_type(v, scalars.get("type")) if isinstance(v, (dict, list))
+                                          else self._matches(check, canonical_json(v, None).encode())):
+                continue
+            vals.append(v)
+        return {"enum": vals}
+
+    def _listed_values(self, s) -> list | None:
+        """The values schema s (dereferenced) lists: _finite_values, or an anyOf whose
+        branches each list theirs; None for others."""
+        s = self._deref(s)
+        if not (isinstance(s, dict) and isinstance(s.get("anyOf"), list) and s["anyOf"]
+                and _schema_keys(s) - _ANNOTATIONS == {"anyOf"}):
+            return _finite_values(s)
+        if id(s) not in self._listed:
+            lists = [self._listed_values(b) for b in s["anyOf"]]
+            self._listed[id(s)] = None if None in lists else _common_values([[v for vs in lists for v in vs]])
+        return self._listed[id(s)]
 
     MAX_DISTRIBUTED = 8
 
-    def _distributed(self, branches: list, node: dict):
+    def _distributed(self, branches: list, node: dict, most: int = MAX_DISTRIBUTED):
         """allOf [A, B, anyOf [C1, C2]] as anyOf [merged A B C1, merged A B C2] where
         each of those merges (tsconfig's root: seven objects and an anyOf of four); one
         anyOf branch of at most MAX_DISTRIBUTED alternatives. A union of plain objects,
         not an object beside an anyOf (which intersect and meet: _meets); None
         otherwise."""
         alts = [b for b in branches if isinstance(b.get("anyOf"), list) and set(b) - _ANNOTATIONS == {"anyOf"}]
-        if len(alts) != 1 or not 1 < len(alts[0]["anyOf"]) <= self.MAX_DISTRIBUTED:
+        if len(alts) != 1 or not 1 < len(alts[0]["anyOf"]) <= most:
             return None
         rest = [b for b in branches if b is not alts[0]]
         parts = []
@@ -1186,6 +1275,72 @@ class _Compiler:
             self._adopt(m, node)
             parts.append(m)
         return {"anyOf": parts}
+
+    def _narrowed(self, node: dict, subs: list) -> list:
+        """The allOf branches `subs` of node, each that may hold more types than the
+        branches (and node's `type`) have in common taken with those types where that
+        merges into one schema: `{"pattern": p}` beside a string enum is a string
+        pattern, not also the universe of every other type (azure-pipelines' task names:
+        an open object of the document's 1536 keys each, under an intersection). None
+        where they have no type in common: no value holds them all (renovate's objects of
+        strings beside `$ref: "#"`, merged: the root's 381 properties, each also a string)."""
+        if id(node) in self._narrowing:
+            return subs
+        known = [t for t in map(self._types_of, subs + ([{"type": node["type"]}] if "type" in node else []))
+                 if t is not None]
+        common = frozenset(set.intersection(*known)) if known else None
+        if common is None:
+            return subs
+        if not common:
+            return None
+        out = []
+        for s in subs:
+            t = self._types_of(s)
+            if t is not None and t <= common:
+                out.append(s)
+                continue
+            key = (id(s), common)
+            w = self._narrow_memo.get(key, False)
+            if w is False:
+                w = {"type": sorted(common), "allOf": [s]}
+                self._adopt(w, s if isinstance(s, dict) else node)
+                self._narrowing.add(id(w))
+                self._keep.append(w)
+                if self._merged_all_of(w) is None:
+                    w = None
+                self._narrow_memo[key] = w
+            out.append(s if w is None else w)
+        return out
+
+    MAX_UNION_DISTRIBUTED = 1024
+
+    def _union_distributed(self, node: dict):
+        """node = {keywords K, anyOf: [B1, ...]} (or a oneOf whose branches are disjoint)
+        as anyOf [K merged with B1, ...] where each merges (_distributed): a union of plain
+        schemas instead of K intersected with a union. azure-pipelines' task is an object
+        beside an anyOf of 259 objects, one per task name: intersected, every object
+        below slotted every one of the document's 1536 keys (meets: ~60 s to compile);
+        distributed, 259 objects of their own keys. None for other schemas."""
+        kws = [k for k in ("anyOf", "oneOf") if isinstance(node.get(k), list)]
+        if len(kws) != 1 or not 1 < len(node[kws[0]]) <= self.MAX_UNION_DISTRIBUTED \
+                or not {"allOf", "$ref", "not", "if", "anyOf", "oneOf"}.isdisjoint(node.keys() - {kws[0]}):
+            return None
+        mk = (id(node), self._negated > 0)
+        if mk in self._unions:
+            return self._unions[mk]
+        out = None
+        rest = {k: v for k, v in node.items() if k != kws[0]}
+        alts = [self._deref(a) for a in node[kws[0]]]  # (no union inside: a $ref back to node, nested anyOf)
+        if all(isinstance(a, dict) and {"anyOf", "oneOf", "allOf"}.isdisjoint(a) for a in alts) \
+                and _schema_keys(rest) - _ANNOTATIONS \
+                and (kws[0] == "anyOf" or self._disjoint(node, node["oneOf"])):
+            self._adopt(rest, node)
+            out = self._distributed([rest, {"anyOf": node[kws[0]]}], node, self.MAX_UNION_DISTRIBUTED)
+            if out is not None:
+                self._adopt(out, node)
+                self._keep += [rest, out]
+        self._unions[mk] = out
+        return out
 
     def _merged_objects(self, branches: list):
         """_merged_all_of for object schemas; None where they are not all of that kind.
@@ -1212,7 +1367,9 @@ class _Compiler:
                     carried.update((k, b[k]) for k in group if k in b)
                     carried.setdefault(group[0], None)
             keys = self._MERGEABLE | set(carried) | ({"patternProperties"} if b is pb else set())
-            if not {k for k in b if k in _KEYWORDS} <= keys or b.get("type", "object") != "object":
+            if b.get("type") == "object":  # (other types' keywords assert nothing: renovate's `items` beside it)
+                keys = keys | _idle_keywords({"object"})
+            if not _schema_keys(b) <= keys or b.get("type", "object") != "object":
                 return None  # (other keys are vendor annotations, which the compiler ignores)
         props: dict = {}
         for b in branches:
@@ -1268,7 +1425,7 @@ class _Compiler:
 
     # -- oneOf disjointness ----------------------------------------------------------
     def _deref(self, s, depth: int = 0):
-        while isinstance(s, dict) and "$ref" in s and set(s) <= _NOTES and depth < 50:
+        while isinstance(s, dict) and "$ref" in s and not _beside_ref(s) and depth < 50:
             s = self._resolve(s, s["$ref"])
             depth += 1
         return s
@@ -1952,10 +2109,10 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
     with paused_gc():
         try:
             comp = _Compiler(root, tb, **options)
-            term = comp.value(root, comp.max_depth)
+            term = comp.value(comp.entry, comp.max_depth)
         except _MixedOrders:
             comp = _Compiler(root, tb, all_meet=True, **options)
-            term = comp.value(root, comp.max_depth)
+            term = comp.value(comp.entry, comp.max_depth)
     for text in comp.relaxed:  # (those of a compilation begun again are not repeated)
         warnings.warn(text, SchemaWarning, stacklevel=2)
     ws = comp.ws
@@ -1963,7 +2120,7 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
         term = tb.seq([ws, term, ws])
     cs = CompiledSchema(tb, term, comp.key_order, options, comp.relaxed)
     if not comp._meeting:
-        cs.own_slots = (root, comp)
+        cs.own_slots = (comp.entry, comp)
     cs.rules = (_RecursiveRules(tb, term, comp.rule_bodies, comp._marker_memo)
                 if comp.rule_bodies else None)
     return cs

@@ -1044,6 +1044,66 @@ def test_composition_matches_jsonschema(schema):
         assert acc(cs.canonical(inst)) == valid(schema, inst), (schema, inst)
 
 
+_KINDS = {"anyOf": [{"properties": {"kind": {"pattern": "^a$", "doNotSuggest": True}, "x": {"type": "integer"}},
+                     "required": ["kind", "x"]},
+                    {"properties": {"kind": {"pattern": "^b$"}, "y": {"type": "string"}}, "required": ["kind"]},
+                    {"properties": {"kind": {"pattern": "^c"}}}]}
+
+
+@pytest.mark.parametrize("schema", [
+    # an object beside an anyOf of objects (azure-pipelines' tasks): a union of merged objects
+    {"type": "object", "properties": {"kind": {"enum": ["a", "b", "cc", 3]}, "x": {}, "y": {}, "z": {"type": "null"}},
+     "additionalProperties": False, **_KINDS},
+    # the same with a oneOf whose branches are disjoint (told apart by kind)
+    {"type": "object", "properties": {"kind": {"enum": ["a", "b"]}, "x": {}, "y": {}},
+     "additionalProperties": False, "oneOf": [{"properties": {"kind": {"const": "a"}, "x": {"type": "integer"}},
+                                               "required": ["kind", "x"]},
+                                              {"properties": {"kind": {"const": "b"}}, "required": ["kind"]}]},
+    # a $ref beside vendor keys only is its target; beside `enum` a type filters the values
+    {"properties": {"kind": {"$ref": "#/$defs/s", "ignoreCase": "value", "enum": ["a", 1, "b", None]},
+                    "x": {"$ref": "#/$defs/i", "doNotSuggest": True}}, "$defs": {"s": {"type": "string"},
+                                                                              "i": {"type": "integer"}}},
+    # no type in common: nothing, without compiling either branch's other types
+    {"properties": {"x": {"allOf": [{"type": "string"}, {"type": "object", "properties": {"a": {}}}]}},
+     "required": ["x"]},
+])
+def test_merges_instead_of_intersections(schema):
+    """Schemas that are unions or merges of plain schemas compile without an
+    intersection (no AND/NOT in the term): an object beside an anyOf (or a disjoint
+    oneOf) of objects as a union of merged objects (_Compiler._union_distributed), a
+    $ref beside vendor keys as its target, an enum beside a $ref to a type as the
+    values of that type, an allOf whose branches share no type as nothing; the
+    same instances as jsonschema accepts, over a pool of objects."""
+    import itertools
+    acc, cs = compiled(schema)
+    assert not cs.term.boolean
+    pool = [("kind", ["a", "b", "cc", "c", 3, None]), ("x", [1, "s"]), ("y", ["s", 2]), ("z", [None, 0])]
+    seen = {True: 0, False: 0}
+    for n in range(4):
+        for group in itertools.combinations(pool, n):
+            for vals in itertools.product(*[v for _, v in group]):
+                inst = dict(zip([k for k, _ in group], vals))
+                ok = valid(schema, inst)
+                seen[ok] += 1
+                assert acc(cs.canonical(inst)) == ok, inst
+    assert seen[False] > 10 and (seen[True] > 10 or "allOf" in json.dumps(schema)), seen
+
+
+def test_allof_branches_take_the_types_in_common():
+    """An allOf branch without a type, beside one that has one, is compiled for that
+    type only where it merges with it (_Compiler._narrowed): `{"pattern": p}` beside a
+    string enum, under an object with many keys, builds no open object of every key
+    (the canonical universe below an intersection slots every key of the document)."""
+    props = {f"k{i}": {"type": "integer"} for i in range(150)}
+    props["name"] = {"allOf": [{"anyOf": [{"enum": ["ab"]}, {"enum": ["ba"]}, {"enum": ["x"]}]},
+                               {"pattern": "^[ab]+$", "ignoreCase": "value"}]}
+    schema = {"type": "object", "properties": props}
+    acc, cs = compiled(schema)
+    assert len(cs.tb) < 20_000, len(cs.tb)
+    for name, ok in (("ab", True), ("ba", True), ("x", False), ("abc", False)):
+        assert acc(cs.canonical({"name": name, "k3": 1})) == ok == valid(schema, {"name": name, "k3": 1})
+
+
 @pytest.mark.parametrize("schema", [
     {"type": "integer", "enum": [1, 2.0, 2.5, "1", None, True, [1]]},
     {"type": ["string", "null"], "enum": ["a", 1, None, {"a": 1}], "title": "t"},
@@ -1152,6 +1212,72 @@ def test_refs_to_other_documents_match_jsonschema(smol_vocab):
     a = compile_json_schema(schema, smol_vocab, documents=docs)
     assert compile_json_schema(schema, smol_vocab, documents=docs) is a
     assert compile_json_schema(schema, smol_vocab, documents={**docs, "https://example.com/code.json": {}}) is not a
+
+
+_LIST = {"$id": "list", "type": "array", "items": {"$dynamicRef": "#item"}, "maxItems": 2,
+         "$defs": {"default": {"$dynamicAnchor": "item"}}}
+_TREE = {"$id": "https://example.com/tree", "$dynamicAnchor": "node", "type": "object", "properties": {
+    "data": {"type": "integer"}, "children": {"type": "array", "items": {"$dynamicRef": "#node"}, "maxItems": 2}}}
+
+
+@pytest.mark.parametrize("name, schema, documents", [
+    # one generic list, its item type set by each resource that refers to it
+    ("lists", {"$id": "https://example.com/root", "type": "object", "additionalProperties": False, "properties": {
+        "nums": {"$ref": "numlist"}, "strs": {"$ref": "strlist"}, "any": {"$ref": "list"}},
+        "$defs": {"list": _LIST,
+                  "numlist": {"$id": "numlist", "$ref": "list", "$defs": {"t": {"$dynamicAnchor": "item", "type": "number"}}},
+                  "strlist": {"$id": "strlist", "$ref": "list", "$defs": {"t": {"$dynamicAnchor": "item", "type": "string"}}}}},
+     None),
+    # a tree made strict by the resource that refers to it: the recursion goes through the strict root
+    ("strict tree", {"$id": "https://example.com/strict", "$dynamicAnchor": "node", "$ref": "tree",
+                     "unevaluatedProperties": False}, {"https://example.com/tree": _TREE}),
+    ("strict tree, one document", {"$id": "https://example.com/strict", "$dynamicAnchor": "node", "$ref": "tree",
+                                   "unevaluatedProperties": False, "$defs": {"tree": _TREE}}, None),
+    # not bookended (the target has an $anchor only), and a pointer: plain references
+    ("plain", {"$id": "https://example.com/p", "type": "object", "properties": {
+        "a": {"$ref": "inner"}, "b": {"$dynamicRef": "#/$defs/n"}},
+        "$defs": {"n": {"$dynamicAnchor": "x", "type": "number"}, "s": {"$dynamicAnchor": "data", "type": "string"},
+                  "inner": {"$id": "inner", "type": "object", "properties": {"data": {"$dynamicRef": "#data"}},
+                            "$defs": {"d": {"$anchor": "data", "type": "integer"}}}}}, None),
+    # a scope left behind (the `if`'s) is not used; the `then`'s is
+    ("left scope", {"$id": "https://example.com/main", "if": {"$id": "first", "$defs": {
+        "t": {"$dynamicAnchor": "t", "type": "number"}}}, "then": {"$id": "second", "$ref": "start", "$defs": {
+            "t": {"$dynamicAnchor": "t", "type": ["null", "object"]}}},
+        "$defs": {"start": {"$id": "start", "type": "object", "properties": {"data": {"$dynamicRef": "inner#t"}}},
+                  "inner": {"$id": "inner", "$defs": {"t": {"$dynamicAnchor": "t", "type": "string"}}}}}, None),
+])
+def test_dynamic_refs_match_jsonschema(name, schema, documents):
+    """$dynamicRef resolved by the dynamic scope where the compiler walks (copies per
+    scope: fsm/json_dynamic.py): a generic list whose items each referrer sets (two
+    referrers in one document), a tree made strict by its referrer (recursive, in one
+    document and across two), references that are plain (no bookend, a pointer), a scope
+    that evaluation has left; every instance of a pool of values (up to three keys,
+    nested) is accepted exactly when jsonschema (with the same documents) validates it."""
+    import itertools
+
+    import referencing
+    registry = referencing.Registry().with_resources(
+        (uri, referencing.Resource.from_contents(doc, referencing.jsonschema.DRAFT202012))
+        for uri, doc in (documents or {}).items())
+    v = jsonschema.Draft202012Validator(schema, registry=registry)
+    cs = schema_to_term(schema, documents=documents)
+    dfa = cs.dfa()
+    leaves = [1, 2.5, "s", None, [1], ["s", 2], [], {"data": 1}, {"data": "s"}, {"x": 1}]
+    trees = [{"data": 1, "children": [{"data": 2}]}, {"children": [{"data": 2, "x": 3}]},
+             {"children": [{"children": [{"data": 3}]}, {}]}, {"children": [{"children": [{"daat": 3}]}]}]
+    keys = ["data", "children", "x", "a", "b", "nums", "strs", "any"]
+    seen = {True: 0, False: 0}
+    for n in range(3):
+        for ks in itertools.combinations(keys, n):
+            for vs in itertools.product(leaves + trees + [[x] for x in trees] + [[{}, trees[0]]], repeat=n):
+                inst = dict(zip(ks, vs))
+                ok = v.is_valid(inst)
+                seen[ok] += 1
+                assert cs.accepts(cs.canonical(inst), dfa) == ok, inst
+    assert seen[True] >= 10 and seen[False] >= 10, seen
+    with pytest.raises(SchemaError, match="must be a string") as e:
+        schema_to_term({"properties": {"a": {"$dynamicRef": 3}}})
+    assert e.value.keyword == "$dynamicRef" and e.value.pointer == "#/properties/a"
 
 
 # -- whitespace, limits -----------------------------------------------------------------------
@@ -1507,6 +1633,61 @@ def test_recursion_through_a_merged_all_of():
         assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), inst
     assert seen == {True, False}
 
+
+
+def test_recursion_through_a_ref_beside_keywords():
+    """A $ref beside other keywords (2020-12: both hold) merges with them into one
+    schema, as an allOf would (_Compiler._conjunction): `{type: object, properties:
+    {...}, $ref: base}` where base recurses to the root takes the grammar path instead
+    of being refused as an intersection; the $ref of a nested `allOf` branch too. The
+    same trees as jsonschema accepts; the canonical writer follows the merged schema."""
+    base = {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#"}, "maxItems": 2},
+                                             "v": {"type": "integer"}}, "required": ["v"]}
+    for schema in ({"type": "object", "properties": {"name": {"type": "string", "maxLength": 3}},
+                    "$ref": "#/$defs/base", "$defs": {"base": base}},
+                   {"properties": {"name": {"enum": ["a", "b"]}}, "allOf": [{"properties": {"z": {"type": "null"}}}],
+                    "$ref": "#/$defs/base", "$defs": {"base": base}}):
+        cs = schema_to_term(schema)
+        assert cs.rules is not None
+        dfa = cs.dfa()
+        check = jsonschema.Draft202012Validator(schema)
+        rng = random.Random(3)
+
+        def tree(depth):
+            t = {}
+            for k, vals in (("v", [1, "x"]), ("name", ["a", "abcd", 2]), ("z", [None, 0]), ("q", [1])):
+                if rng.random() < (0.8 if k == "v" else 0.3):
+                    t[k] = rng.choice(vals)
+            if depth and rng.random() < 0.7:
+                t["kids"] = [tree(depth - 1) for _ in range(rng.randint(0, 3))]
+            return t
+        seen = {True: 0, False: 0}
+        for _ in range(300):
+            inst = tree(3)
+            ok = check.is_valid(inst)
+            seen[ok] += 1
+            assert cs.accepts(cs.canonical(inst), dfa) == ok, inst
+        assert min(seen.values()) >= 20, seen
+
+
+def test_recursion_inside_large_item_bounds():
+    """maxItems above MAX_REPEAT_UNROLL around a recursive reference (mergify's condition
+    lists: maxItems 500) takes a chain of rules, linear in the bound: arrays of every
+    length around both bounds, of leaves and of subtrees, as jsonschema says."""
+    schema = {"$defs": {"n": {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"$ref": "#/$defs/n"},
+                                                              "minItems": 2, "maxItems": 100}]}},
+              "$ref": "#/$defs/n"}
+    cs = schema_to_term(schema)
+    assert cs.rules is not None
+    dfa = cs.dfa()
+    check = jsonschema.Draft202012Validator(schema)
+    seen = {True: 0, False: 0}
+    for n in (0, 1, 2, 3, 50, 99, 100, 101, 130):
+        for inst in ([7] * n, [[1, 2]] * n, [1, [2] * n], [[1] * n, 3], [[[1, 2], [3, 4]]] * (n % 5)):
+            ok = check.is_valid(inst)
+            seen[ok] += 1
+            assert cs.accepts(cs.canonical(inst), dfa) == ok, (n, inst)
+    assert seen[True] > 10 and seen[False] > 10, seen
 
 def test_keyword_values_of_the_wrong_kind_name_keyword_and_pointer():
     """A keyword whose value has the wrong kind is refused naming it and its place,
