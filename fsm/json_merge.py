@@ -95,7 +95,7 @@ _ARRAY_MERGEABLE = frozenset(("type", "items", "minItems", "maxItems", "uniqueIt
 def _merged_arrays(branches: list) -> dict | None:
     """allOf branches of array keywords (items as one schema) as one array schema: the
     items' allOf, the tightest min/maxItems; None where some branch says more."""
-    if not all(set(b) <= _ARRAY_MERGEABLE and not isinstance(b.get("items"), list)
+    if not all(_schema_keys(b) <= _ARRAY_MERGEABLE and not isinstance(b.get("items"), list)
                and b.get("type", "array") == "array" for b in branches):
         return None
     items = [b["items"] for b in branches if "items" in b]

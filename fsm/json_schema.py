@@ -170,7 +170,8 @@ from .json_pydantic import _pydantic_defaults, _pydantic_generator
 from .json_recursive import _RecursiveRules, _marker_index
 from .json_source import JsonTermBuilder, JsonTermSource
 from .json_strings import StringTerms, encode_string, string_text
-from .json_variants import _holds, _named, _own_keys, _presence, _presence_parts, _value_conditions
+from .json_variants import (CONDITIONS_MAX, _holds, _named, _own_keys, _presence, _presence_parts,
+                            _value_conditions)
 from .terms import ALT, AND, BYTES, CONCAT, NOT, STR, Term, TermBuilder, paused_gc
 
 DEFAULT_MAX_DEPTH = 20
@@ -1099,13 +1100,14 @@ class _Compiler:
             return self._cond_variants[id(node)]
         got = _value_conditions(node)
         out = None
-        if got is not None:
+        outcomes = None if got is None else self._outcomes(*got)
+        if outcomes is not None:
             conds, rest = got
             out = []
-            for bits in range(1 << len(conds)):
+            for holding in outcomes:
                 extra = []
                 for i, (key, test, required, then, els) in enumerate(conds):
-                    if bits >> i & 1:
+                    if i in holding:
                         extra += [{"properties": {key: test}, "required": [key] if required else []}, then]
                     else:  # the `if` fails: only on an object, whose key has another value (or is absent)
                         extra += [{"type": "object", "properties": {key: self._negated_test(rest, key, test)},
@@ -1122,6 +1124,29 @@ class _Compiler:
         self._cond_variants[id(node)] = out
         self._keep.append(out)
         return out
+
+    def _outcomes(self, conds: list, rest: dict) -> list | None:
+        """The sets of conditions (indexes into conds, _value_conditions) that may hold
+        together, at most CONDITIONS_MAX of them; None where there are more. Tests of one
+        key that is always there (objects only, the key required by the `if` or by rest)
+        for values apart hold one at a time: github-issue-forms' form items, five `if`s on their `type`, are six
+        outcomes, not 32."""
+        groups: dict = {}  # key -> indexes of tests of it that exclude each other
+        lone = []
+        objects = self._types_of(rest) == {"object"}  # (every `if` holds on other values)
+        for i, (key, test, required, _, _) in enumerate(conds):
+            vals = self._listed_values(test)
+            here = objects and (required or key in rest.get("required", ()))
+            g = groups.setdefault(key, []) if here and vals is not None else None
+            if g is not None and all(not _common_values([vals, self._listed_values(conds[j][1])]) for j in g):
+                g.append(i)
+            else:
+                lone.append(i)
+        choices = [[frozenset()] + [frozenset([i]) for i in g] for g in groups.values() if g]
+        choices += [[frozenset(), frozenset([i])] for i in lone]
+        if math.prod(map(len, choices)) > CONDITIONS_MAX:
+            return None
+        return [frozenset().union(*c) for c in product(*choices)]
 
     def _negated_test(self, node: dict, key: str, test) -> dict:
         """A schema for node's property `key` failing `test`: the values the property
@@ -1260,7 +1285,7 @@ class _Compiler:
         anyOf branch of at most MAX_DISTRIBUTED alternatives. A union of plain objects,
         not an object beside an anyOf (which intersect and meet: _meets); None
         otherwise."""
-        alts = [b for b in branches if isinstance(b.get("anyOf"), list) and set(b) - _ANNOTATIONS == {"anyOf"}]
+        alts = [b for b in branches if isinstance(b.get("anyOf"), list) and _schema_keys(b) - _ANNOTATIONS == {"anyOf"}]
         if len(alts) != 1 or not 1 < len(alts[0]["anyOf"]) <= most:
             return None
         rest = [b for b in branches if b is not alts[0]]
@@ -1516,13 +1541,38 @@ class _Compiler:
                     seen |= v
                 if ok:
                     return True
-        objs = [self._closed_object(s) for s in subs]
-        return None not in objs and all(
-            any(k not in keys_b for k in req_a) or any(k not in keys_a for k in req_b)
-            for i, (req_a, keys_a) in enumerate(objs) for req_b, keys_b in objs[i + 1:])
+        return all(self._apart(a, ta, b, tb) for i, (a, ta) in enumerate(zip(subs, types))
+                   for b, tb in zip(subs[i + 1:], types[i + 1:]))
+
+    def _apart(self, a, ta, b, tb) -> bool:
+        """Whether schemas a and b (their types ta, tb: _types_of) hold no value in
+        common: types apart, or closed objects one of which requires a key the other
+        does not allow, or a closed object that holds a key (required, minProperties)
+        beside an object schema that allows none of its keys (circle-ci's logic: one
+        operator key, or any keys but the operators by propertyNames)."""
+        if ta is not None and tb is not None and not ta & tb:
+            return True
+        ca, cb = self._closed_object(a), self._closed_object(b)
+        if ca is not None and cb is not None and (any(k not in cb[1] for k in ca[0]) or
+                                                  any(k not in ca[1] for k in cb[0])):
+            return True
+        return any(c is not None and c[2] and self._allows_none(o, c[1]) for c, o in ((ca, b), (cb, a)))
+
+    def _allows_none(self, s, keys) -> bool:
+        """Whether no object of schema s holds any of `keys`: each has properties false,
+        fails s's propertyNames, or s is closed without it."""
+        s = self._deref(s)
+        if not isinstance(s, dict):
+            return False
+        props = s.get("properties", {}) if isinstance(s.get("properties", {}), dict) else {}
+        closed = self._closed_object(s)
+        names = self.value(s["propertyNames"], 0) if s.get("propertyNames", True) is not True else None
+        return all(props.get(k) is False or (closed is not None and k not in closed[1])
+                   or (names is not None and not self._matches(names, string_text(k))) for k in keys)
 
     def _closed_object(self, s) -> tuple | None:
-        """(required keys, the only keys allowed) of a schema that holds objects only and
+        """(required keys, the only keys allowed, whether each object holds a key) of a
+        schema that holds objects only and
         no undeclared key (additionalProperties false, no patternProperties), else None.
         Two such branches are disjoint where one requires a key the other does not
         allow: github-workflow's jobs, a oneOf of a job that needs `runs-on` and one
@@ -1533,7 +1583,8 @@ class _Compiler:
                 or not isinstance(s.get("properties", {}), dict) or not isinstance(s.get("required", []), list):
             return None
         props = s.get("properties", {})
-        return s.get("required", []), {k for k, v in props.items() if v is not False}
+        some = bool(s.get("required")) or s.get("minProperties", 0) >= 1  # (holds a key)
+        return s.get("required", []), {k for k, v in props.items() if v is not False}, some
 
     # -- const / enum ----------------------------------------------------------------
     def _enum(self, values: list, d: int) -> Term:

@@ -5,7 +5,7 @@ that tests one property's value (_value_conditions). Found here, on schema dicts
 _Compiler._presence_variants and _condition_variants make the variants."""
 from __future__ import annotations
 
-from .json_keywords import _ANNOTATIONS
+from .json_keywords import _ANNOTATIONS, _schema_keys
 
 def _own_keys(node: dict) -> set:
     """An object schema's own keys: its properties, required and dependentRequired keys
@@ -30,7 +30,7 @@ def _presence(s):
     "one", parts), ("not", part); None where s says more than that."""
     if s is True or s == {}:
         return ("all", ())
-    if not isinstance(s, dict) or not set(s) <= _PRESENCE_KW:
+    if not isinstance(s, dict) or not _schema_keys(s) <= _PRESENCE_KW:  # (vendor keys aside)
         return None
     props, req = s.get("properties", {}), s.get("required", [])
     if not isinstance(props, dict) or not isinstance(req, list) or not all(isinstance(k, str) for k in req):
@@ -115,7 +115,8 @@ def _presence_parts(node: dict):
     return taken, f, rest
 
 
-CONDITIONS_MAX = 3  # value conditions of one schema written as variants (2^3 at most)
+CONDITIONS_MAX = 16  # value conditions of one schema written as variants (16 outcomes at most:
+# 2^4 for tests apart, or one per value where they test one required key for values apart)
 
 
 def _condition(part):
@@ -152,12 +153,13 @@ def _value_conditions(node: dict):
     if isinstance(node.get("allOf"), list):
         keep = []
         for b in node["allOf"]:
-            c = _condition(b) if isinstance(b, dict) and set(b) <= {"if", "then", "else"} | _ANNOTATIONS else None
+            plain = isinstance(b, dict) and _schema_keys(b) <= {"if", "then", "else"} | _ANNOTATIONS
+            c = _condition(b) if plain else None
             (keep if c is None else found).append(b if c is None else c)
         if len(keep) < len(node["allOf"]):
             rest["allOf"] = keep
             if not keep:
                 del rest["allOf"]
-    if not found or len(found) > CONDITIONS_MAX:
+    if not found or len(found) > CONDITIONS_MAX:  # (the outcomes are counted by the compiler)
         return None
     return found, rest

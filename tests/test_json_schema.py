@@ -1543,6 +1543,41 @@ def test_value_conditions_are_variants():
             assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), (schema, inst)
 
 
+
+def test_value_conditions_on_one_required_key_hold_one_at_a_time():
+    """github-issue-forms' form items: five `if`s on the value of a required `type`, each
+    for another value: one outcome per value and one for none (six variants, no
+    intersection), where 2^5 combinations were too many and the schema fell back to an
+    intersection (an emptiness search past 200k states). Tests that share a value, or
+    a key that may be absent, still combine freely (and agree with jsonschema too)."""
+    import itertools
+    kinds = ["md", "text", "input", "drop", "box"]
+    extra = {"md": {"required": ["x"]}, "text": {"properties": {"x": {"maximum": 1}}}, "input": {"required": ["y"]},
+             "drop": {"properties": {"y": {"const": 0}}}, "box": False}
+    for overlap, required, typed in ((False, True, True), (True, True, True), (False, False, True), (False, True, False)):
+        conds = [{"if": {"properties": {"type": {"const": k} if not overlap or i else {"enum": ["md", "text"]}}},
+                  "then": extra[k], "else": {"properties": {"z": {"type": "integer"}}} if k == "text" else True}
+                 for i, k in enumerate(kinds[:5 if required and typed else 4])]
+        schema = {"type": "object", "properties": {"type": {"enum": kinds + ["other"]}, "x": {"type": "integer"},
+                                                   "y": {"type": "integer"}, "z": {}},
+                  "required": ["type"] if required else [], "allOf": conds}
+        if not typed:  # (then every `if` holds on other values: they combine)
+            del schema["type"]
+        cs = schema_to_term(schema)
+        if required and not overlap and typed:
+            assert not cs.term.boolean
+        dfa = cs.dfa()
+        check = jsonschema.Draft202012Validator(schema)
+        seen = {True: 0, False: 0}
+        for t, x, y, z in itertools.product([None, *kinds, "other", "zz"], [None, 1, 2], [None, 0, 3], [None, 1, "s"]):
+            inst = {k: v for k, v in (("type", t), ("x", x), ("y", y), ("z", z)) if v is not None}
+            ok = check.is_valid(inst)
+            seen[ok] += 1
+            assert cs.accepts(cs.canonical(inst), dfa) == ok, (overlap, required, inst)
+        for inst in ([], "s", 1):
+            assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), (overlap, required, typed, inst)
+        assert min(seen.values()) > 20, seen
+
 def test_all_of_merges_an_object_with_pattern_properties():
     """allOf of an object with patternProperties and open objects is one object (no
     intersection): its patterns meet every key, and its additionalProperties a key that
@@ -1635,6 +1670,14 @@ def test_recursion_through_a_merged_all_of():
 
 
 
+
+def _on_the_grammar_path(schema, seed: int):
+    """schema compiled (recursive: the grammar path), its DFA, jsonschema's validator of
+    it and a seeded random generator, for tests that check random instances."""
+    cs = schema_to_term(schema)
+    assert cs.rules is not None
+    return cs, cs.dfa(), jsonschema.Draft202012Validator(schema), random.Random(seed)
+
 def test_recursion_through_a_ref_beside_keywords():
     """A $ref beside other keywords (2020-12: both hold) merges with them into one
     schema, as an allOf would (_Compiler._conjunction): `{type: object, properties:
@@ -1647,11 +1690,7 @@ def test_recursion_through_a_ref_beside_keywords():
                     "$ref": "#/$defs/base", "$defs": {"base": base}},
                    {"properties": {"name": {"enum": ["a", "b"]}}, "allOf": [{"properties": {"z": {"type": "null"}}}],
                     "$ref": "#/$defs/base", "$defs": {"base": base}}):
-        cs = schema_to_term(schema)
-        assert cs.rules is not None
-        dfa = cs.dfa()
-        check = jsonschema.Draft202012Validator(schema)
-        rng = random.Random(3)
+        cs, dfa, check, rng = _on_the_grammar_path(schema, seed=3)
 
         def tree(depth):
             t = {}
@@ -1688,6 +1727,45 @@ def test_recursion_inside_large_item_bounds():
             seen[ok] += 1
             assert cs.accepts(cs.canonical(inst), dfa) == ok, (n, inst)
     assert seen[True] > 10 and seen[False] > 10, seen
+
+
+def test_recursive_oneof_of_objects_apart_by_their_keys():
+    """circle-ci's logic statements: a oneOf of scalars, a closed object of one operator
+    key (minProperties 1) whose values recurse, and an object whose propertyNames allow
+    no operator key. No object is in both (_Compiler._apart), so the oneOf is a union
+    and takes the grammar path; a `not` of presence parts beside a vendor key
+    (markdownDescription) is presence variants, not a complement. Trees as jsonschema
+    says."""
+    ops = ["and", "or", "not"]
+    logic = {"oneOf": [
+        {"markdownDescription": "a value", "anyOf": [{"type": "boolean"}, {"type": "integer"}]},
+        {"type": "object", "minProperties": 1, "maxProperties": 1, "additionalProperties": False, "properties": {
+            "and": {"type": "array", "items": {"$ref": "#/$defs/logic"}, "minItems": 1, "maxItems": 2},
+            "or": {"type": "array", "items": {"$ref": "#/$defs/logic"}, "minItems": 1, "maxItems": 2},
+            "not": {"$ref": "#/$defs/logic"}}},
+        {"type": "object", "propertyNames": {"not": {"pattern": "^(and|or|not)$"}},
+         "additionalProperties": {"type": "integer"}}]}
+    schema = {"$defs": {"logic": logic}, "type": "object", "properties": {"when": {"$ref": "#/$defs/logic"},
+                                                                       "unless": {"$ref": "#/$defs/logic"}},
+              "not": {"markdownDescription": "not both", "allOf": [{"required": ["when"]}, {"required": ["unless"]}]}}
+    cs, dfa, check, rng = _on_the_grammar_path(schema, seed=11)
+
+    def stmt(depth):
+        r = rng.random()
+        if depth == 0 or r < 0.3:
+            return rng.choice([True, 3, "s"])
+        if r < 0.8:
+            op = rng.choice(ops)
+            body = stmt(depth - 1) if op == "not" else [stmt(depth - 1) for _ in range(rng.randint(0, 3))]
+            return {op: body, **({"x": 1} if rng.random() < 0.1 else {})}
+        return {k: rng.choice([1, "v"]) for k in rng.sample(["x", "y", "and"], rng.randint(0, 2))}
+    seen = {True: 0, False: 0}
+    for _ in range(400):
+        inst = {k: stmt(3) for k in rng.sample(["when", "unless"], rng.randint(0, 2))}
+        ok = check.is_valid(inst)
+        seen[ok] += 1
+        assert cs.accepts(cs.canonical(inst), dfa) == ok, inst
+    assert min(seen.values()) >= 40, seen
 
 def test_keyword_values_of_the_wrong_kind_name_keyword_and_pointer():
     """A keyword whose value has the wrong kind is refused naming it and its place,
