@@ -16,6 +16,9 @@ Supported (assertion semantics; each a regular language written from its RFC):
 - uri-template (RFC 6570 level 4; "'" is taken in literals, as the JSON Schema suite
   does, though the RFC's ABNF leaves it out);
 - json-pointer, relative-json-pointer (RFC 6901 / draft);
+- regex: a subset of ECMA-262 patterns that Python's re reads too (_regex_syntax: groups
+  nested 3 deep, no lookbehind, backreference or named group): narrower than the
+  format, as the context-free whole is not regular;
 - for Pydantic sources (python=True) also ipvanyaddress, ipv4interface, ipv6interface
   and ipvanyinterface (an address, then a prefix length or none); ipv4network,
   ipv6network and ipvanynetwork (an address whose bits past the prefix length are zero,
@@ -27,7 +30,7 @@ Supported (assertion semantics; each a regular language written from its RFC):
   what EmailStr's email-validator takes (no quoted local part or address literal, a
   period in the domain, its last label ending with a letter, no special-use name),
   and name-email (NameEmail: that email, or a display name and it in <>).
-Others (idn-*, regex, unknown names) raise KeyError: the caller refuses them (strict)
+Others (idn-*, unknown names) raise KeyError: the caller refuses them (strict)
 or drops them (lenient).
 """
 from __future__ import annotations
@@ -295,6 +298,8 @@ def _build(st, name: str, python: bool) -> Term:
         t = tb.alt([st.fullmatch(u.absolute), st.fullmatch(u.relative)])
     elif name == "uri-template":
         t = st.fullmatch(URI_TEMPLATE)
+    elif name == "regex":
+        t = st.fullmatch(REGEX)
     elif name == "json-pointer":
         t = st.fullmatch(JSON_POINTER)
     elif name == "relative-json-pointer":
@@ -304,6 +309,37 @@ def _build(st, name: str, python: bool) -> Term:
     cache[(name, python)] = t
     _known_nonempty(tb, t)
     return t
+
+
+def _regex_syntax(depth: int) -> str:
+    """The regex `regex` is: a subset of the ECMA-262 patterns (unicode mode: the test
+    suite's `\\a` is refused) that Python's re module reads too, so that validators
+    of either kind take every text: groups nested at most `depth` deep (capturing,
+    non-capturing, lookaheads; no lookbehind, which Python takes of fixed width only),
+    classes (none empty: Python reads `[]` otherwise) of characters, escapes and
+    ordered ranges of digits or letters of one case, quantifiers of one-digit counts
+    (n <= m) after an atom only, the escapes both take (\\d\\w\\s and capitals, \\f\\n\\r\\t\\v,
+    \\xHH, \\uHHHH, a syntax character or /); no backreferences or named groups (they
+    must name a group: not regular). Nested deeper, or with other forms, a pattern
+    may be valid and is refused: the language is narrower than the format."""
+    syntax = r"\\^$.*+?()\[\]{}|/"
+    esc = rf"\\(?:[dDsSwWfnrtv]|x[0-9A-Fa-f]{{2}}|u[0-9A-Fa-f]{{4}}|[{syntax}])"
+    ranges = "|".join(f"{a}-[{a}-{z}]" for lo, hi in (("0", "9"), ("a", "z"), ("A", "Z"))
+                      for a, z in ((chr(c), hi) for c in range(ord(lo), ord(hi) + 1)))
+    # (no ^ [ & ~ | among a class's characters: Python reads `[^]` otherwise and warns of
+    # set operations; escaped, ^ [ | are taken)
+    cls = rf"\[\^?(?:{ranges}|[^\\\]\-\^\[&~|\x00-\x1f]|\\[b\-]|{esc})+\]"
+    atom = rf"(?:[^{syntax}\x00-\x1f]|/|\.|{esc}|{cls})"
+    counts = "|".join(f"{n},[{n}-9]" for n in range(10))
+    quant = rf"(?:[*+?]|\{{[0-9],?\}}|\{{(?:{counts})\}})\??"
+    assertion = r"(?:\^|\$|\\[bB])"
+    alts = rf"(?:{atom}(?:{quant})?|{assertion}|\|)*"
+    for _ in range(depth):
+        alts = rf"(?:(?:{atom}|\((?:\?:)?{alts}\))(?:{quant})?|{assertion}|\(\?[=!]{alts}\)|\|)*"
+    return alts
+
+
+REGEX = _regex_syntax(3)
 
 
 # The WHATWG URL standard's special schemes: their URLs have a host (but file's may be

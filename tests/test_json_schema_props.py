@@ -1056,3 +1056,225 @@ def test_pydantic_time_and_timedelta_round_trip():
     assert len(texts) > 20
     for x in texts:
         Times.model_validate_json(x)
+
+
+# -- format regex -------------------------------------------------------------------------
+_SYNTAX = set("^$\\.*+?()[]{}|/")
+
+
+def _ecma_u_valid(p: str) -> bool:
+    """Whether p is an ECMA-262 pattern in unicode mode (the `u` flag): a recursive-descent
+    reader of the spec's Pattern grammar (lookbehind, named groups and \\k, \\p{...},
+    backreferences within the group count, empty classes...), written apart from the
+    automaton's subset to check it."""
+    i, groups, names, refs, named = 0, 0, set(), [], []
+
+    class Bad(Exception):
+        pass
+
+    def peek(k=0):
+        return p[i + k] if i + k < len(p) else ""
+
+    def take(s):
+        nonlocal i
+        if p.startswith(s, i):
+            i += len(s)
+            return True
+        return False
+
+    def digits():
+        nonlocal i
+        j = i
+        while peek().isdigit() and peek().isascii():
+            i += 1
+        return p[j:i]
+
+    def disjunction():
+        alternative()
+        while take("|"):
+            alternative()
+
+    def alternative():
+        while i < len(p) and peek() not in "|)":
+            term()
+
+    def term():
+        nonlocal groups
+        if take("^") or take("$") or take("\\b") or take("\\B"):
+            return quantifier(allowed=False)
+        for look in ("(?=", "(?!", "(?<=", "(?<!"):
+            if take(look):
+                disjunction()
+                if not take(")"):
+                    raise Bad
+                return quantifier(allowed=False)
+        atom()
+        quantifier(allowed=True)
+
+    def quantifier(allowed):
+        nonlocal i
+        start = i
+        if take("*") or take("+") or take("?"):
+            pass
+        elif peek() == "{":
+            i += 1
+            n = digits()
+            if not n:
+                raise Bad
+            m = n
+            if take(","):
+                m = digits()
+            if not take("}") or (m and int(n) > int(m)):
+                raise Bad
+        else:
+            return
+        if not allowed:
+            raise Bad
+        take("?")
+        assert i > start
+
+    def escape(in_class):
+        nonlocal i
+        c = peek()
+        i += 1
+        if c in "dDsSwWfnrtv" or (in_class and c in "b-"):
+            return None if c in "dDsSwW" else c
+        if c == "c" and peek().isascii() and peek().isalpha():
+            i += 1
+            return "c"
+        if c == "0" and not peek().isdigit():
+            return "\0"
+        if c == "x" and len(h := p[i:i + 2]) == 2 and all(x in "0123456789abcdefABCDEF" for x in h):
+            i += 2
+            return chr(int(h, 16))
+        if c == "u":
+            if take("{"):
+                h = ""
+                while peek() and peek() in "0123456789abcdefABCDEF":
+                    h += peek()
+                    i += 1
+                if not h or not take("}") or int(h, 16) > 0x10FFFF:
+                    raise Bad
+                return chr(int(h, 16))
+            h = p[i:i + 4]
+            if len(h) == 4 and all(x in "0123456789abcdefABCDEF" for x in h):
+                i += 4
+                return chr(int(h, 16))
+            raise Bad
+        if c in "pP" and take("{"):
+            j = p.find("}", i)
+            if j < 0 or not re.fullmatch(r"[A-Za-z_]+(?:=[A-Za-z_]+)?", p[i:j]):
+                raise Bad
+            i = j + 1
+            return None
+        if not in_class and c.isdigit() and c != "0":
+            refs.append(int(c + digits()))
+            return None
+        if not in_class and c == "k":
+            if not take("<"):
+                raise Bad
+            j = p.find(">", i)
+            if j <= i:
+                raise Bad
+            named.append(p[i:j])
+            i = j + 1
+            return None
+        if c in _SYNTAX:
+            return c
+        raise Bad
+
+    def class_atom():
+        nonlocal i
+        if take("\\"):
+            return escape(in_class=True), True
+        c = peek()
+        if not c:
+            raise Bad
+        i += 1
+        return c, False
+
+    def char_class():
+        take("^")
+        while not take("]"):
+            a, escaped = class_atom()
+            if peek() == "-" and peek(1) not in ("]", ""):
+                i0 = i
+                take("-")
+                b, _ = class_atom()
+                if a is None or b is None or ord(a) > ord(b):
+                    raise Bad
+                assert i > i0
+
+    def atom():
+        nonlocal i, groups
+        c = peek()
+        if c == "(":
+            i += 1
+            if take("?:"):
+                pass
+            elif take("?<"):
+                j = p.find(">", i)
+                name = p[i:j]
+                if j < 0 or not re.fullmatch(r"[A-Za-z_$][\w$]*", name) or name in names:
+                    raise Bad
+                names.add(name)
+                i = j + 1
+                groups += 1
+            elif peek() == "?":
+                raise Bad
+            else:
+                groups += 1
+            disjunction()
+            if not take(")"):
+                raise Bad
+        elif c == "[":
+            i += 1
+            char_class()
+        elif c == "\\":
+            i += 1
+            escape(in_class=False)
+        elif c == "." or (c and c not in _SYNTAX) or c == "/":
+            i += 1
+        else:
+            raise Bad
+
+    try:
+        disjunction()
+        if i != len(p):
+            raise Bad
+    except (Bad, IndexError, ValueError):
+        return False
+    return all(r <= groups for r in refs) and all(n in names for n in named)
+
+
+def test_format_regex_is_a_subset_both_readers_take():
+    """format regex is a regular subset of ECMA-262 patterns (fsm/json_formats.py,
+    _regex_syntax): random walks of its automaton all read as unicode-mode ECMA patterns
+    (_ecma_u_valid, a reader of the spec's grammar) and compile with Python's re without
+    a warning; texts that are no pattern (the test suite's, and more) are refused; the
+    subset's own forms are taken; deeper nesting and the forms it leaves out are refused
+    though valid (narrower, never wider)."""
+    import warnings
+    cs = schema_to_term({"type": "string", "format": "regex"})
+    texts, dfa = random_walks(cs, n=400, max_len=60, seed=4)
+    assert len(texts) > 300
+    seen = set()
+    for t in texts:
+        p = json.loads(t)
+        seen.add(p)
+        assert _ecma_u_valid(p), p
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            re.compile(p)
+    assert len(seen) > 150 and any("(" in p for p in seen) and any("[" in p for p in seen)
+    assert any("{" in p for p in seen)
+    take = ["([abc])+\\s+$", "(?:a|b)*?c{3}", "[a-z0-9_]+", "(((a)))", "^\\d{2,5}$", "a|", "()", "x(?=y)(?!z)",
+            "\\x41\\u0042[\\-\\]]", "[^a-fA-F]{0,9}", "", "\\/\\.\\*", "\\bword\\B", "é+"]
+    refuse_invalid = ["^(abc]", "\\a", "(?i)abc", "(?P<name>x)", "(?#comment)a", "a{2,1}", "[z-a]", "a**", "*a",
+                      "(?=a)*", "\\b+", "{", "}", "]", "a{", "(a", "a)", "\\", "[a", "\\c", "\\x4", "\\u12",
+                      "(?<n>a)(?<n>b)", "\\2(a)", "\\k<x>", "[\\d-a]"]
+    refuse_valid = ["((((a))))", "(?<=a+)b", "(?<name>x)", "(a)\\1", "[]", "[^]", "\\cA", "\\p{L}", "a{10}", "\\0"]
+    for p in take + refuse_invalid + refuse_valid:
+        ok = _ecma_u_valid(p)
+        assert ok == (p not in refuse_invalid), p  # (the reader itself, on known cases)
+        assert cs.accepts(json.dumps(p, ensure_ascii=False), dfa) == (p in take), p
