@@ -1510,7 +1510,15 @@ class _Compiler:
         return None
 
     def _disjoint(self, node, subs) -> bool:
+        """Whether no value holds two of the branches `subs` of node's oneOf (or anyOf):
+        their types apart, a discriminator (a required property whose listed values are
+        apart), or pairs apart (_apart). Tests on an object's properties hold on every
+        value of another type: they tell branches apart only where node, or each branch,
+        holds objects only (an untyped `{required: [k], properties: {k: {const: 1}}}`
+        holds on 5)."""
         types = [self._types_of(s) for s in subs]
+        objects = all(t is not None and t <= {"object"} for t in types) or (
+            "type" in node and _well_typed(node["type"]) and self._types_of({"type": node["type"]}) == {"object"})
         if all(t is not None for t in types):
             seen: set = set()
             ok = True
@@ -1529,7 +1537,7 @@ class _Compiler:
                 first = self._resolve(first, first["$ref"])
             if isinstance(first, dict):
                 cands += [k for k in first.get("required", []) if k not in cands]
-        for prop in cands:
+        for prop in cands if objects else ():
             vals = [self._disc_values(s, prop) for s in subs]
             if all(v is not None for v in vals):
                 seen = set()
@@ -1541,22 +1549,48 @@ class _Compiler:
                     seen |= v
                 if ok:
                     return True
-        return all(self._apart(a, ta, b, tb) for i, (a, ta) in enumerate(zip(subs, types))
+        return all(self._apart(a, ta, b, tb, objects) for i, (a, ta) in enumerate(zip(subs, types))
                    for b, tb in zip(subs[i + 1:], types[i + 1:]))
 
-    def _apart(self, a, ta, b, tb) -> bool:
+    def _apart(self, a, ta, b, tb, objects: bool) -> bool:
         """Whether schemas a and b (their types ta, tb: _types_of) hold no value in
         common: types apart, or closed objects one of which requires a key the other
         does not allow, or a closed object that holds a key (required, minProperties)
         beside an object schema that allows none of its keys (circle-ci's logic: one
-        operator key, or any keys but the operators by propertyNames)."""
+        operator key, or any keys but the operators by propertyNames); where only
+        objects count (`objects`), a required property's listed values that the other
+        excludes (gitlab-ci's jobs: `when: {enum: [delayed]}` required, or
+        `when: {not: {enum: [delayed]}}`)."""
         if ta is not None and tb is not None and not ta & tb:
             return True
         ca, cb = self._closed_object(a), self._closed_object(b)
         if ca is not None and cb is not None and (any(k not in cb[1] for k in ca[0]) or
                                                   any(k not in ca[1] for k in cb[0])):
             return True
-        return any(c is not None and c[2] and self._allows_none(o, c[1]) for c, o in ((ca, b), (cb, a)))
+        if any(c is not None and c[2] and self._allows_none(o, c[1]) for c, o in ((ca, b), (cb, a))):
+            return True
+        return objects and (self._values_apart(a, b) or self._values_apart(b, a))
+
+    def _values_apart(self, a, b) -> bool:
+        """Whether an object of a has a required property whose values (listed) b's
+        property excludes: none of them listed by b, or all of them under b's `not`."""
+        a, b = self._deref(a), self._deref(b)
+        if not isinstance(a, dict) or not isinstance(b, dict) or not isinstance(a.get("required", []), list):
+            return False
+        pa, pb = a.get("properties", {}), b.get("properties", {})
+        if not isinstance(pa, dict) or not isinstance(pb, dict):
+            return False
+        for k in a.get("required", []):
+            va, other = self._listed_values(pa.get(k, True)), self._deref(pb.get(k, True))
+            if va is None or not isinstance(other, dict):
+                continue
+            if _schema_keys(other) - _ANNOTATIONS == {"not"}:
+                out = self._listed_values(other["not"])
+                if out is not None and len(_common_values([va, out])) == len(_common_values([va])):
+                    return True  # (every value a allows, b's `not` refuses)
+            elif (vb := self._listed_values(other)) is not None and not _common_values([va, vb]):
+                return True
+        return False
 
     def _allows_none(self, s, keys) -> bool:
         """Whether no object of schema s holds any of `keys`: each has properties false,
@@ -1578,6 +1612,9 @@ class _Compiler:
         allow: github-workflow's jobs, a oneOf of a job that needs `runs-on` and one
         that needs `uses`, each without the other's key."""
         s = self._deref(s)
+        while isinstance(s, dict) and len(kw := _schema_keys(s) - _ANNOTATIONS) == 1 \
+                and (k := next(iter(kw))) in ("oneOf", "anyOf", "allOf") and isinstance(s[k], list) and len(s[k]) == 1:
+            s = self._deref(s[k][0])  # (a wrapper of one branch: gitlab-ci's steps)
         if not isinstance(s, dict) or self._types_of(s) != {"object"} \
                 or s.get("additionalProperties") is not False or s.get("patternProperties") \
                 or not isinstance(s.get("properties", {}), dict) or not isinstance(s.get("required", []), list):

@@ -1767,6 +1767,46 @@ def test_recursive_oneof_of_objects_apart_by_their_keys():
         assert cs.accepts(cs.canonical(inst), dfa) == ok, inst
     assert min(seen.values()) >= 40, seen
 
+
+@pytest.mark.parametrize("typed", [False, True])
+def test_oneof_told_apart_by_properties_holds_on_other_types(typed):
+    """A oneOf whose branches a required property's values tell apart is a union only
+    where objects alone count: untyped, both branches hold on 5, "x" and [] (a oneOf
+    refuses those), which the union accepted before. With `type: object`, also values
+    one branch lists and the other's `not` excludes, and a branch wrapped in a oneOf of
+    one (gitlab-ci's jobs and steps), around a recursion: the grammar path, no
+    intersection. Instances against jsonschema."""
+    job = {"type": "object", "additionalProperties": False, "properties": {
+               "k": {}, "s": {}, "steps": {"type": "array", "maxItems": 2, "items": {"$ref": "#/$defs/step"}}},
+           "oneOf": [{"properties": {"k": {"const": 1}}, "required": ["k", "s"]},
+                     {"properties": {"k": {"not": {"enum": [1]}}}}]}
+    step = {"oneOf": [{"type": "object", "additionalProperties": False, "required": ["n"],
+                       "properties": {"n": {"type": "integer"}}},
+                      {"oneOf": [{"type": "object", "additionalProperties": False, "required": ["run"],
+                                  "properties": {"run": {"type": "array", "items": {"$ref": "#/$defs/step"},
+                                                         "maxItems": 2}, "n": {}}}]}]}
+    if typed:
+        schema = {"type": "object", "properties": {"job": job}, "$defs": {"step": step}}
+        jobs = [{}, {"k": 1}, {"k": 2}, {"k": 1, "s": 0}, {"s": 0}, {"k": 2, "s": 1}, {"x": 1}]
+        steps = [[], [{"n": 1}], [{"run": []}], [{"run": [{"n": 1}], "n": 2}], [{"run": [{"run": [{"n": "x"}]}]}],
+                 [{"n": 1, "run": []}], [{"run": [{"run": [{"n": 3}]}]}]]
+        pool = [5, {}] + [{"job": {**j, "steps": st}} for j in jobs for st in steps]
+    else:
+        schema = {"oneOf": [{"required": ["k"], "properties": {"k": {"const": 1}}},
+                            {"required": ["k"], "properties": {"k": {"const": 2}}}]}
+        pool = [5, "x", [], None, {}, {"k": 1}, {"k": 2}, {"k": 3}, {"j": 1}]
+    cs = schema_to_term(schema)
+    dfa = cs.dfa()
+    check = jsonschema.Draft202012Validator(schema)
+    seen = {True: 0, False: 0}
+    for inst in pool:
+        ok = check.is_valid(inst)
+        seen[ok] += 1
+        assert cs.accepts(cs.canonical(inst), dfa) == ok, inst
+    assert min(seen.values()) >= 2, seen
+    if typed:
+        assert cs.rules is not None and not cs.relaxed
+
 def test_keyword_values_of_the_wrong_kind_name_keyword_and_pointer():
     """A keyword whose value has the wrong kind is refused naming it and its place,
     not read some other way (`required: "ab"` as keys a and b, `maxItems: 1.5` as 1,
