@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .errors import ConstraintError, SchemaError
 from .json_source import JsonTermSource
-from .terms import ALT, AND, BYTES, CONCAT, EMPTY, NOT, NOTHING, REPEAT, Term, TermBuilder
+from .terms import ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOT, NOTHING, REPEAT, Term, TermBuilder
 
 class _RecursiveRules:
     """Terms with recursion markers -> BNF rules over regular terminals (fsm/grammar.py).
@@ -77,6 +77,10 @@ class _RecursiveRules:
         if k == CONCAT:
             a, b = t.args
             return tb.alt([tb.concat(self._minus_empty(a), b), self._minus_empty(b)])
+        if k == LAZY:  # (a universe, a deferred enum: what it stands for)
+            return self._minus_empty(tb.body(t))
+        if k in (AND, NOT) and not self._has_marker(t):  # (a terminal: intersected with non-empty texts)
+            return tb.intersect([t, tb.repeat(tb.any_byte, 1, None)])
         raise SchemaError("recursive schema: an intersection/complement next to a recursive "
                           "reference is not supported", "$ref")
 

@@ -755,7 +755,8 @@ class _Compiler:
             why = _meet_reasons(node)
             if "oneOf" in why and not _container_parts(node) \
                     and not {"$ref", "allOf", "not", "if"} & node.keys() \
-                    and (len(node["oneOf"]) <= 1 or self._disjoint(node, node["oneOf"])):
+                    and (len(node["oneOf"]) <= 1 or self._disjoint(node, node["oneOf"])
+                         or self._scalar_overlaps(node["oneOf"])):
                 why.discard("oneOf")
             if "patternProperties" in why and self._patterns_apart(node):
                 why.discard("patternProperties")
@@ -1440,14 +1441,44 @@ class _Compiler:
         subs = node["oneOf"]
         if len(subs) <= 1 or self._disjoint(node, subs):
             return tb.alt([self.value(s, d, budget) for s in subs])
-        self._negated += 1
-        try:
-            terms = [self.value(s, d, budget) for s in subs]
-            comps = [tb.complement(t) for t in terms]
-        finally:
-            self._negated -= 1
-        exact = tb.alt(tb.intersect([t] + [c for j, c in enumerate(comps) if j != i]) for i, t in enumerate(terms))
-        return self._meet(node, "oneOf", exact, lambda: tb.alt([self.value(s, d, budget) for s in subs]))
+        parts = []
+        for group in self._overlaps(subs) or [list(range(len(subs)))]:
+            if len(group) == 1:  # (its types are no other branch's: no complement needed)
+                parts.append(self.value(subs[group[0]], d, budget))
+                continue
+            self._negated += 1
+            try:
+                terms = [self.value(subs[i], d, budget) for i in group]
+                comps = [tb.complement(t) for t in terms]
+            finally:
+                self._negated -= 1
+            parts += [tb.intersect([t] + [c for j, c in enumerate(comps) if j != i]) for i, t in enumerate(terms)]
+        return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in subs]))
+
+    def _scalar_overlaps(self, subs) -> bool:
+        """Whether the oneOf branches that share types (_overlaps) hold no objects or
+        arrays: their complements meet no container, so nothing below needs every key
+        slotted."""
+        groups = self._overlaps(subs)
+        return groups is not None and all(
+            len(g) == 1 or not {"object", "array"} & set().union(*(self._types_of(subs[i]) for i in g))
+            for g in groups)
+
+    def _overlaps(self, subs) -> list | None:
+        """oneOf branches grouped by types in common (connected: a branch of objects
+        and strings joins both), as lists of indexes; None where some branch's types are
+        unknown. Exactly one branch holds iff exactly one of its group does: circle-ci's
+        orbs, two string patterns beside an object whose values recurse, take complements
+        of the strings only."""
+        types = [self._types_of(s) for s in subs]
+        if None in types:
+            return None
+        groups: list = []  # (types, indexes)
+        for i, t in enumerate(types):
+            joined = [g for g in groups if g[0] & t]
+            merged = (set(t).union(*(g[0] for g in joined)), sorted([i] + [j for g in joined for j in g[1]]))
+            groups = [g for g in groups if not g[0] & t] + [merged]
+        return [g[1] for g in groups]
 
     # -- oneOf disjointness ----------------------------------------------------------
     def _deref(self, s, depth: int = 0):

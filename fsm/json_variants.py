@@ -25,12 +25,17 @@ _PRESENCE_KW = frozenset(("required", "allOf", "anyOf", "oneOf", "not", "propert
 PRESENCE_MAX_KEYS = 6  # keys whose presence patterns are enumerated (2^6 variants at most)
 
 
-def _presence(s):
+def _presence(s, objects: bool = False):
     """s as a formula over which keys an object has: ("req", keys), ("all" | "any" |
-    "one", parts), ("not", part); None where s says more than that."""
+    "one", parts), ("not", part); None where s says more than that. `objects`: s is
+    read on objects only (its node's type), where `type: object` says nothing (circle-
+    ci's `anyOf: [{type: object, required: [executor]}, ...]`)."""
     if s is True or s == {}:
         return ("all", ())
-    if not isinstance(s, dict) or not _schema_keys(s) <= _PRESENCE_KW:  # (vendor keys aside)
+    if not isinstance(s, dict):
+        return None
+    idle = {"type"} if objects and s.get("type") == "object" else set()
+    if not _schema_keys(s) - idle <= _PRESENCE_KW:  # (vendor keys aside)
         return None
     props, req = s.get("properties", {}), s.get("required", [])
     if not isinstance(props, dict) or not isinstance(req, list) or not all(isinstance(k, str) for k in req):
@@ -40,12 +45,12 @@ def _presence(s):
     parts = [("req", frozenset(req))]
     for kw, op in (("allOf", "all"), ("anyOf", "any"), ("oneOf", "one")):
         if kw in s:
-            subs = [_presence(x) for x in s[kw]] if isinstance(s[kw], list) and s[kw] else [None]
+            subs = [_presence(x, objects) for x in s[kw]] if isinstance(s[kw], list) and s[kw] else [None]
             if None in subs:
                 return None
             parts.append((op, tuple(subs)))
     if "not" in s:
-        inner = _presence(s["not"])
+        inner = _presence(s["not"], objects)
         if inner is None:
             return None
         parts.append(("not", inner))
@@ -85,19 +90,20 @@ def _presence_parts(node: dict):
             or not ("anyOf" in node or "oneOf" in node or "not" in node or "allOf" in node):
         return None
     taken, parts, rest = [], [], dict(node)
+    objects = node.get("type") == "object"
     for kw, op in (("anyOf", "any"), ("oneOf", "one")):
         if isinstance(node.get(kw), list):
-            subs = [_presence(x) for x in node[kw]]
+            subs = [_presence(x, objects) for x in node[kw]]
             if None not in subs:
                 taken.append(kw)
                 parts.append((op, tuple(subs)))
                 del rest[kw]
-    if "not" in node and (inner := _presence(node["not"])) is not None:
+    if "not" in node and (inner := _presence(node["not"], objects)) is not None:
         taken.append("not")
         parts.append(("not", inner))
         del rest["not"]
     if isinstance(node.get("allOf"), list):
-        subs = [_presence(x) for x in node["allOf"]]
+        subs = [_presence(x, objects) for x in node["allOf"]]
         if any(f is not None for f in subs):
             taken.append("allOf")
             parts += [f for f in subs if f is not None]
@@ -124,8 +130,10 @@ def _condition(part):
     test}, "required": [k]?}, "then": ..., "else": ...} -> (k, test, required, then,
     else); None for any other `if`, or none."""
     c = part.get("if") if isinstance(part, dict) else None
+    if isinstance(c, dict) and _schema_keys(c) - _ANNOTATIONS == {"anyOf"}:
+        c = _absent_or(c["anyOf"]) or c
     if not isinstance(c, dict) or not ("then" in part or "else" in part) \
-            or not set(c) <= {"properties", "required"} | _ANNOTATIONS:
+            or not _schema_keys(c) <= {"properties", "required"} | _ANNOTATIONS:
         return None
     props, req = c.get("properties"), c.get("required", [])
     if not isinstance(props, dict) or len(props) != 1 or not isinstance(req, list):
@@ -134,6 +142,25 @@ def _condition(part):
     if not set(req) <= {key}:
         return None
     return key, test, bool(req), part.get("then", True), part.get("else", True)
+
+
+def _absent_or(branches) -> dict | None:
+    """`anyOf: [{not: {required: [k]}}, {required: [k], properties: {k: T}}]` (k absent,
+    or its value T: circle-ci's jobs of type build) as what it is, {properties: {k: T}};
+    None for other branches."""
+    if not isinstance(branches, list) or len(branches) != 2 or not all(isinstance(b, dict) for b in branches):
+        return None
+    for absent, present in (branches, branches[::-1]):
+        inner = absent.get("not")
+        if _schema_keys(absent) - _ANNOTATIONS != {"not"} or not isinstance(inner, dict) \
+                or _schema_keys(inner) - _ANNOTATIONS != {"required"} or len(inner["required"]) != 1:
+            continue
+        k = inner["required"][0]
+        props = present.get("properties")
+        if _schema_keys(present) - _ANNOTATIONS == {"required", "properties"} and present["required"] == [k] \
+                and isinstance(props, dict) and list(props) == [k]:
+            return {"properties": props}
+    return None
 
 
 def _value_conditions(node: dict):

@@ -1678,6 +1678,17 @@ def _on_the_grammar_path(schema, seed: int):
     assert cs.rules is not None
     return cs, cs.dfa(), jsonschema.Draft202012Validator(schema), random.Random(seed)
 
+
+def _agrees_on(pool, cs, dfa, check, least: int) -> None:
+    """Each instance of pool's canonical text is accepted exactly when jsonschema's
+    `check` validates it; at least `least` valid and `least` invalid among them."""
+    seen = {True: 0, False: 0}
+    for inst in pool:
+        ok = check.is_valid(inst)
+        seen[ok] += 1
+        assert cs.accepts(cs.canonical(inst), dfa) == ok, inst
+    assert min(seen.values()) >= least, seen
+
 def test_recursion_through_a_ref_beside_keywords():
     """A $ref beside other keywords (2020-12: both hold) merges with them into one
     schema, as an allOf would (_Compiler._conjunction): `{type: object, properties:
@@ -1798,14 +1809,76 @@ def test_oneof_told_apart_by_properties_holds_on_other_types(typed):
     cs = schema_to_term(schema)
     dfa = cs.dfa()
     check = jsonschema.Draft202012Validator(schema)
+    _agrees_on(pool, cs, dfa, check, least=2)
+    if typed:
+        assert cs.rules is not None and not cs.relaxed
+
+
+def test_oneof_complements_only_branches_that_share_types():
+    """circle-ci's orbs: a oneOf of two string patterns (which may overlap) and an object
+    whose values recurse. Exactly one branch holds iff exactly one of those sharing its
+    types does (_Compiler._overlaps): the patterns take complements of each other, the
+    object none, so the recursion takes the grammar path (refused before). Instances
+    against jsonschema, strings matching both patterns among them."""
+    schema = {"$defs": {"orb": {"oneOf": [
+        {"type": "string", "pattern": "^[a-z]+@[0-9]+$"}, {"type": "string", "pattern": "^a"},
+        {"type": "object", "properties": {"jobs": {"type": "object", "additionalProperties": {"$ref": "#/$defs/orb"}}},
+         "additionalProperties": False}]}}, "$ref": "#/$defs/orb"}
+    cs, dfa, check, _ = _on_the_grammar_path(schema, seed=0)
+    assert not cs.relaxed
+    pool = ["ab@1", "b@2", "ax", "b", "", 3, {}, {"jobs": {}}, {"jobs": {"x": "b@2"}}, {"jobs": {"x": "ab@1"}},
+            {"jobs": {"x": {"jobs": {"y": "ax"}}}}, {"jobs": {"x": {"jobs": {"y": "a@1"}}}}, {"other": 1}]
+    _agrees_on(pool, cs, dfa, check, least=4)
+
+
+def test_absent_or_value_conditions_and_typed_presence_parts_are_variants():
+    """circle-ci's jobs of type build: `if: {anyOf: [{not: {required: [type]}},
+    {required: [type], properties: {type: {const: build}}}]}` is the value condition
+    `properties: {type: {const: build}}` (_absent_or), and `anyOf: [{type: object,
+    required: [executor]}, ...]` inside an object are presence parts (`type: object`
+    says nothing there): variants, no intersection or complement in the term; instances
+    against jsonschema."""
+    import itertools
+    then = {"anyOf": [{"type": "object", "required": ["executor"]},
+                      {"oneOf": [{"type": "object", "required": ["machine"]}, {"type": "object", "required": ["docker"]}]}]}
+    schema = {"type": "object", "additionalProperties": False, "properties": {
+                  "type": {"enum": ["build", "noop", "x"]}, **{k: {} for k in ("executor", "machine", "docker")}},
+              "if": {"anyOf": [{"not": {"required": ["type"]}},
+                               {"required": ["type"], "properties": {"type": {"const": "build"}}}]},
+              "then": {"type": "object", **then}, "else": {"properties": {"type": {"const": "noop"}}}}
+    cs = schema_to_term(schema)
+    assert not cs.term.boolean
+    dfa = cs.dfa()
+    check = jsonschema.Draft202012Validator(schema)
     seen = {True: 0, False: 0}
-    for inst in pool:
+    for t, keys in itertools.product([None, "build", "noop", "x"], itertools.product([0, 1], repeat=3)):
+        inst = {k: 1 for k, on in zip(("executor", "machine", "docker"), keys) if on}
+        if t is not None:
+            inst["type"] = t
         ok = check.is_valid(inst)
         seen[ok] += 1
         assert cs.accepts(cs.canonical(inst), dfa) == ok, inst
-    assert min(seen.values()) >= 2, seen
-    if typed:
-        assert cs.rules is not None and not cs.relaxed
+    assert min(seen.values()) >= 5, seen
+
+
+def test_recursive_rules_take_nullable_lazy_and_boolean_pieces():
+    """A nullable piece beside a recursive reference becomes an optional terminal of its
+    non-empty texts (_RecursiveRules._minus_empty): a deferred term (circle-ci's keys
+    other than the known ones: the empty key among them) is read through its body, an
+    intersection is intersected with the non-empty texts; the same non-empty texts."""
+    from fsm.json_recursive import _RecursiveRules
+    from fsm.json_source import JsonTermBuilder
+    from fsm.json_strings import StringTerms
+    tb = JsonTermBuilder()
+    other = StringTerms(tb).not_in(["ab", "b"])
+    both = tb.intersect([tb.star(tb.literal(b"a")), tb.star(tb.alt([tb.literal(b"a"), tb.literal(b"b")]))])
+    rules = _RecursiveRules(tb, tb.empty, {}, {})
+    for t in (other, both):
+        assert t.nullable
+        m = rules._minus_empty(t)
+        assert not tb.matches(m, b"")
+        for w in (b"a", b"aa", b"ab", b"b", b"ba", b"abc", b"x"):
+            assert tb.matches(m, w) == tb.matches(t, w), (t, w)
 
 def test_keyword_values_of_the_wrong_kind_name_keyword_and_pointer():
     """A keyword whose value has the wrong kind is refused naming it and its place,
