@@ -25,17 +25,12 @@ _PRESENCE_KW = frozenset(("required", "allOf", "anyOf", "oneOf", "not", "propert
 PRESENCE_MAX_KEYS = 6  # keys whose presence patterns are enumerated (2^6 variants at most)
 
 
-def _presence(s, objects: bool = False):
+def _presence(s):
     """s as a formula over which keys an object has: ("req", keys), ("all" | "any" |
-    "one", parts), ("not", part); None where s says more than that. `objects`: s is
-    read on objects only (its node's type), where `type: object` says nothing (circle-
-    ci's `anyOf: [{type: object, required: [executor]}, ...]`)."""
+    "one", parts), ("not", part); None where s says more than that."""
     if s is True or s == {}:
         return ("all", ())
-    if not isinstance(s, dict):
-        return None
-    idle = {"type"} if objects and s.get("type") == "object" else set()
-    if not _schema_keys(s) - idle <= _PRESENCE_KW:  # (vendor keys aside)
+    if not isinstance(s, dict) or not _schema_keys(s) <= _PRESENCE_KW:  # (vendor keys aside)
         return None
     props, req = s.get("properties", {}), s.get("required", [])
     if not isinstance(props, dict) or not isinstance(req, list) or not all(isinstance(k, str) for k in req):
@@ -45,12 +40,12 @@ def _presence(s, objects: bool = False):
     parts = [("req", frozenset(req))]
     for kw, op in (("allOf", "all"), ("anyOf", "any"), ("oneOf", "one")):
         if kw in s:
-            subs = [_presence(x, objects) for x in s[kw]] if isinstance(s[kw], list) and s[kw] else [None]
+            subs = [_presence(x) for x in s[kw]] if isinstance(s[kw], list) and s[kw] else [None]
             if None in subs:
                 return None
             parts.append((op, tuple(subs)))
     if "not" in s:
-        inner = _presence(s["not"], objects)
+        inner = _presence(s["not"])
         if inner is None:
             return None
         parts.append(("not", inner))
@@ -90,20 +85,19 @@ def _presence_parts(node: dict):
             or not ("anyOf" in node or "oneOf" in node or "not" in node or "allOf" in node):
         return None
     taken, parts, rest = [], [], dict(node)
-    objects = node.get("type") == "object"
     for kw, op in (("anyOf", "any"), ("oneOf", "one")):
         if isinstance(node.get(kw), list):
-            subs = [_presence(x, objects) for x in node[kw]]
+            subs = [_presence(x) for x in node[kw]]
             if None not in subs:
                 taken.append(kw)
                 parts.append((op, tuple(subs)))
                 del rest[kw]
-    if "not" in node and (inner := _presence(node["not"], objects)) is not None:
+    if "not" in node and (inner := _presence(node["not"])) is not None:
         taken.append("not")
         parts.append(("not", inner))
         del rest["not"]
     if isinstance(node.get("allOf"), list):
-        subs = [_presence(x, objects) for x in node["allOf"]]
+        subs = [_presence(x) for x in node["allOf"]]
         if any(f is not None for f in subs):
             taken.append("allOf")
             parts += [f for f in subs if f is not None]
@@ -153,7 +147,8 @@ def _absent_or(branches) -> dict | None:
     for absent, present in (branches, branches[::-1]):
         inner = absent.get("not")
         if _schema_keys(absent) - _ANNOTATIONS != {"not"} or not isinstance(inner, dict) \
-                or _schema_keys(inner) - _ANNOTATIONS != {"required"} or len(inner["required"]) != 1:
+                or _schema_keys(inner) - _ANNOTATIONS != {"required"} or not isinstance(inner["required"], list) \
+                or len(inner["required"]) != 1:
             continue
         k = inner["required"][0]
         props = present.get("properties")

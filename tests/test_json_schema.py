@@ -1831,16 +1831,14 @@ def test_oneof_complements_only_branches_that_share_types():
     _agrees_on(pool, cs, dfa, check, least=4)
 
 
-def test_absent_or_value_conditions_and_typed_presence_parts_are_variants():
+def test_absent_or_value_conditions_are_variants():
     """circle-ci's jobs of type build: `if: {anyOf: [{not: {required: [type]}},
     {required: [type], properties: {type: {const: build}}}]}` is the value condition
-    `properties: {type: {const: build}}` (_absent_or), and `anyOf: [{type: object,
-    required: [executor]}, ...]` inside an object are presence parts (`type: object`
-    says nothing there): variants, no intersection or complement in the term; instances
-    against jsonschema."""
+    `properties: {type: {const: build}}` (_absent_or): variants (with the presence parts
+    of its `then`), no intersection or complement in the term; instances against
+    jsonschema."""
     import itertools
-    then = {"anyOf": [{"type": "object", "required": ["executor"]},
-                      {"oneOf": [{"type": "object", "required": ["machine"]}, {"type": "object", "required": ["docker"]}]}]}
+    then = {"anyOf": [{"required": ["executor"]}, {"oneOf": [{"required": ["machine"]}, {"required": ["docker"]}]}]}
     schema = {"type": "object", "additionalProperties": False, "properties": {
                   "type": {"enum": ["build", "noop", "x"]}, **{k: {} for k in ("executor", "machine", "docker")}},
               "if": {"anyOf": [{"not": {"required": ["type"]}},
