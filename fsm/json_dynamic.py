@@ -23,20 +23,6 @@ _NOT_EVALUATED = ("$defs", "definitions")  # kept as they are: places to refer t
 SYNTHETIC = "urn:structgen:dynamic:"  # the URIs of the copies, resources of the compiler
 
 
-def has_dynamic_refs(doc) -> bool:
-    """Whether a `$dynamicRef` key occurs anywhere in a loaded JSON document."""
-    stack = [doc]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, dict):
-            if "$dynamicRef" in x:
-                return True
-            stack.extend(x.values())
-        elif isinstance(x, list):
-            stack.extend(x)
-    return False
-
-
 class DynamicRefs:
     """The copies of one document's schemas with their dynamic references resolved.
 

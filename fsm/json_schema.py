@@ -159,7 +159,7 @@ from urllib.parse import unquote, urldefrag, urljoin
 from .dfa import DEFAULT_MAX_STATES, LazyDFA
 from .errors import RegexError, SchemaError, SchemaWarning
 from .json_formats import PYDANTIC_ANY_STRING
-from .json_dynamic import DynamicRefs, has_dynamic_refs
+from .json_dynamic import DynamicRefs
 from .json_keywords import (_ANNOTATIONS, _ARRAY_KW, _FAMILIES, _NUMBER_KW, _OBJECT_KW, _STRING_KW, _SUB_LIST,
                             _SUB_MAP, _SUB_ONE, _TYPED_KW, _TYPES, _UNSUPPORTED, _beside_ref, _check_values,
                             _idle_keywords, _schema_keys)
@@ -454,6 +454,7 @@ class _Compiler:
         self.resources: dict[str, object] = {}
         self.anchors: dict[tuple, object] = {}
         self.dynamic_anchors: dict[tuple, dict] = {}  # (base, name) -> the schema whose $dynamicAnchor it is
+        self._dynamic = False  # whether _index met a $dynamicRef
         self.base_of: dict[int, str] = {}
         self.ptr_of: dict[int, str] = {}
         self.key_order: list[str] = []
@@ -499,7 +500,7 @@ class _Compiler:
         # the schema to compile: root, or where it has $dynamicRefs, its copy with them
         # resolved (fsm/json_dynamic.py)
         self.entry = root
-        if any(has_dynamic_refs(r) for r in self.resources.values()):
+        if self._dynamic:
             self.entry = DynamicRefs(self).entry(root)
 
     @functools.cached_property
@@ -543,6 +544,7 @@ class _Compiler:
                     self.dynamic_anchors.setdefault((base, node[a]), node)
         self.base_of[id(node)] = base
         self.ptr_of.setdefault(id(node), ptr)
+        self._dynamic = self._dynamic or "$dynamicRef" in node
         for k in ("properties",):
             if isinstance(node.get(k), dict):
                 for name in node[k]:
@@ -1581,21 +1583,21 @@ class _Compiler:
                     seen |= v
                 if ok:
                     return True
-        return all(self._apart(a, ta, b, tb, objects) for i, (a, ta) in enumerate(zip(subs, types))
-                   for b, tb in zip(subs[i + 1:], types[i + 1:]))
+        info = [(s, t, self._closed_object(s)) for s, t in zip(subs, types)]
+        return all(self._apart(x, y, objects) for i, x in enumerate(info) for y in info[i + 1:])
 
-    def _apart(self, a, ta, b, tb, objects: bool) -> bool:
-        """Whether schemas a and b (their types ta, tb: _types_of) hold no value in
-        common: types apart, or closed objects one of which requires a key the other
+    def _apart(self, x: tuple, y: tuple, objects: bool) -> bool:
+        """Whether schemas a and b (x, y: (schema, its types (_types_of), _closed_object))
+        hold no value in common: types apart, or closed objects one of which requires a key the other
         does not allow, or a closed object that holds a key (required, minProperties)
         beside an object schema that allows none of its keys (circle-ci's logic: one
         operator key, or any keys but the operators by propertyNames); where only
         objects count (`objects`), a required property's listed values that the other
         excludes (gitlab-ci's jobs: `when: {enum: [delayed]}` required, or
         `when: {not: {enum: [delayed]}}`)."""
+        (a, ta, ca), (b, tb, cb) = x, y
         if ta is not None and tb is not None and not ta & tb:
             return True
-        ca, cb = self._closed_object(a), self._closed_object(b)
         if ca is not None and cb is not None and (any(k not in cb[1] for k in ca[0]) or
                                                   any(k not in ca[1] for k in cb[0])):
             return True
