@@ -1350,6 +1350,8 @@ class _Compiler:
         beside an anyOf of 259 objects, one per task name: intersected, every object
         below slotted every one of the document's 1536 keys (meets: ~60 s to compile);
         distributed, 259 objects of their own keys. None for other schemas."""
+        if "anyOf" not in node and "oneOf" not in node:  # (most schemas: at once)
+            return None
         kws = [k for k in ("anyOf", "oneOf") if isinstance(node.get(k), list)]
         if len(kws) != 1 or not 1 < len(node[kws[0]]) <= self.MAX_UNION_DISTRIBUTED \
                 or not {"allOf", "$ref", "not", "if", "anyOf", "oneOf"}.isdisjoint(node.keys() - {kws[0]}):
