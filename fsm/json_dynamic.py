@@ -125,8 +125,10 @@ class DynamicRefs:
         comp.base_of[id(out)] = base
         comp.ptr_of[id(out)] = comp.ptr(node)
         for k, v in node.items():
-            if k in _NOT_EVALUATED or k == "$dynamicRef":
-                out[k] = v if k != "$dynamicRef" else None
+            if k == "$dynamicRef":
+                continue  # (below: a $ref to its target in this scope)
+            if k in _NOT_EVALUATED:
+                out[k] = v
             elif k in _SUB_ONE or k == "items" and not isinstance(v, list):
                 out[k] = self._copy(v, scope)
             elif k == "items" or k in _SUB_LIST and isinstance(v, list):
@@ -139,9 +141,8 @@ class DynamicRefs:
                 out[k] = v if moved is target else self._uri(moved)
             else:
                 out[k] = v
-        if "$dynamicRef" in out:
+        if "$dynamicRef" in node:
             uri = self._uri(self._copy(self._dynamic_target(node, scope), scope))
-            del out["$dynamicRef"]
             if "$ref" in out:  # (both: each applies)
                 ref = {"$ref": uri}
                 comp.base_of[id(ref)], comp.ptr_of[id(ref)] = base, comp.ptr(node)

@@ -122,10 +122,14 @@ completion; `JsonTermBuilder` folds `X & ~X` (and `X & ~(X|Y)`) to nothing, whic
 otherwise needs an exhaustive search of X's states. A recursive reference (the grammar
 path) cannot be intersected: refused where the intersection is made (_meet). None is
 needed for oneOf branches whose types differ (read through their own anyOf/oneOf:
-_types_of), whose discriminator values differ, or that are closed objects one of which
-requires a key the other does not allow (_disjoint); nor for type-specific keywords
-beside a union whose branches' types are known: each branch takes its types' keywords
-(_type_variants).
+_types_of), whose discriminator values differ (where only objects count), or that are
+pairwise apart by their keys or values (_disjoint, _apart); complements are taken only
+among branches that share types (_overlaps); nor for type-specific keywords beside a
+union whose branches' types are known: each branch takes its types' keywords
+(_type_variants). Where schemas merge, an intersection is one schema instead: allOf
+branches and a $ref beside keywords (_conjunction), listed values beside scalar keywords
+(_merged_values), an object beside an anyOf of objects as a union of merged objects
+(_union_distributed), allOf branches compiled for the types they share (_narrowed).
 
 Free positions (`{}`, `true`, missing `items`/`additionalProperties` values) use a cheap
 universe: objects with any keys in any order. Complement operands (`not`, `if` and
