@@ -1346,6 +1346,7 @@ class _Compiler:
         return out
 
     MAX_UNION_DISTRIBUTED = 1024
+    MAX_UNION_SLOTS = 65536  # branches x properties copied into them: above, intersected as before
 
     def _union_distributed(self, node: dict):
         """node = {keywords K, anyOf: [B1, ...]} (or a oneOf whose branches are disjoint)
@@ -1357,7 +1358,9 @@ class _Compiler:
         if "anyOf" not in node and "oneOf" not in node:  # (most schemas: at once)
             return None
         kws = [k for k in ("anyOf", "oneOf") if isinstance(node.get(k), list)]
+        props = node.get("properties")
         if len(kws) != 1 or not 1 < len(node[kws[0]]) <= self.MAX_UNION_DISTRIBUTED \
+                or len(node[kws[0]]) * len(props if isinstance(props, dict) else ()) > self.MAX_UNION_SLOTS \
                 or not {"allOf", "$ref", "not", "if", "anyOf", "oneOf"}.isdisjoint(node.keys() - {kws[0]}):
             return None
         mk = (id(node), self._negated > 0)

@@ -1089,6 +1089,25 @@ def test_merges_instead_of_intersections(schema):
     assert seen[False] > 10 and (seen[True] > 10 or "allOf" in json.dumps(schema)), seen
 
 
+
+def test_union_distribution_is_bounded(monkeypatch):
+    """An object beside an anyOf is distributed only while branches x properties stays
+    within MAX_UNION_SLOTS (each branch copies the properties); above, the intersection
+    as before, with the same instances accepted."""
+    import itertools
+
+    from fsm.json_schema import _Compiler
+    schema = {"type": "object", "properties": {"kind": {"enum": ["a", "b"]}, "x": {}, "y": {}},
+              "anyOf": [{"properties": {"kind": {"const": "a"}}, "required": ["x"]},
+                        {"properties": {"kind": {"const": "b"}}}]}
+    for most, boolean in ((6, False), (5, True)):
+        monkeypatch.setattr(_Compiler, "MAX_UNION_SLOTS", most)
+        acc, cs = compiled(schema)
+        assert cs.term.boolean == boolean
+        for kind, x in itertools.product([None, "a", "b", "c"], [None, 1]):
+            inst = {k: v for k, v in (("kind", kind), ("x", x)) if v is not None}
+            assert acc(cs.canonical(inst)) == valid(schema, inst), (most, inst)
+
 def test_allof_branches_take_the_types_in_common():
     """An allOf branch without a type, beside one that has one, is compiled for that
     type only where it merges with it (_Compiler._narrowed): `{"pattern": p}` beside a
