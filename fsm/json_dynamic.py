@@ -55,8 +55,8 @@ class DynamicRefs:
             elif k == "$ref" and isinstance(v, str):
                 out.append(comp._resolve(node, v))
             elif k == "$dynamicRef":
-                out.append(self._static_target(node))
-                name = self._fragment(node)
+                target, name = self._static_target(node)
+                out.append(target)
                 out.extend(s for (_, a), s in comp.dynamic_anchors.items() if a == name)
         return [s for s in out if isinstance(s, dict)]
 
@@ -84,21 +84,19 @@ class DynamicRefs:
         return out
 
     # -- resolution ---------------------------------------------------------------------
-    def _fragment(self, node: dict) -> str:
+    def _static_target(self, node: dict) -> tuple:
+        """(the schema node's $dynamicRef resolves to as a $ref would, the fragment of
+        its URI: an anchor's name, a pointer or "")."""
+        from .json_schema import _join  # (json_schema imports this module)
         ref = node["$dynamicRef"]
         if not isinstance(ref, str):
             raise SchemaError(f"$dynamicRef must be a string, not {ref!r:.60}", "$dynamicRef", self.comp.ptr(node))
-        from .json_schema import _join
-        return urldefrag(_join(self.comp.base_of.get(id(node), ""), ref))[1]
-
-    def _static_target(self, node: dict):
-        self._fragment(node)  # (checks the value)
-        return self.comp._resolve(node, node["$dynamicRef"])
+        return self.comp._resolve(node, ref), urldefrag(_join(self.comp.base_of.get(id(node), ""), ref))[1]
 
     def _dynamic_target(self, node: dict, scope: tuple):
         """The schema node's $dynamicRef goes to, where `scope` is the dynamic scope's
         resources with dynamic anchors, outermost first."""
-        target, name = self._static_target(node), self._fragment(node)
+        target, name = self._static_target(node)
         if isinstance(target, dict) and name and not name.startswith("/") \
                 and target.get("$dynamicAnchor") == name:  # ("bookended": else a plain $ref)
             for base in scope:

@@ -322,14 +322,14 @@ def _regex_syntax(depth: int) -> str:
     \\xHH, \\uHHHH, a syntax character or /); no backreferences or named groups (they
     must name a group: not regular). Nested deeper, or with other forms, a pattern
     may be valid and is refused: the language is narrower than the format."""
-    syntax = r"\\^$.*+?()\[\]{}|/"
-    esc = rf"\\(?:[dDsSwWfnrtv]|x[0-9A-Fa-f]{{2}}|u[0-9A-Fa-f]{{4}}|[{syntax}])"
+    syntax = r"\\^$.*+?()\[\]{}|"  # (ECMA's SyntaxCharacter; an identity escape takes / too)
+    esc = rf"\\(?:[dDsSwWfnrtv]|x[0-9A-Fa-f]{{2}}|u[0-9A-Fa-f]{{4}}|[{syntax}/])"
     ranges = "|".join(f"{a}-[{a}-{z}]" for lo, hi in (("0", "9"), ("a", "z"), ("A", "Z"))
                       for a, z in ((chr(c), hi) for c in range(ord(lo), ord(hi) + 1)))
     # (no ^ [ & ~ | among a class's characters: Python reads `[^]` otherwise and warns of
     # set operations; escaped, ^ [ | are taken)
     cls = rf"\[\^?(?:{ranges}|[^\\\]\-\^\[&~|\x00-\x1f]|\\[b\-]|{esc})+\]"
-    atom = rf"(?:[^{syntax}\x00-\x1f]|/|\.|{esc}|{cls})"
+    atom = rf"(?:[^{syntax}\x00-\x1f]|\.|{esc}|{cls})"
     counts = "|".join(f"{n},[{n}-9]" for n in range(10))
     quant = rf"(?:[*+?]|\{{[0-9],?\}}|\{{(?:{counts})\}})\??"
     assertion = r"(?:\^|\$|\\[bB])"

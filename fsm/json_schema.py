@@ -491,6 +491,7 @@ class _Compiler:
         self._narrow_memo: dict[tuple, dict | None] = {}  # (id(branch), types) -> _narrowed's schema
         self._narrowing: set[int] = set()  # ids of those schemas (not narrowed again)
         self._listed: dict[int, list | None] = {}  # id(anyOf schema) -> _listed_values
+        self._scalar_checks: dict[str, Term] = {}  # JSON text of a merged scalar schema -> its term
         self._unions: dict[tuple, dict | None] = {}  # (id(node), negated) -> _union_distributed
         self._ref_branch: dict[int, dict] = {}  # id(node) -> node with its $ref as an allOf branch (_conjunction)
         self._variants: dict[int, list | None] = {}  # id(node) -> _presence_variants
@@ -1264,7 +1265,7 @@ class _Compiler:
         scalars = _merged_scalars(others) if others else {}
         if not lists or scalars is None:
             return None
-        check = self.value(scalars, 0) if scalars else None
+        check = self._scalar_check(scalars) if scalars else None
         vals = []
         for v in _common_values(lists):
             if check is not None and not (_has_type(v, scalars.get("type")) if isinstance(v, (dict, list))
@@ -1272,6 +1273,17 @@ class _Compiler:
                 continue
             vals.append(v)
         return {"enum": vals}
+
+    def _scalar_check(self, scalars: dict) -> Term:
+        """The term of a merged scalar schema (_merged_scalars' dict), built once per
+        text: the dict stays alive (memo keys are ids) and azure-pipelines' 259 task
+        names beside their patterns compile each pattern once."""
+        text = json.dumps(scalars, sort_keys=True)
+        got = self._scalar_checks.get(text)
+        if got is None:
+            got = self._scalar_checks[text] = self.value(scalars, 0)
+            self._keep.append(scalars)
+        return got
 
     def _listed_values(self, s) -> list | None:
         """The values schema s (dereferenced) lists: _finite_values, or an anyOf whose
@@ -1319,7 +1331,8 @@ class _Compiler:
         strings beside `$ref: "#"`, merged: the root's 381 properties, each also a string)."""
         if id(node) in self._narrowing:
             return subs
-        known = [t for t in map(self._types_of, subs + ([{"type": node["type"]}] if "type" in node else []))
+        types = [self._types_of(s) for s in subs]
+        known = [t for t in types + ([self._types_of({"type": node["type"]})] if "type" in node else [])
                  if t is not None]
         common = frozenset(set.intersection(*known)) if known else None
         if common is None:
@@ -1327,8 +1340,7 @@ class _Compiler:
         if not common:
             return None
         out = []
-        for s in subs:
-            t = self._types_of(s)
+        for s, t in zip(subs, types):
             if t is not None and t <= common:
                 out.append(s)
                 continue
