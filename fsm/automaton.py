@@ -92,8 +92,13 @@ class TokenAutomaton:
         max_states = max_states or DEFAULT_MAX_STATES
         return cls(TermSource(tb, max_states), root, vocab, description, max_states)
 
+    unique = None  # json_unique.UniquePlan: uniqueItems checked beside the automaton
+
     def matcher(self) -> "Matcher":
         from .matcher import Matcher
+        if self.unique is not None:
+            from .unique_matcher import UniqueMatcher
+            return UniqueMatcher(self)
         return Matcher(self)
 
     def require_output(self) -> "TokenAutomaton":

@@ -85,8 +85,11 @@ branch has branches of its own or the ways exceed UNEVALUATED_MAX_CASES). A keyw
 value of the wrong kind (a negative or fractional count, a non-number bound,
 `required` not an array of strings...) raises SchemaError naming it (_check_values).
 uniqueItems: exact when the array's elements range over a finite set of at most 16
-values (enum, const, boolean, null); otherwise refused (strict), or not enforced for
-Pydantic sources (python_sets, below).
+values (enum, const, boolean, null); for arrays of open strings (no maxLength, pattern,
+format, enum or const on the items: set[str]) checked while decoding beside the automaton
+(fsm/json_unique.py: where the array sits must not hang on an anyOf/oneOf with several
+array branches, not, if/then/else, contains or dependentSchemas); otherwise refused
+(strict), or not enforced for Pydantic sources (python_sets, below).
 Recursive $ref: exact, through the context-free path (fsm/grammar.py; recursion=
 "grammar", the default), or unrolled with `max_recursion_depth=N`: each recursive
 reference is then followed at most N times along any path. The rules must be LALR(1):
@@ -105,9 +108,10 @@ of UUID1-8 a uuid with that version, and those of the Base64 types padded base64
 ASCII text, and integers without a fraction part (`1`, not `1.0`, which
 Pydantic's strict ints refuse; floats, and an enum's or a const's values, which
 Pydantic takes as 1.0 too, keep theirs) (python_dates=True); and the
-uniqueItems of `set[str]` (items outside a finite set) is not enforced (python_sets=
-True): Pydantic reads an array with a repeated item into the set, so the text may
-repeat an item while the object is valid (`set[Literal[...]]` stays exact). Where
+uniqueItems of `set[int]` (items outside a finite set, not open strings) is not enforced
+(python_sets=True): Pydantic reads an array with a repeated item into the set, so the
+text may repeat an item while the object is valid (`set[Literal[...]]` and `set[str]`
+stay exact). Where
 Pydantic's own schema says less than its validators check, its schema is written
 differently (`_pydantic_generator`): a Decimal within its max_digits and
 decimal_places, URLs with their schemes as Pydantic's URL parser reads them,
@@ -172,6 +176,7 @@ from .json_merge import (_TYPED_ENUM_KEYS, _common_values, _finite_values, _has_
 from .json_numbers import NumberTerms, integer_texts, number_text_term, to_decimal
 from .json_pydantic import _pydantic_defaults, _pydantic_generator
 from .json_recursive import _RecursiveRules, _marker_index
+from .json_unique import plan_unique_items, without_unique_items
 from .json_source import JsonTermBuilder, JsonTermSource
 from .json_strings import StringTerms, encode_string, string_text
 from .json_variants import (CONDITIONS_MAX, _holds, _named, _own_keys, _presence, _presence_parts,
@@ -202,6 +207,7 @@ class CompiledSchema:
         self.tb, self.term, self.key_order, self.options, self.relaxed = tb, term, key_order, options, relaxed
 
     rules = None  # _RecursiveRules for recursive schemas
+    unique = None  # json_unique.UniquePlan: the uniqueItems checked beside the automaton
     own_slots = None  # (root schema, its _Compiler: _meets, _resolve...) where objects may slot own keys only
     MAX_ARRANGEMENTS = 256
 
@@ -301,7 +307,7 @@ class CompiledSchema:
         dfa = dfa or self.dfa()
         data = text.encode("utf-8") if isinstance(text, str) else text
         s = dfa.walk(dfa.start, data)  # walk first: it may grow dfa.accepting
-        return bool(dfa.accepting[s])
+        return bool(dfa.accepting[s]) and (self.unique is None or self.unique.accepts(data))
 
 
 def _container_parts(node: dict) -> int:
@@ -459,6 +465,7 @@ class _Compiler:
         self.anchors: dict[tuple, object] = {}
         self.dynamic_anchors: dict[tuple, dict] = {}  # (base, name) -> the schema whose $dynamicAnchor it is
         self._dynamic = False  # whether _index met a $dynamicRef
+        self._uniques: list[dict] = []  # the schemas with uniqueItems: true (fsm/json_unique.py)
         self.base_of: dict[int, str] = {}
         self.ptr_of: dict[int, str] = {}
         self.key_order: list[str] = []
@@ -550,6 +557,8 @@ class _Compiler:
         self.base_of[id(node)] = base
         self.ptr_of.setdefault(id(node), ptr)
         self._dynamic = self._dynamic or "$dynamicRef" in node
+        if node.get("uniqueItems") is True:
+            self._uniques.append(node)
         for k in ("properties",):
             if isinstance(node.get(k), dict):
                 for name in node[k]:
@@ -2183,7 +2192,9 @@ class _Compiler:
             dom = self._finite_domain(rest_s, prefix_s)
             if dom is None and not (self.python_sets and self._negated == 0):  # (a complement would shrink)
                 self.refuse(node, "uniqueItems", "uniqueItems is enforced only when the items range over a "
-                            f"finite set of at most {MAX_UNIQUE_DOMAIN} values (enum, const, boolean, null)")
+                            f"finite set of at most {MAX_UNIQUE_DOMAIN} values (enum, const, boolean, null), "
+                            "or are strings with no bound but minLength, no pattern or format, in an array "
+                            "whose place every valid instance decides (fsm/json_unique.py)")
             elif dom is not None:
                 self._negated += 1
                 try:
@@ -2249,9 +2260,16 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
     tb = tb or JsonTermBuilder()
     root = load_schema(schema)
     _pydantic_defaults(schema, options)
+    if isinstance(options.get("documents"), dict):  # (loaded once: json_unique copies them)
+        options = dict(options, documents={u: load_schema(d) for u, d in options["documents"].items()})
     with paused_gc():
-        try:
+        comp = _Compiler(root, tb, **options)
+        unique = plan_unique_items(comp)
+        if unique is not None:  # (those uniqueItems are checked beside the automaton)
+            root, docs = without_unique_items(root, options.get("documents"), unique[1])
+            options = dict(options, documents=docs) if "documents" in options else options
             comp = _Compiler(root, tb, **options)
+        try:
             term = comp.value(comp.entry, comp.max_depth)
         except _MixedOrders:
             comp = _Compiler(root, tb, all_meet=True, **options)
@@ -2262,6 +2280,7 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
     if ws is not tb.empty:
         term = tb.seq([ws, term, ws])
     cs = CompiledSchema(tb, term, comp.key_order, options, comp.relaxed)
+    cs.unique = unique and unique[0]
     if not comp._meeting:
         cs.own_slots = (comp.entry, comp)
     cs.rules = (_RecursiveRules(tb, term, comp.rule_bodies, comp._marker_memo)
@@ -2286,6 +2305,7 @@ def build_automaton(schema, vocab, max_states: int | None = None, **options):
     auto.key_order = cs.key_order
     auto.relaxed = cs.relaxed
     auto.canonical = cs.canonical
+    auto.unique = cs.unique
     return auto
 
 
@@ -2305,7 +2325,8 @@ def compile_json_schema(schema, vocab, max_states: int | None = None, **options)
     interface formats an address and a prefix length or none; the network formats an
     address whose host bits are zero; uuid1-uuid8 that version; base64 and base64url
     padded base64 of ASCII text; integers without a fraction part), python_sets (default True
-    for Pydantic models: uniqueItems over items outside a finite set is not enforced,
+    for Pydantic models: uniqueItems over items outside a finite set, where it is not
+    checked while decoding (fsm/json_unique.py: open strings), is not enforced,
     as Pydantic reads repeats into a set; False refuses it, or drops it with a warning
     when not strict), documents ({uri: schema}: the other documents that `$ref`s reach,
     by URI, relative ones as the root's base resolves them: `{"$ref": "defs.json#/$defs/a"}`

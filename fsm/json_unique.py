@@ -1,0 +1,435 @@
+"""uniqueItems over arrays of strings, checked while decoding.
+
+An array whose items are all distinct is not a regular language, so the automaton
+cannot hold it. Where the items are *open* strings (any string, at least minLength code
+points: from every point inside one there are endlessly many ways to finish it), it is
+checked beside the automaton instead, exactly: a tracker reads the output's bytes,
+knows from a table where the unique arrays are, keeps each one's items so far, and
+refuses the token that would close an item equal to an earlier one (fsm/unique_matcher.py
+masks those). Because another way to finish an item is always left, refusing those
+tokens never leads into a dead end.
+
+The table (`UniquePlan`) is built before compiling, from the schema: the *frames* of the
+instance's containers. A frame is the set of schemas that apply to a value of one kind
+(object, array) at one place: `sure` ones, which every valid instance satisfies there
+(properties, items, allOf, $ref, and the one anyOf/oneOf branch that takes that kind),
+and `maybe` ones, which may apply (not, if/then/else, dependentSchemas, contains,
+patternProperties for keys not known in advance, unions with several branches of that
+kind). An array frame is checked at run time when a sure schema says uniqueItems, no
+maybe one does, and every schema of the frame and of its items leaves the items open
+strings. Those uniqueItems are dropped from the schema the compiler reads (a copy), so
+the compiler's own rule (finite domains, or SchemaError) applies to all the others.
+
+>>> plan = unique_plan_of({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
+>>> plan.accepts(b'["a","b"]'), plan.accepts(b'["a","\\\\u0061"]')
+(True, False)
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+from .json_keywords import _ARRAY_KW, _KEYWORDS, _NOTES, _NUMBER_KW, _OBJECT_KW, _STRING_KW
+
+MAX_UNIQUE_FRAMES = 4096  # frames of containers read while looking for unique arrays
+_OTHER = object()  # a property name that no `properties` declares
+DEAD = (-1, -1)
+
+# keywords of a schema that the table reads through, or that say nothing of an array of
+# open strings (those of other types); anything else beside uniqueItems keeps it for the
+# compiler
+_APPLICATORS = frozenset(("$ref", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+                          "dependentSchemas", "dependencies"))
+_QUIET = _NOTES | _APPLICATORS | {"contentEncoding", "contentMediaType", "contentSchema", "discriminator"}
+_ARRAY_OK = _QUIET | frozenset(_STRING_KW + _NUMBER_KW + _OBJECT_KW) | {
+    "type", "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"}
+_STRING_OK = _QUIET | frozenset(_ARRAY_KW + _NUMBER_KW + _OBJECT_KW) | {"type", "minLength"}
+# a schema that only may apply (under not, say) turns minLength into a bound above: only
+# types and structure there
+_MAYBE_ARRAY_OK = _QUIET | frozenset(_STRING_KW + _NUMBER_KW + _OBJECT_KW) | {
+    "type", "items", "prefixItems", "additionalItems"}
+_MAYBE_STRING_OK = _QUIET | frozenset(_ARRAY_KW + _NUMBER_KW + _OBJECT_KW) | {"type"}
+
+
+class UniquePlan:
+    """Where the unique arrays of strings are, and how to check an output's bytes.
+
+    `frames[f]` is ("o", {key: child}, other_child) for an object frame, ("a", unique,
+    [child per prefix item], rest_child) for an array frame; a child is (frame of the
+    value if it is an object, frame if an array), -1 where no unique array lies below.
+    `root` is the document's child. The tracker's state is a tuple (stack, dead, mode,
+    buf): see `feed`.
+    """
+
+    def __init__(self, frames: list, root: tuple):
+        self.frames, self.root = frames, root
+        self.start = ((), 0, 0, b"")
+
+    def feed(self, state: tuple, data: bytes):
+        """The state after the bytes `data` (valid JSON text so far: the automaton
+        checked it), or None if they close an item equal to an earlier one of its array.
+
+        stack: the containers being read, ("o", frame, phase, child) (phase 0: a key
+        next, 1: the key read, child its value's, 2: the value) or ("a", frame, index,
+        items so far, None where not unique); dead: how many containers deep the output
+        is below the last frame (nothing unique there); mode: 0 outside strings, 1 in a
+        string read past, 2 in a key, 3 in an item of a unique array (buf: its bytes so
+        far); esc (in mode): 1 after a backslash."""
+        stack, dead, mode, buf = state
+        stack = list(stack)
+        frames, i, n = self.frames, 0, len(data)
+        esc = mode >> 2
+        mode &= 3
+        while i < n:
+            if mode:
+                if esc:
+                    if mode >= 2:
+                        buf += data[i:i + 1]
+                    esc, i = 0, i + 1
+                    continue
+                m = _STRING_STOP.search(data, i)
+                j = m.start() if m else n
+                if mode >= 2:
+                    buf += data[i:j] if m is None else data[i:j + 1]
+                if m is None:
+                    break
+                i = j + 1
+                if data[j] == 0x5C:  # backslash
+                    esc = 1
+                    continue
+                if mode == 2:  # a key: its value's frame
+                    f = stack[-1][1]
+                    row = frames[f]
+                    key = json.loads(b'"' + buf)
+                    stack[-1] = ("o", f, 1, row[1].get(key, row[2]))
+                elif mode == 3:
+                    item = json.loads(b'"' + buf).encode("utf-8", "surrogatepass")
+                    _, f, k, seen = stack[-1]
+                    if item in seen:
+                        return None
+                    stack[-1] = ("a", f, k, seen | {item})
+                mode, buf = 0, b""
+                continue
+            if dead:
+                m = _DEAD_STOP.search(data, i)
+                if m is None:
+                    break
+                c, i = data[m.start()], m.start() + 1
+                if c == 0x22:
+                    mode = 1
+                elif c in (0x7B, 0x5B):
+                    dead += 1
+                else:
+                    dead -= 1
+                continue
+            c = data[i]
+            i += 1
+            if c == 0x22:  # "
+                top = stack[-1] if stack else None
+                if top is not None and top[0] == "o" and top[2] == 0:
+                    mode = 2
+                elif top is not None and top[0] == "a" and top[3] is not None:
+                    mode = 3
+                else:
+                    mode = 1
+            elif c in (0x7B, 0x5B):  # { [
+                fid = self._child(stack)[c == 0x5B]
+                if fid < 0:
+                    dead = 1
+                elif c == 0x7B:
+                    stack.append(("o", fid, 0, None))
+                else:
+                    stack.append(("a", fid, 0, frozenset() if frames[fid][1] else None))
+            elif c in (0x7D, 0x5D):  # } ]
+                stack.pop()
+            elif c == 0x2C:  # ,
+                top = stack[-1]
+                stack[-1] = (top[0], top[1], 0, None) if top[0] == "o" else (top[0], top[1], top[2] + 1, top[3])
+            elif c == 0x3A:  # :
+                top = stack[-1]
+                stack[-1] = ("o", top[1], 2, top[3])
+        return tuple(stack), dead, mode | (esc << 2), buf
+
+    def _child(self, stack: list) -> tuple:
+        if not stack:
+            return self.root
+        top = stack[-1]
+        if top[0] == "o":
+            return top[3]
+        row = self.frames[top[1]]
+        return row[2][top[2]] if top[2] < len(row[2]) else row[3]
+
+    def accepts(self, text) -> bool:
+        """Whether a whole text (valid for the automaton) repeats no unique item."""
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        return self.feed(self.start, data) is not None
+
+    @staticmethod
+    def item_prefix(state: tuple):
+        """Where `state` is inside an item of a unique array: (its bytes so far, decoded
+        as UTF-8 bytes, with a character cut short left as its bytes; None while an
+        escape is unfinished), the items so far. Otherwise None."""
+        stack, dead, mode, buf = state
+        if mode != 3 or dead:
+            return None
+        seen = stack[-1][3]
+        cut = k = len(buf)
+        while k > 0 and cut - k < 3 and buf[k - 1] & 0xC0 == 0x80:
+            k -= 1
+        if k > 0 and buf[k - 1] >= 0xC0:  # (a character cut short is left as its bytes)
+            lead = buf[k - 1]
+            if cut - k + 1 < (2 if lead < 0xE0 else 3 if lead < 0xF0 else 4):
+                cut = k - 1
+        try:
+            text = json.loads(b'"' + buf[:cut] + b'"')
+        except ValueError:  # (an escape cut short)
+            return None, seen
+        if text and "\ud800" <= text[-1] <= "\udbff":  # (the first half of a surrogate pair)
+            return None, seen
+        return text.encode("utf-8", "surrogatepass") + buf[cut:], seen
+
+    @staticmethod
+    def between_items(state: tuple) -> bool:
+        """Whether `state` is in a unique array, outside its items."""
+        stack, dead, mode, _ = state
+        return not dead and mode == 0 and bool(stack) and stack[-1][0] == "a" and stack[-1][3] is not None
+
+
+_STRING_STOP = re.compile(rb'["\\]')
+_DEAD_STOP = re.compile(rb'["\[\]{}]')
+
+
+def unique_plan_of(schema, **options) -> UniquePlan | None:
+    """The plan of a schema alone (for tests and the doctest; the compiler builds its own
+    through `plan_unique_items`)."""
+    from .json_schema import JsonTermBuilder, _Compiler, load_schema
+    comp = _Compiler(load_schema(schema), JsonTermBuilder(), **options)
+    found = plan_unique_items(comp)
+    return found[0] if found else None
+
+
+def plan_unique_items(comp) -> tuple[UniquePlan, set] | None:
+    """(the plan, ids of the uniqueItems schemas it checks) for the schema `comp`
+    indexed, or None where it checks none."""
+    if not comp._uniques or comp._dynamic:  # ($dynamicRef copies are made per compiler)
+        return None
+    try:
+        return _Planner(comp).run()
+    except _TooManyFrames:
+        return None
+
+
+def without_unique_items(root, documents: dict | None, covered: set):
+    """Copies of the root schema and the documents with the uniqueItems of the schemas
+    whose ids are in `covered` removed."""
+    docs = dict(documents or {})
+    memo: dict = {}
+    new_root, new_docs = copy.deepcopy((root, docs), memo)
+    for i in covered:
+        node = memo.get(i)
+        if isinstance(node, dict):
+            node.pop("uniqueItems", None)
+    return new_root, new_docs
+
+
+class _TooManyFrames(Exception):
+    pass
+
+
+class _Planner:
+    def __init__(self, comp):
+        self.comp = comp
+        self.frames: list = []
+        self.index: dict = {}
+        self.queue: list = []
+        self.reaches = self._reaching(comp)
+        self.checked: set = set()  # ids of uniqueItems schemas in a frame checked at run time
+        self.kept: set = set()  # ids of those that also sit where it cannot be checked
+
+    def run(self):
+        root = self.child([(self.comp.entry, True)])
+        while self.queue:
+            self._expand(*self.queue.pop())
+        covered = self.checked - self.kept
+        return (UniquePlan(self.frames, root), covered) if covered else None
+
+    # -- the schemas from which a uniqueItems can be reached --------------------------
+    def _reaching(self, comp) -> set:
+        nodes: dict = {}
+        into: dict = {}
+        todo = [comp.entry]
+        while todo:
+            s = todo.pop()
+            if not isinstance(s, dict) or id(s) in nodes:
+                continue
+            nodes[id(s)] = s
+            for t in _subschemas(s, comp):
+                if isinstance(t, dict):
+                    into.setdefault(id(t), []).append(id(s))
+                    todo.append(t)
+        out: set = set()
+        todo = [id(u) for u in comp._uniques if id(u) in nodes]
+        while todo:
+            k = todo.pop()
+            if k not in out:
+                out.add(k)
+                todo.extend(into.get(k, ()))
+        return out
+
+    # -- frames -------------------------------------------------------------------------
+    def child(self, schemas: list) -> tuple:
+        if not any(isinstance(s, dict) and id(s) in self.reaches for s, _ in schemas):
+            return DEAD
+        return self._frame(schemas, "object"), self._frame(schemas, "array")
+
+    def _frame(self, schemas: list, kind: str) -> int:
+        sure, maybe = self._close(schemas, kind)
+        if not any(k in self.reaches for k in sure) and not any(k in self.reaches for k in maybe):
+            return -1
+        if not all(_takes(self.comp, s, kind) for s in sure.values()):  # (no such value here)
+            return -1
+        key = (kind, frozenset(sure), frozenset(maybe))
+        fid = self.index.get(key)
+        if fid is None:
+            if len(self.frames) >= MAX_UNIQUE_FRAMES:
+                raise _TooManyFrames
+            fid = self.index[key] = len(self.frames)
+            self.frames.append(None)
+            self.queue.append((fid, kind, sure, maybe))
+        return fid
+
+    def _close(self, schemas: list, kind: str) -> tuple[dict, dict]:
+        """The schemas that apply to a value of `kind` where `schemas` do: (sure, maybe),
+        each id -> schema."""
+        comp, sure, maybe = self.comp, {}, {}
+        todo = list(schemas)
+        while todo:
+            s, is_sure = todo.pop()
+            if not isinstance(s, dict) or id(s) in sure or (not is_sure and id(s) in maybe):
+                continue
+            (sure if is_sure else maybe)[id(s)] = s
+            if "$ref" in s:
+                todo.append((comp._resolve(s, s["$ref"]), is_sure))
+            todo.extend((b, is_sure) for b in _list(s, "allOf"))
+            for kw in ("anyOf", "oneOf"):
+                fit = [b for b in _list(s, kw) if _takes(comp, b, kind)]
+                todo.extend((b, is_sure and len(fit) == 1) for b in fit)
+            todo.extend((s[kw], False) for kw in ("not", "if", "then", "else") if kw in s)
+            for kw in ("dependentSchemas", "dependencies"):
+                if isinstance(s.get(kw), dict):
+                    todo.extend((v, False) for v in s[kw].values() if isinstance(v, dict))
+        for k in sure:
+            maybe.pop(k, None)
+        return sure, maybe
+
+    def _expand(self, fid: int, kind: str, sure: dict, maybe: dict) -> None:
+        schemas = [(s, True) for s in sure.values()] + [(s, False) for s in maybe.values()]
+        if kind == "object":
+            names = {k for s, _ in schemas if isinstance(s.get("properties"), dict) for k in s["properties"]}
+            other = self.child(self._key_schemas(schemas, _OTHER))
+            keys = {k: c for k in names if (c := self.child(self._key_schemas(schemas, k))) != other}
+            self.frames[fid] = ("o", keys, other)
+            return
+        longest = max((len(p) for s, _ in schemas if (p := _prefix(s)[0])), default=0)
+        slots = [self._item_schemas(schemas, i) for i in range(longest)] + [self._item_schemas(schemas, None)]
+        unique = self._checkable(sure, maybe, slots)
+        self.frames[fid] = ("a", unique, [self.child(c) for c in slots[:-1]], self.child(slots[-1]))
+
+    def _key_schemas(self, schemas: list, key) -> list:
+        out = []
+        for s, is_sure in schemas:
+            props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
+            pats = s.get("patternProperties") if isinstance(s.get("patternProperties"), dict) else {}
+            if key is _OTHER:  # (which patterns a key matches is not known here)
+                out.extend((v, False) for v in pats.values())
+                if "additionalProperties" in s:
+                    out.append((s["additionalProperties"], is_sure and not pats))
+            else:
+                hits = ([props[key]] if key in props else []) + (self.comp._pattern_hits(pats, key) if pats else [])
+                out.extend((v, is_sure) for v in hits)
+                if not hits and "additionalProperties" in s:
+                    out.append((s["additionalProperties"], is_sure))
+            if "unevaluatedProperties" in s:
+                out.append((s["unevaluatedProperties"], False))
+        return out
+
+    @staticmethod
+    def _item_schemas(schemas: list, i: int | None) -> list:
+        out = []
+        for s, is_sure in schemas:
+            pre, rest = _prefix(s)
+            if i is not None and pre and i < len(pre):
+                out.append((pre[i], is_sure))
+            elif rest is not None:
+                out.append((rest, is_sure))
+            for kw in ("contains", "unevaluatedItems"):
+                if kw in s:
+                    out.append((s[kw], False))
+        return out
+
+    def _checkable(self, sure: dict, maybe: dict, slots: list) -> bool:
+        """Whether the array frame has a uniqueItems checked at run time: noted in
+        self.checked, or its uniqueItems in self.kept."""
+        uniques = {k for k, s in (sure | maybe).items() if s.get("uniqueItems") is True}
+        if not uniques:
+            return False
+        ok = (not any(s.get("uniqueItems") is True for s in maybe.values())
+              and all(_only(s, _ARRAY_OK) for s in sure.values())
+              and all(_only(s, _MAYBE_ARRAY_OK) for s in maybe.values())
+              and all(self._open_strings(c) for c in slots))
+        (self.checked if ok else self.kept).update(uniques)
+        return ok
+
+    def _open_strings(self, items: list) -> bool:
+        """Whether every item the schemas `items` allow is a string, open (module notes)."""
+        comp = self.comp
+        types = None
+        for s, is_sure in items:
+            if is_sure:
+                t = comp._types_of(s)
+                if t is not None:
+                    types = t if types is None else types & t
+        if types is None or not types <= {"string"}:
+            return False
+        sure, maybe = self._close(items, "string")
+        string_ok = _STRING_OK if comp.assert_formats else _STRING_OK | {"format"}
+        return (all(_only(s, string_ok) for s in sure.values())
+                and all(_only(s, _MAYBE_STRING_OK) for s in maybe.values()))
+
+
+def _only(s: dict, allowed: frozenset) -> bool:
+    return all(k in allowed or k not in _KEYWORDS for k in s)
+
+
+def _list(s: dict, kw: str) -> list:
+    v = s.get(kw)
+    return v if isinstance(v, list) else []
+
+
+def _prefix(s: dict) -> tuple:
+    """(prefix item schemas, the schema of the items after them or None)."""
+    pre, rest = s.get("prefixItems"), s.get("items")
+    if isinstance(rest, list):  # (draft-07's tuple form)
+        pre, rest = rest, s.get("additionalItems")
+    return (pre if isinstance(pre, list) else None), rest
+
+
+def _takes(comp, s, kind: str) -> bool:
+    t = comp._types_of(s)
+    return t is None or kind in t
+
+
+def _subschemas(s: dict, comp):
+    """The schemas `s` applies somewhere (its $ref's target too; not its $defs)."""
+    for k, v in s.items():
+        if k == "$ref":
+            yield comp._resolve(s, v)
+        elif k in ("allOf", "anyOf", "oneOf", "prefixItems") or (k == "items" and isinstance(v, list)):
+            yield from (x for x in v if isinstance(x, dict)) if isinstance(v, list) else ()
+        elif k in ("properties", "patternProperties", "dependentSchemas", "dependencies"):
+            yield from (x for x in v.values() if isinstance(x, dict)) if isinstance(v, dict) else ()
+        elif k in ("items", "additionalItems", "additionalProperties", "unevaluatedItems",
+                   "unevaluatedProperties", "contains", "not", "if", "then", "else", "propertyNames"):
+            if isinstance(v, dict):
+                yield v

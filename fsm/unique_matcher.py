@@ -1,0 +1,135 @@
+"""A Matcher that also keeps the items of unique arrays of strings distinct
+(fsm/json_unique.py says where and why this is exact).
+
+Masks: the automaton's mask, less the tokens that would close an item equal to an
+earlier one of its array. Only tokens with a `"` can close an item, and most are ruled
+out without reading them (`QuoteTokens`): inside an item, a token closes it with the
+bytes before its first quote, so those equal to the rest of an earlier item are looked
+up; between items a token needs two quotes to make one, and outside unique arrays four
+(two items). The few tokens left that the mask allows are stepped through the tracker.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .matcher import Matcher
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+class QuoteTokens:
+    """The vocabulary's tokens by their quotes: `closing[b]`, the tokens without a
+    backslash before their first quote whose bytes before it are b; `escaped`, those
+    with one; `quotes[k]`, those with at least k quotes (k = 1..4)."""
+
+    def __init__(self, token_bytes):
+        closing: dict[bytes, list] = {}
+        escaped, quotes = [], {1: [], 2: [], 3: [], 4: []}
+        for t, b in enumerate(token_bytes):
+            if not b or 0x22 not in b:
+                continue
+            head = b[:b.index(0x22)]
+            if 0x5C in head:
+                escaped.append(t)
+            else:
+                closing.setdefault(head, []).append(t)
+            for k in range(1, min(b.count(0x22), 4) + 1):
+                quotes[k].append(t)
+        self.closing = {h: np.array(v, dtype=np.int64) for h, v in closing.items()}
+        self.escaped = np.array(escaped, dtype=np.int64)
+        self.quotes = {k: np.array(v, dtype=np.int64) for k, v in quotes.items()}
+
+    @staticmethod
+    def of(vocab) -> "QuoteTokens":
+        q = vocab._cache.get("quote_tokens")
+        if q is None:
+            q = vocab._cache["quote_tokens"] = QuoteTokens(vocab.token_bytes)
+        return q
+
+
+class UniqueMatcher(Matcher):
+    """Matcher over an automaton with a `unique` plan; the same contract."""
+
+    __slots__ = ("plan", "track", "_tracks", "_quotes")
+
+    def __init__(self, automaton):
+        super().__init__(automaton)
+        self.plan = automaton.unique
+        self.track = self.plan.start
+        self._tracks: list = []
+        self._quotes = QuoteTokens.of(automaton.vocab)
+
+    def accept_token(self, token_id: int) -> bool:
+        if not super().accept_token(token_id):
+            return False
+        data = self.automaton.vocab.token_bytes[token_id] if not self._terminated else None
+        nxt = self.plan.feed(self.track, data) if data else self.track
+        if nxt is None:  # (it closes a repeated item)
+            Matcher.rollback(self, 1)
+            return False
+        self._tracks.append(self.track)
+        self.track = nxt
+        return True
+
+    def rollback(self, n: int) -> None:
+        super().rollback(n)
+        if n:
+            self.track = self._tracks[-n]
+            del self._tracks[-n:]
+
+    def fill_next_token_bitmask(self, row) -> None:
+        super().fill_next_token_bitmask(row)
+        if not self._terminated:
+            self._drop_repeats(row if type(row) is np.ndarray else np.asarray(row))
+
+    def next_token_mask(self) -> np.ndarray:
+        out = super().next_token_mask().copy()
+        self._drop_repeats(out)
+        return out
+
+    def _candidates(self) -> np.ndarray:
+        """A superset of the tokens that would close a repeated item from here."""
+        plan, q, track = self.plan, self._quotes, self.track
+        inside = plan.item_prefix(track)
+        if inside is None:
+            return q.quotes[2] if plan.between_items(track) else q.quotes[4]
+        done, seen = inside
+        if done is None:  # (an escape cut short: any quote may close it)
+            return q.quotes[1]
+        parts = [q.closing.get(s[len(done):], _EMPTY) for s in seen if s.startswith(done)]
+        if parts:
+            parts.append(q.escaped)
+        parts.append(q.quotes[3])
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def _drop_repeats(self, out: np.ndarray) -> None:
+        ids = self._candidates()
+        if not len(ids):
+            return
+        words = out.view(np.uint32)
+        ids = ids[(words[ids >> 5] >> (ids & 31).astype(np.uint32)) & 1 == 1]
+        data, feed, track = self.automaton.vocab.token_bytes, self.plan.feed, self.track
+        for t in ids.tolist():
+            if feed(track, data[t]) is None:
+                words[t >> 5] &= np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF)
+
+    def _holds(self, data: bytes) -> bool:
+        return self.plan.feed(self.track, data) is not None
+
+    def forced_bytes(self, limit: int = 4096) -> bytes:
+        out = super().forced_bytes(limit)
+        return out if not out or self._holds(out) else b""
+
+    def forced_tokens(self, limit: int = 256) -> list[int]:
+        out, track, data = super().forced_tokens(limit), self.track, self.automaton.vocab.token_bytes
+        for k, t in enumerate(out):
+            track = self.plan.feed(track, data[t])
+            if track is None:
+                return out[:k]
+        return out
+
+    def copy(self) -> "UniqueMatcher":
+        m = UniqueMatcher(self.automaton)
+        m.state, m._history, m._terminated = self.state, list(self._history), self._terminated
+        m.track, m._tracks = self.track, list(self._tracks)
+        return m
