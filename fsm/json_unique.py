@@ -30,9 +30,15 @@ import copy
 import json
 import re
 
+from .dfa import LazyDFA
+from .errors import RegexError, TooLargeError
 from .json_keywords import _ARRAY_KW, _KEYWORDS, _NOTES, _NUMBER_KW, _OBJECT_KW, _STRING_KW
+from .json_source import JsonTermSource
 
 MAX_UNIQUE_FRAMES = 4096  # frames of containers read while looking for unique arrays
+MAX_ALTERNATIVES = 64  # ways a frame's unions may hold, read one by one (above: together)
+MAX_KEY_PATTERNS = 4  # patternProperties of an object frame that the tracker tests keys on
+MAX_PATTERN_STATES = 256  # DFA states of one of those patterns
 _OTHER = object()  # a property name that no `properties` declares
 DEAD = (-1, -1)
 
@@ -55,7 +61,9 @@ _MAYBE_STRING_OK = _QUIET | frozenset(_ARRAY_KW + _NUMBER_KW + _OBJECT_KW) | {"t
 class UniquePlan:
     """Where the unique arrays of strings are, and how to check an output's bytes.
 
-    `frames[f]` is ("o", {key: child}, other_child) for an object frame, ("a", unique,
+    `frames[f]` is ("o", {key: child}, pattern tables, {patterns matched: child}) for
+    an object frame (a key no `properties` declares: bit i set where it matches the
+    i-th pattern, as a whole DFA of the encoded keys: json_unique._pattern_table), ("a", unique,
     [child per prefix item], rest_child) for an array frame; a child is (frame of the
     value if it is an object, frame if an array), -1 where no unique array lies below.
     `root` is the document's child. The tracker's state is a tuple (stack, dead, mode,
@@ -100,9 +108,7 @@ class UniquePlan:
                     continue
                 if mode == 2:  # a key: its value's frame
                     f = stack[-1][1]
-                    row = frames[f]
-                    key = json.loads(b'"' + buf)
-                    stack[-1] = ("o", f, 1, row[1].get(key, row[2]))
+                    stack[-1] = ("o", f, 1, self._key_child(frames[f], buf))
                 elif mode == 3:
                     item = json.loads(b'"' + buf).encode("utf-8", "surrogatepass")
                     _, f, k, seen = stack[-1]
@@ -150,6 +156,23 @@ class UniquePlan:
                 top = stack[-1]
                 stack[-1] = ("o", top[1], 2, top[3])
         return tuple(stack), dead, mode | (esc << 2), buf
+
+    @staticmethod
+    def _key_child(row: tuple, buf: bytes) -> tuple:
+        """The child of key `buf` (its encoded bytes and the closing quote) in object
+        frame `row`: a declared name's, else by the patterns it matches."""
+        _, keys, tables, others = row
+        child = keys.get(json.loads(b'"' + buf))
+        if child is not None:
+            return child
+        sig = 0
+        for i, (table, accepting, s) in enumerate(tables):
+            for b in buf[:-1]:
+                s = table[s, b]
+                if not s:
+                    break
+            sig |= int(accepting[s]) << i
+        return others[sig]
 
     def _child(self, stack: list) -> tuple:
         if not stack:
@@ -237,6 +260,10 @@ class _TooManyFrames(Exception):
     pass
 
 
+class _TooManyWays(Exception):
+    pass
+
+
 class _Planner:
     def __init__(self, comp):
         self.comp = comp
@@ -244,11 +271,12 @@ class _Planner:
         self.index: dict = {}
         self.queue: list = []
         self.reaches = self._reaching(comp)
+        self.tables: dict = {}  # pattern -> _pattern_table
         self.checked: set = set()  # ids of uniqueItems schemas in a frame checked at run time
         self.kept: set = set()  # ids of those that also sit where it cannot be checked
 
     def run(self):
-        root = self.child([(self.comp.entry, True)])
+        root = self.child([[(self.comp.entry, True)]])
         while self.queue:
             self._expand(*self.queue.pop())
         covered = self.checked - self.kept
@@ -278,34 +306,47 @@ class _Planner:
         return out
 
     # -- frames -------------------------------------------------------------------------
-    def child(self, schemas: list) -> tuple:
-        if not any(isinstance(s, dict) and id(s) in self.reaches for s, _ in schemas):
+    def child(self, ways: list) -> tuple:
+        """The (object, array) frames of a value that `ways` (lists of (schema, sure)
+        pairs, one list per alternative) apply to."""
+        if not any(isinstance(s, dict) and id(s) in self.reaches for w in ways for s, _ in w):
             return DEAD
-        return self._frame(schemas, "object"), self._frame(schemas, "array")
+        return self._frame(ways, "object"), self._frame(ways, "array")
 
-    def _frame(self, schemas: list, kind: str) -> int:
-        sure, maybe = self._close(schemas, kind)
-        if not any(k in self.reaches for k in sure) and not any(k in self.reaches for k in maybe):
+    def _frame(self, ways: list, kind: str) -> int:
+        alts = {}
+        for w in ways:
+            for sure, maybe in self._alternatives(w, kind):
+                if all(_takes(self.comp, x, kind) for x in sure.values()):  # (else no such value)
+                    alts[(frozenset(sure), frozenset(maybe))] = (sure, maybe)
+        if not any(k in self.reaches for sure, maybe in alts.values() for k in (*sure, *maybe)):
             return -1
-        if not all(_takes(self.comp, s, kind) for s in sure.values()):  # (no such value here)
-            return -1
-        key = (kind, frozenset(sure), frozenset(maybe))
+        key = (kind, frozenset(alts))
         fid = self.index.get(key)
         if fid is None:
             if len(self.frames) >= MAX_UNIQUE_FRAMES:
                 raise _TooManyFrames
             fid = self.index[key] = len(self.frames)
             self.frames.append(None)
-            self.queue.append((fid, kind, sure, maybe))
+            self.queue.append((fid, kind, list(alts.values())))
         return fid
 
-    def _close(self, schemas: list, kind: str) -> tuple[dict, dict]:
-        """The schemas that apply to a value of `kind` where `schemas` do: (sure, maybe),
-        each id -> schema."""
-        comp, sure, maybe = self.comp, {}, {}
-        todo = list(schemas)
+    def _alternatives(self, schemas: list, kind: str, split: bool = True) -> list:
+        """The ways the schemas that apply to a value of `kind` where `schemas` do may
+        hold: [(sure, maybe)], each id -> schema. A union with several branches for
+        `kind` is one way per branch (up to MAX_ALTERNATIVES; above, its branches are
+        maybe-schemas of one way)."""
+        try:
+            return self._ways(list(schemas), kind, {}, {}, [], split)
+        except _TooManyWays:
+            return self._ways(list(schemas), kind, {}, {}, [], False)
+
+    def _ways(self, todo: list, kind: str, sure: dict, maybe: dict, splits: list, split: bool) -> list:
+        comp = self.comp
         while todo:
             s, is_sure = todo.pop()
+            if s is False and is_sure:  # (no value: not a way at all)
+                return []
             if not isinstance(s, dict) or id(s) in sure or (not is_sure and id(s) in maybe):
                 continue
             (sure if is_sure else maybe)[id(s)] = s
@@ -314,45 +355,84 @@ class _Planner:
             todo.extend((b, is_sure) for b in _list(s, "allOf"))
             for kw in ("anyOf", "oneOf"):
                 fit = [b for b in _list(s, kw) if _takes(comp, b, kind)]
-                todo.extend((b, is_sure and len(fit) == 1) for b in fit)
+                if is_sure and split and len(fit) > 1:
+                    splits.append(fit)
+                else:
+                    todo.extend((b, is_sure and len(fit) == 1) for b in fit)
             todo.extend((s[kw], False) for kw in ("not", "if", "then", "else") if kw in s)
             for kw in ("dependentSchemas", "dependencies"):
                 if isinstance(s.get(kw), dict):
                     todo.extend((v, False) for v in s[kw].values() if isinstance(v, dict))
+        if splits:
+            fit, out = splits[-1], []
+            for b in fit:
+                out += self._ways([(b, True)], kind, dict(sure), dict(maybe), splits[:-1], split)
+                if len(out) > MAX_ALTERNATIVES:
+                    raise _TooManyWays
+            return out
         for k in sure:
             maybe.pop(k, None)
-        return sure, maybe
+        return [(sure, maybe)]
 
-    def _expand(self, fid: int, kind: str, sure: dict, maybe: dict) -> None:
-        schemas = [(s, True) for s in sure.values()] + [(s, False) for s in maybe.values()]
+    def _expand(self, fid: int, kind: str, alts: list) -> None:
+        ways = [[(x, True) for x in sure.values()] + [(x, False) for x in maybe.values()] for sure, maybe in alts]
         if kind == "object":
-            names = {k for s, _ in schemas if isinstance(s.get("properties"), dict) for k in s["properties"]}
-            other = self.child(self._key_schemas(schemas, _OTHER))
-            keys = {k: c for k in names if (c := self.child(self._key_schemas(schemas, k))) != other}
-            self.frames[fid] = ("o", keys, other)
+            names = {k for w in ways for x, _ in w if isinstance(x.get("properties"), dict) for k in x["properties"]}
+            pats = sorted({p for w in ways for x, _ in w if isinstance(x.get("patternProperties"), dict)
+                           for p in x["patternProperties"]})
+            tables = [self._pattern_table(p) for p in pats] if len(pats) <= MAX_KEY_PATTERNS else [None]
+            if None in tables:  # (which patterns a key matches is not known: they may apply)
+                tables, others = [], {0: self.child([self._key_schemas(w, _OTHER) for w in ways])}
+            else:
+                others = {sig: self.child([self._key_schemas(w, _OTHER, {p for i, p in enumerate(pats) if sig >> i & 1})
+                                           for w in ways]) for sig in range(1 << len(pats))}
+            keys = {k: c for k in names if (c := self.child([self._key_schemas(w, k) for w in ways])) != others.get(0)
+                    or tables}
+            self.frames[fid] = ("o", keys, tables, others)
             return
-        longest = max((len(p) for s, _ in schemas if (p := _prefix(s)[0])), default=0)
-        slots = [self._item_schemas(schemas, i) for i in range(longest)] + [self._item_schemas(schemas, None)]
-        unique = self._checkable(sure, maybe, slots)
+        longest = max((len(p) for w in ways for x, _ in w if (p := _prefix(x)[0])), default=0)
+        slots = [[self._item_schemas(w, i) for w in ways] for i in [*range(longest), None]]
+        unique = self._checkable(alts, slots)
         self.frames[fid] = ("a", unique, [self.child(c) for c in slots[:-1]], self.child(slots[-1]))
 
-    def _key_schemas(self, schemas: list, key) -> list:
+    def _key_schemas(self, schemas: list, key, matched: set | None = None) -> list:
+        """The schemas of a property `key` (_OTHER: one no `properties` declares, whose
+        name matches the patterns `matched`; None: not known which)."""
         out = []
         for s, is_sure in schemas:
             props = s.get("properties") if isinstance(s.get("properties"), dict) else {}
             pats = s.get("patternProperties") if isinstance(s.get("patternProperties"), dict) else {}
-            if key is _OTHER:  # (which patterns a key matches is not known here)
+            if key is _OTHER and matched is None:
                 out.extend((v, False) for v in pats.values())
                 if "additionalProperties" in s:
                     out.append((s["additionalProperties"], is_sure and not pats))
             else:
-                hits = ([props[key]] if key in props else []) + (self.comp._pattern_hits(pats, key) if pats else [])
+                hits = ([v for p, v in pats.items() if p in matched] if key is _OTHER else
+                        ([props[key]] if key in props else []) + (self.comp._pattern_hits(pats, key) if pats else []))
                 out.extend((v, is_sure) for v in hits)
                 if not hits and "additionalProperties" in s:
                     out.append((s["additionalProperties"], is_sure))
             if "unevaluatedProperties" in s:
                 out.append((s["unevaluatedProperties"], False))
         return out
+
+    def _pattern_table(self, pattern: str):
+        """(transition table, accepting, start) of the whole DFA of the encoded keys with a
+        match of `pattern`, for the tracker; None where it has more than
+        MAX_PATTERN_STATES states or the compiler cannot read it."""
+        if pattern not in self.tables:
+            comp = self.comp
+            try:
+                dfa = LazyDFA(JsonTermSource(comp.tb), comp.st.search(pattern), MAX_PATTERN_STATES)
+                s = 1
+                while s < dfa.num_states:
+                    dfa.expand(s)
+                    s += 1
+                n = dfa.num_states
+                self.tables[pattern] = (dfa.table[:n].copy(), dfa.accepting[:n].copy(), dfa.start)
+            except (RegexError, TooLargeError):
+                self.tables[pattern] = None
+        return self.tables[pattern]
 
     @staticmethod
     def _item_schemas(schemas: list, i: int | None) -> list:
@@ -368,16 +448,17 @@ class _Planner:
                     out.append((s[kw], False))
         return out
 
-    def _checkable(self, sure: dict, maybe: dict, slots: list) -> bool:
-        """Whether the array frame has a uniqueItems checked at run time: noted in
-        self.checked, or its uniqueItems in self.kept."""
-        uniques = {k for k, s in (sure | maybe).items() if s.get("uniqueItems") is True}
+    def _checkable(self, alts: list, slots: list) -> bool:
+        """Whether the array frame has a uniqueItems checked at run time (every way
+        holds one, in a sure schema, and keeps the items open strings): noted in
+        self.checked; or its uniqueItems in self.kept."""
+        uniques = {k for sure, maybe in alts for k, x in (sure | maybe).items() if x.get("uniqueItems") is True}
         if not uniques:
             return False
-        ok = (not any(s.get("uniqueItems") is True for s in maybe.values())
-              and all(_only(s, _ARRAY_OK) for s in sure.values())
-              and all(_only(s, _MAYBE_ARRAY_OK) for s in maybe.values())
-              and all(self._open_strings(c) for c in slots))
+        ok = all(any(x.get("uniqueItems") is True for x in sure.values())  # (_MAYBE_ARRAY_OK has none)
+                 and all(_only(x, _ARRAY_OK) for x in sure.values())
+                 and all(_only(x, _MAYBE_ARRAY_OK) for x in maybe.values()) for sure, maybe in alts)
+        ok = ok and all(self._open_strings(w) for ways in slots for w in ways)
         (self.checked if ok else self.kept).update(uniques)
         return ok
 
@@ -392,10 +473,10 @@ class _Planner:
                     types = t if types is None else types & t
         if types is None or not types <= {"string"}:
             return False
-        sure, maybe = self._close(items, "string")
         string_ok = _STRING_OK if comp.assert_formats else _STRING_OK | {"format"}
-        return (all(_only(s, string_ok) for s in sure.values())
-                and all(_only(s, _MAYBE_STRING_OK) for s in maybe.values()))
+        return all(all(_only(x, string_ok) for x in sure.values())
+                   and all(_only(x, _MAYBE_STRING_OK) for x in maybe.values())
+                   for sure, maybe in self._alternatives(items, "string"))
 
 
 def _only(s: dict, allowed: frozenset) -> bool:

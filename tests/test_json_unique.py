@@ -1,0 +1,281 @@
+"""uniqueItems over arrays of open strings, checked while decoding (fsm/json_unique.py,
+fsm/unique_matcher.py). Oracles: jsonschema for whole texts; for masks, a recursive
+partial-JSON reader written here, which finds the finished items of each unique array
+in a text cut anywhere."""
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import jsonschema
+import numpy as np
+import pytest
+
+from fsm.errors import SchemaError
+from fsm.json_schema import canonical_json, compile_json_schema, schema_to_term
+from fsm.matcher import Matcher
+from fsm.unique_matcher import UniqueMatcher
+
+STRINGS = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+TAGGED = {"type": "object", "properties": {
+    "tags": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string", "minLength": 1},
+                                            "uniqueItems": True, "maxItems": 5}, {"type": "null"}]},
+    "n": {"type": "integer"}, "free": {"type": "array", "items": {"type": "string"}}},
+    "required": ["tags"]}
+# a oneOf of object variants that both keep `labels` unique; keys by pattern
+VARIANTS = {"oneOf": [
+    {"type": "object", "properties": {"kind": {"const": "a"}, "labels": {"$ref": "#/$defs/set"}},
+     "required": ["kind"], "additionalProperties": False},
+    {"type": "object", "properties": {"kind": {"const": "b"}, "labels": {"$ref": "#/$defs/set"}},
+     "required": ["kind"], "patternProperties": {"^x-": {"$ref": "#/$defs/set"}}, "additionalProperties": {
+         "type": "array", "items": {"type": "string"}}}],
+    "$defs": {"set": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}}
+TREE = {"$ref": "#/$defs/node", "$defs": {"node": {"type": "object", "properties": {
+    "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+    "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}}, "required": ["tags"]}}}
+TUPLE = {"type": "array", "prefixItems": [{"type": "integer"}, STRINGS], "items": STRINGS}
+
+
+def valid(schema, inst) -> bool:
+    return jsonschema.Draft202012Validator(schema).is_valid(inst)
+
+
+@pytest.mark.parametrize("schema, instances", [
+    (STRINGS, [[], ["a"], ["a", "b"], ["a", "a"], ["a", "b", "a"], ["é", "e"], ["é", "é"], ["", ""],
+               ["😀", "x", "😀"], ["a\"b", "a\\b", "a\"b"]]),
+    (TAGGED, [{"tags": ["x", "y"]}, {"tags": ["x", "x"]}, {"tags": "x"}, {"tags": None},
+              {"tags": ["x"], "free": ["a", "a"]}, {"tags": ["a", "b", "c", "b"], "n": 1}]),
+    (VARIANTS, [{"kind": "a", "labels": ["p", "q"]}, {"kind": "a", "labels": ["p", "p"]},
+                {"kind": "b", "labels": ["p", "p"]}, {"kind": "b", "x-y": ["s", "s"]},
+                {"kind": "b", "x-y": ["s", "t"], "other": ["s", "s"]}, {"kind": "b", "ax-": ["s", "s"]}]),
+    (TREE, [{"tags": ["a"], "kids": [{"tags": ["a", "b"]}, {"tags": ["c", "c"]}]},
+            {"tags": ["a"], "kids": [{"tags": ["a", "b"], "kids": [{"tags": []}]}]},
+            {"tags": ["a", "a"]}]),
+    (TUPLE, [[1, ["a", "a"]], [1, ["a"], ["b", "b"]], [1, ["a"], ["b"], ["a", "b"]], [1, [], ["x", "y", "x"]]]),
+])
+def test_texts_agree_with_jsonschema(schema, instances):
+    """A text is accepted exactly when the instance is valid, written compactly and with
+    flexible whitespace."""
+    flexible = schema_to_term(schema, whitespace="flexible")
+    cs = schema_to_term(schema)
+    assert cs.unique is not None and not cs.relaxed
+    for inst in instances:
+        text = canonical_json(inst, cs.key_order)
+        assert cs.accepts(text) == valid(schema, inst), text
+        assert flexible.accepts(canonical_json(inst, cs.key_order, indent=1)) == valid(schema, inst), text
+
+
+def test_escaped_repeat_is_refused():
+    """The automaton writes each string one way (only the escapes JSON needs), but the
+    check reads items as values: an escaped repeat is one too."""
+    plan = schema_to_term(STRINGS).unique
+    for text in ['["a","\\u0061"]', '["é","\\u00e9"]', '["\\u00e9","é"]', '["😀","\\ud83d\\ude00"]',
+                 '["\\/","/"]', '["\\n","\\u000a"]']:
+        assert not plan.accepts(text), text
+        assert valid(STRINGS, json.loads(text)) is False
+    for text in ['["\\ud83d","\\ude00"]', '["a","\\u0062"]', '["\\"","\\\\"]']:  # (two halves of a pair...)
+        assert plan.accepts(text), text
+        assert valid(STRINGS, json.loads(text))
+
+
+# -- masks ---------------------------------------------------------------------------------
+def _items(text: str, unique_at):
+    """The finished string items of the arrays at paths where `unique_at(path)`, in a
+    JSON text cut anywhere (recursive descent: independent of the tracker's machine)."""
+    out, i = [], 0
+
+    def ws():
+        nonlocal i
+        while i < len(text) and text[i] in " \t\n\r":
+            i += 1
+
+    def string():  # -> the decoded string, or None where the text ends inside it
+        nonlocal i
+        j = i + 1
+        while j < len(text):
+            if text[j] == "\\":
+                j += 2
+                continue
+            if text[j] == '"':
+                s = json.loads(text[i:j + 1])
+                i = j + 1
+                return s
+            j += 1
+        i = len(text)
+        return None
+
+    def value(path):
+        nonlocal i
+        ws()
+        if i >= len(text):
+            return
+        c = text[i]
+        if c == '"':
+            string()
+        elif c == "{":
+            i += 1
+            while True:
+                ws()
+                if i >= len(text) or text[i] == "}":
+                    i += 1
+                    return
+                if text[i] == ",":
+                    i += 1
+                    ws()
+                if i >= len(text):
+                    return
+                key = string()
+                if key is None:
+                    return
+                ws()
+                i += 1  # :
+                value(path + (key,))
+                if i >= len(text):
+                    return
+        elif c == "[":
+            i += 1
+            seen = [] if unique_at(path) else None
+            if seen is not None:
+                out.append(seen)
+            k = 0
+            while True:
+                ws()
+                if i >= len(text) or text[i] == "]":
+                    i += 1
+                    return
+                if text[i] == ",":
+                    i += 1
+                    k += 1
+                    ws()
+                if i >= len(text):
+                    return
+                if seen is not None and text[i] == '"':
+                    s = string()
+                    if s is not None:
+                        seen.append(s)
+                else:
+                    value(path + (k,))
+                if i >= len(text):
+                    return
+        else:
+            while i < len(text) and text[i] not in ",]}":
+                i += 1
+
+    value(())
+    return out
+
+
+def _repeats(text: str, unique_at) -> bool:
+    return any(len(set(s)) < len(s) for s in _items(text, unique_at))
+
+
+def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6):
+    """A random token walk; at each step the unique mask must be the automaton's mask less
+    exactly the tokens that finish a repeated item (checked on every token with a quote
+    and a sample of the others). The walk often starts an item by copying an earlier
+    one, token by token, so that it meets repeats. Returns (the text, whether it ended,
+    how many tokens were dropped)."""
+    m = auto.matcher()
+    assert isinstance(m, UniqueMatcher) and m.accept_tokens(start)
+    plain = Matcher(auto)
+    row, base = np.zeros(vocab.num_words, dtype=np.int32), np.zeros(vocab.num_words, dtype=np.int32)
+    data = vocab.token_bytes
+    quoted = [t for t, b in enumerate(data) if b and b'"' in b]
+    quoted_set = set(quoted)
+    text, dropped, echo = b"".join(data[t] for t in start), 0, None
+    for _ in range(steps):
+        m.fill_next_token_bitmask(row)
+        plain.state = m.state
+        plain.fill_next_token_bitmask(base)
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:vocab.size]
+        base_bits = np.unpackbits(base.view(np.uint8), bitorder="little")[:vocab.size]
+        assert not (bits & ~base_bits).any()
+        assert bits.any(), text  # never a dead end
+        sample = quoted + rng.sample(range(len(data)), 200)
+        for t in sample:
+            if base_bits[t] and data[t]:
+                after = (text + data[t]).decode("utf-8", "replace")
+                assert bool(bits[t]) == (not _repeats(after, unique_at)), (text, data[t])
+                dropped += not bits[t]
+        ids = np.flatnonzero(bits)
+        if echo is None and rng.random() < 0.7 and text.endswith((b'["', b',"')):
+            earlier = re.findall(rb'[\[,]"([^"\\]*")', text[:-1])  # (repeat an earlier item)
+            echo = rng.choice(earlier) if earlier else None
+        fits = [t for t in ids.tolist() if data[t] and echo.startswith(data[t])] if echo else []
+        if fits:
+            t = max(fits, key=lambda t: len(data[t]))
+            echo = echo[len(data[t]):] or None
+        else:
+            echo = None
+            opening = [t for t in ids.tolist() if data[t] and b"[" in data[t]] if rng.random() < 0.3 else []
+            closing = [t for t in ids.tolist() if t in quoted_set] if rng.random() < quote_bias else []
+            t = rng.choice(opening or closing) if opening or closing else int(rng.choice(ids))
+        assert m.accept_token(t)
+        if m.is_terminated():
+            return text, True, dropped
+        text += data[t]
+    return text, False, dropped
+
+
+@pytest.mark.parametrize("schema, unique_at, start", [
+    (STRINGS, lambda p: p == (), ""),
+    (TAGGED, lambda p: p == ("tags",), '{"tags":['),
+    (VARIANTS, lambda p: len(p) == 1 and (p[0] == "labels" or p[0].startswith("x-")), '{"kind":"b","x-a":['),
+    (TREE, lambda p: p and p[-1] == "tags", '{"tags":["a"],"kids":[{"tags":['),
+])
+def test_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schema, unique_at, start):
+    auto = compile_json_schema(schema, smol_vocab)
+    rng = random.Random(3)
+    ended = dropped = 0
+    start = smol_tokenizer.encode(start, add_special_tokens=False)
+    for _ in range(12):
+        text, done, d = _walk_masks(auto, smol_vocab, unique_at, rng, start)
+        dropped += d
+        if done:
+            ended += 1
+            assert valid(schema, json.loads(text)), text
+    assert dropped > 0  # (the walks met repeats to drop)
+
+
+def test_matcher_contract(smol_tokenizer, smol_vocab):
+    """accept_token refuses a repeat (the escaped one too) and changes nothing; rollback,
+    copy and the forced tokens keep the items in step."""
+    auto = compile_json_schema(STRINGS, smol_vocab)
+    ids = smol_tokenizer.encode('["ab","c","ab"]', add_special_tokens=False)
+    m = auto.matcher()
+    assert not m.accept_tokens(ids) and m.state == auto.start
+    good = smol_tokenizer.encode('["ab","c"', add_special_tokens=False)
+    assert m.accept_tokens(good)
+    c = m.copy()
+    rest = smol_tokenizer.encode(',"ab"]', add_special_tokens=False)
+    assert not m.accept_tokens(rest)
+    assert m.accept_tokens(smol_tokenizer.encode(',"\\u0061b"', add_special_tokens=False)) is False
+    assert m.accept_tokens(smol_tokenizer.encode(',"abc"]', add_special_tokens=False))
+    m.rollback(len(smol_tokenizer.encode(',"abc"]', add_special_tokens=False)))
+    assert not m.accept_tokens(rest)
+    assert c.accept_tokens(smol_tokenizer.encode(',"d"]', add_special_tokens=False)) and c.is_accepting()
+    assert c.accept_token(smol_vocab.eos_ids[0]) and c.is_terminated()
+    c.rollback(1)
+    assert c.is_accepting()
+
+
+@pytest.mark.parametrize("schema", [
+    {"not": STRINGS},
+    {"type": "array", "items": {"type": "string", "maxLength": 1}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "string", "pattern": "^[ab]$"}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "string", "format": "date"}, "uniqueItems": True},
+    {"type": "array", "items": {"type": ["string", "integer"]}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "contains": {"const": "a"}},
+    {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "enum": [["a", "b"]]},
+    {"anyOf": [STRINGS, {"type": "array", "items": {"type": "string", "maxLength": 3}}]},  # (may repeat)
+    {"anyOf": [STRINGS, {"type": "array", "items": {"type": "string"}, "minItems": 2}]},
+    {"if": {"minItems": 2}, "then": STRINGS},
+    {"type": "object", "properties": {"a": STRINGS}, "dependentSchemas": {"b": {"properties": {"a": {
+        "items": {"maxLength": 2}}}}}},
+])
+def test_refused_where_not_exact(schema):
+    """Where a repeat may be valid, or refusing one may leave no way on, strict mode still
+    refuses uniqueItems (SchemaError naming it) and lenient mode drops it with a warning."""
+    with pytest.raises(SchemaError, match="uniqueItems"):
+        schema_to_term(schema)
