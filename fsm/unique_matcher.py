@@ -10,11 +10,11 @@ up; between items a token needs two quotes to make one, and outside unique array
 """
 from __future__ import annotations
 
+from bisect import bisect_left
+
 import numpy as np
 
 from .matcher import Matcher
-
-_EMPTY = np.zeros(0, dtype=np.int64)
 
 
 class QuoteTokens:
@@ -35,8 +35,8 @@ class QuoteTokens:
                 closing.setdefault(head, []).append(t)
             for k in range(1, min(b.count(0x22), 4) + 1):
                 quotes[k].append(t)
-        self.closing = {h: np.array(v, dtype=np.int64) for h, v in closing.items()}
-        self.escaped = np.array(escaped, dtype=np.int64)
+        self.closing = {h: tuple(v) for h, v in closing.items()}
+        self.escaped = tuple(escaped)
         self.quotes = {k: np.array(v, dtype=np.int64) for k, v in quotes.items()}
 
     @staticmethod
@@ -45,6 +45,11 @@ class QuoteTokens:
         if q is None:
             q = vocab._cache["quote_tokens"] = QuoteTokens(vocab.token_bytes)
         return q
+
+
+def _has(items: tuple, x: bytes) -> bool:
+    at = bisect_left(items, x)
+    return at < len(items) and items[at] == x
 
 
 class UniqueMatcher(Matcher):
@@ -87,29 +92,45 @@ class UniqueMatcher(Matcher):
         self._drop_repeats(out)
         return out
 
-    def _candidates(self) -> np.ndarray:
-        """A superset of the tokens that would close a repeated item from here."""
+    def _candidates(self, words: np.ndarray) -> list:
+        """The tokens `words` allows that may close a repeated item from here (a superset)."""
         plan, q, track = self.plan, self._quotes, self.track
         inside = plan.item_prefix(track)
         if inside is None:
-            return q.quotes[2] if plan.between_items(track) else q.quotes[4]
+            return self._allowed(2 if plan.between_items(track) else 4, words)
         done, seen = inside
         if done is None:  # (an escape cut short: any quote may close it)
-            return q.quotes[1]
-        parts = [q.closing.get(s[len(done):], _EMPTY) for s in seen if s.startswith(done)]
-        if parts:
-            parts.append(q.escaped)
-        parts.append(q.quotes[3])
-        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+            return self._allowed(1, words)
+        out = self._allowed(3, words)
+        lo = bisect_left(seen, done)
+        hi = bisect_left(seen, done + b"\xff", lo)  # (UTF-8 has no 0xFF: past every item done begins)
+        if lo == hi:  # (no earlier item goes on as this one)
+            return out
+        if hi - lo <= len(q.closing):
+            rests = [seen[i][len(done):] for i in range(lo, hi)]
+        else:  # (many do: try each token's head instead)
+            rests = [h for h in q.closing if _has(seen, done + h)]
+        extra = [t for r in rests for t in q.closing.get(r, ())] + list(q.escaped)
+        return out + [t for t in extra if words[t >> 5] >> (t & 31) & 1]
+
+    def _allowed(self, k: int, words: np.ndarray) -> list:
+        """The tokens with at least k quotes that the current state's mask allows
+        (remembered per state: the mask is the state's)."""
+        memo = self.automaton.__dict__.setdefault("_quoted_allowed", {})
+        key = (self.state, k)
+        out = memo.get(key)
+        if out is None:
+            ids = self._quotes.quotes[k]
+            out = memo[key] = ids[(words[ids >> 5] >> (ids & 31).astype(np.uint32)) & 1 == 1].tolist()
+        return out
 
     def _drop_repeats(self, out: np.ndarray) -> None:
-        ids = self._candidates()
-        if not len(ids):
-            return
         words = out.view(np.uint32)
-        ids = ids[(words[ids >> 5] >> (ids & 31).astype(np.uint32)) & 1 == 1]
+        ids = self._candidates(words)
+        if not ids:
+            return
         data, feed, track = self.automaton.vocab.token_bytes, self.plan.feed, self.track
-        for t in ids.tolist():
+        for t in ids:
             if feed(track, data[t]) is None:
                 words[t >> 5] &= np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF)
 
