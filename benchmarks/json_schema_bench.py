@@ -204,6 +204,10 @@ CASES = [  # name, schema, document, our options
                          {"properties": {"b": {"type": "string", "maxLength": 5}}, "required": ["b"]}]},
      {"a": 5, "b": "hey"}, {}),
     ("k8s-deployment", DEPLOYMENT, DEPLOYMENT_DOC, {}),
+    ("unique-tags", {"type": "object", "properties": {  # (xgrammar ignores uniqueItems; llguidance refuses it)
+        "name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
+        "required": ["name", "tags"], "additionalProperties": False},
+     {"name": "release notes", "tags": ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]}, {}),
 ]
 
 
@@ -401,7 +405,8 @@ def main():
     print("|---|---|---|---|---|---|---|---|")
     for name, n, o, x, g, oc in rows:
         print(f"| {name} | {n} | {fmt(o[0])}{' ' + o[3] if o[3] else ''} | {fmt(x[0])} {x[2]} | "
-              f"{fmt(g[0])} {g[2]} | {fmt(oc[0])} {oc[2]} | {o[0] / g[0]:.2f} | {o[0] / x[0]:.2f} |")
+              f"{fmt(g[0])} {g[2]} | {fmt(oc[0])} {oc[2]} | {'-' if g[2] else f'{o[0] / g[0]:.2f}'} | "
+              f"{o[0] / x[0]:.2f} |")
     print("\n## Time between masks (µs per token: fill mask + accept; median / p99; first passes: "
           "per step the minimum over %d fresh compiles)\n" % args.reps)
     print("| schema | ours (first pass) | ours (warm) | xgrammar | llguidance | outlines-core | "
