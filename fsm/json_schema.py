@@ -125,12 +125,11 @@ first a guessed member (TermSource.has_guess), then A* towards the shortest acce
 completion; `JsonTermBuilder` folds `X & ~X` (and `X & ~(X|Y)`) to nothing, which
 otherwise needs an exhaustive search of X's states. A recursive reference (the grammar
 path) cannot be intersected: refused where the intersection is made (_meet). None is
-needed for oneOf branches whose types differ (read through their own anyOf/oneOf:
-_types_of), whose discriminator values differ (where only objects count), or that are
-pairwise apart by their keys or values (_disjoint, _apart); complements are taken only
-among branches that share types (_overlaps); nor for type-specific keywords beside a
-union whose branches' types are known: each branch takes its types' keywords
-(_type_variants). Where schemas merge, an intersection is one schema instead: allOf
+needed for oneOf branches whose types differ (read through their own anyOf/oneOf),
+whose discriminator values differ (where only objects count), or that are pairwise apart
+by their keys or values; complements are taken only among branches that share types
+(fsm/json_disjoint.py reads all that); nor for type-specific keywords beside a union
+whose branches' types are known: each branch takes its types' keywords (_type_variants). Where schemas merge, an intersection is one schema instead: allOf
 branches and a $ref beside keywords (_conjunction), listed values beside scalar keywords
 (_merged_values), an object beside an anyOf of objects as a union of merged objects
 (_union_distributed), allOf branches compiled for the types they share (_narrowed).
@@ -167,11 +166,12 @@ from urllib.parse import unquote, urldefrag, urljoin
 from .dfa import DEFAULT_MAX_STATES, LazyDFA
 from .errors import RegexError, SchemaError, SchemaWarning
 from .json_formats import PYDANTIC_ANY_STRING
+from .json_disjoint import deref, disjoint, overlaps, scalar_overlaps, types_of
 from .json_dynamic import DynamicRefs
 from .json_keywords import (_ANNOTATIONS, _ARRAY_KW, _FAMILIES, _NUMBER_KW, _OBJECT_KW, _STRING_KW, _SUB_LIST,
                             _SUB_MAP, _SUB_ONE, _TYPED_KW, _TYPES, _UNSUPPORTED, _beside_ref, _check_values,
                             _idle_keywords, _schema_keys)
-from .json_merge import (_TYPED_ENUM_KEYS, _common_values, _finite_values, _has_type, _json_equal, _json_type,
+from .json_merge import (_TYPED_ENUM_KEYS, _common_values, _finite_values, _has_type, _json_equal,
                          _merged_arrays, _merged_scalars, _well_typed)
 from .json_numbers import NumberTerms, integer_texts, number_text_term, to_decimal
 from .json_pydantic import _pydantic_defaults, _pydantic_generator
@@ -753,7 +753,7 @@ class _Compiler:
     def _meets(self, node) -> bool:
         """Whether the values of schema `node` meet (are intersected or complemented),
         so that every object below it slots every known key (module notes). Not for a
-        oneOf alone whose branches are disjoint (_disjoint: a union), nor for
+        oneOf alone whose branches are disjoint (json_disjoint.disjoint: a union), nor for
         patternProperties whose intersections take at most one part that holds
         objects (`"^x-": {}`: the cheap universe accepts every key order), nor for a
         $ref beside a `type` its target has (_typed_ref), nor for an allOf (or a $ref
@@ -771,8 +771,8 @@ class _Compiler:
             why = _meet_reasons(node)
             if "oneOf" in why and not _container_parts(node) \
                     and not {"$ref", "allOf", "not", "if"} & node.keys() \
-                    and (len(node["oneOf"]) <= 1 or self._disjoint(node, node["oneOf"])
-                         or self._scalar_overlaps(node["oneOf"])):
+                    and (len(node["oneOf"]) <= 1 or disjoint(self, node, node["oneOf"])
+                         or scalar_overlaps(self, node["oneOf"])):
                 why.discard("oneOf")
             if "patternProperties" in why and self._patterns_apart(node):
                 why.discard("patternProperties")
@@ -802,10 +802,10 @@ class _Compiler:
         beside = _beside_ref(node) if "$ref" in node else set()
         if "type" not in beside or not _well_typed(node["type"]):
             return False
-        own = self._types_of({"type": node["type"]})
+        own = types_of(self, {"type": node["type"]})
         if not beside - {"type"} <= _idle_keywords(own):
             return False
-        types = self._types_of(self._resolve(node, node["$ref"]))
+        types = types_of(self, self._resolve(node, node["$ref"]))
         return types is not None and types <= own
 
     def _order_free(self, s) -> bool:
@@ -813,7 +813,7 @@ class _Compiler:
         universe takes every key order) or scalars only."""
         if s is True or (isinstance(s, dict) and _schema_keys(s) <= _ANNOTATIONS):
             return True  # (vendor keys assert nothing)
-        types = self._types_of(s)
+        types = types_of(self, s)
         return types is not None and not types & {"object", "array"}
 
     def _patterns_apart(self, node) -> bool:
@@ -969,7 +969,7 @@ class _Compiler:
         branch, each with the keywords of the types it may have (`{type: object}` takes
         patternProperties, a string branch none: they assert nothing of strings). The
         union of these is node where a oneOf's branches have disjoint types (known:
-        _types_of); github-workflow's matrix, `oneOf: [{type: object}, ${{...}}]` beside
+        json_disjoint.types_of); github-workflow's matrix, `oneOf: [{type: object}, ${{...}}]` beside
         object keywords whose values are recursive, needs no intersection so. None
         where node is not of that form."""
         kws = [k for k in ("oneOf", "anyOf") if isinstance(node.get(k), list) and node[k]]
@@ -977,7 +977,7 @@ class _Compiler:
         if len(kws) != 1 or not rest or not set(rest) <= _TYPED_KW - {"unevaluatedProperties", "unevaluatedItems"}:
             return None
         branches = node[kws[0]]
-        types = [self._types_of(b) for b in branches]
+        types = [types_of(self, b) for b in branches]
         if None in types or (kws[0] == "oneOf" and sum(map(len, types)) != len(set().union(*types))):
             return None
         out = []
@@ -1151,7 +1151,7 @@ class _Compiler:
         outcomes, not 32."""
         groups: dict = {}  # key -> indexes of tests of it that exclude each other
         lone = []
-        objects = self._types_of(rest) == {"object"}  # (every `if` holds on other values)
+        objects = types_of(self, rest) == {"object"}  # (every `if` holds on other values)
         for i, (key, test, required, _, _) in enumerate(conds):
             vals = self._listed_values(test)
             here = objects and (required or key in rest.get("required", ()))
@@ -1171,8 +1171,8 @@ class _Compiler:
         declares less the test's where both list theirs (no complement to search at
         every state), else {"not": test}."""
         props = node.get("properties")
-        has = _finite_values(self._deref(props.get(key, True))) if isinstance(props, dict) else None
-        bad = _finite_values(self._deref(test))
+        has = _finite_values(deref(self, props.get(key, True))) if isinstance(props, dict) else None
+        bad = _finite_values(deref(self, test))
         if has is None or bad is None:
             return {"not": test}
         return {"enum": [v for v in has if not any(_json_equal(v, b) for b in bad)]}
@@ -1235,7 +1235,7 @@ class _Compiler:
         branches, todo, via_ref = [], [node], False
         while todo:
             first = todo.pop(0)
-            b = self._deref(first)
+            b = deref(self, first)
             via_ref |= b is not first
             if b is True:
                 continue
@@ -1297,7 +1297,7 @@ class _Compiler:
     def _listed_values(self, s) -> list | None:
         """The values schema s (dereferenced) lists: _finite_values, or an anyOf whose
         branches each list theirs; None for others."""
-        s = self._deref(s)
+        s = deref(self, s)
         if not (isinstance(s, dict) and isinstance(s.get("anyOf"), list) and s["anyOf"]
                 and _schema_keys(s) - _ANNOTATIONS == {"anyOf"}):
             return _finite_values(s)
@@ -1320,7 +1320,7 @@ class _Compiler:
         rest = [b for b in branches if b is not alts[0]]
         parts = []
         for a in alts[0]["anyOf"]:
-            a = self._deref(a)
+            a = deref(self, a)
             if not isinstance(a, dict) or "allOf" in a:
                 return None
             m = self._merge_branches(rest + [a])
@@ -1340,8 +1340,8 @@ class _Compiler:
         strings beside `$ref: "#"`, merged: the root's 381 properties, each also a string)."""
         if id(node) in self._narrowing:
             return subs
-        types = [self._types_of(s) for s in subs]
-        known = [t for t in types + ([self._types_of({"type": node["type"]})] if "type" in node else [])
+        types = [types_of(self, s) for s in subs]
+        known = [t for t in types + ([types_of(self, {"type": node["type"]})] if "type" in node else [])
                  if t is not None]
         common = frozenset(set.intersection(*known)) if known else None
         if common is None:
@@ -1389,10 +1389,10 @@ class _Compiler:
             return self._unions[mk]
         out = None
         rest = {k: v for k, v in node.items() if k != kws[0]}
-        alts = [self._deref(a) for a in node[kws[0]]]  # (no union inside: a $ref back to node, nested anyOf)
+        alts = [deref(self, a) for a in node[kws[0]]]  # (no union inside: a $ref back to node, nested anyOf)
         if all(isinstance(a, dict) and {"anyOf", "oneOf", "allOf"}.isdisjoint(a) for a in alts) \
                 and _schema_keys(rest) - _ANNOTATIONS \
-                and (kws[0] == "anyOf" or self._disjoint(node, node["oneOf"])):
+                and (kws[0] == "anyOf" or disjoint(self, node, node["oneOf"])):
             self._adopt(rest, node)
             out = self._distributed([rest, {"anyOf": node[kws[0]]}], node, self.MAX_UNION_DISTRIBUTED)
             if out is not None:
@@ -1471,10 +1471,10 @@ class _Compiler:
     def _one_of(self, node, d, budget) -> Term:
         tb = self.tb
         subs = node["oneOf"]
-        if len(subs) <= 1 or self._disjoint(node, subs):
+        if len(subs) <= 1 or disjoint(self, node, subs):
             return tb.alt([self.value(s, d, budget) for s in subs])
         parts = []
-        for group in self._overlaps(subs) or [list(range(len(subs)))]:
+        for group in overlaps(self, subs) or [list(range(len(subs)))]:
             if len(group) == 1:  # (its types are no other branch's: no complement needed)
                 parts.append(self.value(subs[group[0]], d, budget))
                 continue
@@ -1486,206 +1486,6 @@ class _Compiler:
                 self._negated -= 1
             parts += [tb.intersect([t] + [c for j, c in enumerate(comps) if j != i]) for i, t in enumerate(terms)]
         return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in subs]))
-
-    def _scalar_overlaps(self, subs) -> bool:
-        """Whether the oneOf branches that share types (_overlaps) hold no objects or
-        arrays: their complements meet no container, so nothing below needs every key
-        slotted."""
-        groups = self._overlaps(subs)
-        return groups is not None and all(
-            len(g) == 1 or not {"object", "array"} & set().union(*(self._types_of(subs[i]) for i in g))
-            for g in groups)
-
-    def _overlaps(self, subs) -> list | None:
-        """oneOf branches grouped by types in common (connected: a branch of objects
-        and strings joins both), as lists of indexes; None where some branch's types are
-        unknown. Exactly one branch holds iff exactly one of its group does: circle-ci's
-        orbs, two string patterns beside an object whose values recurse, take complements
-        of the strings only."""
-        types = [self._types_of(s) for s in subs]
-        if None in types:
-            return None
-        groups: list = []  # (types, indexes)
-        for i, t in enumerate(types):
-            joined = [g for g in groups if g[0] & t]
-            merged = (set(t).union(*(g[0] for g in joined)), sorted([i] + [j for g in joined for j in g[1]]))
-            groups = [g for g in groups if not g[0] & t] + [merged]
-        return [g[1] for g in groups]
-
-    # -- oneOf disjointness ----------------------------------------------------------
-    def _deref(self, s, depth: int = 0):
-        while isinstance(s, dict) and "$ref" in s and not _beside_ref(s) and depth < 50:
-            s = self._resolve(s, s["$ref"])
-            depth += 1
-        return s
-
-    def _types_of(self, s, seen: frozenset = frozenset()) -> set | None:
-        """The JSON types s's instances may have (integer counts as number), or None
-        where unknown: from type, const, enum, $ref, and the branches of anyOf/oneOf
-        (their union) and allOf (their intersection): package.json's exports are a
-        oneOf of oneOfs of strings, objects and arrays."""
-        s = self._deref(s)
-        if s is False:
-            return set()
-        if not isinstance(s, dict) or id(s) in seen:  # (a cycle of branches: unknown)
-            return None
-        seen = seen | {id(s)}
-        out = None
-        if "type" in s:
-            ty = s["type"] if isinstance(s["type"], list) else [s["type"]]
-            out = {"number" if t == "integer" else t for t in ty}
-        vals = [s["const"]] if "const" in s else s.get("enum") if isinstance(s.get("enum"), list) else None
-        if vals is not None:
-            vt = {_json_type(v) for v in vals}
-            out = vt if out is None else out & vt
-        if "$ref" in s:
-            r = self._types_of(self._resolve(s, s["$ref"]), seen)
-            if r is not None:
-                out = r if out is None else out & r
-        for kw in ("anyOf", "oneOf"):
-            if isinstance(s.get(kw), list) and s[kw]:
-                ts = [self._types_of(b, seen) for b in s[kw]]
-                if None not in ts:
-                    r = set().union(*ts)
-                    out = r if out is None else out & r
-        for b in s.get("allOf", []) if isinstance(s.get("allOf"), list) else []:
-            r = self._types_of(b, seen)
-            if r is not None:
-                out = r if out is None else out & r
-        return out
-
-    def _disc_values(self, s, prop) -> set | None:
-        s = self._deref(s)
-        if not isinstance(s, dict):
-            return None
-        if "$ref" in s:
-            inner = self._disc_values(self._resolve(s, s["$ref"]), prop)
-            if inner is not None:
-                return inner
-        if prop not in s.get("required", []) or s.get("type", "object") != "object":
-            return None
-        p = self._deref(s.get("properties", {}).get(prop))
-        if not isinstance(p, dict):
-            return None
-        if "const" in p:
-            return {json.dumps(p["const"], sort_keys=True)}
-        if isinstance(p.get("enum"), list):
-            return {json.dumps(v, sort_keys=True) for v in p["enum"]}
-        return None
-
-    def _disjoint(self, node, subs) -> bool:
-        """Whether no value holds two of the branches `subs` of node's oneOf (or anyOf):
-        their types apart, a discriminator (a required property whose listed values are
-        apart), or pairs apart (_apart). Tests on an object's properties hold on every
-        value of another type: they tell branches apart only where node, or each branch,
-        holds objects only (an untyped `{required: [k], properties: {k: {const: 1}}}`
-        holds on 5)."""
-        types = [self._types_of(s) for s in subs]
-        objects = all(t is not None and t <= {"object"} for t in types) or (
-            "type" in node and _well_typed(node["type"]) and self._types_of({"type": node["type"]}) == {"object"})
-        if all(t is not None for t in types):
-            seen: set = set()
-            ok = True
-            for t in types:
-                if seen & t:
-                    ok = False
-                    break
-                seen |= t
-            if ok:
-                return True
-        disc = node.get("discriminator", {}).get("propertyName") if isinstance(node.get("discriminator"), dict) else None
-        cands = [disc] if disc else []
-        first = self._deref(subs[0])
-        if isinstance(first, dict):
-            if "$ref" in first:
-                first = self._resolve(first, first["$ref"])
-            if isinstance(first, dict):
-                cands += [k for k in first.get("required", []) if k not in cands]
-        for prop in cands if objects else ():
-            vals = [self._disc_values(s, prop) for s in subs]
-            if all(v is not None for v in vals):
-                seen = set()
-                ok = True
-                for v in vals:
-                    if seen & v:
-                        ok = False
-                        break
-                    seen |= v
-                if ok:
-                    return True
-        info = [(s, t, self._closed_object(s)) for s, t in zip(subs, types)]
-        return all(self._apart(x, y, objects) for i, x in enumerate(info) for y in info[i + 1:])
-
-    def _apart(self, x: tuple, y: tuple, objects: bool) -> bool:
-        """Whether schemas a and b (x, y: (schema, its types (_types_of), _closed_object))
-        hold no value in common: types apart, or closed objects one of which requires a key the other
-        does not allow, or a closed object that holds a key (required, minProperties)
-        beside an object schema that allows none of its keys (circle-ci's logic: one
-        operator key, or any keys but the operators by propertyNames); where only
-        objects count (`objects`), a required property's listed values that the other
-        excludes (gitlab-ci's jobs: `when: {enum: [delayed]}` required, or
-        `when: {not: {enum: [delayed]}}`)."""
-        (a, ta, ca), (b, tb, cb) = x, y
-        if ta is not None and tb is not None and not ta & tb:
-            return True
-        if ca is not None and cb is not None and (any(k not in cb[1] for k in ca[0]) or
-                                                  any(k not in ca[1] for k in cb[0])):
-            return True
-        if any(c is not None and c[2] and self._allows_none(o, c[1]) for c, o in ((ca, b), (cb, a))):
-            return True
-        return objects and (self._values_apart(a, b) or self._values_apart(b, a))
-
-    def _values_apart(self, a, b) -> bool:
-        """Whether an object of a has a required property whose values (listed) b's
-        property excludes: none of them listed by b, or all of them under b's `not`."""
-        a, b = self._deref(a), self._deref(b)
-        if not isinstance(a, dict) or not isinstance(b, dict) or not isinstance(a.get("required", []), list):
-            return False
-        pa, pb = a.get("properties", {}), b.get("properties", {})
-        if not isinstance(pa, dict) or not isinstance(pb, dict):
-            return False
-        for k in a.get("required", []):
-            va, other = self._listed_values(pa.get(k, True)), self._deref(pb.get(k, True))
-            if va is None or not isinstance(other, dict):
-                continue
-            if _schema_keys(other) - _ANNOTATIONS == {"not"}:
-                out = self._listed_values(other["not"])
-                if out is not None and len(_common_values([va, out])) == len(_common_values([va])):
-                    return True  # (every value a allows, b's `not` refuses)
-            elif (vb := self._listed_values(other)) is not None and not _common_values([va, vb]):
-                return True
-        return False
-
-    def _allows_none(self, s, keys) -> bool:
-        """Whether no object of schema s holds any of `keys`: each has properties false,
-        fails s's propertyNames, or s is closed without it."""
-        s = self._deref(s)
-        if not isinstance(s, dict):
-            return False
-        props = s.get("properties", {}) if isinstance(s.get("properties", {}), dict) else {}
-        closed = self._closed_object(s)
-        names = self.value(s["propertyNames"], 0) if s.get("propertyNames", True) is not True else None
-        return all(props.get(k) is False or (closed is not None and k not in closed[1])
-                   or (names is not None and not self._matches(names, string_text(k))) for k in keys)
-
-    def _closed_object(self, s) -> tuple | None:
-        """(required keys, the only keys allowed, whether each object holds a key) of a
-        schema that holds objects only and
-        no undeclared key (additionalProperties false, no patternProperties), else None.
-        Two such branches are disjoint where one requires a key the other does not
-        allow: github-workflow's jobs, a oneOf of a job that needs `runs-on` and one
-        that needs `uses`, each without the other's key."""
-        s = self._deref(s)
-        while isinstance(s, dict) and len(kw := _schema_keys(s) - _ANNOTATIONS) == 1 \
-                and (k := next(iter(kw))) in ("oneOf", "anyOf", "allOf") and isinstance(s[k], list) and len(s[k]) == 1:
-            s = self._deref(s[k][0])  # (a wrapper of one branch: gitlab-ci's steps)
-        if not isinstance(s, dict) or self._types_of(s) != {"object"} \
-                or s.get("additionalProperties") is not False or s.get("patternProperties") \
-                or not isinstance(s.get("properties", {}), dict) or not isinstance(s.get("required", []), list):
-            return None
-        props = s.get("properties", {})
-        some = bool(s.get("required")) or s.get("minProperties", 0) >= 1  # (holds a key)
-        return s.get("required", []), {k for k, v in props.items() if v is not False}, some
 
     # -- const / enum ----------------------------------------------------------------
     def _enum(self, values: list, d: int) -> Term:
@@ -2209,7 +2009,7 @@ class _Compiler:
     def _finite_domain(self, rest_s, prefix_s) -> list | None:
         vals: list = []
         for s in list(prefix_s) + [rest_s]:
-            s = self._deref(s)
+            s = deref(self, s)
             if s is False:
                 continue
             if not isinstance(s, dict):

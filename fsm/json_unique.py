@@ -41,6 +41,7 @@ from bisect import bisect_left
 
 from .dfa import LazyDFA
 from .errors import RegexError, TooLargeError
+from .json_disjoint import types_of
 from .json_keywords import _ARRAY_KW, _KEYWORDS, _NOTES, _NUMBER_KW, _OBJECT_KW, _STRING_KW
 from .json_source import JsonTermSource
 
@@ -283,7 +284,7 @@ class _Planner:
         self.index: dict = {}
         self.queue: list = []
         self.tables: dict = {}  # pattern -> _pattern_table
-        self.types: dict = {}  # id(schema) -> comp._types_of
+        self.types: dict = {}  # id(schema) -> types_of
         self.targets: dict = {}  # id(schema) -> its $ref's target
         self.reaches = self._reaching(comp)
         self.checked: set = set()  # ids of uniqueItems schemas in a frame checked at run time
@@ -431,10 +432,10 @@ class _Planner:
         return out
 
     def _types(self, s):
-        """comp._types_of, remembered (the frames ask it of the same branches often)."""
+        """json_disjoint.types_of, remembered (the frames ask it of the same branches often)."""
         k = id(s)
         if k not in self.types:
-            self.types[k] = self.comp._types_of(s)
+            self.types[k] = types_of(self.comp, s)
         return self.types[k]
 
     def _takes(self, s, kind: str) -> bool:

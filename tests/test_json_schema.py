@@ -1762,7 +1762,7 @@ def test_recursion_inside_large_item_bounds():
 def test_recursive_oneof_of_objects_apart_by_their_keys():
     """circle-ci's logic statements: a oneOf of scalars, a closed object of one operator
     key (minProperties 1) whose values recurse, and an object whose propertyNames allow
-    no operator key. No object is in both (_Compiler._apart), so the oneOf is a union
+    no operator key. No object is in both (json_disjoint._apart), so the oneOf is a union
     and takes the grammar path; a `not` of presence parts beside a vendor key
     (markdownDescription) is presence variants, not a complement. Trees as jsonschema
     says."""
@@ -1836,7 +1836,7 @@ def test_oneof_told_apart_by_properties_holds_on_other_types(typed):
 def test_oneof_complements_only_branches_that_share_types():
     """circle-ci's orbs: a oneOf of two string patterns (which may overlap) and an object
     whose values recurse. Exactly one branch holds iff exactly one of those sharing its
-    types does (_Compiler._overlaps): the patterns take complements of each other, the
+    types does (json_disjoint.overlaps): the patterns take complements of each other, the
     object none, so the recursion takes the grammar path (refused before). Instances
     against jsonschema, strings matching both patterns among them."""
     schema = {"$defs": {"orb": {"oneOf": [

@@ -858,7 +858,7 @@ def test_recursive_union_beside_type_specific_keywords_is_exact():
 
 def test_recursive_oneof_of_closed_objects_told_apart_by_keys_is_exact():
     """github-workflow's jobs: a oneOf of two closed objects, one requiring a key the
-    other does not allow (runs-on / uses), is disjoint (_Compiler._closed_object), so
+    other does not allow (runs-on / uses), is disjoint (json_disjoint.closed_object), so
     recursive values inside need no intersection: exact in strict mode. Where the
     other branch allows the key, the oneOf is refused as before."""
     ref = {"$ref": "#/$defs/n"}

@@ -1,0 +1,229 @@
+"""Whether the branches of a oneOf (or anyOf) can hold together: the reading the
+compiler makes before taking complements (fsm/json_schema.py's module notes, Emptiness).
+Each function takes the compiler (`comp`: its $ref resolution, its memo of listed values
+and key matches) and plain schema dicts; nothing here builds terms but `_allows_none`'s
+propertyNames.
+
+>>> from fsm.json_schema import JsonTermBuilder, _Compiler
+>>> comp = _Compiler({}, JsonTermBuilder())
+>>> disjoint(comp, {}, [{"type": "string"}, {"type": "object", "required": ["a"]}])
+True
+>>> sorted(types_of(comp, {"anyOf": [{"const": 1}, {"type": "string"}]}))
+['number', 'string']
+"""
+from __future__ import annotations
+
+import json
+
+from .json_keywords import _ANNOTATIONS, _beside_ref, _schema_keys
+from .json_merge import _common_values, _json_type, _well_typed
+from .json_strings import string_text
+
+
+def scalar_overlaps(comp, subs) -> bool:
+    """Whether the oneOf branches that share types (overlaps) hold no objects or
+    arrays: their complements meet no container, so nothing below needs every key
+    slotted."""
+    groups = overlaps(comp, subs)
+    return groups is not None and all(
+        len(g) == 1 or not {"object", "array"} & set().union(*(types_of(comp, subs[i]) for i in g))
+        for g in groups)
+
+
+def overlaps(comp, subs) -> list | None:
+    """oneOf branches grouped by types in common (connected: a branch of objects
+    and strings joins both), as lists of indexes; None where some branch's types are
+    unknown. Exactly one branch holds iff exactly one of its group does: circle-ci's
+    orbs, two string patterns beside an object whose values recurse, take complements
+    of the strings only."""
+    types = [types_of(comp, s) for s in subs]
+    if None in types:
+        return None
+    groups: list = []  # (types, indexes)
+    for i, t in enumerate(types):
+        joined = [g for g in groups if g[0] & t]
+        merged = (set(t).union(*(g[0] for g in joined)), sorted([i] + [j for g in joined for j in g[1]]))
+        groups = [g for g in groups if not g[0] & t] + [merged]
+    return [g[1] for g in groups]
+
+
+def deref(comp, s, depth: int = 0):
+    while isinstance(s, dict) and "$ref" in s and not _beside_ref(s) and depth < 50:
+        s = comp._resolve(s, s["$ref"])
+        depth += 1
+    return s
+
+
+def types_of(comp, s, seen: frozenset = frozenset()) -> set | None:
+    """The JSON types s's instances may have (integer counts as number), or None
+    where unknown: from type, const, enum, $ref, and the branches of anyOf/oneOf
+    (their union) and allOf (their intersection): package.json's exports are a
+    oneOf of oneOfs of strings, objects and arrays."""
+    s = deref(comp, s)
+    if s is False:
+        return set()
+    if not isinstance(s, dict) or id(s) in seen:  # (a cycle of branches: unknown)
+        return None
+    seen = seen | {id(s)}
+    out = None
+    if "type" in s:
+        ty = s["type"] if isinstance(s["type"], list) else [s["type"]]
+        out = {"number" if t == "integer" else t for t in ty}
+    vals = [s["const"]] if "const" in s else s.get("enum") if isinstance(s.get("enum"), list) else None
+    if vals is not None:
+        vt = {_json_type(v) for v in vals}
+        out = vt if out is None else out & vt
+    if "$ref" in s:
+        r = types_of(comp, comp._resolve(s, s["$ref"]), seen)
+        if r is not None:
+            out = r if out is None else out & r
+    for kw in ("anyOf", "oneOf"):
+        if isinstance(s.get(kw), list) and s[kw]:
+            ts = [types_of(comp, b, seen) for b in s[kw]]
+            if None not in ts:
+                r = set().union(*ts)
+                out = r if out is None else out & r
+    for b in s.get("allOf", []) if isinstance(s.get("allOf"), list) else []:
+        r = types_of(comp, b, seen)
+        if r is not None:
+            out = r if out is None else out & r
+    return out
+
+
+def _disc_values(comp, s, prop) -> set | None:
+    s = deref(comp, s)
+    if not isinstance(s, dict):
+        return None
+    if "$ref" in s:
+        inner = _disc_values(comp, comp._resolve(s, s["$ref"]), prop)
+        if inner is not None:
+            return inner
+    if prop not in s.get("required", []) or s.get("type", "object") != "object":
+        return None
+    p = deref(comp, s.get("properties", {}).get(prop))
+    if not isinstance(p, dict):
+        return None
+    if "const" in p:
+        return {json.dumps(p["const"], sort_keys=True)}
+    if isinstance(p.get("enum"), list):
+        return {json.dumps(v, sort_keys=True) for v in p["enum"]}
+    return None
+
+
+def disjoint(comp, node, subs) -> bool:
+    """Whether no value holds two of the branches `subs` of node's oneOf (or anyOf):
+    their types apart, a discriminator (a required property whose listed values are
+    apart), or pairs apart (_apart). Tests on an object's properties hold on every
+    value of another type: they tell branches apart only where node, or each branch,
+    holds objects only (an untyped `{required: [k], properties: {k: {const: 1}}}`
+    holds on 5)."""
+    types = [types_of(comp, s) for s in subs]
+    objects = all(t is not None and t <= {"object"} for t in types) or (
+        "type" in node and _well_typed(node["type"]) and types_of(comp, {"type": node["type"]}) == {"object"})
+    if all(t is not None for t in types):
+        seen: set = set()
+        ok = True
+        for t in types:
+            if seen & t:
+                ok = False
+                break
+            seen |= t
+        if ok:
+            return True
+    disc = node.get("discriminator", {}).get("propertyName") if isinstance(node.get("discriminator"), dict) else None
+    cands = [disc] if disc else []
+    first = deref(comp, subs[0])
+    if isinstance(first, dict):
+        if "$ref" in first:
+            first = comp._resolve(first, first["$ref"])
+        if isinstance(first, dict):
+            cands += [k for k in first.get("required", []) if k not in cands]
+    for prop in cands if objects else ():
+        vals = [_disc_values(comp, s, prop) for s in subs]
+        if all(v is not None for v in vals):
+            seen = set()
+            ok = True
+            for v in vals:
+                if seen & v:
+                    ok = False
+                    break
+                seen |= v
+            if ok:
+                return True
+    info = [(s, t, closed_object(comp, s)) for s, t in zip(subs, types)]
+    return all(_apart(comp, x, y, objects) for i, x in enumerate(info) for y in info[i + 1:])
+
+
+def _apart(comp, x: tuple, y: tuple, objects: bool) -> bool:
+    """Whether schemas a and b (x, y: (schema, its types (_types_of), _closed_object))
+    hold no value in common: types apart, or closed objects one of which requires a key the other
+    does not allow, or a closed object that holds a key (required, minProperties)
+    beside an object schema that allows none of its keys (circle-ci's logic: one
+    operator key, or any keys but the operators by propertyNames); where only
+    objects count (`objects`), a required property's listed values that the other
+    excludes (gitlab-ci's jobs: `when: {enum: [delayed]}` required, or
+    `when: {not: {enum: [delayed]}}`)."""
+    (a, ta, ca), (b, tb, cb) = x, y
+    if ta is not None and tb is not None and not ta & tb:
+        return True
+    if ca is not None and cb is not None and (any(k not in cb[1] for k in ca[0]) or
+                                              any(k not in ca[1] for k in cb[0])):
+        return True
+    if any(c is not None and c[2] and _allows_none(comp, o, c[1]) for c, o in ((ca, b), (cb, a))):
+        return True
+    return objects and (_values_apart(comp, a, b) or _values_apart(comp, b, a))
+
+
+def _values_apart(comp, a, b) -> bool:
+    """Whether an object of a has a required property whose values (listed) b's
+    property excludes: none of them listed by b, or all of them under b's `not`."""
+    a, b = deref(comp, a), deref(comp, b)
+    if not isinstance(a, dict) or not isinstance(b, dict) or not isinstance(a.get("required", []), list):
+        return False
+    pa, pb = a.get("properties", {}), b.get("properties", {})
+    if not isinstance(pa, dict) or not isinstance(pb, dict):
+        return False
+    for k in a.get("required", []):
+        va, other = comp._listed_values(pa.get(k, True)), deref(comp, pb.get(k, True))
+        if va is None or not isinstance(other, dict):
+            continue
+        if _schema_keys(other) - _ANNOTATIONS == {"not"}:
+            out = comp._listed_values(other["not"])
+            if out is not None and len(_common_values([va, out])) == len(_common_values([va])):
+                return True  # (every value a allows, b's `not` refuses)
+        elif (vb := comp._listed_values(other)) is not None and not _common_values([va, vb]):
+            return True
+    return False
+
+
+def _allows_none(comp, s, keys) -> bool:
+    """Whether no object of schema s holds any of `keys`: each has properties false,
+    fails s's propertyNames, or s is closed without it."""
+    s = deref(comp, s)
+    if not isinstance(s, dict):
+        return False
+    props = s.get("properties", {}) if isinstance(s.get("properties", {}), dict) else {}
+    closed = closed_object(comp, s)
+    names = comp.value(s["propertyNames"], 0) if s.get("propertyNames", True) is not True else None
+    return all(props.get(k) is False or (closed is not None and k not in closed[1])
+               or (names is not None and not comp._matches(names, string_text(k))) for k in keys)
+
+
+def closed_object(comp, s) -> tuple | None:
+    """(required keys, the only keys allowed, whether each object holds a key) of a
+    schema that holds objects only and
+    no undeclared key (additionalProperties false, no patternProperties), else None.
+    Two such branches are disjoint where one requires a key the other does not
+    allow: github-workflow's jobs, a oneOf of a job that needs `runs-on` and one
+    that needs `uses`, each without the other's key."""
+    s = deref(comp, s)
+    while isinstance(s, dict) and len(kw := _schema_keys(s) - _ANNOTATIONS) == 1 \
+            and (k := next(iter(kw))) in ("oneOf", "anyOf", "allOf") and isinstance(s[k], list) and len(s[k]) == 1:
+        s = deref(comp, s[k][0])  # (a wrapper of one branch: gitlab-ci's steps)
+    if not isinstance(s, dict) or types_of(comp, s) != {"object"} \
+            or s.get("additionalProperties") is not False or s.get("patternProperties") \
+            or not isinstance(s.get("properties", {}), dict) or not isinstance(s.get("required", []), list):
+        return None
+    props = s.get("properties", {})
+    some = bool(s.get("required")) or s.get("minProperties", 0) >= 1  # (holds a key)
+    return s.get("required", []), {k for k, v in props.items() if v is not False}, some
