@@ -129,10 +129,11 @@ needed for oneOf branches whose types differ (read through their own anyOf/oneOf
 whose discriminator values differ (where only objects count), or that are pairwise apart
 by their keys or values; complements are taken only among branches that share types
 (fsm/json_disjoint.py reads all that); nor for type-specific keywords beside a union
-whose branches' types are known: each branch takes its types' keywords (_type_variants). Where schemas merge, an intersection is one schema instead: allOf
-branches and a $ref beside keywords (_conjunction), listed values beside scalar keywords
-(_merged_values), an object beside an anyOf of objects as a union of merged objects
-(_union_distributed), allOf branches compiled for the types they share (_narrowed).
+whose branches' types are known: each branch takes its types' keywords (_type_variants).
+Where schemas merge, an intersection is one schema instead: allOf branches and a $ref
+beside keywords (_conjunction), listed values beside scalar keywords (_merged_values),
+an object beside an anyOf of objects as a union of merged objects (_union_distributed),
+allOf branches compiled for the types they share (_narrowed).
 
 Free positions (`{}`, `true`, missing `items`/`additionalProperties` values) use a cheap
 universe: objects with any keys in any order. Complement operands (`not`, `if` and
