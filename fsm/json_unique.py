@@ -72,10 +72,11 @@ class UniquePlan:
     """Where the unique arrays of strings are, and how to check an output's bytes.
 
     `frames[f]` is ("o", {key: child}, pattern tables, {patterns matched: child}) for
-    an object frame (a key no `properties` declares: bit i set where it matches the
-    i-th pattern, as a whole DFA of the encoded keys: json_unique._pattern_table), ("a", unique,
-    [child per prefix item], rest_child) for an array frame; a child is (frame of the
-    value if it is an object, frame if an array), -1 where no unique array lies below.
+    an object frame (a key no `properties` declares goes by the patterns it matches: bit
+    i set where it matches the i-th, read by its whole DFA of encoded keys,
+    _Planner._pattern_table), ("a", unique, [child per prefix item], rest_child) for an
+    array frame; a child is (frame of the value if it is an object, frame if an array),
+    -1 where no unique array lies below.
     `root` is the document's child. The tracker's state is a tuple (stack, dead, mode,
     buf): see `feed`.
     """
@@ -90,10 +91,10 @@ class UniquePlan:
 
         stack: the containers being read, ("o", frame, phase, child) (phase 0: a key
         next, 1: the key read, child its value's, 2: the value) or ("a", frame, index,
-        items so far as UTF-8 bytes, sorted, None where not unique); dead: how many containers deep the output
-        is below the last frame (nothing unique there); mode: 0 outside strings, 1 in a
-        string read past, 2 in a key, 3 in an item of a unique array (buf: its bytes so
-        far); esc (in mode): 1 after a backslash."""
+        its items so far as UTF-8 bytes, sorted; None where not unique); dead: how many
+        containers deep the output is below the last frame (nothing unique there); mode:
+        0 outside strings, 1 in a string read past, 2 in a key, 3 in an item of a unique
+        array (buf: its bytes so far), plus 4 after a backslash."""
         stack, dead, mode, buf = state
         stack = list(stack)
         frames, i, n = self.frames, 0, len(data)
