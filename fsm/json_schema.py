@@ -85,11 +85,12 @@ branch has branches of its own or the ways exceed UNEVALUATED_MAX_CASES). A keyw
 value of the wrong kind (a negative or fractional count, a non-number bound,
 `required` not an array of strings...) raises SchemaError naming it (_check_values).
 uniqueItems: exact when the array's elements range over a finite set of at most 16
-values (enum, const, boolean, null); for arrays of open strings (no maxLength, pattern,
-format, enum or const on the items: set[str]) checked while decoding beside the automaton
-(fsm/json_unique.py: where the array sits must not hang on an anyOf/oneOf with several
-array branches, not, if/then/else, contains or dependentSchemas); otherwise refused
-(strict), or not enforced for Pydantic sources (python_sets, below).
+values (enum, const, boolean, null); for arrays of strings (set[str]; with maxLength,
+pattern, format or enum too, where they allow at least 65536 strings) checked while
+decoding beside the automaton (fsm/json_unique.py: whether the array is unique must
+not hang on a not, if/then/else, contains, dependentSchemas, or an anyOf/oneOf whose
+array branches disagree); otherwise refused (strict), or not enforced for Pydantic
+sources (python_sets, below).
 Recursive $ref: exact, through the context-free path (fsm/grammar.py; recursion=
 "grammar", the default), or unrolled with `max_recursion_depth=N`: each recursive
 reference is then followed at most N times along any path. The rules must be LALR(1):
@@ -177,7 +178,7 @@ from .json_merge import (_TYPED_ENUM_KEYS, _common_values, _finite_values, _has_
 from .json_numbers import NumberTerms, integer_texts, number_text_term, to_decimal
 from .json_pydantic import _pydantic_defaults, _pydantic_generator
 from .json_recursive import _RecursiveRules, _marker_index
-from .json_unique import plan_unique_items, without_unique_items
+from .json_unique import MIN_UNIQUE_DOMAIN, plan_unique_items, without_unique_items
 from .json_source import JsonTermBuilder, JsonTermSource
 from .json_strings import StringTerms, encode_string, string_text
 from .json_variants import (CONDITIONS_MAX, _holds, _named, _own_keys, _presence, _presence_parts,
@@ -1994,8 +1995,8 @@ class _Compiler:
             if dom is None and not (self.python_sets and self._negated == 0):  # (a complement would shrink)
                 self.refuse(node, "uniqueItems", "uniqueItems is enforced only when the items range over a "
                             f"finite set of at most {MAX_UNIQUE_DOMAIN} values (enum, const, boolean, null), "
-                            "or are strings with no bound but minLength, no pattern or format, in an array "
-                            "whose place every valid instance decides (fsm/json_unique.py)")
+                            f"or are strings (any, or of at least {MIN_UNIQUE_DOMAIN} values) in an array whose "
+                            "place every valid instance decides (fsm/json_unique.py)")
             elif dom is not None:
                 self._negated += 1
                 try:
@@ -2065,7 +2066,7 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
         options = dict(options, documents={u: load_schema(d) for u, d in options["documents"].items()})
     with paused_gc():
         comp = _Compiler(root, tb, **options)
-        unique = plan_unique_items(comp)
+        unique = plan_unique_items(comp, lambda: _Compiler(root, tb, **options))
         if unique is not None:  # (those uniqueItems are checked beside the automaton)
             root, docs = without_unique_items(root, options.get("documents"), unique[1])
             options = dict(options, documents=docs) if "documents" in options else options

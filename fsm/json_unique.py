@@ -1,13 +1,20 @@
 """uniqueItems over arrays of strings, checked while decoding.
 
 An array whose items are all distinct is not a regular language, so the automaton
-cannot hold it. Where the items are *open* strings (any string, at least minLength code
-points: from every point inside one there are endlessly many ways to finish it), it is
-checked beside the automaton instead, exactly: a tracker reads the output's bytes,
-knows from a table where the unique arrays are, keeps each one's items so far, and
-refuses the token that would close an item equal to an earlier one (fsm/unique_matcher.py
-masks those). Because another way to finish an item is always left, refusing those
-tokens never leads into a dead end.
+cannot hold it. Where the items are strings, it is checked beside the automaton
+instead, exactly: a tracker reads the output's bytes, knows from a table where the
+unique arrays are, keeps each one's items so far, and refuses the token that would
+close an item equal to an earlier one (fsm/unique_matcher.py masks those). Two kinds of
+items:
+- *open* strings (any string of at least minLength code points): from every point
+  inside one there are endlessly many ways to finish it, so refusing those tokens never
+  leads into a dead end;
+- *bounded* strings (maxLength, pattern, format, enum) of at least MIN_UNIQUE_DOMAIN
+  values (counted on their DFA when planning): no array reaches that many items, so a
+  new item can always be added, but one begun may have no way left but to repeat
+  (`["ab","a` with maxLength 2): the matcher also refuses the tokens after which the
+  item cannot end as a new value (UniqueMatcher._viable, a walk over the automaton's
+  bytes along the earlier items' rests).
 
 The table (`UniquePlan`) is built before compiling, from the schema: the *frames* of the
 instance's containers. A frame is what applies to a value of one kind (object, array)
@@ -19,10 +26,10 @@ negated (not, if/then/else, dependentSchemas, contains). A key that no `properti
 declares is read by the patternProperties it matches: the tracker runs each pattern's
 DFA over the key (up to MAX_KEY_PATTERNS patterns per frame; more, and they are maybe
 schemas). An array frame is checked at run time when every way holds uniqueItems in a
-sure schema, no maybe one does, and every schema of the frame and of its items leaves
-the items open strings (maybe ones: nothing but types, as under `not` minLength bounds
-from above). Those uniqueItems are dropped from the schema the compiler reads (a copy),
-so the compiler's own rule (finite domains, or SchemaError) applies to all the others.
+sure schema, no maybe one does, and the items are strings, open or bounded (maybe
+schemas of the items: nothing but types, as under `not` a minLength bounds from above).
+Those uniqueItems are dropped from the schema the compiler reads (a copy), so the
+compiler's own rule (finite domains, or SchemaError) applies to all the others.
 
 Cost: the plan is built once per compile (~2-30 ms for SchemaStore files with unique
 arrays); a step reads the token's bytes (accept) and, in a unique array, tests the few
@@ -40,7 +47,7 @@ import re
 from bisect import bisect_left
 
 from .dfa import LazyDFA
-from .errors import RegexError, TooLargeError
+from .errors import RegexError, SchemaError, TooLargeError
 from .json_disjoint import types_of
 from .json_keywords import _ARRAY_KW, _KEYWORDS, _NOTES, _NUMBER_KW, _OBJECT_KW, _STRING_KW
 from .json_source import JsonTermSource
@@ -49,6 +56,14 @@ MAX_UNIQUE_FRAMES = 4096  # frames of containers read while looking for unique a
 MAX_ALTERNATIVES = 64  # ways a frame's unions may hold, read one by one (above: together)
 MAX_KEY_PATTERNS = 4  # patternProperties of an object frame that the tracker tests keys on
 MAX_PATTERN_STATES = 256  # DFA states of one of those patterns
+OPEN, BOUNDED = 1, 2  # how an array frame's items are kept distinct (UniquePlan.frames)
+# bounded strings (maxLength, pattern, format, enum) are checked where they have at least
+# this many values: no array reaches that many items, so whatever items came before, a
+# new one can always be added; what the tracker checks is that the current item can
+# still end as a new value (UniqueMatcher._viable)
+MIN_UNIQUE_DOMAIN = 1 << 16
+MAX_DOMAIN_STATES = 4096  # DFA states counted for that
+MAX_VIABLE_STEPS = 4096  # bytes stepped looking for a new way to end an item
 _OTHER = object()  # a property name that no `properties` declares
 DEAD = (-1, -1)
 
@@ -246,13 +261,14 @@ def unique_plan_of(schema, **options) -> UniquePlan | None:
     return found[0] if found else None
 
 
-def plan_unique_items(comp) -> tuple[UniquePlan, set] | None:
+def plan_unique_items(comp, make_compiler=None) -> tuple[UniquePlan, set] | None:
     """(the plan, ids of the uniqueItems schemas it checks) for the schema `comp`
-    indexed, or None where it checks none."""
+    indexed, or None where it checks none. `make_compiler()` makes another compiler of
+    the same schema, to count bounded strings with (None: only open strings)."""
     if not comp._uniques or comp._dynamic:  # ($dynamicRef copies are made per compiler)
         return None
     try:
-        return _Planner(comp).run()
+        return _Planner(comp, make_compiler).run()
     except _TooManyFrames:
         return None
 
@@ -279,8 +295,8 @@ class _TooManyWays(Exception):
 
 
 class _Planner:
-    def __init__(self, comp):
-        self.comp = comp
+    def __init__(self, comp, make_compiler=None):
+        self.comp, self.make_compiler, self.helper = comp, make_compiler, None
         self.frames: list = []
         self.index: dict = {}
         self.queue: list = []
@@ -481,23 +497,25 @@ class _Planner:
                     out.append((s[kw], False))
         return out
 
-    def _checkable(self, alts: list, slots: list) -> bool:
-        """Whether the array frame has a uniqueItems checked at run time (every way
-        holds one, in a sure schema, and keeps the items open strings): noted in
-        self.checked; or its uniqueItems in self.kept."""
+    def _checkable(self, alts: list, slots: list) -> int:
+        """How the array frame's uniqueItems is checked at run time: 0 not (noted in
+        self.kept), OPEN or BOUNDED (noted in self.checked). Every way must hold one, in
+        a sure schema, and keep the items strings: open ones, or bounded ones of at
+        least MIN_UNIQUE_DOMAIN values."""
         uniques = {k for sure, maybe in alts for k, x in (sure | maybe).items() if x.get("uniqueItems") is True}
         if not uniques:
-            return False
+            return 0
         ok = all(any(x.get("uniqueItems") is True for x in sure.values())  # (_MAYBE_ARRAY_OK has none)
                  and all(_only(x, _ARRAY_OK) for x in sure.values())
                  and all(_only(x, _MAYBE_ARRAY_OK) for x in maybe.values()) for sure, maybe in alts)
-        ok = ok and all(self._open_strings(w) for ways in slots for w in ways)
-        (self.checked if ok else self.kept).update(uniques)
-        return ok
+        how = min((self._string_items(w) for ways in slots for w in ways), default=OPEN) if ok else 0
+        (self.checked if how else self.kept).update(uniques)
+        return how
 
-    def _open_strings(self, items: list) -> bool:
-        """Whether every item the schemas `items` allow is a string, open (module notes)."""
-        comp = self.comp
+    def _string_items(self, items: list) -> int:
+        """OPEN where every item the schemas `items` allow is an open string (module
+        notes), BOUNDED where a string of a language of at least MIN_UNIQUE_DOMAIN
+        values, else 0."""
         types = None
         for s, is_sure in items:
             if is_sure:
@@ -505,11 +523,53 @@ class _Planner:
                 if t is not None:
                     types = t if types is None else types & t
         if types is None or not types <= {"string"}:
-            return False
-        string_ok = _STRING_OK if comp.assert_formats else _STRING_OK | {"format"}
-        return all(all(_only(x, string_ok) for x in sure.values())
-                   and all(_only(x, _MAYBE_STRING_OK) for x in maybe.values())
-                   for sure, maybe in self._alternatives(items, "string"))
+            return 0
+        ways = self._alternatives(items, "string")
+        if not all(_only(x, _MAYBE_STRING_OK) for sure, maybe in ways for x in maybe.values()):
+            return 0
+        string_ok = _STRING_OK if self.comp.assert_formats else _STRING_OK | {"format"}
+        if all(_only(x, string_ok) for sure, maybe in ways for x in sure.values()):
+            return OPEN
+        if self.make_compiler is None:
+            return 0
+        return BOUNDED if self._domain_size([s for s, is_sure in items if is_sure]) >= MIN_UNIQUE_DOMAIN else 0
+
+    def _domain_size(self, schemas: list) -> int:
+        """How many strings all of `schemas` hold, counted on their DFA up to
+        MIN_UNIQUE_DOMAIN (reached at once where a cycle is); 0 where the DFA has more
+        than MAX_DOMAIN_STATES states or a schema is refused."""
+        if self.helper is None:
+            self.helper = self.make_compiler()  # (terms are built by a compiler of their own)
+        comp, cap = self.helper, MIN_UNIQUE_DOMAIN
+        try:
+            term = comp.tb.intersect([comp.value(x, comp.max_depth) for x in schemas] + [comp.st.quoted(comp.st.any_chars)])
+            dfa = LazyDFA(JsonTermSource(comp.tb), term, MAX_DOMAIN_STATES)
+            counts: dict = {}
+            on_path, stack = {dfa.start}, [(dfa.start, None)]
+            while stack:
+                q, targets = stack[-1]
+                if targets is None:
+                    targets = [int(dfa.table[q, b]) for b in dfa.live_bytes(q)]
+                    stack[-1] = (q, targets)
+                    counts[q] = int(dfa.accepting[q])
+                if targets:
+                    r = targets.pop()
+                    if r in on_path:  # (a cycle: endless strings)
+                        return cap
+                    if r in counts:
+                        counts[q] = min(cap, counts[q] + counts[r])
+                    else:
+                        on_path.add(r)
+                        stack.append((r, None))
+                    continue
+                stack.pop()
+                on_path.discard(q)
+                if stack:
+                    p = stack[-1][0]
+                    counts[p] = min(cap, counts[p] + counts[q])
+            return counts[dfa.start]
+        except (SchemaError, TooLargeError):
+            return 0
 
 
 def _only(s: dict, allowed: frozenset) -> bool:

@@ -14,6 +14,7 @@ from bisect import bisect_left
 
 import numpy as np
 
+from .json_unique import BOUNDED, MAX_VIABLE_STEPS
 from .matcher import Matcher
 
 
@@ -65,11 +66,12 @@ class UniqueMatcher(Matcher):
         self._quotes = QuoteTokens.of(automaton.vocab)
 
     def accept_token(self, token_id: int) -> bool:
+        bounded = self._bounded()
         if not super().accept_token(token_id):
             return False
         data = self.automaton.vocab.token_bytes[token_id] if not self._terminated else None
         nxt = self.plan.feed(self.track, data) if data else self.track
-        if nxt is None:  # (it closes a repeated item)
+        if nxt is None or (bounded and not self._viable(self.state, nxt)):  # (a repeat, or no way but one)
             Matcher.rollback(self, 1)
             return False
         self._tracks.append(self.track)
@@ -127,12 +129,77 @@ class UniqueMatcher(Matcher):
     def _drop_repeats(self, out: np.ndarray) -> None:
         words = out.view(np.uint32)
         ids = self._candidates(words)
+        bounded = self._bounded()
+        if bounded:  # (also the tokens that go on as an earlier item, or begin one)
+            ids = set(ids).union(self._allowed(1, words), self._echoes(words))
         if not ids:
             return
-        data, feed, track = self.automaton.vocab.token_bytes, self.plan.feed, self.track
+        a, feed, track = self.automaton, self.plan.feed, self.track
+        data, s = a.vocab.token_bytes, self.state
         for t in ids:
-            if feed(track, data[t]) is None:
+            nxt = feed(track, data[t])
+            if nxt is None or (bounded and not self._viable(a._next.get((s, t)) or a.next_state(s, t), nxt)):
                 words[t >> 5] &= np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF)
+
+    def _bounded(self) -> bool:
+        """Whether the output is in a unique array of bounded strings (json_unique.BOUNDED)."""
+        stack, dead = self.track[0], self.track[1]
+        return (not dead and bool(stack) and stack[-1][0] == "a" and stack[-1][3] is not None
+                and self.plan.frames[stack[-1][1]][1] == BOUNDED)
+
+    def _echoes(self, words: np.ndarray) -> list:
+        """The tokens `words` allows that keep the current item a beginning of an
+        earlier one (their bytes begin what is left of it)."""
+        inside = self.plan.item_prefix(self.track)
+        if inside is None or inside[0] is None:
+            return []
+        done, seen = inside
+        trie, out = self.automaton.vocab.trie, []
+        for i in range(bisect_left(seen, done), len(seen)):
+            if not seen[i].startswith(done):
+                break
+            path = trie.path(seen[i][len(done):])
+            if path:
+                ids = trie.tokens_at(np.array([trie.offset[j] + k for j, k in enumerate(path)]))
+                out += [t for t in ids.tolist() if words[t >> 5] >> (t & 31) & 1]
+        return out
+
+    def _viable(self, state: int, track: tuple) -> bool:
+        """Whether the item the output is in (automaton state `state`, tracker state
+        `track`) can still end as a value no earlier item has: a walk over the bytes
+        from there, along the earlier items' rests only (MAX_VIABLE_STEPS bytes at most:
+        beyond, it is taken as viable); remembered per (state, rests)."""
+        inside = self.plan.item_prefix(track)
+        if inside is None:
+            return True
+        done, seen = inside
+        if done is not None:
+            rests = tuple(x[len(done):] for x in seen[bisect_left(seen, done):] if x.startswith(done))
+            if not rests:
+                return True
+            memo = self.automaton.__dict__.setdefault("_viable", {})
+            key = (state, rests)
+            if key not in memo:
+                memo[key] = self._ends_new(state, track)
+            return memo[key]
+        return self._ends_new(state, track)
+
+    def _ends_new(self, state: int, track: tuple) -> bool:
+        dfa, feed, item_prefix = self.automaton.dfa, self.plan.feed, self.plan.item_prefix
+        todo, steps = [(state, track)], 0
+        while todo:
+            q, tr = todo.pop()
+            for b in dfa.live_bytes(q):
+                nxt = feed(tr, bytes((b,)))
+                steps += 1
+                if nxt is None:
+                    continue
+                inside = item_prefix(nxt)
+                if inside is None or (inside[0] is not None and not any(
+                        x.startswith(inside[0]) for x in inside[1])) or steps > MAX_VIABLE_STEPS:
+                    return True  # (a new value, or one on its way)
+                todo.append((dfa.step(q, b), nxt))
+        return False
 
     def _holds(self, data: bytes) -> bool:
         return self.plan.feed(self.track, data) is not None

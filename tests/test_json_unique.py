@@ -35,6 +35,13 @@ TREE = {"$ref": "#/$defs/node", "$defs": {"node": {"type": "object", "properties
     "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
     "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}}, "required": ["tags"]}}}
 TUPLE = {"type": "array", "prefixItems": [{"type": "integer"}, STRINGS], "items": STRINGS}
+# bounded strings: the tracker also drops the tokens after which the item can only end
+# as an earlier one
+SHORT = {"type": "array", "items": {"type": "string", "maxLength": 2}, "uniqueItems": True}
+NAMES = {"type": "object", "properties": {"who": {"oneOf": [
+    {"$ref": "#/$defs/name"}, {"type": "array", "items": {"$ref": "#/$defs/name"}, "uniqueItems": True}]},
+    "when": {"type": "array", "items": {"type": "string", "format": "date"}, "uniqueItems": True}}, "$defs": {
+    "name": {"type": "string", "maxLength": 39, "pattern": "^[a-zA-Z0-9](-?[a-zA-Z0-9])*$"}}}
 
 
 def valid(schema, inst) -> bool:
@@ -53,6 +60,11 @@ def valid(schema, inst) -> bool:
             {"tags": ["a"], "kids": [{"tags": ["a", "b"], "kids": [{"tags": []}]}]},
             {"tags": ["a", "a"]}]),
     (TUPLE, [[1, ["a", "a"]], [1, ["a"], ["b", "b"]], [1, ["a"], ["b"], ["a", "b"]], [1, [], ["x", "y", "x"]]]),
+    (SHORT, [["a", "ab", "b"], ["ab", "ab"], ["é", "e", "é"], ["", "a", ""]]),
+    ({"type": "array", "items": {"type": "string", "pattern": "^x"}, "uniqueItems": True},  # (endless: a cycle)
+     [["xa", "xb"], ["xa", "x", "xa"], ["x"]]),
+    (NAMES, [{"who": ["ada", "bob"]}, {"who": ["ada", "ada"]}, {"who": "ada"}, {"who": ["a-b", "a-b-c", "a-b"]},
+             {"when": ["2024-01-01", "2024-01-02"]}, {"when": ["2024-01-01", "2024-01-01"]}]),
 ])
 def test_texts_agree_with_jsonschema(schema, instances):
     """A text is accepted exactly when the instance is valid, written compactly and with
@@ -166,11 +178,21 @@ def _items(text: str, unique_at):
     return out
 
 
-def _repeats(text: str, unique_at) -> bool:
-    return any(len(set(s)) < len(s) for s in _items(text, unique_at))
+def _repeats(text: str, unique_at, max_length=None) -> bool:
+    """Whether a unique array repeats a finished item, or (items of at most max_length
+    code points) its unfinished item is as long as it may be and an earlier item."""
+    if any(len(set(s)) < len(s) for s in _items(text, unique_at)):
+        return True
+    if max_length is None:
+        return False
+    m = re.search(r'[\[,]"((?:[^"\\]|\\.)*)$', text)  # (the unfinished item, no escape cut short)
+    if m is None or "\ufffd" in m.group(1):
+        return False
+    partial = json.loads('"' + m.group(1) + '"')
+    return len(partial) == max_length and any(partial in s for s in _items(text, unique_at))  # (one array)
 
 
-def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6):
+def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6, max_length=None):
     """A random token walk; at each step the unique mask must be the automaton's mask less
     exactly the tokens that finish a repeated item (checked on every token with a quote
     and a sample of the others). The walk often starts an item by copying an earlier
@@ -196,7 +218,7 @@ def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6)
         for t in sample:
             if base_bits[t] and data[t]:
                 after = (text + data[t]).decode("utf-8", "replace")
-                assert bool(bits[t]) == (not _repeats(after, unique_at)), (text, data[t])
+                assert bool(bits[t]) == (not _repeats(after, unique_at, max_length)), (text, data[t])
                 dropped += not bits[t]
         ids = np.flatnonzero(bits)
         if echo is None and rng.random() < 0.7 and text.endswith((b'["', b',"')):
@@ -218,19 +240,20 @@ def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6)
     return text, False, dropped
 
 
-@pytest.mark.parametrize("schema, unique_at, start", [
-    (STRINGS, lambda p: p == (), ""),
-    (TAGGED, lambda p: p == ("tags",), '{"tags":['),
-    (VARIANTS, lambda p: len(p) == 1 and (p[0] == "labels" or p[0].startswith("x-")), '{"kind":"b","x-a":['),
-    (TREE, lambda p: p and p[-1] == "tags", '{"tags":["a"],"kids":[{"tags":['),
+@pytest.mark.parametrize("schema, unique_at, start, max_length", [
+    (STRINGS, lambda p: p == (), "", None),
+    (TAGGED, lambda p: p == ("tags",), '{"tags":[', None),
+    (VARIANTS, lambda p: len(p) == 1 and (p[0] == "labels" or p[0].startswith("x-")), '{"kind":"b","x-a":[', None),
+    (TREE, lambda p: p and p[-1] == "tags", '{"tags":["a"],"kids":[{"tags":[', None),
+    (SHORT, lambda p: p == (), "", 2),
 ])
-def test_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schema, unique_at, start):
+def test_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schema, unique_at, start, max_length):
     auto = compile_json_schema(schema, smol_vocab)
     rng = random.Random(3)
     ended = dropped = 0
     start = smol_tokenizer.encode(start, add_special_tokens=False)
     for _ in range(12):
-        text, done, d = _walk_masks(auto, smol_vocab, unique_at, rng, start)
+        text, done, d = _walk_masks(auto, smol_vocab, unique_at, rng, start, max_length=max_length)
         dropped += d
         if done:
             ended += 1
@@ -262,9 +285,8 @@ def test_matcher_contract(smol_tokenizer, smol_vocab):
 
 @pytest.mark.parametrize("schema", [
     {"not": STRINGS},
-    {"type": "array", "items": {"type": "string", "maxLength": 1}, "uniqueItems": True},
     {"type": "array", "items": {"type": "string", "pattern": "^[ab]$"}, "uniqueItems": True},
-    {"type": "array", "items": {"type": "string", "format": "date"}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "string", "pattern": "^[a-c]{1,9}$"}, "uniqueItems": True},  # (< 65536)
     {"type": "array", "items": {"type": ["string", "integer"]}, "uniqueItems": True},
     {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "contains": {"const": "a"}},
     {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "enum": [["a", "b"]]},
