@@ -48,6 +48,13 @@ class QuoteTokens:
         return q
 
 
+def _rests(items: tuple, done: bytes) -> tuple:
+    """What is left of the (sorted) items that begin with `done`."""
+    lo = bisect_left(items, done)
+    hi = bisect_left(items, done + b"\xff", lo)  # (UTF-8 has no 0xFF: past every item done begins)
+    return tuple(x[len(done):] for x in items[lo:hi])
+
+
 def _has(items: tuple, x: bytes) -> bool:
     at = bisect_left(items, x)
     return at < len(items) and items[at] == x
@@ -104,13 +111,10 @@ class UniqueMatcher(Matcher):
         if done is None:  # (an escape cut short: any quote may close it)
             return self._allowed(1, words)
         out = self._allowed(3, words)
-        lo = bisect_left(seen, done)
-        hi = bisect_left(seen, done + b"\xff", lo)  # (UTF-8 has no 0xFF: past every item done begins)
-        if lo == hi:  # (no earlier item goes on as this one)
+        rests = _rests(seen, done)
+        if not rests:  # (no earlier item goes on as this one)
             return out
-        if hi - lo <= len(q.closing):
-            rests = [seen[i][len(done):] for i in range(lo, hi)]
-        else:  # (many do: try each token's head instead)
+        if len(rests) > len(q.closing):  # (many do: try each token's head instead)
             rests = [h for h in q.closing if _has(seen, done + h)]
         extra = [t for r in rests for t in q.closing.get(r, ())] + list(q.escaped)
         return out + [t for t in extra if words[t >> 5] >> (t & 31) & 1]
@@ -130,8 +134,10 @@ class UniqueMatcher(Matcher):
         words = out.view(np.uint32)
         ids = self._candidates(words)
         bounded = self._bounded()
-        if bounded:  # (also the tokens that go on as an earlier item, or begin one)
-            ids = set(ids).union(self._allowed(1, words), self._echoes(words))
+        if bounded:  # (also the tokens that go on as an earlier item, or begin one: from
+            # inside an item, those with two quotes or more)
+            inside = self.plan.item_prefix(self.track) is not None
+            ids = set(ids).union(self._allowed(2 if inside else 1, words), self._echoes(words))
         if not ids:
             return
         a, feed, track = self.automaton, self.plan.feed, self.track
@@ -155,10 +161,8 @@ class UniqueMatcher(Matcher):
             return []
         done, seen = inside
         trie, out = self.automaton.vocab.trie, []
-        for i in range(bisect_left(seen, done), len(seen)):
-            if not seen[i].startswith(done):
-                break
-            path = trie.path(seen[i][len(done):])
+        for rest in _rests(seen, done):
+            path = trie.path(rest)
             if path:
                 ids = trie.tokens_at(np.array([trie.offset[j] + k for j, k in enumerate(path)]))
                 out += [t for t in ids.tolist() if words[t >> 5] >> (t & 31) & 1]
@@ -174,7 +178,7 @@ class UniqueMatcher(Matcher):
             return True
         done, seen = inside
         if done is not None:
-            rests = tuple(x[len(done):] for x in seen[bisect_left(seen, done):] if x.startswith(done))
+            rests = _rests(seen, done)
             if not rests:
                 return True
             memo = self.automaton.__dict__.setdefault("_viable", {})
@@ -195,8 +199,7 @@ class UniqueMatcher(Matcher):
                 if nxt is None:
                     continue
                 inside = item_prefix(nxt)
-                if inside is None or (inside[0] is not None and not any(
-                        x.startswith(inside[0]) for x in inside[1])) or steps > MAX_VIABLE_STEPS:
+                if inside is None or (inside[0] is not None and not _rests(*inside[::-1])) or steps > MAX_VIABLE_STEPS:
                     return True  # (a new value, or one on its way)
                 todo.append((dfa.step(q, b), nxt))
         return False
