@@ -34,6 +34,7 @@ VARIANTS = {"oneOf": [
 TREE = {"$ref": "#/$defs/node", "$defs": {"node": {"type": "object", "properties": {
     "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
     "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}}, "required": ["tags"]}}}
+SHORT_TREE = json.loads(json.dumps(TREE).replace('"items": {"type": "string"}', '"items": {"type": "string", "maxLength": 2}'))
 TUPLE = {"type": "array", "prefixItems": [{"type": "integer"}, STRINGS], "items": STRINGS}
 # bounded strings: the tracker also drops the tokens after which the item can only end
 # as an earlier one
@@ -92,9 +93,10 @@ def test_escaped_repeat_is_refused():
 
 
 # -- masks ---------------------------------------------------------------------------------
-def _items(text: str, unique_at):
+def _items(text: str, unique_at, unfinished=None):
     """The finished string items of the arrays at paths where `unique_at(path)`, in a
-    JSON text cut anywhere (recursive descent: independent of the tracker's machine)."""
+    JSON text cut anywhere (recursive descent: independent of the tracker's machine);
+    `unfinished` (a list) gets (the items before, the raw text) of an item cut short."""
     out, i = [], 0
 
     def ws():
@@ -163,9 +165,12 @@ def _items(text: str, unique_at):
                 if i >= len(text):
                     return
                 if seen is not None and text[i] == '"':
+                    at = i
                     s = string()
                     if s is not None:
                         seen.append(s)
+                    elif unfinished is not None:
+                        unfinished.append((list(seen), text[at + 1:]))
                 else:
                     value(path + (k,))
                 if i >= len(text):
@@ -185,11 +190,16 @@ def _repeats(text: str, unique_at, max_length=None) -> bool:
         return True
     if max_length is None:
         return False
-    m = re.search(r'[\[,]"((?:[^"\\]|\\.)*)$', text)  # (the unfinished item, no escape cut short)
-    if m is None or "\ufffd" in m.group(1):
+    cut: list = []
+    _items(text, unique_at, cut)
+    if not cut or "\ufffd" in cut[0][1] or re.search(r'(^|[^\\])(\\\\)*\\$', cut[0][1]):
+        return False  # (no item cut short, or a character or an escape cut short: many ways on)
+    before, raw = cut[0]
+    try:
+        partial = json.loads('"' + raw + '"')
+    except ValueError:  # (a \u escape cut short)
         return False
-    partial = json.loads('"' + m.group(1) + '"')
-    return len(partial) == max_length and any(partial in s for s in _items(text, unique_at))  # (one array)
+    return len(partial) == max_length and partial in before
 
 
 def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6, max_length=None):
@@ -246,6 +256,7 @@ def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6,
     (VARIANTS, lambda p: len(p) == 1 and (p[0] == "labels" or p[0].startswith("x-")), '{"kind":"b","x-a":[', None),
     (TREE, lambda p: p and p[-1] == "tags", '{"tags":["a"],"kids":[{"tags":[', None),
     (SHORT, lambda p: p == (), "", 2),
+    (SHORT_TREE, lambda p: p and p[-1] == "tags", '{"tags":["a"],"kids":[{"tags":[', 2),  # (the grammar path)
 ])
 def test_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schema, unique_at, start, max_length):
     auto = compile_json_schema(schema, smol_vocab)
