@@ -111,8 +111,8 @@ Pydantic's strict ints refuse; floats, and an enum's or a const's values, which
 Pydantic takes as 1.0 too, keep theirs) (python_dates=True); and the
 uniqueItems of `set[int]` (items outside a finite set, not open strings) is not enforced
 (python_sets=True): Pydantic reads an array with a repeated item into the set, so the
-text may repeat an item while the object is valid (`set[Literal[...]]` and `set[str]`
-stay exact). Where
+text may repeat an item while the object is valid (`set[Literal[...]]` stays exact,
+and `set[str]` wherever fsm/json_unique.py checks it). Where
 Pydantic's own schema says less than its validators check, its schema is written
 differently (`_pydantic_generator`): a Decimal within its max_digits and
 decimal_places, URLs with their schemes as Pydantic's URL parser reads them,
