@@ -48,7 +48,7 @@ from bisect import bisect_left
 
 from .dfa import LazyDFA
 from .errors import RegexError, SchemaError, TooLargeError
-from .json_disjoint import types_of
+from .json_disjoint import deref, types_of
 from .json_keywords import _ARRAY_KW, _KEYWORDS, _NOTES, _NUMBER_KW, _OBJECT_KW, _STRING_KW
 from .json_source import JsonTermSource
 
@@ -63,6 +63,7 @@ OPEN, BOUNDED = 1, 2  # how an array frame's items are kept distinct (UniquePlan
 # still end as a new value (UniqueMatcher._viable)
 MIN_UNIQUE_DOMAIN = 1 << 16
 MAX_DOMAIN_STATES = 4096  # DFA states counted for that
+DOMAIN_LEVELS = 64  # lengths counted one by one before the whole DFA is
 MAX_VIABLE_STEPS = 4096  # bytes stepped looking for a new way to end an item
 _OTHER = object()  # a property name that no `properties` declares
 DEAD = (-1, -1)
@@ -302,6 +303,7 @@ class _Planner:
         self.queue: list = []
         self.tables: dict = {}  # pattern -> _pattern_table
         self.types: dict = {}  # id(schema) -> types_of
+        self.domains: dict = {}  # ids of item schemas -> _domain_size
         self.targets: dict = {}  # id(schema) -> its $ref's target
         self.reaches = self._reaching(comp)
         self.checked: set = set()  # ids of uniqueItems schemas in a frame checked at run time
@@ -536,40 +538,67 @@ class _Planner:
 
     def _domain_size(self, schemas: list) -> int:
         """How many strings all of `schemas` hold, counted on their DFA up to
-        MIN_UNIQUE_DOMAIN (reached at once where a cycle is); 0 where the DFA has more
-        than MAX_DOMAIN_STATES states or a schema is refused."""
-        if self.helper is None:
-            self.helper = self.make_compiler()  # (terms are built by a compiler of their own)
-        comp, cap = self.helper, MIN_UNIQUE_DOMAIN
-        try:
-            term = comp.tb.intersect([comp.value(x, comp.max_depth) for x in schemas] + [comp.st.quoted(comp.st.any_chars)])
-            dfa = LazyDFA(JsonTermSource(comp.tb), term, MAX_DOMAIN_STATES)
-            counts: dict = {}
-            on_path, stack = {dfa.start}, [(dfa.start, None)]
-            while stack:
-                q, targets = stack[-1]
-                if targets is None:
-                    targets = [int(dfa.table[q, b]) for b in dfa.live_bytes(q)]
-                    stack[-1] = (q, targets)
-                    counts[q] = int(dfa.accepting[q])
-                if targets:
-                    r = targets.pop()
-                    if r in on_path:  # (a cycle: endless strings)
-                        return cap
-                    if r in counts:
-                        counts[q] = min(cap, counts[q] + counts[r])
-                    else:
-                        on_path.add(r)
-                        stack.append((r, None))
-                    continue
-                stack.pop()
-                on_path.discard(q)
-                if stack:
-                    p = stack[-1][0]
-                    counts[p] = min(cap, counts[p] + counts[q])
-            return counts[dfa.start]
-        except (SchemaError, TooLargeError):
-            return 0
+        MIN_UNIQUE_DOMAIN: by lengths first (a name pattern passes the bound within a
+        few characters), then, past DOMAIN_LEVELS lengths, over the whole DFA (a cycle:
+        endless); 0 where the DFA has more than MAX_DOMAIN_STATES states or a schema is
+        refused; an enum's length where it lists fewer. Remembered per schemas."""
+        key = tuple(id(x) for x in schemas)
+        listed = [len(v) for y in schemas if isinstance(x := deref(self.comp, y), dict)
+                  for v in ([x["const"]] if "const" in x else x.get("enum"),) if isinstance(v, list)]
+        if listed and min(listed) < MIN_UNIQUE_DOMAIN:  # (an enum: no more strings than it lists)
+            return min(listed)
+        if key not in self.domains:
+            if self.helper is None:
+                self.helper = self.make_compiler()  # (terms are built by a compiler of their own)
+            comp = self.helper
+            try:
+                term = comp.tb.intersect([comp.value(x, comp.max_depth) for x in schemas]
+                                         + [comp.st.quoted(comp.st.any_chars)])
+                self.domains[key] = _count_strings(LazyDFA(JsonTermSource(comp.tb), term, MAX_DOMAIN_STATES),
+                                                   MIN_UNIQUE_DOMAIN)
+            except (SchemaError, TooLargeError):
+                self.domains[key] = 0
+        return self.domains[key]
+
+
+def _count_strings(dfa: LazyDFA, cap: int) -> int:
+    """How many texts `dfa` accepts, up to `cap` (every state of a LazyDFA is live)."""
+    level, total = {dfa.start: 1}, int(dfa.accepting[dfa.start])
+    for _ in range(DOMAIN_LEVELS):
+        nxt: dict = {}
+        for q, c in level.items():
+            dfa.expand(q)
+            for r in dfa.table[q].tolist():
+                if r:
+                    nxt[r] = min(cap, nxt.get(r, 0) + c)
+        total += sum(c for r, c in nxt.items() if dfa.accepting[r])
+        if total >= cap or not nxt:
+            return min(total, cap)
+        level = nxt
+    counts: dict = {}  # (past DOMAIN_LEVELS lengths: paths over the whole DFA)
+    on_path, stack = {dfa.start}, [(dfa.start, None)]
+    while stack:
+        q, targets = stack[-1]
+        if targets is None:
+            targets = [int(dfa.table[q, b]) for b in dfa.live_bytes(q)]
+            stack[-1] = (q, targets)
+            counts[q] = int(dfa.accepting[q])
+        if targets:
+            r = targets.pop()
+            if r in on_path:  # (a cycle: endless texts)
+                return cap
+            if r in counts:
+                counts[q] = min(cap, counts[q] + counts[r])
+            else:
+                on_path.add(r)
+                stack.append((r, None))
+            continue
+        stack.pop()
+        on_path.discard(q)
+        if stack:
+            p = stack[-1][0]
+            counts[p] = min(cap, counts[p] + counts[q])
+    return counts[dfa.start]
 
 
 def _only(s: dict, allowed: frozenset) -> bool:

@@ -62,8 +62,10 @@ def valid(schema, inst) -> bool:
             {"tags": ["a", "a"]}]),
     (TUPLE, [[1, ["a", "a"]], [1, ["a"], ["b", "b"]], [1, ["a"], ["b"], ["a", "b"]], [1, [], ["x", "y", "x"]]]),
     (SHORT, [["a", "ab", "b"], ["ab", "ab"], ["é", "e", "é"], ["", "a", ""]]),
-    ({"type": "array", "items": {"type": "string", "pattern": "^x"}, "uniqueItems": True},  # (endless: a cycle)
+    ({"type": "array", "items": {"type": "string", "pattern": "^x"}, "uniqueItems": True},
      [["xa", "xb"], ["xa", "x", "xa"], ["x"]]),
+    ({"type": "array", "items": {"type": "string", "pattern": "^x*$"}, "uniqueItems": True},  # (one text a length:
+     [["", "x", "xx"], ["xx", "x", "xx"]]),  # counted past the lengths, endless by its cycle)
     (NAMES, [{"who": ["ada", "bob"]}, {"who": ["ada", "ada"]}, {"who": "ada"}, {"who": ["a-b", "a-b-c", "a-b"]},
              {"when": ["2024-01-01", "2024-01-02"]}, {"when": ["2024-01-01", "2024-01-01"]}]),
 ])
