@@ -48,8 +48,9 @@ from bisect import bisect_left
 
 from .dfa import LazyDFA
 from .errors import RegexError, SchemaError, TooLargeError
-from .json_disjoint import deref, types_of
-from .json_keywords import _ARRAY_KW, _KEYWORDS, _NOTES, _NUMBER_KW, _OBJECT_KW, _STRING_KW
+from .json_disjoint import types_of
+from .json_keywords import (_ARRAY_KW, _KEYWORDS, _NOTES, _NUMBER_KW, _OBJECT_KW, _STRING_KW, _SUB_LIST, _SUB_MAP,
+                            _SUB_ONE)
 from .json_source import JsonTermSource
 
 MAX_UNIQUE_FRAMES = 4096  # frames of containers read while looking for unique arrays
@@ -543,8 +544,7 @@ class _Planner:
         endless); 0 where the DFA has more than MAX_DOMAIN_STATES states or a schema is
         refused; an enum's length where it lists fewer. Remembered per schemas."""
         key = tuple(id(x) for x in schemas)
-        listed = [len(v) for y in schemas if isinstance(x := deref(self.comp, y), dict)
-                  for v in ([x["const"]] if "const" in x else x.get("enum"),) if isinstance(v, list)]
+        listed = [len(v) for x in schemas if (v := self.comp._listed_values(x)) is not None]
         if listed and min(listed) < MIN_UNIQUE_DOMAIN:  # (an enum: no more strings than it lists)
             return min(listed)
         if key not in self.domains:
@@ -622,14 +622,14 @@ def _prefix(s: dict) -> tuple:
 
 def _subschemas(s: dict, planner):
     """The schemas `s` applies somewhere (its $ref's target too; not its $defs)."""
-    for k, v in s.items():
-        if k == "$ref":
-            yield planner._target(s)
-        elif k in ("allOf", "anyOf", "oneOf", "prefixItems") or (k == "items" and isinstance(v, list)):
-            yield from (x for x in v if isinstance(x, dict)) if isinstance(v, list) else ()
-        elif k in ("properties", "patternProperties", "dependentSchemas", "dependencies"):
-            yield from (x for x in v.values() if isinstance(x, dict)) if isinstance(v, dict) else ()
-        elif k in ("items", "additionalItems", "additionalProperties", "unevaluatedItems",
-                   "unevaluatedProperties", "contains", "not", "if", "then", "else", "propertyNames"):
-            if isinstance(v, dict):
-                yield v
+    if "$ref" in s:
+        yield planner._target(s)
+    for k in _SUB_ONE + ("items",):
+        if isinstance(s.get(k), dict):
+            yield s[k]
+    for k in _SUB_MAP:
+        if k not in ("$defs", "definitions") and isinstance(s.get(k), dict):
+            yield from (x for x in s[k].values() if isinstance(x, dict))
+    for k in _SUB_LIST + ("items",):
+        if isinstance(s.get(k), list):
+            yield from (x for x in s[k] if isinstance(x, dict))

@@ -101,10 +101,10 @@ class UniqueMatcher(Matcher):
         self._drop_repeats(out)
         return out
 
-    def _candidates(self, words: np.ndarray) -> list:
-        """The tokens `words` allows that may close a repeated item from here (a superset)."""
+    def _candidates(self, words: np.ndarray, inside) -> list:
+        """The tokens `words` allows that may close a repeated item from here (a
+        superset); `inside`: plan.item_prefix of the tracker's state."""
         plan, q, track = self.plan, self._quotes, self.track
-        inside = plan.item_prefix(track)
         if inside is None:
             return self._allowed(2 if plan.between_items(track) else 4, words)
         done, seen = inside
@@ -131,13 +131,12 @@ class UniqueMatcher(Matcher):
         return out
 
     def _drop_repeats(self, out: np.ndarray) -> None:
-        words = out.view(np.uint32)
-        ids = self._candidates(words)
+        words, inside = out.view(np.uint32), self.plan.item_prefix(self.track)
+        ids = self._candidates(words, inside)
         bounded = self._bounded()
         if bounded:  # (also the tokens that go on as an earlier item, or begin one: from
             # inside an item, those with two quotes or more)
-            inside = self.plan.item_prefix(self.track) is not None
-            ids = set(ids).union(self._allowed(2 if inside else 1, words), self._echoes(words))
+            ids = set(ids).union(self._allowed(1 if inside is None else 2, words), self._echoes(words, inside))
         if not ids:
             return
         a, feed, track = self.automaton, self.plan.feed, self.track
@@ -153,10 +152,10 @@ class UniqueMatcher(Matcher):
         return (not dead and bool(stack) and stack[-1][0] == "a" and stack[-1][3] is not None
                 and self.plan.frames[stack[-1][1]][1] == BOUNDED)
 
-    def _echoes(self, words: np.ndarray) -> list:
-        """The tokens `words` allows that keep the current item a beginning of an
-        earlier one (their bytes begin what is left of it)."""
-        inside = self.plan.item_prefix(self.track)
+    def _echoes(self, words: np.ndarray, inside) -> list:
+        """The tokens `words` allows that keep the current item (`inside`:
+        plan.item_prefix) a beginning of an earlier one (their bytes begin what is
+        left of it)."""
         if inside is None or inside[0] is None:
             return []
         done, seen = inside
