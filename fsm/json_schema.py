@@ -86,11 +86,12 @@ value of the wrong kind (a negative or fractional count, a non-number bound,
 `required` not an array of strings...) raises SchemaError naming it (_check_values).
 uniqueItems: exact when the array's elements range over a finite set of at most 16
 values (enum, const, boolean, null); for arrays of strings (set[str]; with maxLength,
-pattern, format or enum too, where they allow at least 65536 strings) checked while
-decoding beside the automaton (fsm/json_unique.py: whether the array is unique must
-not hang on a not, if/then/else, contains, dependentSchemas, or an anyOf/oneOf whose
-array branches disagree); otherwise refused (strict), or not enforced for Pydantic
-sources (python_sets, below).
+pattern, format or enum too, where they allow at least 65536 strings), of numbers or
+integers without bounds (set[int], set[float]; compared as values: 1 repeats 1.0), or
+of both, checked while decoding beside the automaton (fsm/json_unique.py: whether the
+array is unique must not hang on a not, if/then/else, contains, dependentSchemas, or an
+anyOf/oneOf whose array branches disagree); otherwise refused (strict), or not
+enforced for Pydantic sources (python_sets, below).
 Recursive $ref: exact, through the context-free path (fsm/grammar.py; recursion=
 "grammar", the default), or unrolled with `max_recursion_depth=N`: each recursive
 reference is then followed at most N times along any path. The rules must be LALR(1):
@@ -109,10 +110,11 @@ of UUID1-8 a uuid with that version, and those of the Base64 types padded base64
 ASCII text, and integers without a fraction part (`1`, not `1.0`, which
 Pydantic's strict ints refuse; floats, and an enum's or a const's values, which
 Pydantic takes as 1.0 too, keep theirs) (python_dates=True); and the
-uniqueItems of `set[int]` (items outside a finite set, not open strings) is not enforced
-(python_sets=True): Pydantic reads an array with a repeated item into the set, so the
-text may repeat an item while the object is valid (`set[Literal[...]]` stays exact,
-and `set[str]` wherever fsm/json_unique.py checks it). Where
+uniqueItems of a set that is neither checked while decoding nor over a finite set
+(`set[conint(ge=0)]`, `set[tuple[int, int]]`) is not enforced (python_sets=True):
+Pydantic reads an array with a repeated item into the set, so the text may repeat an
+item while the object is valid (`set[Literal[...]]` stays exact, and `set[str]`,
+`set[int]` wherever fsm/json_unique.py checks them). Where
 Pydantic's own schema says less than its validators check, its schema is written
 differently (`_pydantic_generator`): a Decimal within its max_digits and
 decimal_places, URLs with their schemes as Pydantic's URL parser reads them,
@@ -1995,7 +1997,8 @@ class _Compiler:
             if dom is None and not (self.python_sets and self._negated == 0):  # (a complement would shrink)
                 self.refuse(node, "uniqueItems", "uniqueItems is enforced only when the items range over a "
                             f"finite set of at most {MAX_UNIQUE_DOMAIN} values (enum, const, boolean, null), "
-                            f"or are strings (any, or of at least {MIN_UNIQUE_DOMAIN} values) in an array whose "
+                            f"or are strings (any, or of at least {MIN_UNIQUE_DOMAIN} values) or numbers without "
+                            "bounds (any, or integers) in an array whose "
                             "place every valid instance decides (fsm/json_unique.py)")
             elif dom is not None:
                 self._negated += 1
@@ -2128,7 +2131,7 @@ def compile_json_schema(schema, vocab, max_states: int | None = None, **options)
     address whose host bits are zero; uuid1-uuid8 that version; base64 and base64url
     padded base64 of ASCII text; integers without a fraction part), python_sets (default True
     for Pydantic models: uniqueItems over items outside a finite set, where it is not
-    checked while decoding (fsm/json_unique.py: open strings), is not enforced,
+    checked while decoding (fsm/json_unique.py: strings, numbers without bounds), is not enforced,
     as Pydantic reads repeats into a set; False refuses it, or drops it with a warning
     when not strict), documents ({uri: schema}: the other documents that `$ref`s reach,
     by URI, relative ones as the root's base resolves them: `{"$ref": "defs.json#/$defs/a"}`

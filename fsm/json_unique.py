@@ -1,10 +1,12 @@
-"""uniqueItems over arrays of strings, checked while decoding.
+"""uniqueItems over arrays of strings and numbers, checked while decoding.
 
 An array whose items are all distinct is not a regular language, so the automaton
-cannot hold it. Where the items are strings, it is checked beside the automaton
-instead, exactly: a tracker reads the output's bytes, knows from a table where the
-unique arrays are, keeps each one's items so far, and refuses the token that would
-close an item equal to an earlier one (fsm/unique_matcher.py masks those). Two kinds of
+cannot hold it. Where the items are strings or numbers, it is checked beside the
+automaton instead, exactly: a tracker reads the output's bytes, knows from a table
+where the unique arrays are, keeps each one's items so far, and refuses the token that
+would close an item equal to an earlier one (fsm/unique_matcher.py masks those). Items
+are compared as values: a string by its characters (`"\\u0061"` repeats `"a"`), a
+number by its value (`1.0` repeats `1`), and a string never repeats a number. Kinds of
 items:
 - *open* strings (any string of at least minLength code points): from every point
   inside one there are endlessly many ways to finish it, so refusing those tokens never
@@ -14,7 +16,14 @@ items:
   new item can always be added, but one begun may have no way left but to repeat
   (`["ab","a` with maxLength 2): the matcher also refuses the tokens after which the
   item cannot end as a new value (UniqueMatcher._viable, a walk over the automaton's
-  bytes along the earlier items' rests).
+  bytes along the earlier items' rests);
+- numbers without bounds (NUMBERS): from every prefix of one, appending a digit makes
+  a new value, so nothing corners them;
+- integers without bounds (INTEGERS): once an integer's digits are all there ("0", or
+  "5." in the automaton's universe, whose integers may be written 5.0) it can only end
+  as that value, so the tracker refuses those bytes where the value came before.
+Numbers with bounds, multipleOf or an enum are refused: a finite or sparse set, which
+refusing repeats might corner.
 
 The table (`UniquePlan`) is built before compiling, from the schema: the *frames* of the
 instance's containers. A frame is what applies to a value of one kind (object, array)
@@ -26,8 +35,8 @@ negated (not, if/then/else, dependentSchemas, contains). A key that no `properti
 declares is read by the patternProperties it matches: the tracker runs each pattern's
 DFA over the key (up to MAX_KEY_PATTERNS patterns per frame; more, and they are maybe
 schemas). An array frame is checked at run time when every way holds uniqueItems in a
-sure schema, no maybe one does, and the items are strings, open or bounded (maybe
-schemas of the items: nothing but types, as under `not` a minLength bounds from above).
+sure schema, no maybe one does, and the items are of the kinds above (maybe schemas of
+the items: nothing but types, as under `not` a minLength bounds from above).
 Those uniqueItems are dropped from the schema the compiler reads (a copy), so the
 compiler's own rule (finite domains, or SchemaError) applies to all the others.
 
@@ -42,9 +51,12 @@ candidate tokens the mask allows (fill): ~5 us a step here.
 from __future__ import annotations
 
 import copy
+import functools
 import json
+import operator
 import re
 from bisect import bisect_left
+from decimal import Decimal, InvalidOperation
 
 from .dfa import LazyDFA
 from .errors import RegexError, SchemaError, TooLargeError
@@ -57,7 +69,11 @@ MAX_UNIQUE_FRAMES = 4096  # frames of containers read while looking for unique a
 MAX_ALTERNATIVES = 64  # ways a frame's unions may hold, read one by one (above: together)
 MAX_KEY_PATTERNS = 4  # patternProperties of an object frame that the tracker tests keys on
 MAX_PATTERN_STATES = 256  # DFA states of one of those patterns
-OPEN, BOUNDED = 1, 2  # how an array frame's items are kept distinct (UniquePlan.frames)
+# how an array frame's items are kept distinct (UniquePlan.frames): flags of the kinds
+# of items it may hold, 0 where it is not checked
+OPEN, BOUNDED = 1, 2  # strings: open ones, bounded ones (module notes)
+NUMBERS, INTEGERS = 4, 8  # numbers without bounds: any, or integers only
+_NUMBER_KINDS = NUMBERS | INTEGERS
 # bounded strings (maxLength, pattern, format, enum) are checked where they have at least
 # this many values: no array reaches that many items, so whatever items came before, a
 # new one can always be added; what the tracker checks is that the current item can
@@ -83,16 +99,19 @@ _STRING_OK = _QUIET | frozenset(_ARRAY_KW + _NUMBER_KW + _OBJECT_KW) | {"type", 
 _MAYBE_ARRAY_OK = _QUIET | frozenset(_STRING_KW + _NUMBER_KW + _OBJECT_KW) | {
     "type", "items", "prefixItems", "additionalItems"}
 _MAYBE_STRING_OK = _QUIET | frozenset(_ARRAY_KW + _NUMBER_KW + _OBJECT_KW) | {"type"}
+# numbers without bounds (sure or maybe schemas alike: a bound says where the numbers are)
+_NUMBER_OK = _QUIET | frozenset(_ARRAY_KW + _STRING_KW + _OBJECT_KW) | {"type"}
 
 
 class UniquePlan:
-    """Where the unique arrays of strings are, and how to check an output's bytes.
+    """Where the unique arrays of strings and numbers are, and how to check an output's bytes.
 
     `frames[f]` is ("o", {key: child}, pattern tables, {patterns matched: child}) for
     an object frame (a key no `properties` declares goes by the patterns it matches: bit
     i set where it matches the i-th, read by its whole DFA of encoded keys,
     _Planner._pattern_table), ("a", unique, [child per prefix item], rest_child) for an
-    array frame; a child is (frame of the value if it is an object, frame if an array),
+    array frame (unique: the flags of its items' kinds, OPEN... INTEGERS, 0 where not
+    checked); a child is (frame of the value if it is an object, frame if an array),
     -1 where no unique array lies below.
     `root` is the document's child. The tracker's state is a tuple (stack, dead, mode,
     buf): see `feed`.
@@ -101,23 +120,39 @@ class UniquePlan:
     def __init__(self, frames: list, root: tuple):
         self.frames, self.root = frames, root
         self.start = ((), 0, 0, b"")
+        self.numbers = any(row[0] == "a" and row[1] & _NUMBER_KINDS for row in frames)
 
     def feed(self, state: tuple, data: bytes):
         """The state after the bytes `data` (valid JSON text so far: the automaton
-        checked it), or None if they close an item equal to an earlier one of its array.
+        checked it), or None if they close an item equal to an earlier one of its array
+        (or leave an integer item that can only end as one: "0", "5.").
 
         stack: the containers being read, ("o", frame, phase, child) (phase 0: a key
         next, 1: the key read, child its value's, 2: the value) or ("a", frame, index,
-        its items so far as UTF-8 bytes, sorted; None where not unique); dead: how many
-        containers deep the output is below the last frame (nothing unique there); mode:
-        0 outside strings, 1 in a string read past, 2 in a key, 3 in an item of a unique
-        array (buf: its bytes so far), plus 4 after a backslash."""
+        its string items so far as UTF-8 bytes, sorted, its number items' keys (a
+        frozenset)), each None where not kept; dead: how many containers deep the output
+        is below the last frame (nothing unique there); mode: 0 outside strings, 1 in a
+        string read past, 2 in a key, 3 in a string item of a unique array, 4 in a number
+        item (buf: the item's bytes so far), plus 8 after a backslash."""
         stack, dead, mode, buf = state
         stack = list(stack)
         frames, i, n = self.frames, 0, len(data)
-        esc = mode >> 2
-        mode &= 3
+        esc = mode >> 3
+        mode &= 7
         while i < n:
+            if mode == 4:
+                m = _NUMBER_STOP.search(data, i)
+                if m is None:
+                    buf += data[i:]
+                    break
+                buf += data[i:m.start()]
+                _, f, k, seen, nums = stack[-1]
+                key = _number_key(buf)
+                if key in nums:
+                    return None
+                stack[-1] = ("a", f, k, seen, nums | {key})
+                mode, buf, i = 0, b"", m.start()
+                continue
             if mode:
                 if esc:
                     if mode >= 2:
@@ -139,11 +174,11 @@ class UniquePlan:
                     stack[-1] = ("o", f, 1, self._key_child(frames[f], buf))
                 elif mode == 3:
                     item = buf[:-1] if 0x5C not in buf else json.loads(b'"' + buf).encode("utf-8", "surrogatepass")
-                    _, f, k, seen = stack[-1]
+                    _, f, k, seen, nums = stack[-1]
                     at = bisect_left(seen, item)
                     if at < len(seen) and seen[at] == item:
                         return None
-                    stack[-1] = ("a", f, k, (*seen[:at], item, *seen[at:]))
+                    stack[-1] = ("a", f, k, (*seen[:at], item, *seen[at:]), nums)
                 mode, buf = 0, b""
                 continue
             if dead:
@@ -175,16 +210,22 @@ class UniquePlan:
                 elif c == 0x7B:
                     stack.append(("o", fid, 0, None))
                 else:
-                    stack.append(("a", fid, 0, () if frames[fid][1] else None))
+                    how = frames[fid][1]
+                    stack.append(("a", fid, 0, () if how else None, frozenset() if how & _NUMBER_KINDS else None))
             elif c in (0x7D, 0x5D):  # } ]
                 stack.pop()
             elif c == 0x2C:  # ,
                 top = stack[-1]
-                stack[-1] = (top[0], top[1], 0, None) if top[0] == "o" else (top[0], top[1], top[2] + 1, top[3])
+                stack[-1] = ("o", top[1], 0, None) if top[0] == "o" else ("a", top[1], top[2] + 1, *top[3:])
             elif c == 0x3A:  # :
                 top = stack[-1]
                 stack[-1] = ("o", top[1], 2, top[3])
-        return tuple(stack), dead, mode | (esc << 2), buf
+            elif (c == 0x2D or 0x30 <= c <= 0x39) and stack and stack[-1][0] == "a" and stack[-1][4] is not None:
+                mode, buf = 4, data[i - 1:i]  # (- or a digit: a number item begins)
+        if mode == 4 and (0x2E in buf or buf == b"0") and frames[stack[-1][1]][1] & INTEGERS \
+                and _number_key(buf) in stack[-1][4]:
+            return None  # (an integer whose digits are all there: it can only end as this value)
+        return tuple(stack), dead, mode | (esc << 3), buf
 
     @staticmethod
     def _key_child(row: tuple, buf: bytes) -> tuple:
@@ -223,7 +264,7 @@ class UniquePlan:
         as UTF-8 bytes, with a character cut short left as its bytes; None while an
         escape is unfinished), the items so far (sorted). Otherwise None."""
         stack, dead, mode, buf = state
-        if mode != 3 or dead:
+        if mode & 7 != 3 or dead:  # (mode 3 after a backslash too: buf ends with it, an escape cut short)
             return None
         seen = stack[-1][3]
         if 0x5C not in buf:  # (raw bytes are their UTF-8 bytes: the usual case)
@@ -245,12 +286,32 @@ class UniquePlan:
 
     @staticmethod
     def between_items(state: tuple) -> bool:
-        """Whether `state` is in a unique array, outside its items."""
+        """Whether `state` is in a unique array, outside its string items (between
+        items, or in a number item)."""
         stack, dead, mode, _ = state
-        return not dead and mode == 0 and bool(stack) and stack[-1][0] == "a" and stack[-1][3] is not None
+        return not dead and mode in (0, 4) and bool(stack) and stack[-1][0] == "a" and stack[-1][3] is not None
+
+
+def _number_key(text: bytes) -> bytes:
+    """The value of a number's text, as the one text each value has here: the
+    automaton's numbers (fsm/json_numbers.py: no exponents, no -0) without the trailing
+    zeros of their fraction; an exponent form (never written there) through Decimal.
+
+    >>> [_number_key(t) for t in (b"10", b"1.50", b"-2.0", b"0.0", b"1.5e1", b"-0")]
+    [b'10', b'1.5', b'-2', b'0', b'15', b'0']
+    """
+    if b"e" in text or b"E" in text:
+        try:
+            text = format(Decimal(text.decode()), "f").encode()
+        except InvalidOperation:  # (cut short: no value yet)
+            return text
+    if 0x2E in text:
+        text = text.rstrip(b"0").rstrip(b".")
+    return b"0" if text == b"-0" else text
 
 
 _STRING_STOP = re.compile(rb'["\\]')
+_NUMBER_STOP = re.compile(rb"[^0-9.eE+\-]")  # (a number item ends at the first byte that is none of its)
 _DEAD_STOP = re.compile(rb'["\[\]{}]')
 
 
@@ -502,31 +563,49 @@ class _Planner:
 
     def _checkable(self, alts: list, slots: list) -> int:
         """How the array frame's uniqueItems is checked at run time: 0 not (noted in
-        self.kept), OPEN or BOUNDED (noted in self.checked). Every way must hold one, in
-        a sure schema, and keep the items strings: open ones, or bounded ones of at
-        least MIN_UNIQUE_DOMAIN values."""
+        self.kept), else the flags of its items' kinds (noted in self.checked). Every
+        way must hold one, in a sure schema, and keep the items strings (open ones, or
+        bounded ones of at least MIN_UNIQUE_DOMAIN values) or numbers without bounds."""
         uniques = {k for sure, maybe in alts for k, x in (sure | maybe).items() if x.get("uniqueItems") is True}
         if not uniques:
             return 0
         ok = all(any(x.get("uniqueItems") is True for x in sure.values())  # (_MAYBE_ARRAY_OK has none)
                  and all(_only(x, _ARRAY_OK) for x in sure.values())
                  and all(_only(x, _MAYBE_ARRAY_OK) for x in maybe.values()) for sure, maybe in alts)
-        how = min((self._string_items(w) for ways in slots for w in ways), default=OPEN) if ok else 0
+        kinds = [self._item_kinds(w) for ways in slots for w in ways] if ok else [0]
+        how = 0 if 0 in kinds else functools.reduce(operator.or_, kinds, 0)
+        if how & NUMBERS and how & INTEGERS:  # (slots that disagree: "5." may end as 5 in one, 5.5 in another)
+            how = 0
         (self.checked if how else self.kept).update(uniques)
         return how
 
-    def _string_items(self, items: list) -> int:
-        """OPEN where every item the schemas `items` allow is an open string (module
-        notes), BOUNDED where a string of a language of at least MIN_UNIQUE_DOMAIN
-        values, else 0."""
+    def _item_kinds(self, items: list) -> int:
+        """The flags of the kinds of items the schemas `items` allow: OPEN or BOUNDED
+        strings (module notes), NUMBERS or INTEGERS without bounds; 0 where some item
+        they allow is none of those."""
         types = None
         for s, is_sure in items:
             if is_sure:
                 t = self._types(s)
                 if t is not None:
                     types = t if types is None else types & t
-        if types is None or not types <= {"string"}:
+        if types is None or not types <= {"string", "number"}:
             return 0
+        if not types:  # (no item here, as after prefixItems with items: false)
+            return OPEN
+        how = 0
+        if "string" in types:
+            how |= self._string_kind(items)
+            if not how:
+                return 0
+        if "number" in types:
+            numbers = self._number_kind(items)
+            how = how | numbers if numbers else 0
+        return how
+
+    def _string_kind(self, items: list) -> int:
+        """OPEN where every string the schemas `items` allow is an open one, BOUNDED
+        where they are a language of at least MIN_UNIQUE_DOMAIN strings, else 0."""
         ways = self._alternatives(items, "string")
         if not all(_only(x, _MAYBE_STRING_OK) for sure, maybe in ways for x in maybe.values()):
             return 0
@@ -536,6 +615,18 @@ class _Planner:
         if self.make_compiler is None:
             return 0
         return BOUNDED if self._domain_size([s for s, is_sure in items if is_sure]) >= MIN_UNIQUE_DOMAIN else 0
+
+    def _number_kind(self, items: list) -> int:
+        """INTEGERS where the numbers the schemas `items` allow are the integers, NUMBERS
+        where they are all numbers, else 0 (bounds, multipleOf, an enum: a finite or
+        sparse set, which refusing repeats might corner). From an integer's "0" or "5."
+        the only ways on are texts of the same value; from a number's, endlessly many."""
+        ways = self._alternatives(items, "number")
+        if not all(_only(x, _NUMBER_OK) for sure, maybe in ways for x in sure.values()):
+            return 0
+        if any(not _only(x, _NUMBER_OK) or _integral(x) for sure, maybe in ways for x in maybe.values()):
+            return 0  # (a maybe schema that may narrow the numbers to integers or to a range)
+        return INTEGERS if all(any(_integral(x) for x in sure.values()) for sure, maybe in ways) else NUMBERS
 
     def _domain_size(self, schemas: list) -> int:
         """How many strings all of `schemas` hold, counted on their DFA up to
@@ -599,6 +690,13 @@ def _count_strings(dfa: LazyDFA, cap: int) -> int:
             p = stack[-1][0]
             counts[p] = min(cap, counts[p] + counts[q])
     return counts[dfa.start]
+
+
+def _integral(s: dict) -> bool:
+    """Whether `type` holds integers and no other numbers."""
+    ty = s.get("type")
+    ty = ty if isinstance(ty, list) else [ty]
+    return "integer" in ty and "number" not in ty
 
 
 def _only(s: dict, allowed: frozenset) -> bool:

@@ -1,4 +1,4 @@
-"""A Matcher that also keeps the items of unique arrays of strings distinct
+"""A Matcher that also keeps the items of unique arrays of strings and numbers distinct
 (fsm/json_unique.py says where and why this is exact).
 
 Masks: the automaton's mask, less the tokens that would close an item equal to an
@@ -6,7 +6,12 @@ earlier one of its array. Only tokens with a `"` can close an item, and most are
 out without reading them (`QuoteTokens`): inside an item, a token closes it with the
 bytes before its first quote, so those equal to the rest of an earlier item are looked
 up; between items a token needs two quotes to make one, and outside unique arrays four
-(two items). The few tokens left that the mask allows are stepped through the tracker.
+(two items). A string item closes at a quote; a number item at the first byte that is
+no number's (`NumberTokens`): inside one, a token closes it as its bytes so far + the
+token's head, looked up once per head the mask allows; elsewhere only the few tokens
+where a number begins and ends (or, for integers, is left with all its digits: "0",
+"5.") can finish one. The few tokens left that the mask allows are stepped through
+the tracker.
 """
 from __future__ import annotations
 
@@ -14,8 +19,11 @@ from bisect import bisect_left
 
 import numpy as np
 
-from .json_unique import BOUNDED, MAX_VIABLE_STEPS
+from .json_unique import BOUNDED, INTEGERS, MAX_VIABLE_STEPS, _number_key
 from .matcher import Matcher
+
+_NUMBER_BYTES = frozenset(b"0123456789.eE+-")  # (json_unique._NUMBER_STOP's complement)
+_NUMBER_STARTS = frozenset(b"0123456789-")
 
 
 class QuoteTokens:
@@ -40,12 +48,70 @@ class QuoteTokens:
         self.escaped = tuple(escaped)
         self.quotes = {k: np.array(v, dtype=np.int64) for k, v in quotes.items()}
 
-    @staticmethod
-    def of(vocab) -> "QuoteTokens":
-        q = vocab._cache.get("quote_tokens")
-        if q is None:
-            q = vocab._cache["quote_tokens"] = QuoteTokens(vocab.token_bytes)
-        return q
+
+class NumberTokens:
+    """The vocabulary's tokens by the number items they may touch. A token's *head* is
+    its leading run of number bytes (what it adds to a number item being read), its
+    *tail* the rest:
+    - `closing[h]`: tokens with head h and a tail where no number begins (inside a
+      number item they close it as the item's bytes + h, and close nothing else);
+    - `dotted[h]`: tokens all number bytes with a `.` (they may finish an integer's
+      digits: "5" + "." can only end as 5);
+    - `later`: tokens with a tail where a number begins (they may close a second item);
+    - `runs`: tokens where a number begins (at the start or after another byte) and
+      ends within them, or ends them as "0" or with a `.`; `quoted_runs`, those with a
+      quote before it (from inside a string, only they reach a number item)."""
+
+    def __init__(self, token_bytes):
+        closing: dict[bytes, list] = {}
+        dotted: dict[bytes, list] = {}
+        later, runs, quoted = [], [], []
+        for t, b in enumerate(token_bytes):
+            if not b:
+                continue
+            h = 0
+            while h < len(b) and b[h] in _NUMBER_BYTES:
+                h += 1
+            head, tail = b[:h], b[h:]
+            if not tail:
+                if 0x2E in head:
+                    dotted.setdefault(head, []).append(t)
+            elif any(c in _NUMBER_STARTS for c in tail):
+                later.append(t)
+            else:
+                closing.setdefault(head, []).append(t)
+            run = _run_in(b)
+            if run is not None:
+                runs.append(t)
+                if 0x22 in b[:run]:
+                    quoted.append(t)
+        self.closing = {h: np.array(v, dtype=np.int64) for h, v in closing.items()}
+        self.dotted = {h: np.array(v, dtype=np.int64) for h, v in dotted.items()}
+        self.later, self.runs, self.quoted_runs = (np.array(v, dtype=np.int64) for v in (later, runs, quoted))
+
+
+def _index_of(vocab, kind):
+    """kind(vocab.token_bytes) (QuoteTokens, NumberTokens), made once per vocabulary."""
+    out = vocab._cache.get(kind.__name__)
+    if out is None:
+        out = vocab._cache[kind.__name__] = kind(vocab.token_bytes)
+    return out
+
+
+def _run_in(b: bytes) -> int | None:
+    """Where the first number run of `b` that may finish an item begins (see
+    NumberTokens.runs), or None."""
+    i, n = 0, len(b)
+    while i < n:
+        if b[i] in _NUMBER_STARTS and (i == 0 or b[i - 1] not in _NUMBER_BYTES):
+            j = i
+            while j < n and b[j] in _NUMBER_BYTES:
+                j += 1
+            if j < n or 0x2E in b[i:j] or b[i:j] == b"0":
+                return i
+            i = j
+        i += 1
+    return None
 
 
 def _rests(items: tuple, done: bytes) -> tuple:
@@ -63,14 +129,15 @@ def _has(items: tuple, x: bytes) -> bool:
 class UniqueMatcher(Matcher):
     """Matcher over an automaton with a `unique` plan; the same contract."""
 
-    __slots__ = ("plan", "track", "_tracks", "_quotes")
+    __slots__ = ("plan", "track", "_tracks", "_quotes", "_numbers")
 
     def __init__(self, automaton):
         super().__init__(automaton)
         self.plan = automaton.unique
         self.track = self.plan.start
         self._tracks: list = []
-        self._quotes = QuoteTokens.of(automaton.vocab)
+        self._quotes = _index_of(automaton.vocab, QuoteTokens)
+        self._numbers = _index_of(automaton.vocab, NumberTokens) if self.plan.numbers else None
 
     def accept_token(self, token_id: int) -> bool:
         bounded = self._bounded()
@@ -120,14 +187,16 @@ class UniqueMatcher(Matcher):
         return out + [t for t in extra if words[t >> 5] >> (t & 31) & 1]
 
     def _allowed(self, k: int, words: np.ndarray) -> list:
-        """The tokens with at least k quotes that the current state's mask allows
-        (remembered per state: the mask is the state's)."""
+        """The tokens with at least k quotes that the current state's mask allows."""
+        return self._allowed_among(k, self._quotes.quotes[k], words)
+
+    def _allowed_among(self, key, ids: np.ndarray, words: np.ndarray) -> list:
+        """The tokens of `ids` that the current state's mask `words` allows (remembered
+        per state and `key`: the mask is the state's)."""
         memo = self.automaton.__dict__.setdefault("_quoted_allowed", {})
-        key = (self.state, k)
-        out = memo.get(key)
+        out = memo.get((self.state, key))
         if out is None:
-            ids = self._quotes.quotes[k]
-            out = memo[key] = ids[(words[ids >> 5] >> (ids & 31).astype(np.uint32)) & 1 == 1].tolist()
+            out = memo[(self.state, key)] = ids[(words[ids >> 5] >> (ids & 31).astype(np.uint32)) & 1 == 1].tolist()
         return out
 
     def _drop_repeats(self, out: np.ndarray) -> None:
@@ -137,6 +206,11 @@ class UniqueMatcher(Matcher):
         if bounded:  # (also the tokens that go on as an earlier item, or begin one: from
             # inside an item, those with two quotes or more)
             ids = set(ids).union(self._allowed(1 if inside is None else 2, words), self._echoes(words, inside))
+        if self._numbers is not None:
+            more, repeats = self._number_candidates(words)
+            ids = [*ids, *more]
+            for t in repeats:
+                words[t >> 5] &= np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF)
         if not ids:
             return
         a, feed, track = self.automaton, self.plan.feed, self.track
@@ -146,11 +220,46 @@ class UniqueMatcher(Matcher):
             if nxt is None or (bounded and not self._viable(a._next.get((s, t)) or a.next_state(s, t), nxt)):
                 words[t >> 5] &= np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF)
 
+    def _number_candidates(self, words: np.ndarray) -> tuple[list, list]:
+        """(tokens `words` allows that may close a repeated number item, or leave an
+        integer item that can only end as an earlier value: a superset, to step
+        through the tracker; tokens that do, found by their heads). Inside a number
+        item, a token with a head and a tail where no number begins closes it as its
+        bytes so far + the head: one lookup per head the mask allows."""
+        stack, dead, mode, buf = self.track
+        nt = self._numbers
+        if mode != 4:
+            return (self._allowed_among("runs", nt.runs, words) if mode == 0 else
+                    self._allowed_among("quoted_runs", nt.quoted_runs, words)), []
+        _, f, _, _, nums = stack[-1]
+        more = self._allowed_among("later", nt.later, words)
+        if not nums:
+            return more, []
+        digits_open = self.plan.frames[f][1] & INTEGERS and 0x2E not in buf
+        repeats = [t for head, (ids, closes) in self._heads(words).items()
+                   if (closes or digits_open) and _number_key(buf + head) in nums for t in ids]
+        return more, repeats
+
+    def _heads(self, words: np.ndarray) -> dict:
+        """{head: (the tokens NumberTokens.closing (closes True) or .dotted (False) has
+        under it that `words` allows, closes)}, remembered per state."""
+        memo = self.automaton.__dict__.setdefault("_number_heads", {})
+        out = memo.get(self.state)
+        if out is None:
+            out = memo[self.state] = {}
+            for table, closes in ((self._numbers.closing, True), (self._numbers.dotted, False)):
+                for head, ids in table.items():
+                    hit = ids[(words[ids >> 5] >> (ids & 31).astype(np.uint32)) & 1 == 1]
+                    if len(hit):
+                        out[head] = (hit.tolist(), closes)
+        return out
+
     def _bounded(self) -> bool:
-        """Whether the output is in a unique array of bounded strings (json_unique.BOUNDED)."""
+        """Whether the output is in a unique array that may hold bounded strings
+        (json_unique.BOUNDED)."""
         stack, dead = self.track[0], self.track[1]
         return (not dead and bool(stack) and stack[-1][0] == "a" and stack[-1][3] is not None
-                and self.plan.frames[stack[-1][1]][1] == BOUNDED)
+                and bool(self.plan.frames[stack[-1][1]][1] & BOUNDED))
 
     def _echoes(self, words: np.ndarray, inside) -> list:
         """The tokens `words` allows that keep the current item (`inside`:

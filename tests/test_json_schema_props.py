@@ -510,35 +510,39 @@ class Tagged(BaseModel):
     tags: set[str]
     ids: frozenset[int] = frozenset()
     marks: set[Literal["a", "b"]] = set()
+    counts: set[Annotated[int, Field(ge=0)]] = set()
     blob: bytes = b""  # format binary
     secret: SecretStr = SecretStr("")  # format password
     where: pathlib.Path = pathlib.Path(".")  # format path
 
 
 def test_pydantic_sets_of_free_items():
-    """set[str]: its strings are kept distinct while decoding (fsm/json_unique.py);
-    set[int]: Pydantic reads an array with repeats into the set, so for Pydantic sources
-    that uniqueItems is not enforced (python_sets); a finite item set stays exact, a dict
-    schema still refuses it (strict), and so does python_sets=False. Pydantic's formats
-    for bytes, SecretStr and Path take any string (python_dates)."""
+    """set[str] and frozenset[int]: their items are kept distinct while decoding
+    (fsm/json_unique.py); set[int] with a bound: Pydantic reads an array with repeats
+    into the set, so for Pydantic sources that uniqueItems is not enforced
+    (python_sets); a finite item set stays exact, a dict schema still refuses it
+    (strict), and so does python_sets=False. Pydantic's formats for bytes, SecretStr and
+    Path take any string (python_dates)."""
     cs = schema_to_term(Tagged)
     assert not cs.relaxed
     dfa = cs.dfa()
-    text = cs.canonical({"tags": ["x", "y"], "ids": [3, 3], "marks": ["b"],
+    text = cs.canonical({"tags": ["x", "y"], "ids": [3, 4], "marks": ["b"], "counts": [2, 2],
                          "blob": "é\u0000", "secret": "", "where": "a\\b"})
     assert cs.accepts(text, dfa)
-    assert Tagged.model_validate_json(text) == Tagged(tags={"x", "y"}, ids={3}, marks={"b"}, blob="é\u0000".encode(),
-                                                      secret=SecretStr(""), where=pathlib.Path("a\\b"))
+    assert Tagged.model_validate_json(text) == Tagged(tags={"x", "y"}, ids={3, 4}, marks={"b"}, counts={2},
+                                                      blob="é\u0000".encode(), secret=SecretStr(""),
+                                                      where=pathlib.Path("a\\b"))
     assert not cs.accepts(cs.canonical({"tags": ["x", "y", "x"]}), dfa)
     assert not cs.accepts(cs.canonical({"tags": [], "marks": ["a", "a"]}), dfa)
+    assert not cs.accepts(cs.canonical({"tags": [], "ids": [3, 3]}), dfa)
     texts, _ = random_walks(cs, n=40, seed=4)
     assert len(texts) > 20
     for t in texts:
-        tagged = Tagged.model_validate_json(t)  # raises if invalid
-        assert len(tagged.tags) == len(json.loads(t)["tags"]), t
+        tagged, raw = Tagged.model_validate_json(t), json.loads(t)  # (raises if invalid)
+        assert len(tagged.tags) == len(raw["tags"]) and len(tagged.ids) == len(raw.get("ids", ())), t
     with pytest.raises(SchemaError, match="'binary' is not supported"):
         schema_to_term(Tagged, python_dates=False)
-    for schema, opts in [(Tagged, {"python_sets": False}), ({"type": "array", "items": {"type": "integer"},
+    for schema, opts in [(Tagged, {"python_sets": False}), ({"type": "array", "items": {"type": "integer", "minimum": 0},
                                                               "uniqueItems": True}, {}),
                          ({"not": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
                           {"python_sets": True})]:  # (under `not`, dropping it would shrink the language)

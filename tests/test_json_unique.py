@@ -4,9 +4,11 @@ partial-JSON reader written here, which finds the finished items of each unique 
 in a text cut anywhere."""
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
+from decimal import Decimal
 
 import jsonschema
 import numpy as np
@@ -16,6 +18,8 @@ from fsm.errors import SchemaError
 from fsm.json_schema import canonical_json, compile_json_schema, schema_to_term
 from fsm.matcher import Matcher
 from fsm.unique_matcher import UniqueMatcher
+
+from .conftest import small_vocab
 
 STRINGS = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
 TAGGED = {"type": "object", "properties": {
@@ -35,6 +39,8 @@ TREE = {"$ref": "#/$defs/node", "$defs": {"node": {"type": "object", "properties
     "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
     "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}}, "required": ["tags"]}}}
 SHORT_TREE = json.loads(json.dumps(TREE).replace('"items": {"type": "string"}', '"items": {"type": "string", "maxLength": 2}'))
+OPEN_THEN_SHORT = {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "string", "maxLength": 2},
+                   "uniqueItems": True}
 TUPLE = {"type": "array", "prefixItems": [{"type": "integer"}, STRINGS], "items": STRINGS}
 # bounded strings: the tracker also drops the tokens after which the item can only end
 # as an earlier one
@@ -43,6 +49,14 @@ NAMES = {"type": "object", "properties": {"who": {"oneOf": [
     {"$ref": "#/$defs/name"}, {"type": "array", "items": {"$ref": "#/$defs/name"}, "uniqueItems": True}]},
     "when": {"type": "array", "items": {"type": "string", "format": "date"}, "uniqueItems": True}}, "$defs": {
     "name": {"type": "string", "maxLength": 39, "pattern": "^[a-zA-Z0-9](-?[a-zA-Z0-9])*$"}}}
+
+
+INTS = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
+NUMS = {"type": "array", "items": {"type": "number"}, "uniqueItems": True}
+# compose-spec's `expose`: strings and numbers, kept apart ("1" is not 1)
+PORTS = {"type": "object", "properties": {"expose": {"type": "array", "items": {"type": ["string", "integer"]},
+                                                     "uniqueItems": True}, "n": {"type": "number"}}}
+TUPLE_NUMS = {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}, "uniqueItems": True}
 
 
 def valid(schema, inst) -> bool:
@@ -68,6 +82,11 @@ def valid(schema, inst) -> bool:
      [["", "x", "xx"], ["xx", "x", "xx"]]),  # counted past the lengths, endless by its cycle)
     (NAMES, [{"who": ["ada", "bob"]}, {"who": ["ada", "ada"]}, {"who": "ada"}, {"who": ["a-b", "a-b-c", "a-b"]},
              {"when": ["2024-01-01", "2024-01-02"]}, {"when": ["2024-01-01", "2024-01-01"]}]),
+    (INTS, [[1, 2], [1, 1], [0, 10, 1], [-1, 1], [-1, -1], [0, 0], [12, 3, 123, 12]]),
+    (NUMS, [[1.5, 1.05], [1.5, 1.5], [0.1, 0.01, 0], [-2.5, 2.5, -2.5], [0, 0.5, 0]]),
+    (PORTS, [{"expose": ["1", 1]}, {"expose": [1, "1", 1]}, {"expose": ["a", 2, "a"]}, {"expose": [80, 443], "n": 1},
+             {"expose": [80, 8080, 80]}]),
+    (TUPLE_NUMS, [["a", 1, 2], ["a", 1, 1], ["1", 1], ["a", 2, 3, 2]]),
 ])
 def test_texts_agree_with_jsonschema(schema, instances):
     """A text is accepted exactly when the instance is valid, written compactly and with
@@ -79,6 +98,19 @@ def test_texts_agree_with_jsonschema(schema, instances):
         text = canonical_json(inst, cs.key_order)
         assert cs.accepts(text) == valid(schema, inst), text
         assert flexible.accepts(canonical_json(inst, cs.key_order, indent=1)) == valid(schema, inst), text
+
+
+@pytest.mark.parametrize("schema, texts", [
+    (INTS, ['[1,1.0]', '[5.0,5]', '[0,0.00]', '[10,1.0,10.0]', '[1,2.0]', '[-3,-3.0]']),
+    (NUMS, ['[1.5,1.50]', '[2,2.0]', '[0.10,0.1]', '[1.05,1.5]', '[0,0.0]', '[-0.5,-0.50]']),
+    (PORTS, ['{"expose":[1,"1",1.0]}', '{"expose":["1.0",1]}', '{"expose":[8,"8",8.00]}']),
+])
+def test_numbers_repeat_by_value(schema, texts):
+    """Number items are values: every text of one (1, 1.0) repeats it; a string never
+    repeats a number."""
+    cs = schema_to_term(schema)
+    for text in texts:
+        assert cs.accepts(text) == valid(schema, json.loads(text)), text
 
 
 def test_escaped_repeat_is_refused():
@@ -96,9 +128,10 @@ def test_escaped_repeat_is_refused():
 
 # -- masks ---------------------------------------------------------------------------------
 def _items(text: str, unique_at, unfinished=None):
-    """The finished string items of the arrays at paths where `unique_at(path)`, in a
-    JSON text cut anywhere (recursive descent: independent of the tracker's machine);
-    `unfinished` (a list) gets (the items before, the raw text) of an item cut short."""
+    """The finished string and number items of the arrays at paths where
+    `unique_at(path)`, in a JSON text cut anywhere (recursive descent: independent of
+    the tracker's machine), as ("s", the string) or ("n", the Decimal); `unfinished` (a
+    list) gets (the items before, the raw text, "s" or "n") of an item cut short."""
     out, i = [], 0
 
     def ws():
@@ -170,9 +203,16 @@ def _items(text: str, unique_at, unfinished=None):
                     at = i
                     s = string()
                     if s is not None:
-                        seen.append(s)
+                        seen.append(("s", s))
                     elif unfinished is not None:
-                        unfinished.append((list(seen), text[at + 1:]))
+                        unfinished.append((list(seen), text[at + 1:], "s"))
+                elif seen is not None and text[i] in "-0123456789":
+                    j = re.compile(r"[0-9.eE+-]*").match(text, i).end()
+                    if j < len(text):
+                        seen.append(("n", Decimal(text[i:j])))
+                    elif unfinished is not None:
+                        unfinished.append((list(seen), text[i:], "n"))
+                    i = j
                 else:
                     value(path + (k,))
                 if i >= len(text):
@@ -185,31 +225,44 @@ def _items(text: str, unique_at, unfinished=None):
     return out
 
 
-def _repeats(text: str, unique_at, max_length=None) -> bool:
-    """Whether a unique array repeats a finished item, or (items of at most max_length
-    code points) its unfinished item is as long as it may be and an earlier item."""
+_JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+
+
+def _repeats(text: str, unique_at, max_length=None, integers=False) -> bool:
+    """Whether a unique array repeats a finished item, or its unfinished item can only
+    end as an earlier one: a string of at most max_length code points as long as that
+    and an earlier item; an integer (`integers`) whose every ending in JSON (up to two
+    more characters) is an earlier item."""
     if any(len(set(s)) < len(s) for s in _items(text, unique_at)):
         return True
-    if max_length is None:
-        return False
     cut: list = []
     _items(text, unique_at, cut)
-    if not cut or "\ufffd" in cut[0][1] or re.search(r'(^|[^\\])(\\\\)*\\$', cut[0][1]):
-        return False  # (no item cut short, or a character or an escape cut short: many ways on)
-    before, raw = cut[0]
+    if not cut:
+        return False
+    before, raw, kind = cut[0]
+    if kind == "n":
+        if not integers:
+            return False
+        ends = [raw + "".join(x) for k in range(3) for x in itertools.product("0123456789.", repeat=k)]
+        values = {Decimal(e) for e in ends if _JSON_NUMBER.fullmatch(e) and Decimal(e) == Decimal(e).to_integral_value()}
+        return bool(values) and all(("n", v) in before for v in values)
+    if max_length is None or "\ufffd" in raw or re.search(r'(^|[^\\])(\\\\)*\\$', raw):
+        return False  # (a character or an escape cut short: many ways on)
     try:
         partial = json.loads('"' + raw + '"')
     except ValueError:  # (a \u escape cut short)
         return False
-    return len(partial) == max_length and partial in before
+    return len(partial) == max_length and ("s", partial) in before
 
 
-def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6, max_length=None):
+def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6, max_length=None, numbers=None):
     """A random token walk; at each step the unique mask must be the automaton's mask less
-    exactly the tokens that finish a repeated item (checked on every token with a quote
-    and a sample of the others). The walk often starts an item by copying an earlier
-    one, token by token, so that it meets repeats. Returns (the text, whether it ended,
-    how many tokens were dropped)."""
+    exactly the tokens that finish a repeated item (checked on every token the mask
+    allows where it allows few, else on every token with a quote and a sample of the
+    others). The walk often starts an item by copying an earlier one (`numbers`
+    "number" or "integer": a number too, in another of its texts), token by token, so
+    that it meets repeats. Returns (the text, whether it ended, how many tokens were
+    dropped)."""
     m = auto.matcher()
     assert isinstance(m, UniqueMatcher) and m.accept_tokens(start)
     plain = Matcher(auto)
@@ -226,16 +279,22 @@ def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6,
         base_bits = np.unpackbits(base.view(np.uint8), bitorder="little")[:vocab.size]
         assert not (bits & ~base_bits).any()
         assert bits.any(), text  # never a dead end
-        sample = quoted + rng.sample(range(len(data)), 200)
+        allowed = np.flatnonzero(base_bits).tolist()
+        sample = allowed if len(allowed) <= 400 else quoted + rng.sample(range(len(data)), 200)
         for t in sample:
             if base_bits[t] and data[t]:
                 after = (text + data[t]).decode("utf-8", "replace")
-                assert bool(bits[t]) == (not _repeats(after, unique_at, max_length)), (text, data[t])
+                assert bool(bits[t]) == (not _repeats(after, unique_at, max_length, numbers == "integer")), (text, data[t])
                 dropped += not bits[t]
         ids = np.flatnonzero(bits)
         if echo is None and rng.random() < 0.7 and text.endswith((b'["', b',"')):
             earlier = re.findall(rb'[\[,]"([^"\\]*")', text[:-1])  # (repeat an earlier item)
             echo = rng.choice(earlier) if earlier else None
+        elif numbers and echo is None and rng.random() < 0.7 and text.rstrip().endswith((b"[", b",")):
+            earlier = re.findall(rb"[\[,]\s*(-?[0-9][0-9.]*)(?=\s*[,\]])", text)
+            if earlier:
+                echo = rng.choice(earlier)
+                echo += rng.choice([b"", b"0"] if b"." in echo else [b"", b".", b".0"])  # (the same value)
         fits = [t for t in ids.tolist() if data[t] and echo.startswith(data[t])] if echo else []
         if fits:
             t = max(fits, key=lambda t: len(data[t]))
@@ -243,8 +302,10 @@ def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6,
         else:
             echo = None
             opening = [t for t in ids.tolist() if data[t] and b"[" in data[t]] if rng.random() < 0.3 else []
-            closing = [t for t in ids.tolist() if t in quoted_set] if rng.random() < quote_bias else []
-            t = rng.choice(opening or closing) if opening or closing else int(rng.choice(ids))
+            closing = [t for t in ids.tolist() if t in quoted_set or (numbers and (data[t] or b"")[:1] == b",")] \
+                if rng.random() < quote_bias else []
+            solid = [t for t in ids.tolist() if (data[t] or b"x").strip()] if rng.random() < 0.9 else []
+            t = rng.choice(opening or closing or solid) if opening or closing or solid else int(rng.choice(ids))
         assert m.accept_token(t)
         if m.is_terminated():
             return text, True, dropped
@@ -259,19 +320,71 @@ def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6,
     (TREE, lambda p: p and p[-1] == "tags", '{"tags":["a"],"kids":[{"tags":[', None),
     (SHORT, lambda p: p == (), "", 2),
     (SHORT_TREE, lambda p: p and p[-1] == "tags", '{"tags":["a"],"kids":[{"tags":[', 2),  # (the grammar path)
+    (OPEN_THEN_SHORT, lambda p: p == (), "", 2),  # (a bounded slot after an open one: still bounded)
 ])
 def test_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schema, unique_at, start, max_length):
-    auto = compile_json_schema(schema, smol_vocab)
+    _check_walks(smol_tokenizer, smol_vocab, schema, unique_at, start, max_length=max_length)
+
+
+@pytest.mark.parametrize("schema, unique_at, start, numbers, whitespace", [
+    (INTS, lambda p: p == (), "[", "integer", "compact"),
+    (INTS, lambda p: p == (), "[", "integer", "flexible"),
+    (NUMS, lambda p: p == (), "[", "number", "compact"),
+    (PORTS, lambda p: p == ("expose",), '{"expose":[', "integer", "compact"),
+    (TUPLE_NUMS, lambda p: p == (), '["a",', "integer", "flexible"),
+])
+def test_number_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schema, unique_at, start, numbers,
+                                                whitespace):
+    """As above, for number items: the tokens that close a repeat of a value (in any of
+    its texts), and for integers those after which the item can only end as an earlier
+    value ("0" once 0 came, "5." once 5 did)."""
+    _check_walks(smol_tokenizer, smol_vocab, schema, unique_at, start, numbers=numbers, whitespace=whitespace)
+
+
+def _check_walks(tokenizer, vocab, schema, unique_at, start, whitespace="compact", **walk):
+    auto = compile_json_schema(schema, vocab, whitespace=whitespace)
     rng = random.Random(3)
     ended = dropped = 0
-    start = smol_tokenizer.encode(start, add_special_tokens=False)
+    start = tokenizer.encode(start, add_special_tokens=False)
     for _ in range(12):
-        text, done, d = _walk_masks(auto, smol_vocab, unique_at, rng, start, max_length=max_length)
+        text, done, d = _walk_masks(auto, vocab, unique_at, rng, start, **walk)
         dropped += d
         if done:
             ended += 1
             assert valid(schema, json.loads(text)), text
     assert dropped > 0  # (the walks met repeats to drop)
+
+
+@pytest.mark.parametrize("max_length", [None, 2])
+def test_tokens_of_several_items(max_length):
+    """A vocabulary whose tokens close one item and make more (`1,1`, `,"a"`, `",0`):
+    the mask still drops exactly the repeats (every token the mask allows is checked)."""
+    many = [b"1,1", b',"a"', b',"1"', b'"1",1', b'",1,', b'",0', b'",0]', b"1.", b"0]", b",-1,", b"5,", b",5",
+            b", 5,", b'"a","a"', b'1,"1"', b',"1",', b",0", b"2,2]", b'a","a', b"0.0,0", b"7,7.0", b"-1]"]
+    vocab = small_vocab([bytes([b]) for b in range(32, 127)] + many)
+    items = {"type": ["string", "integer"]} | ({"maxLength": max_length} if max_length else {})
+    schema = {"type": "array", "items": items, "uniqueItems": True}
+    auto = compile_json_schema(schema, vocab)
+    index = {b: t for t, b in enumerate(vocab.token_bytes)}
+    for before, token, ok in [
+            ('["a",5', b',"a"', False), ('["a",5', b',"1"', True), ('[1,"b"', b",-1,", True),
+            ('[1,"1",-1', b",-1,", False), ('[0,"x"', b",0", False), ('[1,"x"', b",0", True),
+            ('[7,"x"', b"7,7.0", False), ('[0,"x",', b"0.0,0", False), ('["1"', b',"1"', False),
+            ('[1,"a"', b',"1",', True)]:
+        m = auto.matcher()
+        assert m.accept_tokens([index[bytes([c])] for c in before.encode()])
+        t = index[token]
+        assert bool(m.next_token_mask().view(np.uint32)[t >> 5] >> (t & 31) & 1) == ok, (before, token)
+        assert m.accept_token(t) == ok
+    rng, dropped, ended = random.Random(5), 0, 0
+    for _ in range(30):
+        text, done, d = _walk_masks(auto, vocab, lambda p: p == (), rng, steps=30, max_length=max_length,
+                                    numbers="integer")
+        dropped += d
+        if done:
+            ended += 1
+            assert valid(schema, json.loads(text)), text
+    assert dropped > 0 and ended > 0
 
 
 def test_matcher_contract(smol_tokenizer, smol_vocab):
@@ -296,11 +409,42 @@ def test_matcher_contract(smol_tokenizer, smol_vocab):
     assert c.is_accepting()
 
 
+def test_bounded_after_open_slot(smol_tokenizer, smol_vocab):
+    """Items of at most 2 characters after an open first one: once an item is "ab" and
+    "ab" came before, it can only end as a repeat, so the token that makes it is dropped."""
+    auto = compile_json_schema(OPEN_THEN_SHORT, smol_vocab)
+    ids = smol_tokenizer.encode('["x","ab","ab', add_special_tokens=False)
+    assert smol_vocab.token_bytes[ids[-1]] == b"ab"
+    m = auto.matcher()
+    assert m.accept_tokens(ids[:-1])
+    mask = m.next_token_mask().view(np.uint32)
+    assert not mask[ids[-1] >> 5] >> (ids[-1] & 31) & 1 and mask.any()
+    assert not m.accept_token(ids[-1])
+
+
+def test_mask_after_a_backslash(smol_vocab):
+    """Right after a backslash in an item, a token may escape a quote and close the item
+    with the next one: the mask drops it where that item came before."""
+    auto = compile_json_schema(STRINGS, smol_vocab)
+    data = smol_vocab.token_bytes
+    ids = {b: data.index(b) for b in (b'["', b'\\"', b'",', b'"', b'\\', b'""')}
+    m = auto.matcher()
+    assert m.accept_tokens([ids[b'["'], ids[b'\\"'], ids[b'",'], ids[b'"'], ids[b'\\']])  # ["\"","\\
+    t = ids[b'""']
+    assert not m.next_token_mask().view(np.uint32)[t >> 5] >> (t & 31) & 1
+    assert not m.accept_token(t) and m.accept_token(ids[b'",'])
+
+
 @pytest.mark.parametrize("schema", [
     {"not": STRINGS},
     {"type": "array", "items": {"type": "string", "pattern": "^[ab]$"}, "uniqueItems": True},
     {"type": "array", "items": {"type": "string", "pattern": "^[a-c]{1,9}$"}, "uniqueItems": True},  # (< 65536)
-    {"type": "array", "items": {"type": ["string", "integer"]}, "uniqueItems": True},
+    {"type": "array", "items": {"type": ["string", "boolean"]}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True},  # (bounds: maybe cornered)
+    {"type": "array", "items": {"type": "number", "multipleOf": 0.5}, "uniqueItems": True},
+    {"type": "array", "items": {"enum": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "number", "not": {"type": "integer"}}, "uniqueItems": True},
+    {"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": "number"}, "uniqueItems": True},
     {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "contains": {"const": "a"}},
     {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "enum": [["a", "b"]]},
     {"anyOf": [STRINGS, {"type": "array", "items": {"type": "string", "maxLength": 3}}]},  # (may repeat)
