@@ -208,6 +208,12 @@ CASES = [  # name, schema, document, our options
         "name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
         "required": ["name", "tags"], "additionalProperties": False},
      {"name": "release notes", "tags": ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]}, {}),
+    ("unique-codes", {"type": "object", "properties": {  # (gitlab's exit_codes, compose's expose)
+        "exit_codes": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
+        "expose": {"type": "array", "items": {"type": ["string", "number"]}, "uniqueItems": True}},
+        "required": ["exit_codes", "expose"], "additionalProperties": False},
+     {"exit_codes": [0, 1, 2, 13, 127, 128, 137, 255, 3, 42], "expose": [80, "443/tcp", 8080, "9000-9010", 3000.5]},
+     {}),
 ]
 
 
