@@ -59,8 +59,9 @@ class NumberTokens:
       digits: "5" + "." can only end as 5);
     - `later`: tokens with a tail where a number begins (they may close a second item);
     - `runs`: tokens where a number begins (at the start or after another byte) and
-      ends within them, or ends them as "0" or with a `.`; `quoted_runs`, those with a
-      quote before it (from inside a string, only they reach a number item)."""
+      ends within them, or ends them as "0" or with a `.`; `quoted_runs`, those where
+      one does after their first quote (from inside a string, only they reach a
+      number item)."""
 
     def __init__(self, token_bytes):
         closing: dict[bytes, list] = {}
@@ -80,11 +81,10 @@ class NumberTokens:
                 later.append(t)
             else:
                 closing.setdefault(head, []).append(t)
-            run = _run_in(b)
-            if run is not None:
+            if _run_in(b):
                 runs.append(t)
-                if 0x22 in b[:run]:
-                    quoted.append(t)
+            if 0x22 in b and _run_in(b[b.index(0x22) + 1:]):  # (after the quote that may close a string)
+                quoted.append(t)
         self.closing = {h: np.array(v, dtype=np.int64) for h, v in closing.items()}
         self.dotted = {h: np.array(v, dtype=np.int64) for h, v in dotted.items()}
         self.later, self.runs, self.quoted_runs = (np.array(v, dtype=np.int64) for v in (later, runs, quoted))
@@ -98,9 +98,8 @@ def _index_of(vocab, kind):
     return out
 
 
-def _run_in(b: bytes) -> int | None:
-    """Where the first number run of `b` that may finish an item begins (see
-    NumberTokens.runs), or None."""
+def _run_in(b: bytes) -> bool:
+    """Whether a number begins in `b` and may be finished there (NumberTokens.runs)."""
     i, n = 0, len(b)
     while i < n:
         if b[i] in _NUMBER_STARTS and (i == 0 or b[i - 1] not in _NUMBER_BYTES):
@@ -108,10 +107,10 @@ def _run_in(b: bytes) -> int | None:
             while j < n and b[j] in _NUMBER_BYTES:
                 j += 1
             if j < n or 0x2E in b[i:j] or b[i:j] == b"0":
-                return i
+                return True
             i = j
         i += 1
-    return None
+    return False
 
 
 def _rests(items: tuple, done: bytes) -> tuple:

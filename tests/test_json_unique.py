@@ -56,6 +56,7 @@ NUMS = {"type": "array", "items": {"type": "number"}, "uniqueItems": True}
 # compose-spec's `expose`: strings and numbers, kept apart ("1" is not 1)
 PORTS = {"type": "object", "properties": {"expose": {"type": "array", "items": {"type": ["string", "integer"]},
                                                      "uniqueItems": True}, "n": {"type": "number"}}}
+NUM_TREE = json.loads(json.dumps(TREE).replace('"items": {"type": "string"}', '"items": {"type": "integer"}'))
 TUPLE_NUMS = {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}, "uniqueItems": True}
 
 
@@ -332,6 +333,7 @@ def test_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schema, uniq
     (NUMS, lambda p: p == (), "[", "number", "compact"),
     (PORTS, lambda p: p == ("expose",), '{"expose":[', "integer", "compact"),
     (TUPLE_NUMS, lambda p: p == (), '["a",', "integer", "flexible"),
+    (NUM_TREE, lambda p: p and p[-1] == "tags", '{"tags":[1],"kids":[{"tags":[', "integer", "compact"),  # (grammar)
 ])
 def test_number_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schema, unique_at, start, numbers,
                                                 whitespace):
@@ -360,7 +362,7 @@ def test_tokens_of_several_items(max_length):
     """A vocabulary whose tokens close one item and make more (`1,1`, `,"a"`, `",0`):
     the mask still drops exactly the repeats (every token the mask allows is checked)."""
     many = [b"1,1", b',"a"', b',"1"', b'"1",1', b'",1,', b'",0', b'",0]', b"1.", b"0]", b",-1,", b"5,", b",5",
-            b", 5,", b'"a","a"', b'1,"1"', b',"1",', b",0", b"2,2]", b'a","a', b"0.0,0", b"7,7.0", b"-1]"]
+            b", 5,", b'"a","a"', b'1,"1"', b',"1",', b",0", b"2,2]", b'a","a', b"0.0,0", b"7,7.0", b"-1]", b'1,",5,']
     vocab = small_vocab([bytes([b]) for b in range(32, 127)] + many)
     items = {"type": ["string", "integer"]} | ({"maxLength": max_length} if max_length else {})
     schema = {"type": "array", "items": items, "uniqueItems": True}
@@ -370,7 +372,7 @@ def test_tokens_of_several_items(max_length):
             ('["a",5', b',"a"', False), ('["a",5', b',"1"', True), ('[1,"b"', b",-1,", True),
             ('[1,"1",-1', b",-1,", False), ('[0,"x"', b",0", False), ('[1,"x"', b",0", True),
             ('[7,"x"', b"7,7.0", False), ('[0,"x",', b"0.0,0", False), ('["1"', b',"1"', False),
-            ('[1,"a"', b',"1",', True)]:
+            ('[1,"a"', b',"1",', True), ('[5,"', b'1,",5,', False), ('[6,"', b'1,",5,', True)]:
         m = auto.matcher()
         assert m.accept_tokens([index[bytes([c])] for c in before.encode()])
         t = index[token]
