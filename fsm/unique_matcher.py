@@ -113,6 +113,15 @@ def _run_in(b: bytes) -> bool:
     return False
 
 
+def _among(ids: np.ndarray, words: np.ndarray) -> np.ndarray:
+    """The tokens of `ids` whose bit is set in the mask `words` (uint32 words)."""
+    return ids[(words[ids >> 5] >> (ids & 31).astype(np.uint32)) & 1 == 1]
+
+
+def _drop(words: np.ndarray, t: int) -> None:
+    words[t >> 5] &= np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF)
+
+
 def _rests(items: tuple, done: bytes) -> tuple:
     """What is left of the (sorted) items that begin with `done`."""
     lo = bisect_left(items, done)
@@ -192,10 +201,10 @@ class UniqueMatcher(Matcher):
     def _allowed_among(self, key, ids: np.ndarray, words: np.ndarray) -> list:
         """The tokens of `ids` that the current state's mask `words` allows (remembered
         per state and `key`: the mask is the state's)."""
-        memo = self.automaton.__dict__.setdefault("_quoted_allowed", {})
+        memo = self.automaton.__dict__.setdefault("_unique_allowed", {})
         out = memo.get((self.state, key))
         if out is None:
-            out = memo[(self.state, key)] = ids[(words[ids >> 5] >> (ids & 31).astype(np.uint32)) & 1 == 1].tolist()
+            out = memo[(self.state, key)] = _among(ids, words).tolist()
         return out
 
     def _drop_repeats(self, out: np.ndarray) -> None:
@@ -209,7 +218,7 @@ class UniqueMatcher(Matcher):
             more, repeats = self._number_candidates(words)
             ids = [*ids, *more]
             for t in repeats:
-                words[t >> 5] &= np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF)
+                _drop(words, t)
         if not ids:
             return
         a, feed, track = self.automaton, self.plan.feed, self.track
@@ -217,7 +226,7 @@ class UniqueMatcher(Matcher):
         for t in ids:
             nxt = feed(track, data[t])
             if nxt is None or (bounded and not self._viable(a._next.get((s, t)) or a.next_state(s, t), nxt)):
-                words[t >> 5] &= np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF)
+                _drop(words, t)
 
     def _number_candidates(self, words: np.ndarray) -> tuple[list, list]:
         """(tokens `words` allows that may close a repeated number item, or leave an
@@ -248,7 +257,7 @@ class UniqueMatcher(Matcher):
             out = memo[self.state] = {}
             for table, closes in ((self._numbers.closing, True), (self._numbers.dotted, False)):
                 for head, ids in table.items():
-                    hit = ids[(words[ids >> 5] >> (ids & 31).astype(np.uint32)) & 1 == 1]
+                    hit = _among(ids, words)
                     if len(hit):
                         out[head] = (hit.tolist(), closes)
         return out
@@ -272,7 +281,7 @@ class UniqueMatcher(Matcher):
             path = trie.path(rest)
             if path:
                 ids = trie.tokens_at(np.array([trie.offset[j] + k for j, k in enumerate(path)]))
-                out += [t for t in ids.tolist() if words[t >> 5] >> (t & 31) & 1]
+                out += _among(ids, words).tolist()
         return out
 
     def _viable(self, state: int, track: tuple) -> bool:
