@@ -150,8 +150,21 @@ def disjoint(comp, node, subs) -> bool:
                 seen |= v
             if ok:
                 return True
-    info = [(s, t, closed_object(comp, s)) for s, t in zip(subs, types)]
-    return all(_apart(comp, x, y, objects) for i, x in enumerate(info) for y in info[i + 1:])
+    info = [[(b, types_of(comp, b), closed_object(comp, b)) for b in _branches(comp, s)] for s in subs]
+    return all(_apart(comp, x, y, objects) for i, xs in enumerate(info) for ys in info[i + 1:]
+               for x in xs for y in ys)
+
+
+def _branches(comp, s, depth: int = 0) -> list:
+    """s, or where s is only a union (anyOf / oneOf and annotations) its branches', flat:
+    a value of s holds one of them, so two schemas are apart where every branch of one
+    is apart from every branch of the other (snapcraft's root: a oneOf of two oneOfs of
+    projects told apart by a required `base` one side allows and the other does not)."""
+    s = deref(comp, s)
+    if depth < 8 and isinstance(s, dict) and len(kw := _schema_keys(s) - _ANNOTATIONS) == 1 \
+            and (k := next(iter(kw))) in ("oneOf", "anyOf") and isinstance(s[k], list) and s[k]:
+        return [b for x in s[k] for b in _branches(comp, x, depth + 1)]
+    return [s]
 
 
 def _apart(comp, x: tuple, y: tuple, objects: bool) -> bool:

@@ -1833,6 +1833,39 @@ def test_oneof_told_apart_by_properties_holds_on_other_types(typed):
         assert cs.rules is not None and not cs.relaxed
 
 
+@pytest.mark.parametrize("overlap", [False, True])
+def test_oneof_of_unions_apart_branch_by_branch(overlap):
+    """snapcraft's root: a oneOf of two oneOfs of closed objects, where every object of
+    one side requires `base`, which the other side does not allow. No value holds both
+    sides (json_disjoint._branches), so the oneOf is a union: around a recursion it
+    takes the grammar path (refused before). Where a branch of the second side is open
+    (it holds {base: a, name: n} too), the sides overlap and the oneOf keeps its
+    complement, no recursion: values of both sides refused. Instances against
+    jsonschema."""
+    def closed(key, value, recurse):
+        props = {key: {"const": value}, "name": {"type": "string"}}
+        if recurse:
+            props["parts"] = {"type": "array", "maxItems": 2, "items": {"$ref": "#/$defs/p"}}
+        return {"type": "object", "required": [key], "additionalProperties": False, "properties": props}
+    second = closed("build", "y", not overlap) if not overlap else {"type": "object", "required": ["name"]}
+    p = {"oneOf": [{"oneOf": [closed("base", "a", not overlap), closed("base", "b", not overlap)]},
+                   {"title": "second", "oneOf": [closed("build", "x", not overlap), second]}]}
+    schema = {"$defs": {"p": p}, "$ref": "#/$defs/p"}
+    leaves = [{"base": "a"}, {"base": "b", "name": "n"}, {"build": "x"}, {"build": "y", "name": "m"},
+              {"base": "a", "name": "n"}, {"base": "c"}, {"name": "n"}, {"build": "x", "base": "a"}, {}]
+    if overlap:
+        cs = schema_to_term(schema)
+        assert cs.rules is None and not cs.relaxed
+        pool = leaves + [{"name": "n", "other": 1}, {"base": "a", "name": 3}]
+        _agrees_on(pool, cs, cs.dfa(), jsonschema.Draft202012Validator(schema), least=4)
+        return
+    cs, dfa, check, _ = _on_the_grammar_path(schema, seed=0)
+    assert not cs.relaxed
+    pool = leaves + [{**a, "parts": [b]} for a in leaves[:5] for b in leaves] + [
+        {"base": "a", "parts": [{"build": "x", "parts": [{"base": "b", "parts": []}, {"base": "z"}]}]}]
+    _agrees_on(pool, cs, dfa, check, least=10)
+
+
 def test_oneof_complements_only_branches_that_share_types():
     """circle-ci's orbs: a oneOf of two string patterns (which may overlap) and an object
     whose values recurse. Exactly one branch holds iff exactly one of those sharing its
