@@ -469,6 +469,7 @@ class _Compiler:
         self.anchors: dict[tuple, object] = {}
         self.dynamic_anchors: dict[tuple, dict] = {}  # (base, name) -> the schema whose $dynamicAnchor it is
         self._dynamic = False  # whether _index met a $dynamicRef
+        self._unevaluated = False  # whether it met an unevaluatedProperties / unevaluatedItems
         self._uniques: list[dict] = []  # the schemas with uniqueItems: true (fsm/json_unique.py)
         self.base_of: dict[int, str] = {}
         self.ptr_of: dict[int, str] = {}
@@ -561,6 +562,7 @@ class _Compiler:
         self.base_of[id(node)] = base
         self.ptr_of.setdefault(id(node), ptr)
         self._dynamic = self._dynamic or "$dynamicRef" in node
+        self._unevaluated = self._unevaluated or "unevaluatedProperties" in node or "unevaluatedItems" in node
         if node.get("uniqueItems") is True:
             self._uniques.append(node)
         for k in ("properties",):
@@ -2070,8 +2072,8 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
     with paused_gc():
         comp = _Compiler(root, tb, **options)
         unique = plan_unique_items(comp, lambda: _Compiler(root, tb, **options))
-        if unique is not None:  # (those uniqueItems are checked beside the automaton)
-            root, docs = without_unique_items(root, options.get("documents"), unique[1])
+        if unique is not None:  # (those uniqueItems are checked beside the automaton; vacuous anyOfs go)
+            root, docs = without_unique_items(root, options.get("documents"), *unique[1:])
             options = dict(options, documents=docs) if "documents" in options else options
             comp = _Compiler(root, tb, **options)
         try:

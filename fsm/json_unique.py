@@ -38,7 +38,11 @@ schemas). An array frame is checked at run time when every way holds uniqueItems
 sure schema, no maybe one does, and the items are of the kinds above (maybe schemas of
 the items: nothing but types, as under `not` a minLength bounds from above).
 Those uniqueItems are dropped from the schema the compiler reads (a copy), so the
-compiler's own rule (finite domains, or SchemaError) applies to all the others.
+compiler's own rule (finite domains, or SchemaError) applies to all the others. An
+anyOf with a branch that every value holds (`{}`, true) always holds: where no
+unevaluated* asks which branch did, the table reads it, and the compiler's copy
+drops it, so a uniqueItems in its other branches binds nothing (gitlab-ci's hidden
+jobs).
 
 Cost: the plan is built once per compile (~2-30 ms for SchemaStore files with unique
 arrays); a step reads the token's bytes (accept) and, in a unique array, tests the few
@@ -61,8 +65,8 @@ from decimal import Decimal, InvalidOperation
 from .dfa import LazyDFA
 from .errors import RegexError, SchemaError, TooLargeError
 from .json_disjoint import types_of
-from .json_keywords import (_ARRAY_KW, _KEYWORDS, _NOTES, _NUMBER_KW, _OBJECT_KW, _STRING_KW, _SUB_LIST, _SUB_MAP,
-                            _SUB_ONE)
+from .json_keywords import (_ANNOTATIONS, _ARRAY_KW, _KEYWORDS, _NOTES, _NUMBER_KW, _OBJECT_KW, _STRING_KW,
+                            _SUB_LIST, _SUB_MAP, _SUB_ONE, _schema_keys)
 from .json_source import JsonTermSource
 
 MAX_UNIQUE_FRAMES = 4096  # frames of containers read while looking for unique arrays
@@ -321,12 +325,13 @@ def unique_plan_of(schema, **options) -> UniquePlan | None:
     from .json_schema import JsonTermBuilder, _Compiler, load_schema
     comp = _Compiler(load_schema(schema), JsonTermBuilder(), **options)
     found = plan_unique_items(comp)
-    return found[0] if found else None
+    return found and found[0]
 
 
-def plan_unique_items(comp, make_compiler=None) -> tuple[UniquePlan, set] | None:
-    """(the plan, ids of the uniqueItems schemas it checks) for the schema `comp`
-    indexed, or None where it checks none. `make_compiler()` makes another compiler of
+def plan_unique_items(comp, make_compiler=None) -> tuple[UniquePlan | None, set, set] | None:
+    """(the plan or None where it checks nothing, ids of the uniqueItems schemas it
+    checks, ids of the schemas whose anyOf it reads as absent: _Planner.vacuous) for the
+    schema `comp` indexed, or None where there are neither. `make_compiler()` makes another compiler of
     the same schema, to count bounded strings with (None: only open strings)."""
     if not comp._uniques or comp._dynamic:  # ($dynamicRef copies are made per compiler)
         return None
@@ -336,16 +341,18 @@ def plan_unique_items(comp, make_compiler=None) -> tuple[UniquePlan, set] | None
         return None
 
 
-def without_unique_items(root, documents: dict | None, covered: set):
+def without_unique_items(root, documents: dict | None, covered: set, vacuous: set = frozenset()):
     """Copies of the root schema and the documents with the uniqueItems of the schemas
-    whose ids are in `covered` removed."""
+    whose ids are in `covered` removed, and the anyOf of those in `vacuous` (which the
+    plan read as absent: the compiler must not meet a uniqueItems it left there)."""
     docs = dict(documents or {})
     memo: dict = {}
     new_root, new_docs = copy.deepcopy((root, docs), memo)
-    for i in covered:
-        node = memo.get(i)
-        if isinstance(node, dict):
-            node.pop("uniqueItems", None)
+    for ids, kw in ((covered, "uniqueItems"), (vacuous, "anyOf")):
+        for i in ids:
+            node = memo.get(i)
+            if isinstance(node, dict):
+                node.pop(kw, None)
     return new_root, new_docs
 
 
@@ -370,17 +377,24 @@ class _Planner:
         self.reaches = self._reaching(comp)
         self.checked: set = set()  # ids of uniqueItems schemas in a frame checked at run time
         self.kept: set = set()  # ids of those that also sit where it cannot be checked
+        # ids of the schemas whose anyOf always holds (a branch of annotations only, `{}`),
+        # where no unevaluated* reads which branch held: read, and compiled, without it
+        # (gitlab-ci's hidden jobs, `anyOf: [job_template, {}]`, whose exit_codes are unique)
+        self.vacuous = set() if comp._unevaluated else {
+            k for k, s in self.nodes.items() if any(_always(b) for b in _list(s, "anyOf"))}
 
     def run(self):
         root = self.child([[(self.comp.entry, True)]])
         while self.queue:
             self._expand(*self.queue.pop())
         covered = self.checked - self.kept
-        return (UniquePlan(self.frames, root), covered) if covered else None
+        if not covered and not self.vacuous:
+            return None
+        return UniquePlan(self.frames, root) if covered else None, covered, self.vacuous
 
     # -- the schemas from which a uniqueItems can be reached --------------------------
     def _reaching(self, comp) -> set:
-        nodes: dict = {}
+        nodes = self.nodes = {}  # id -> every schema the entry applies somewhere
         into: dict = {}
         todo = [comp.entry]
         while todo:
@@ -450,6 +464,8 @@ class _Planner:
                 todo.append((self._target(s), is_sure))
             todo.extend((b, is_sure) for b in _list(s, "allOf"))
             for kw in ("anyOf", "oneOf"):
+                if kw == "anyOf" and id(s) in self.vacuous:
+                    continue
                 fit = [b for b in _list(s, kw) if self._takes(b, kind)]
                 if is_sure and split and len(fit) > 1:
                     splits.append(fit)
@@ -697,6 +713,11 @@ def _integral(s: dict) -> bool:
     ty = s.get("type")
     ty = ty if isinstance(ty, list) else [ty]
     return "integer" in ty and "number" not in ty
+
+
+def _always(s) -> bool:
+    """Whether every value holds schema s: true, or annotations only."""
+    return s is True or (isinstance(s, dict) and not _schema_keys(s) - _ANNOTATIONS)
 
 
 def _only(s: dict, allowed: frozenset) -> bool:

@@ -58,6 +58,12 @@ PORTS = {"type": "object", "properties": {"expose": {"type": "array", "items": {
                                                      "uniqueItems": True}, "n": {"type": "number"}}}
 NUM_TREE = json.loads(json.dumps(TREE).replace('"items": {"type": "string"}', '"items": {"type": "integer"}'))
 TUPLE_NUMS = {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"}, "uniqueItems": True}
+# gitlab-ci's hidden jobs: `anyOf: [job, {}]` always holds, so its unique exit codes do
+# not bind there (they do under other keys); an anyOf with a `true` branch
+JOB = {"type": "object", "properties": {"exit_codes": INTS, "tags": STRINGS}}
+HIDDEN = {"type": "object", "patternProperties": {"^[.]": {"anyOf": [JOB, {"title": "anything"}]}},
+          "additionalProperties": JOB, "properties": {"v": {"anyOf": [True, STRINGS]}}}
+BOUNDED_CODES = {"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True}  # (refused)
 
 
 def valid(schema, inst) -> bool:
@@ -88,6 +94,11 @@ def valid(schema, inst) -> bool:
     (PORTS, [{"expose": ["1", 1]}, {"expose": [1, "1", 1]}, {"expose": ["a", 2, "a"]}, {"expose": [80, 443], "n": 1},
              {"expose": [80, 8080, 80]}]),
     (TUPLE_NUMS, [["a", 1, 2], ["a", 1, 1], ["1", 1], ["a", 2, 3, 2]]),
+    (HIDDEN, [{".a": {"exit_codes": [1, 1]}}, {"b": {"exit_codes": [1, 1]}}, {"b": {"exit_codes": [1, 2]}},
+              {".a": {"tags": ["x", "x"]}, "b": {"tags": ["x", "y", "x"]}}, {".a": 5, "b": {"tags": ["x"]}},
+              {"v": ["x", "x"]}, {"v": 3, "c": {"exit_codes": [0, 0]}}]),
+    ({"properties": {"t": STRINGS, "c": {"anyOf": [BOUNDED_CODES, {}]}}},  # (c's anyOf read as absent)
+     [{"t": ["a"], "c": [1, 1]}, {"t": ["a", "a"], "c": [1, 2]}, {"c": [0, 0, 0]}]),
 ])
 def test_texts_agree_with_jsonschema(schema, instances):
     """A text is accepted exactly when the instance is valid, written compactly and with
@@ -452,6 +463,10 @@ def test_mask_after_a_backslash(smol_vocab):
     {"anyOf": [STRINGS, {"type": "array", "items": {"type": "string", "maxLength": 3}}]},  # (may repeat)
     {"anyOf": [STRINGS, {"type": "array", "items": {"type": "string"}, "minItems": 2}]},
     {"if": {"minItems": 2}, "then": STRINGS},
+    # which anyOf branch held decides what unevaluatedProperties sees: {"t": ["a", "a"]}
+    # fails the first, so `t` is unevaluated (the anyOf is not read as absent)
+    {"properties": {"u": STRINGS}, "anyOf": [{"properties": {"t": STRINGS}}, {}], "unevaluatedProperties": False},
+    {"anyOf": [BOUNDED_CODES, {}], "unevaluatedItems": False},
     {"type": "object", "properties": {"a": STRINGS}, "dependentSchemas": {"b": {"properties": {"a": {
         "items": {"maxLength": 2}}}}}},
 ])
