@@ -75,6 +75,9 @@ class TokenAutomaton:
         self._char_classes: dict[int, tuple] = {}  # term id -> _char_class_entry(term)
         self._rest_lives: dict[tuple, np.ndarray] = {}  # (R's state, split key) -> _split_walk's verdicts
         self._needs: dict[tuple, dict] = {}  # (A id, R id) -> {token: _need(A, R, token)}
+        # what this automaton's matchers share across requests, by table name (UniqueMatcher:
+        # the candidate tokens a state's mask allows, number heads, viability)
+        self.matcher_memo: dict[str, dict] = {"allowed": {}, "heads": {}, "viable": {}}
         self.walker = TrieWalker(self.dfa, vocab.trie, remember=False)
         self._lock = threading.RLock()
 

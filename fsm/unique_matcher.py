@@ -201,7 +201,7 @@ class UniqueMatcher(Matcher):
     def _allowed_among(self, key, ids: np.ndarray, words: np.ndarray) -> list:
         """The tokens of `ids` that the current state's mask `words` allows (remembered
         per state and `key`: the mask is the state's)."""
-        memo = self.automaton.__dict__.setdefault("_unique_allowed", {})
+        memo = self.automaton.matcher_memo["allowed"]
         out = memo.get((self.state, key))
         if out is None:
             out = memo[(self.state, key)] = _among(ids, words).tolist()
@@ -251,7 +251,7 @@ class UniqueMatcher(Matcher):
     def _heads(self, words: np.ndarray) -> dict:
         """{head: (the tokens NumberTokens.closing (closes True) or .dotted (False) has
         under it that `words` allows, closes)}, remembered per state."""
-        memo = self.automaton.__dict__.setdefault("_number_heads", {})
+        memo = self.automaton.matcher_memo["heads"]
         out = memo.get(self.state)
         if out is None:
             out = memo[self.state] = {}
@@ -297,7 +297,7 @@ class UniqueMatcher(Matcher):
             rests = _rests(seen, done)
             if not rests:
                 return True
-            memo = self.automaton.__dict__.setdefault("_viable", {})
+            memo = self.automaton.matcher_memo["viable"]
             key = (state, rests)
             if key not in memo:
                 memo[key] = self._ends_new(state, track)
