@@ -132,8 +132,30 @@ class TokenAutomaton:
             if not 0 <= token_id < len(self.vocab.token_bytes) or not self.vocab.token_bytes[token_id]:
                 return DEAD
             with self._lock, paused_gc():
-                nxt = self._next[(s, token_id)] = self.dfa.walk(s, self.vocab.token_bytes[token_id])
+                nxt = self._next[(s, token_id)] = self._walk(s, self.vocab.token_bytes[token_id])
         return nxt
+
+    def _walk(self, s: int, data: bytes) -> int:
+        """dfa.walk(s, data), but once a byte's cell is not known, the rest of the token
+        is derived term by term and only the state it ends in is registered (the states
+        in between would each cost a registration and an emptiness check)."""
+        dfa = self.dfa
+        for i, b in enumerate(data):
+            if s == DEAD:
+                return DEAD
+            nxt = int(dfa.table[s, b])
+            if nxt == UNKNOWN:
+                key = dfa.keys[s]
+                if not isinstance(key, Term):
+                    return dfa.walk(s, data[i:])
+                derive = dfa.source.derive
+                for c in data[i:]:
+                    key = derive(key, c)
+                    if key.kind == NOTHING:
+                        return DEAD
+                return dfa.state_of(key)
+            s = nxt
+        return s
 
     def forced_bytes(self, s: int, limit: int = 4096) -> bytes:
         """The bytes every completion from state s starts with."""
@@ -972,14 +994,16 @@ _LAZY_CHAR_CLASSES: dict[str, tuple | None] = {}  # LAZY name -> _char_class (re
 
 def _read_char_class(tb: TermBuilder, x: Term) -> tuple | None:
     cls, other = np.zeros(256, dtype=bool), np.zeros(256, dtype=bool)
-    targets = _targets(tb.row(x))
-    for b, y in enumerate(targets[:0x80]):
-        if y is tb.empty:
-            cls[b] = True
-        elif y is not None:
-            other[b] = True
+    row = tb.row(x)
+    for a, b, y in row:  # (segments, sorted: a big alternation's row has few)
+        if a >= 0x80:
+            break
+        (cls if y is tb.empty else other)[a:min(b, 0x80)] = True
+    if not cls[:0x80].any():
+        return None
     some = False
-    if any(targets[0x80:]):
+    if row[-1][1] > 0x80:
+        targets = _targets(row)
         if _whole_utf8(tb, targets):
             cls[0x80:] = True
         elif any(targets[0x80:0xC2]) or any(targets[0xF5:]):
@@ -992,8 +1016,6 @@ def _read_char_class(tb: TermBuilder, x: Term) -> tuple | None:
                         if not _ends_after(tb, targets[lead], conts, cls):
                             return None
                         cls[lead] = True
-    if not cls[:0x80].any():
-        return None
     cls.setflags(write=False)
     other.setflags(write=False)
     return cls, other, some

@@ -425,6 +425,36 @@ def test_iri_and_uri_template_masks_equal_token_walks(smol_vocab):
             assert set(auto.allowed_tokens(s).tolist()) - eos == live_tokens_brute_force(auto, s), (fmt, p)
 
 
+def test_token_steps_equal_byte_walks(smol_vocab):
+    """Matcher steps derive a token's bytes past the DFA's known cells and register only
+    the state it ends in (TokenAutomaton._walk): the state equals the byte-by-byte walk's
+    (dfa.walk, run after it on the same automaton: a state is its term), dead and alive,
+    through intersections (a date-time's leap second, an email, `not`) and literals."""
+    from fsm.json_schema import build_automaton
+    rng = random.Random(3)
+    data = smol_vocab.token_bytes
+    for schema in [{"type": "string", "format": "date-time"}, {"type": "string", "format": "email"},
+                   {"type": "object", "properties": {"id": {"type": "integer"}, "tags": {"type": "array"},
+                    "name": {"not": {"const": "x"}}}, "required": ["id"]}]:
+        auto = build_automaton(schema, smol_vocab)
+        alive = dead = 0
+        for _ in range(300):
+            s, m = auto.start, auto.matcher()
+            for _ in range(rng.randrange(12)):  # a random reachable state
+                ids = auto.allowed_tokens(m.state)
+                ids = ids[ids < len(data)]
+                if not len(ids) or not m.accept_token(int(rng.choice(ids))):
+                    break
+            s = m.state
+            t = rng.randrange(len(data)) if rng.random() < 0.5 else int(rng.choice(auto.allowed_tokens(s)))
+            if t >= len(data) or not data[t]:
+                continue
+            got = auto._walk(s, data[t])
+            assert got == auto.dfa.walk(s, data[t]), (schema, s, data[t])
+            alive, dead = alive + (got != 0), dead + (got == 0)
+        assert alive > 50 and dead > 20, (alive, dead)
+
+
 def _hostname_prefix_ok(p: str) -> bool:
     """Whether p starts some hostname (RFC 1123 LDH labels of 1-63 bytes, no hyphen at a
     label's ends, none at both positions 3 and 4, 253 bytes in all): an oracle
