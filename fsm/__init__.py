@@ -48,7 +48,7 @@ def compile_regex(pattern: str, vocab: Vocabulary, flags: int = 0,
     def build():
         tb = TermBuilder()
         return TokenAutomaton.from_term(tb, regex_to_term(tb, pattern, flags), vocab,
-                                        f"regex {pattern!r}", max_states)
+                                        f"regex {pattern!r}", max_states).owns_source()
     return _cached(vocab, ("regex", pattern, flags, max_states), build)
 
 
@@ -61,7 +61,7 @@ def compile_choice(options, vocab: Vocabulary) -> TokenAutomaton:
     def build():
         tb = TermBuilder()
         root = tb.alt(tb.literal(o.encode("utf-8")) for o in options)
-        return TokenAutomaton.from_term(tb, root, vocab, f"choice {list(options)!r}")
+        return TokenAutomaton.from_term(tb, root, vocab, f"choice {list(options)!r}").owns_source()
     return _cached(vocab, ("choice", options), build)
 
 

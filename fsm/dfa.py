@@ -70,6 +70,11 @@ class TermSource:
     def row(self, t: Term) -> tuple:
         return self.tb.row(t)
 
+    def release(self) -> None:
+        """Break the builder's reference cycles (TermBuilder.release): it will not be used
+        again (TokenAutomaton.owns_source)."""
+        self.tb.release()
+
     def derive(self, t: Term, byte: int) -> Term:
         return self.tb.derive(t, byte)
 

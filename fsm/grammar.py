@@ -384,6 +384,17 @@ class GrammarSource:
         self.root = self._push(tables.start_state, None)
         self.start_key = frozenset({(self.root, -1, tb.empty)})
 
+    def release(self) -> None:
+        """Break the reference cycles of the stacks (a node's kids, feeds and start row
+        lead back to it) and of the term builder (TermBuilder.release): nothing will use them
+        again (TokenAutomaton.owns_source)."""
+        todo = list(self._roots.values())
+        while todo:
+            s = todo.pop()
+            todo += s.kids.values()
+            s.kids, s.feed, s.starts = {}, {}, None
+        self.tb.release()
+
     # -- LR stacks ------------------------------------------------------------------
     def _push(self, state: int, parent) -> _Stack:
         kids = self._roots if parent is None else parent.kids
@@ -1079,7 +1090,7 @@ def compile_grammar(grammar: str, vocab: Vocabulary, start: str = "start",
     def build():
         ms = max_states or DEFAULT_MAX_STATES
         src = grammar_source(grammar, start, TermBuilder(), ms)
-        return GrammarAutomaton(src, vocab, f"grammar (start={start!r})", ms)
+        return GrammarAutomaton(src, vocab, f"grammar (start={start!r})", ms).owns_source()
     return _cached(vocab, ("grammar", grammar, start, max_states), build)
 
 

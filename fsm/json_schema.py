@@ -2109,6 +2109,7 @@ def build_automaton(schema, vocab, max_states: int | None = None, **options):
         else:
             auto = TokenAutomaton(JsonTermSource(tb, ms), cs.term, vocab, "json schema", ms)
         paused_gc().collect_young()
+    auto.owns_source()
     auto.key_order = cs.key_order
     auto.relaxed = cs.relaxed
     auto.canonical = cs.canonical

@@ -149,6 +149,15 @@ class TermBuilder:
     def __len__(self) -> int:
         return len(self._terms)
 
+    def release(self) -> None:
+        """Break the reference cycles among this builder's objects, once nothing will use
+        it again (TokenAutomaton.owns_source): rows memoised on terms lead back to them
+        (x* -> x*), and deferred builders hold the compiler that holds the builder."""
+        for t in self._terms:
+            t.row = None
+        self._deferred.clear()
+        self._steps.clear()
+
     # -- construction -------------------------------------------------------------
     def _make(self, kind: int, args: tuple, nullable: bool, boolean: bool, size: int) -> Term:
         key = (kind, args)
