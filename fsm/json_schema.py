@@ -1870,28 +1870,19 @@ class _Compiler:
                 return tb.alt([tb.empty, first]) if rlo == 0 else first
             return tb.repeat(more, rlo, rhi)
 
-        def build(i: int, c: int) -> Term:
-            c = min(c, cap)
-            k = (i, c)
-            t = memo.get(k)
-            if t is not None:
-                return t
-            if i == n:
-                t = tail(c)
-            else:
-                pair, req = slots[i]
-                take = tb.seq([comma if c else tb.empty, pair, build(i + 1, c + 1)])
-                t = take if req else tb.alt([take, build(i + 1, c)])
-            memo[k] = t
-            return t
-
         if cap == 1:  # no count to keep beyond "is this the first key": linear terms
             return tb.seq([self.open_obj, self._slot_chain(slots, tail(0), tail(1)), self.close_obj])
-        # build from the end so recursion depth stays small
+        # memo[i, c]: the members from slot i on, c keys written (at most cap counted),
+        # built from the end (a loop, not a recursive closure: that is a reference cycle)
         for i in range(n, -1, -1):
             for c in range(cap, -1, -1):
-                build(i, c)
-        return tb.seq([self.open_obj, build(0, 0), self.close_obj])
+                if i == n:
+                    memo[i, c] = tail(c)
+                    continue
+                pair, req = slots[i]
+                take = tb.seq([comma if c else tb.empty, pair, memo[i + 1, min(c + 1, cap)]])
+                memo[i, c] = take if req else tb.alt([take, memo[i + 1, c]])
+        return tb.seq([self.open_obj, memo[0, 0], self.close_obj])
 
     def _slot_chain(self, slots: list, first_tail: Term, tail: Term) -> Term:
         """An object's members: `slots` ((key: value term, required) in order) then the
@@ -2168,30 +2159,32 @@ def canonical_json(value, key_order, indent: int | None = None) -> str:
     they are; see the module notes, and CompiledSchema.canonical); indent gives a
     flexible-whitespace variant (json.dumps-like indentation)."""
     order = {k: i for i, k in enumerate(key_order or ())}
-    big = len(order)
+    return _canonical(value, 0, None if key_order is None else order, len(order), indent)
 
-    def enc(v, level):
-        if v is None:
-            return "null"
-        if v is True:
-            return "true"
-        if v is False:
-            return "false"
-        if isinstance(v, (int, float)):
-            return _number_text(v)
-        if isinstance(v, str):
-            return json.dumps(v, ensure_ascii=False)
-        nl = "" if indent is None else "\n" + " " * (indent * (level + 1))
-        end = "" if indent is None else "\n" + " " * (indent * level)
-        sep = "," if indent is None else ","
-        colon = ":" if indent is None else ": "
-        if isinstance(v, list):
-            if not v:
-                return "[]"
-            return "[" + sep.join(nl + enc(x, level + 1) for x in v) + end + "]"
-        keys = list(v) if key_order is None else sorted(v, key=lambda k: order.get(k, big))
-        if not keys:
-            return "{}"
-        return "{" + sep.join(nl + json.dumps(k, ensure_ascii=False) + colon + enc(v[k], level + 1)
-                              for k in keys) + end + "}"
-    return enc(value, 0)
+
+def _canonical(v, level: int, order: dict | None, big: int, indent: int | None) -> str:
+    """canonical_json's work (a function of the module, not a closure: a recursive
+    closure is a reference cycle, and enum checks make tens of thousands per compile:
+    ~500k objects of garbage for SchemaStore's azure-pipelines)."""
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, (int, float)):
+        return _number_text(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    nl = "" if indent is None else "\n" + " " * (indent * (level + 1))
+    end = "" if indent is None else "\n" + " " * (indent * level)
+    colon = ":" if indent is None else ": "
+    if isinstance(v, list):
+        if not v:
+            return "[]"
+        return "[" + ",".join(nl + _canonical(x, level + 1, order, big, indent) for x in v) + end + "]"
+    keys = list(v) if order is None else sorted(v, key=lambda k: order.get(k, big))
+    if not keys:
+        return "{}"
+    return "{" + ",".join(nl + json.dumps(k, ensure_ascii=False) + colon + _canonical(v[k], level + 1, order, big, indent)
+                          for k in keys) + end + "}"
