@@ -331,22 +331,22 @@ _END = (C.AT_END, C.AT_END_STRING)
 
 def _search_term(st: StringTerms, pattern: str) -> Term:
     parsed = _parse(pattern)
-    conv = _JsonConverter(st, pattern)
+    return _search(st, _JsonConverter(st, pattern), parsed, parsed.state.flags)
+
+
+def _search(st: StringTerms, conv, items, flags) -> Term:
+    """_search_term's work on a branch (a function of the module, not a recursive
+    closure: that is a reference cycle, the converter's garbage with it)."""
     tb = st.tb
-    anything = st.any_chars
-
-    def search(items, flags):
-        items = list(items)
-        if len(items) == 1 and items[0][0] == C.BRANCH:
-            return tb.alt(search(b, flags) for b in items[0][1][1])
-        if len(items) == 1 and items[0][0] == C.SUBPATTERN:
-            _g, add, delete, sub = items[0][1]
-            return search(sub, (flags | add) & ~delete)
-        pre = post = anything
-        if items and items[0][0] == C.AT and items[0][1] in _BEGIN:
-            pre, items = tb.empty, items[1:]
-        if items and items[-1][0] == C.AT and items[-1][1] in _END:
-            post, items = tb.empty, items[:-1]
-        return tb.seq([pre, conv.sequence(items, flags, False, False), post])
-
-    return search(parsed, parsed.state.flags)
+    items = list(items)
+    if len(items) == 1 and items[0][0] == C.BRANCH:
+        return tb.alt(_search(st, conv, b, flags) for b in items[0][1][1])
+    if len(items) == 1 and items[0][0] == C.SUBPATTERN:
+        _g, add, delete, sub = items[0][1]
+        return _search(st, conv, sub, (flags | add) & ~delete)
+    pre = post = st.any_chars
+    if items and items[0][0] == C.AT and items[0][1] in _BEGIN:
+        pre, items = tb.empty, items[1:]
+    if items and items[-1][0] == C.AT and items[-1][1] in _END:
+        post, items = tb.empty, items[:-1]
+    return tb.seq([pre, conv.sequence(items, flags, False, False), post])
