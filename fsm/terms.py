@@ -394,6 +394,10 @@ class TermBuilder:
         x = self._loaded.get(name)
         if x is None:
             build = self._deferred.pop(name, None)
+            if build is None and name not in _LAZY_PROGRAMS:  # (a deferred term, its builder dropped)
+                raise RuntimeError(f"lazy term {name!r} cannot be built: its term builder was released with "
+                                   "the automaton that owned it (TokenAutomaton.owns_source); keep the "
+                                   "automaton alive while using what it made")
             x = self._loaded[name] = build() if build is not None else self.load(_LAZY_PROGRAMS[name])
             if x.nullable != t.nullable:  # (a deferred term's is declared: derivatives trusted it)
                 raise ValueError(f"lazy term {name!r} was declared {'' if t.nullable else 'not '}nullable")

@@ -498,6 +498,15 @@ def test_dropped_automata_leave_no_cyclic_garbage(smol_vocab):
             gc.garbage.clear()
             gc.set_debug(0)
         assert not kinds, (i, kinds)
+    # what is left of a released builder says why it cannot build a deferred piece
+    from fsm.terms import LAZY
+    auto = build_automaton({"enum": [f"v{i}" for i in range(30)]}, smol_vocab)
+    tb = auto.dfa.source.tb
+    deferred = [tb._interned[(LAZY, (name,))] for name in tb._deferred]
+    assert deferred
+    del auto
+    with pytest.raises(RuntimeError, match="released"):
+        tb.body(deferred[0])
 
 
 def _hostname_prefix_ok(p: str) -> bool:
