@@ -143,30 +143,8 @@ class TokenAutomaton:
             if not 0 <= token_id < len(self.vocab.token_bytes) or not self.vocab.token_bytes[token_id]:
                 return DEAD
             with self._lock, paused_gc():
-                nxt = self._next[(s, token_id)] = self._walk(s, self.vocab.token_bytes[token_id])
+                nxt = self._next[(s, token_id)] = self.dfa.walk(s, self.vocab.token_bytes[token_id])
         return nxt
-
-    def _walk(self, s: int, data: bytes) -> int:
-        """dfa.walk(s, data), but once a byte's cell is not known, the rest of the token
-        is derived term by term and only the state it ends in is registered (the states
-        in between would each cost a registration and an emptiness check)."""
-        dfa = self.dfa
-        for i, b in enumerate(data):
-            if s == DEAD:
-                return DEAD
-            nxt = int(dfa.table[s, b])
-            if nxt == UNKNOWN:
-                key = dfa.keys[s]
-                if not isinstance(key, Term):
-                    return dfa.walk(s, data[i:])
-                derive = dfa.source.derive
-                for c in data[i:]:
-                    key = derive(key, c)
-                    if key.kind == NOTHING:
-                        return DEAD
-                return dfa.state_of(key)
-            s = nxt
-        return s
 
     def forced_bytes(self, s: int, limit: int = 4096) -> bytes:
         """The bytes every completion from state s starts with."""

@@ -2186,5 +2186,5 @@ def _canonical(v, level: int, order: dict | None, big: int, indent: int | None) 
     keys = list(v) if order is None else sorted(v, key=lambda k: order.get(k, big))
     if not keys:
         return "{}"
-    return "{" + ",".join(nl + json.dumps(k, ensure_ascii=False) + colon + _canonical(v[k], level + 1, order, big, indent)
-                          for k in keys) + end + "}"
+    return "{" + ",".join(nl + json.dumps(k, ensure_ascii=False) + colon
+                          + _canonical(v[k], level + 1, order, big, indent) for k in keys) + end + "}"
