@@ -29,7 +29,9 @@ _NUMBER_STARTS = frozenset(b"0123456789-")
 class QuoteTokens:
     """The vocabulary's tokens by their quotes: `closing[b]`, the tokens without a
     backslash before their first quote whose bytes before it are b; `escaped`, those
-    with one; `quotes[k]`, those with at least k quotes (k = 1..4)."""
+    with one; `quotes[k]`, those with at least k quotes (k = 1..4); also `commas`, the
+    tokens with a comma (between the items of an array whose listed values all came,
+    they would begin another: UniquePlan.limits)."""
 
     def __init__(self, token_bytes):
         closing: dict[bytes, list] = {}
@@ -47,6 +49,7 @@ class QuoteTokens:
         self.closing = {h: tuple(v) for h, v in closing.items()}
         self.escaped = tuple(escaped)
         self.quotes = {k: np.array(v, dtype=np.int64) for k, v in quotes.items()}
+        self.commas = np.array([t for t, b in enumerate(token_bytes) if b and 0x2C in b], dtype=np.int64)
 
 
 class NumberTokens:
@@ -127,6 +130,26 @@ def _rests(items: tuple, done: bytes) -> tuple:
     lo = bisect_left(items, done)
     hi = bisect_left(items, done + b"\xff", lo)  # (UTF-8 has no 0xFF: past every item done begins)
     return tuple(x[len(done):] for x in items[lo:hi])
+
+
+def ends_new(dfa, plan, state: int, track: tuple) -> bool:
+    """Whether, from byte DFA state `state` and tracker state `track` (plan.feed's),
+    the item under way can still end as a value no earlier item of its array has: a
+    walk over the DFA's bytes along the earlier items' rests (MAX_VIABLE_STEPS bytes at
+    most: beyond, it is taken as viable)."""
+    todo, steps = [(state, track)], 0
+    while todo:
+        q, tr = todo.pop()
+        for b in dfa.live_bytes(q):
+            nxt = plan.feed(tr, bytes((b,)))
+            steps += 1
+            if nxt is None:
+                continue
+            inside = plan.item_prefix(nxt)
+            if inside is None or (inside[0] is not None and not _rests(*inside[::-1])) or steps > MAX_VIABLE_STEPS:
+                return True  # (a new value, or one on its way)
+            todo.append((dfa.step(q, b), nxt))
+    return False
 
 
 def _has(items: tuple, x: bytes) -> bool:
@@ -214,6 +237,8 @@ class UniqueMatcher(Matcher):
         if bounded:  # (also the tokens that go on as an earlier item, or begin one: from
             # inside an item, those with two quotes or more)
             ids = set(ids).union(self._allowed(1 if inside is None else 2, words), self._echoes(words, inside))
+            if self.plan.limits and self.plan.used_up(self.track):  # (and a comma: it would begin one more)
+                ids.update(self._allowed_among("commas", self._quotes.commas, words))
         if self._numbers is not None:
             more, repeats = self._number_candidates(words)
             ids = [*ids, *more]
@@ -300,25 +325,9 @@ class UniqueMatcher(Matcher):
             memo = self.automaton.matcher_memo["viable"]
             key = (state, rests)
             if key not in memo:
-                memo[key] = self._ends_new(state, track)
+                memo[key] = ends_new(self.automaton.dfa, self.plan, state, track)
             return memo[key]
-        return self._ends_new(state, track)
-
-    def _ends_new(self, state: int, track: tuple) -> bool:
-        dfa, feed, item_prefix = self.automaton.dfa, self.plan.feed, self.plan.item_prefix
-        todo, steps = [(state, track)], 0
-        while todo:
-            q, tr = todo.pop()
-            for b in dfa.live_bytes(q):
-                nxt = feed(tr, bytes((b,)))
-                steps += 1
-                if nxt is None:
-                    continue
-                inside = item_prefix(nxt)
-                if inside is None or (inside[0] is not None and not _rests(*inside[::-1])) or steps > MAX_VIABLE_STEPS:
-                    return True  # (a new value, or one on its way)
-                todo.append((dfa.step(q, b), nxt))
-        return False
+        return ends_new(self.automaton.dfa, self.plan, state, track)
 
     def _holds(self, data: bytes) -> bool:
         return self.plan.feed(self.track, data) is not None

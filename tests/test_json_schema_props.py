@@ -36,6 +36,7 @@ from pydantic import (UUID1, UUID4, UUID7, AnyUrl, AwareDatetime, Base64Bytes, B
 
 from fsm.json_schema import SchemaError, SchemaWarning, canonical_json, schema_to_term
 from fsm.json_source import JsonTermSource
+from fsm.unique_matcher import ends_new
 
 SCHEMAS = [
     {"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 8},
@@ -171,8 +172,9 @@ def random_walks(cs, n=150, max_len=300, seed=0):
                 out.append(bytes(data))
                 break
             live = dfa.live_bytes(s)
-            if plan:
-                live = [b for b in live if plan.feed(track, bytes([b])) is not None]
+            if plan:  # (and none after which an item can only end as an earlier one: UniqueMatcher's rule)
+                live = [b for b in live if (t := plan.feed(track, bytes([b]))) is not None
+                        and (plan.item_prefix(t) is None or ends_new(dfa, plan, dfa.step(s, b), t))]
             if not live:
                 out.append(bytes(data))  # only possible in an accepting state
                 break

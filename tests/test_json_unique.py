@@ -64,6 +64,16 @@ JOB = {"type": "object", "properties": {"exit_codes": INTS, "tags": STRINGS}}
 HIDDEN = {"type": "object", "patternProperties": {"^[.]": {"anyOf": [JOB, {"title": "anything"}]}},
           "additionalProperties": JOB, "properties": {"v": {"anyOf": [True, STRINGS]}}}
 BOUNDED_CODES = {"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True}  # (refused)
+# listed strings (an enum): once every value came, the comma that would begin another
+# item is refused too
+LETTERS = ["a", "ab", "b", "ba", "c"]
+LISTED = {"type": "array", "items": {"enum": LETTERS}, "uniqueItems": True, "minItems": 1}
+# travis' osx_image: a value or a unique array of them, through a $ref (20 values: more
+# than the compiler's own finite sets take)
+XCODES = [f"xcode{i}" for i in range(20)]
+XCODE = {"type": "object", "properties": {"osx": {"oneOf": [{"$ref": "#/$defs/v"}, {
+    "type": "array", "items": {"$ref": "#/$defs/v"}, "uniqueItems": True, "minItems": 1}]}},
+    "$defs": {"v": {"enum": XCODES}}}
 
 
 def valid(schema, inst) -> bool:
@@ -99,6 +109,9 @@ def valid(schema, inst) -> bool:
               {"v": ["x", "x"]}, {"v": 3, "c": {"exit_codes": [0, 0]}}]),
     ({"properties": {"t": STRINGS, "c": {"anyOf": [BOUNDED_CODES, {}]}}},  # (c's anyOf read as absent)
      [{"t": ["a"], "c": [1, 1]}, {"t": ["a", "a"], "c": [1, 2]}, {"c": [0, 0, 0]}]),
+    (LISTED, [["a"], LETTERS, LETTERS[::-1], ["a", "a"], ["c", "b", "c"], LETTERS + ["a"], ["ab", "a", "ba"], []]),
+    (XCODE, [{"osx": "xcode1"}, {"osx": ["xcode1", "xcode12"]}, {"osx": ["xcode1", "xcode1"]}, {"osx": XCODES},
+             {"osx": XCODES + ["xcode7"]}, {"osx": []}]),
 ])
 def test_texts_agree_with_jsonschema(schema, instances):
     """A text is accepted exactly when the instance is valid, written compactly and with
@@ -143,7 +156,8 @@ def _items(text: str, unique_at, unfinished=None):
     """The finished string and number items of the arrays at paths where
     `unique_at(path)`, in a JSON text cut anywhere (recursive descent: independent of
     the tracker's machine), as ("s", the string) or ("n", the Decimal); `unfinished` (a
-    list) gets (the items before, the raw text, "s" or "n") of an item cut short."""
+    list) gets (the items before, the raw text, "s" or "n") of an item cut short, or
+    (the items before, "", ",") where the text ends after a comma."""
     out, i = [], 0
 
     def ws():
@@ -205,11 +219,14 @@ def _items(text: str, unique_at, unfinished=None):
                 if i >= len(text) or text[i] == "]":
                     i += 1
                     return
-                if text[i] == ",":
+                comma = text[i] == ","
+                if comma:
                     i += 1
                     k += 1
                     ws()
                 if i >= len(text):
+                    if comma and seen is not None and unfinished is not None:
+                        unfinished.append((list(seen), "", ","))  # (an item must begin)
                     return
                 if seen is not None and text[i] == '"':
                     at = i
@@ -240,11 +257,12 @@ def _items(text: str, unique_at, unfinished=None):
 _JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
 
-def _repeats(text: str, unique_at, max_length=None, integers=False) -> bool:
+def _repeats(text: str, unique_at, max_length=None, integers=False, listed=None) -> bool:
     """Whether a unique array repeats a finished item, or its unfinished item can only
     end as an earlier one: a string of at most max_length code points as long as that
-    and an earlier item; an integer (`integers`) whose every ending in JSON (up to two
-    more characters) is an earlier item."""
+    and an earlier item; one of the `listed` strings whose every listed ending came
+    before (after a comma: every listed value did); an integer (`integers`) whose every
+    ending in JSON (up to two more characters) is an earlier item."""
     if any(len(set(s)) < len(s) for s in _items(text, unique_at)):
         return True
     cut: list = []
@@ -252,6 +270,13 @@ def _repeats(text: str, unique_at, max_length=None, integers=False) -> bool:
     if not cut:
         return False
     before, raw, kind = cut[0]
+    if listed is not None:
+        if kind == ",":
+            return all(("s", v) in before for v in listed)
+        partial = json.loads('"' + raw + '"')  # (the listed values need no escapes)
+        return all(("s", v) in before for v in listed if v.startswith(partial))
+    if kind == ",":
+        return False
     if kind == "n":
         if not integers:
             return False
@@ -267,7 +292,8 @@ def _repeats(text: str, unique_at, max_length=None, integers=False) -> bool:
     return len(partial) == max_length and ("s", partial) in before
 
 
-def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6, max_length=None, numbers=None):
+def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6, max_length=None, numbers=None,
+                listed=None):
     """A random token walk; at each step the unique mask must be the automaton's mask less
     exactly the tokens that finish a repeated item (checked on every token the mask
     allows where it allows few, else on every token with a quote and a sample of the
@@ -296,7 +322,8 @@ def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6,
         for t in sample:
             if base_bits[t] and data[t]:
                 after = (text + data[t]).decode("utf-8", "replace")
-                assert bool(bits[t]) == (not _repeats(after, unique_at, max_length, numbers == "integer")), (text, data[t])
+                assert bool(bits[t]) == (not _repeats(after, unique_at, max_length, numbers == "integer", listed)), \
+                    (text, data[t])
                 dropped += not bits[t]
         ids = np.flatnonzero(bits)
         if echo is None and rng.random() < 0.7 and text.endswith((b'["', b',"')):
@@ -352,6 +379,46 @@ def test_number_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schem
     its texts), and for integers those after which the item can only end as an earlier
     value ("0" once 0 came, "5." once 5 did)."""
     _check_walks(smol_tokenizer, smol_vocab, schema, unique_at, start, numbers=numbers, whitespace=whitespace)
+
+
+@pytest.mark.parametrize("schema, unique_at, start, listed, whitespace", [
+    (LISTED, lambda p: p == (), "", LETTERS, "compact"),
+    (LISTED, lambda p: p == (), "", LETTERS, "flexible"),
+    (XCODE, lambda p: p == ("osx",), '{"osx":[', XCODES, "compact"),
+])
+def test_listed_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schema, unique_at, start, listed,
+                                               whitespace):
+    """As above, for listed strings: the tokens that close a repeat, those after which
+    the item can only end as an earlier value, and once every value came, those with
+    the comma that would begin another item."""
+    _check_walks(smol_tokenizer, smol_vocab, schema, unique_at, start, whitespace=whitespace, listed=listed)
+
+
+def test_listed_values_used_up(smol_tokenizer, smol_vocab):
+    """Every listed value came: the mask allows `]` and no token with a comma (the
+    array ends, it cannot dead-end); before that, a comma is allowed."""
+    auto = compile_json_schema(LISTED, smol_vocab)
+    data = smol_vocab.token_bytes
+    commas = [t for t, b in enumerate(data) if b and b"," in b]
+    close, comma = data.index(b"]"), data.index(b",")
+    m = auto.matcher()
+    assert m.accept_tokens(smol_tokenizer.encode('["a","ab","b","ba"', add_special_tokens=False))
+    bits = np.unpackbits(m.next_token_mask().view(np.uint8), bitorder="little")
+    assert bits[comma] and bits[close]
+    assert m.accept_tokens(smol_tokenizer.encode(',"c"', add_special_tokens=False))
+    bits = np.unpackbits(m.next_token_mask().view(np.uint8), bitorder="little")
+    assert bits[close] and not bits[commas].any()
+    assert not m.accept_token(comma)
+    assert m.accept_token(close) and m.is_accepting()
+
+
+def test_listed_below_min_items():
+    """minItems above the number of listed values: after the last one the tracker would
+    leave no way on, so the compiler's own finite set takes it (no array is valid)."""
+    schema = {"type": "array", "items": {"enum": ["a", "b"]}, "minItems": 3, "uniqueItems": True}
+    cs = schema_to_term(schema)
+    assert cs.unique is None
+    assert not any(cs.accepts(t) for t in ['["a","b"]', '["a","b","a"]', '["b","a","c"]'])
 
 
 def _check_walks(tokenizer, vocab, schema, unique_at, start, whitespace="compact", **walk):
