@@ -214,6 +214,11 @@ CASES = [  # name, schema, document, our options
         "required": ["exit_codes", "expose"], "additionalProperties": False},
      {"exit_codes": [0, 1, 2, 13, 127, 128, 137, 255, 3, 42], "expose": [80, "443/tcp", 8080, "9000-9010", 3000.5]},
      {}),
+    ("unique-enum", {"type": "object", "properties": {  # (set[Literal[...]] of 24 values; travis' osx_image)
+        "labels": {"type": "array", "items": {"enum": [f"label-{c}" for c in "abcdefghijklmnopqrstuvwx"]},
+                   "uniqueItems": True, "minItems": 1}},
+        "required": ["labels"], "additionalProperties": False},
+     {"labels": [f"label-{c}" for c in "hdqawkbt"]}, {}),
 ]
 
 

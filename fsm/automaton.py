@@ -77,8 +77,8 @@ class TokenAutomaton:
         self._rest_lives: dict[tuple, np.ndarray] = {}  # (R's state, split key) -> _split_walk's verdicts
         self._needs: dict[tuple, dict] = {}  # (A id, R id) -> {token: _need(A, R, token)}
         # what this automaton's matchers share across requests, by table name (UniqueMatcher:
-        # the candidate tokens a state's mask allows, number heads, viability)
-        self.matcher_memo: dict[str, dict] = {"allowed": {}, "heads": {}, "viable": {}}
+        # the candidate tokens a state's mask allows, number heads, viability, echoes)
+        self.matcher_memo: dict[str, dict] = {"allowed": {}, "heads": {}, "viable": {}, "echoes": {}}
         self.walker = TrieWalker(self.dfa, vocab.trie, remember=False)
         self._lock = threading.RLock()
 

@@ -302,11 +302,14 @@ class UniqueMatcher(Matcher):
             return []
         done, seen = inside
         trie, out = self.automaton.vocab.trie, []
+        memo = self.automaton.matcher_memo["echoes"]  # (per state and rest: `words` is the state's mask)
         for rest in _rests(seen, done):
-            path = trie.path(rest)
-            if path:
-                ids = trie.tokens_at(np.array([trie.offset[j] + k for j, k in enumerate(path)]))
-                out += _among(ids, words).tolist()
+            got = memo.get((self.state, rest))
+            if got is None:
+                path = trie.path(rest)
+                got = memo[(self.state, rest)] = _among(trie.tokens_at(np.array(
+                    [trie.offset[j] + k for j, k in enumerate(path)])), words).tolist() if path else []
+            out += got
         return out
 
     def _viable(self, state: int, track: tuple) -> bool:
