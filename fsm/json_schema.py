@@ -87,7 +87,8 @@ value of the wrong kind (a negative or fractional count, a non-number bound,
 uniqueItems: exact when the array's elements range over a finite set of at most 16
 values (enum, const, boolean, null); for arrays of strings (set[str]; with maxLength,
 pattern, format or enum too, where they allow at least 65536 strings; listed by an enum
-or const alone, any number of them, as many as minItems at least), of numbers or
+or const alone, any number of them, as many as minItems at least), of lists of strings
+without maxItems (compared by their values), of numbers or
 integers without bounds (set[int], set[float]; compared as values: 1 repeats 1.0), or
 of both, checked while decoding beside the automaton (fsm/json_unique.py: whether the
 array is unique must not hang on a not, if/then/else, contains, dependentSchemas, or an
@@ -1991,9 +1992,9 @@ class _Compiler:
             if dom is None and not (self.python_sets and self._negated == 0):  # (a complement would shrink)
                 self.refuse(node, "uniqueItems", "uniqueItems is enforced only when the items range over a "
                             f"finite set of at most {MAX_UNIQUE_DOMAIN} values (enum, const, boolean, null), "
-                            f"or are strings (any, listed by an enum, or of at least {MIN_UNIQUE_DOMAIN} values) "
-                            "or numbers without bounds (any, or integers) in an array whose place every valid "
-                            "instance decides (fsm/json_unique.py)")
+                            f"or are strings (any, listed by an enum, or of at least {MIN_UNIQUE_DOMAIN} values), "
+                            "lists of strings, or numbers without bounds (any, or integers) in an array whose place "
+                            "every valid instance decides (fsm/json_unique.py)")
             elif dom is not None:
                 self._negated += 1
                 try:

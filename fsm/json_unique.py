@@ -24,6 +24,10 @@ items:
   array can always end, its N items being at least minItems. The automaton stays a
   plain enum (an intersection of one count per value instead, as the compiler builds
   for other finite sets, took 5-50 ms a first mask per item at 16-56 values);
+- *lists* of open strings (LISTS: arrays without maxItems whose items are open strings,
+  gitlab-ci's stages): from every point inside one there are endlessly many ways to
+  finish it (a longer string, one more), so only the `]` that closes a repeat is
+  refused; a list is compared as its values (json.loads) and never repeats a string;
 - numbers without bounds (NUMBERS): from every prefix of one, appending a digit makes
   a new value, so nothing corners them;
 - integers without bounds (INTEGERS): once an integer's digits are all there ("0", or
@@ -86,6 +90,7 @@ MAX_PATTERN_STATES = 256  # DFA states of one of those patterns
 OPEN, BOUNDED = 1, 2  # strings: open ones, bounded ones (module notes)
 NUMBERS, INTEGERS = 4, 8  # numbers without bounds: any, or integers only
 _NUMBER_KINDS = NUMBERS | INTEGERS
+LISTS = 16  # lists of open strings (module notes)
 # bounded strings (maxLength, pattern, format, enum) are checked where they have at least
 # this many values: no array reaches that many items, so whatever items came before, a
 # new one can always be added; what the tracker checks is that the current item can
@@ -111,6 +116,8 @@ _STRING_OK = _QUIET | frozenset(_ARRAY_KW + _NUMBER_KW + _OBJECT_KW) | {"type", 
 _MAYBE_ARRAY_OK = _QUIET | frozenset(_STRING_KW + _NUMBER_KW + _OBJECT_KW) | {
     "type", "items", "prefixItems", "additionalItems"}
 _MAYBE_STRING_OK = _QUIET | frozenset(_ARRAY_KW + _NUMBER_KW + _OBJECT_KW) | {"type"}
+# a list of open strings: items, minItems, and keywords that say nothing of arrays
+_LIST_OK = _QUIET | frozenset(_STRING_KW + _NUMBER_KW + _OBJECT_KW) | {"type", "items", "minItems"}
 # listed strings: enum or const, and keywords that say nothing of strings
 _LISTED_OK = _QUIET | frozenset(_ARRAY_KW + _NUMBER_KW + _OBJECT_KW) | {"type", "enum", "const"}
 # numbers without bounds (sure or maybe schemas alike: a bound says where the numbers are)
@@ -138,6 +145,7 @@ class UniquePlan:
         self.limits = limits or {}
         self.start = ((), 0, 0, b"")
         self.numbers = any(row[0] == "a" and row[1] & _NUMBER_KINDS for row in frames)
+        self.lists = any(row[0] == "a" and row[1] & LISTS for row in frames)
 
     def feed(self, state: tuple, data: bytes):
         """The state after the bytes `data` (valid JSON text so far: the automaton
@@ -147,17 +155,40 @@ class UniquePlan:
 
         stack: the containers being read, ("o", frame, phase, child) (phase 0: a key
         next, 1: the key read, child its value's, 2: the value) or ("a", frame, index,
-        its string items so far as UTF-8 bytes, sorted, its number items' keys (a
-        frozenset)), each None where not kept; dead: how many containers deep the output
-        is below the last frame (nothing unique there); mode: 0 outside strings, 1 in a
-        string read past, 2 in a key, 3 in a string item of a unique array, 4 in a number
-        item (buf: the item's bytes so far), plus 8 after a backslash."""
+        its string items so far as UTF-8 bytes, sorted, the keys of its number and list
+        items (a frozenset: _number_key, _list_key)), each None where not kept; dead: how
+        many containers deep the output is below the last frame (nothing unique there);
+        mode: 0 outside strings, 1 in a string read past, 2 in a key, 3 in a string item
+        of a unique array, 4 in a number item, 5 in a list item, 6 in one of its strings
+        (buf: the item's bytes so far), plus 8 after a backslash."""
         stack, dead, mode, buf = state
         stack = list(stack)
         frames, i, n = self.frames, 0, len(data)
         esc = mode >> 3
         mode &= 7
         while i < n:
+            if mode >= 5:  # a list item: read to the `]` that ends it
+                if esc:
+                    buf += data[i:i + 1]
+                    esc, i = 0, i + 1
+                    continue
+                m = (_STRING_STOP if mode == 6 else _LIST_STOP).search(data, i)
+                buf += data[i:] if m is None else data[i:m.end()]
+                if m is None:
+                    break
+                i, c = m.end(), data[m.start()]
+                if c == 0x5C:
+                    esc = 1
+                elif c == 0x22:
+                    mode = 11 - mode  # (5 <-> 6)
+                else:
+                    _, f, k, seen, keys = stack[-1]
+                    key = _list_key(buf)
+                    if key in keys:
+                        return None
+                    stack[-1] = ("a", f, k, seen, keys | {key})
+                    mode, buf = 0, b""
+                continue
             if mode == 4:
                 m = _NUMBER_STOP.search(data, i)
                 if m is None:
@@ -221,6 +252,9 @@ class UniquePlan:
                     mode = 3
                 else:
                     mode = 1
+            elif c == 0x5B and stack and stack[-1][0] == "a" and stack[-1][4] is not None \
+                    and frames[stack[-1][1]][1] & LISTS:
+                mode, buf = 5, b"["  # (a list item)
             elif c in (0x7B, 0x5B):  # { [
                 fid = self._child(stack)[c == 0x5B]
                 if fid < 0:
@@ -229,7 +263,8 @@ class UniquePlan:
                     stack.append(("o", fid, 0, None))
                 else:
                     how = frames[fid][1]
-                    stack.append(("a", fid, 0, () if how else None, frozenset() if how & _NUMBER_KINDS else None))
+                    stack.append(("a", fid, 0, () if how else None,
+                                  frozenset() if how & (_NUMBER_KINDS | LISTS) else None))
             elif c in (0x7D, 0x5D):  # } ]
                 stack.pop()
             elif c == 0x2C:  # ,
@@ -324,6 +359,14 @@ class UniquePlan:
         return not dead and mode in (0, 4) and bool(stack) and stack[-1][0] == "a" and stack[-1][3] is not None
 
 
+def _list_key(text: bytes) -> bytes:
+    """The value of a list item's text (strings only), as the one text it has here:
+    compact, without escapes JSON does not need, after a 0xFE byte (which UTF-8 never
+    has: no string item's bytes, no number's key, start with it)."""
+    return b"\xfe" + json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass")
+
+
 def _number_key(text: bytes) -> bytes:
     """The value of a number's text, as the one text each value has here: the
     automaton's numbers (fsm/json_numbers.py: no exponents, no -0) without the trailing
@@ -345,6 +388,7 @@ def _number_key(text: bytes) -> bytes:
 _STRING_STOP = re.compile(rb'["\\]')
 _NUMBER_STOP = re.compile(rb"[^0-9.eE+\-]")  # (a number item ends at the first byte that is none of its)
 _DEAD_STOP = re.compile(rb'["\[\]{}]')
+_LIST_STOP = re.compile(rb'["\]]')
 
 
 def unique_plan_of(schema, **options) -> UniquePlan | None:
@@ -637,11 +681,15 @@ class _Planner:
                 t = self._types(s)
                 if t is not None:
                     types = t if types is None else types & t
-        if types is None or not types <= {"string", "number"}:
+        if types is None or not types <= {"string", "number", "array"}:
             return 0
         if not types:  # (no item here, as after prefixItems with items: false)
             return OPEN
         how = 0
+        if "array" in types:
+            how = LISTS if self._lists_open(items) else 0
+            if not how:
+                return 0
         if "string" in types:
             how |= self._string_kind(items)
             if not how:
@@ -650,6 +698,24 @@ class _Planner:
             numbers = self._number_kind(items)
             how = how | numbers if numbers else 0
         return how
+
+    def _lists_open(self, items: list) -> bool:
+        """Whether every array the schemas `items` allow is a list of open strings: each
+        way of one holds, in sure schemas only, `items` whose strings are open and no
+        keyword that bounds the list (maxItems, prefixItems, contains, uniqueItems...)."""
+        for sure, maybe in self._alternatives(items, "array"):
+            if maybe or not all(_only(x, _LIST_OK) for x in sure.values()):
+                return False
+            inner = [(x["items"], True) for x in sure.values() if "items" in x]
+            if not inner or not all(isinstance(x, dict) for x, _ in inner):
+                return False
+            types = None
+            for x, _ in inner:
+                t = self._types(x)
+                types = t if types is None or t is None else types & t
+            if types != {"string"} or self._string_kind(inner) != OPEN:
+                return False
+        return True
 
     def _string_kind(self, items: list) -> int:
         """OPEN where every string the schemas `items` allow is an open one, BOUNDED

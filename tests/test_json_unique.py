@@ -71,6 +71,9 @@ LISTED = {"type": "array", "items": {"enum": LETTERS}, "uniqueItems": True, "min
 # travis' osx_image: a value or a unique array of them, through a $ref (20 values: more
 # than the compiler's own finite sets take)
 XCODES = [f"xcode{i}" for i in range(20)]
+# gitlab-ci's stages: strings or lists of strings (a list repeats by its values)
+STAGES = {"type": "object", "properties": {"stages": {"type": "array", "items": {"anyOf": [
+    {"type": "string"}, {"type": "array", "items": {"type": "string"}}]}, "uniqueItems": True, "minItems": 1}}}
 XCODE = {"type": "object", "properties": {"osx": {"oneOf": [{"$ref": "#/$defs/v"}, {
     "type": "array", "items": {"$ref": "#/$defs/v"}, "uniqueItems": True, "minItems": 1}]}},
     "$defs": {"v": {"enum": XCODES}}}
@@ -109,6 +112,9 @@ def valid(schema, inst) -> bool:
               {"v": ["x", "x"]}, {"v": 3, "c": {"exit_codes": [0, 0]}}]),
     ({"properties": {"t": STRINGS, "c": {"anyOf": [BOUNDED_CODES, {}]}}},  # (c's anyOf read as absent)
      [{"t": ["a"], "c": [1, 1]}, {"t": ["a", "a"], "c": [1, 2]}, {"c": [0, 0, 0]}]),
+    (STAGES, [{"stages": ["a", ["a"]]}, {"stages": [["a"], ["a"]]}, {"stages": [["a", "b"], ["b", "a"]]},
+              {"stages": [[], []]}, {"stages": [["x"], "x", ["x"]]}, {"stages": ["b", ["]"], ["]"]]},
+              {"stages": [["a\"]"], ["a\"]"]]}, {"stages": [["é"], ["e"], ["é", "e"]]}]),
     (LISTED, [["a"], LETTERS, LETTERS[::-1], ["a", "a"], ["c", "b", "c"], LETTERS + ["a"], ["ab", "a", "ba"], []]),
     (XCODE, [{"osx": "xcode1"}, {"osx": ["xcode1", "xcode12"]}, {"osx": ["xcode1", "xcode1"]}, {"osx": XCODES},
              {"osx": XCODES + ["xcode7"]}, {"osx": []}]),
@@ -153,9 +159,10 @@ def test_escaped_repeat_is_refused():
 
 # -- masks ---------------------------------------------------------------------------------
 def _items(text: str, unique_at, unfinished=None):
-    """The finished string and number items of the arrays at paths where
+    """The finished string, number and list items of the arrays at paths where
     `unique_at(path)`, in a JSON text cut anywhere (recursive descent: independent of
-    the tracker's machine), as ("s", the string) or ("n", the Decimal); `unfinished` (a
+    the tracker's machine), as ("s", the string), ("n", the Decimal) or ("l", the
+    strings); `unfinished` (a
     list) gets (the items before, the raw text, "s" or "n") of an item cut short, or
     (the items before, "", ",") where the text ends after a comma."""
     out, i = [], 0
@@ -235,6 +242,17 @@ def _items(text: str, unique_at, unfinished=None):
                         seen.append(("s", s))
                     elif unfinished is not None:
                         unfinished.append((list(seen), text[at + 1:], "s"))
+                elif seen is not None and text[i] == "[":  # (a list of strings: STAGES)
+                    at = i
+                    i += 1
+                    while i < len(text) and text[i] != "]":
+                        if text[i] != '"':
+                            i += 1
+                        elif string() is None:
+                            break
+                    if i < len(text):
+                        i += 1
+                        seen.append(("l", tuple(json.loads(text[at:i]))))
                 elif seen is not None and text[i] in "-0123456789":
                     j = re.compile(r"[0-9.eE+-]*").match(text, i).end()
                     if j < len(text):
@@ -329,6 +347,9 @@ def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6,
         if echo is None and rng.random() < 0.7 and text.endswith((b'["', b',"')):
             earlier = re.findall(rb'[\[,]"([^"\\]*")', text[:-1])  # (repeat an earlier item)
             echo = rng.choice(earlier) if earlier else None
+        elif echo is None and rng.random() < 0.7 and text.endswith((b"[[", b",[")):
+            earlier = re.findall(rb'[\[,]\[((?:"[^"\\]*"(?:,"[^"\\]*")*)?\])', text[:-1])  # (an earlier list)
+            echo = rng.choice(earlier) if earlier else None
         elif numbers and echo is None and rng.random() < 0.7 and text.rstrip().endswith((b"[", b",")):
             earlier = re.findall(rb"[\[,]\s*(-?[0-9][0-9.]*)(?=\s*[,\]])", text)
             if earlier:
@@ -392,6 +413,27 @@ def test_listed_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schem
     the item can only end as an earlier value, and once every value came, those with
     the comma that would begin another item."""
     _check_walks(smol_tokenizer, smol_vocab, schema, unique_at, start, whitespace=whitespace, listed=listed)
+
+
+def test_list_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab):
+    """Lists of strings as items (gitlab-ci's stages): the tokens that close a list equal
+    to an earlier one are dropped, and only those."""
+    _check_walks(smol_tokenizer, smol_vocab, STAGES, lambda p: p == ("stages",), '{"stages":[["a"],')
+
+
+def test_list_repeat_closing(smol_tokenizer, smol_vocab):
+    """The `]` that would close a repeated list is refused, from outside a string and
+    from inside one; another item goes on."""
+    auto = compile_json_schema(STAGES, smol_vocab)
+    data = smol_vocab.token_bytes
+    for before, closing in [('{"stages":[["a","b"],["a","b"', b"]"), ('{"stages":[["a","b"],["a","b', b'"]')]:
+        m = auto.matcher()
+        assert m.accept_tokens([data.index(bytes([c])) for c in before.encode()])
+        t = data.index(closing)
+        bits = np.unpackbits(m.next_token_mask().view(np.uint8), bitorder="little")
+        assert not bits[t] and not m.accept_token(t), before
+        assert m.accept_tokens(smol_tokenizer.encode('c"]' if before.endswith("b") else ',"c"]',
+                                                     add_special_tokens=False)), before
 
 
 def test_listed_values_used_up(smol_tokenizer, smol_vocab):
