@@ -27,7 +27,11 @@ items:
 - *lists* of open strings (LISTS: arrays without maxItems whose items are open strings,
   gitlab-ci's stages): from every point inside one there are endlessly many ways to
   finish it (a longer string, one more), so only the `]` that closes a repeat is
-  refused; a list is compared as its values (json.loads) and never repeats a string;
+  refused;
+- *open objects* (OBJECTS: objects that can always take one more key of endlessly many,
+  with any value: compose's `^x-` extensions): the same, at the `}` that closes one.
+  Nothing below them may hold a uniqueItems (the tracker reads them whole). Lists and
+  objects are compared as values (keys in any order, numbers by value, _value_key);
 - numbers without bounds (NUMBERS): from every prefix of one, appending a digit makes
   a new value, so nothing corners them;
 - integers without bounds (INTEGERS): once an integer's digits are all there ("0", or
@@ -90,7 +94,8 @@ MAX_PATTERN_STATES = 256  # DFA states of one of those patterns
 OPEN, BOUNDED = 1, 2  # strings: open ones, bounded ones (module notes)
 NUMBERS, INTEGERS = 4, 8  # numbers without bounds: any, or integers only
 _NUMBER_KINDS = NUMBERS | INTEGERS
-LISTS = 16  # lists of open strings (module notes)
+LISTS, OBJECTS = 16, 32  # lists of open strings, open objects (module notes)
+_CONTAINERS = LISTS | OBJECTS
 # bounded strings (maxLength, pattern, format, enum) are checked where they have at least
 # this many values: no array reaches that many items, so whatever items came before, a
 # new one can always be added; what the tracker checks is that the current item can
@@ -118,6 +123,10 @@ _MAYBE_ARRAY_OK = _QUIET | frozenset(_STRING_KW + _NUMBER_KW + _OBJECT_KW) | {
 _MAYBE_STRING_OK = _QUIET | frozenset(_ARRAY_KW + _NUMBER_KW + _OBJECT_KW) | {"type"}
 # a list of open strings: items, minItems, and keywords that say nothing of arrays
 _LIST_OK = _QUIET | frozenset(_STRING_KW + _NUMBER_KW + _OBJECT_KW) | {"type", "items", "minItems"}
+# an open object: its keys, and keywords that say nothing of objects
+_OBJECT_OPEN_OK = _QUIET | frozenset(_STRING_KW + _NUMBER_KW + _ARRAY_KW) | {
+    "type", "properties", "required", "additionalProperties", "patternProperties", "minProperties",
+    "dependentRequired"}
 # listed strings: enum or const, and keywords that say nothing of strings
 _LISTED_OK = _QUIET | frozenset(_ARRAY_KW + _NUMBER_KW + _OBJECT_KW) | {"type", "enum", "const"}
 # numbers without bounds (sure or maybe schemas alike: a bound says where the numbers are)
@@ -145,7 +154,7 @@ class UniquePlan:
         self.limits = limits or {}
         self.start = ((), 0, 0, b"")
         self.numbers = any(row[0] == "a" and row[1] & _NUMBER_KINDS for row in frames)
-        self.lists = any(row[0] == "a" and row[1] & LISTS for row in frames)
+        self.containers = any(row[0] == "a" and row[1] & _CONTAINERS for row in frames)
 
     def feed(self, state: tuple, data: bytes):
         """The state after the bytes `data` (valid JSON text so far: the automaton
@@ -155,24 +164,25 @@ class UniquePlan:
 
         stack: the containers being read, ("o", frame, phase, child) (phase 0: a key
         next, 1: the key read, child its value's, 2: the value) or ("a", frame, index,
-        its string items so far as UTF-8 bytes, sorted, the keys of its number and list
-        items (a frozenset: _number_key, _list_key)), each None where not kept; dead: how
-        many containers deep the output is below the last frame (nothing unique there);
-        mode: 0 outside strings, 1 in a string read past, 2 in a key, 3 in a string item
-        of a unique array, 4 in a number item, 5 in a list item, 6 in one of its strings
-        (buf: the item's bytes so far), plus 8 after a backslash."""
+        its string items so far as UTF-8 bytes, sorted, the keys of its number, list and
+        object items (a frozenset: _number_key, _value_key)), each None where not kept;
+        dead: how many containers deep the output is below the last frame (nothing unique
+        there); mode: 0 outside strings, 1 in a string read past, 2 in a key, 3 in a string
+        item of a unique array, 4 in a number item, 5 in a list or object item, 6 in one
+        of its strings (buf: the item's bytes so far), plus 8 after a backslash, plus 16
+        per bracket open inside such an item."""
         stack, dead, mode, buf = state
         stack = list(stack)
         frames, i, n = self.frames, 0, len(data)
-        esc = mode >> 3
+        esc, depth = (mode >> 3) & 1, mode >> 4
         mode &= 7
         while i < n:
-            if mode >= 5:  # a list item: read to the `]` that ends it
+            if mode >= 5:  # a list or object item: read to the bracket that ends it
                 if esc:
                     buf += data[i:i + 1]
                     esc, i = 0, i + 1
                     continue
-                m = (_STRING_STOP if mode == 6 else _LIST_STOP).search(data, i)
+                m = (_STRING_STOP if mode == 6 else _ITEM_STOP).search(data, i)
                 buf += data[i:] if m is None else data[i:m.end()]
                 if m is None:
                     break
@@ -181,9 +191,13 @@ class UniquePlan:
                     esc = 1
                 elif c == 0x22:
                     mode = 11 - mode  # (5 <-> 6)
+                elif c in (0x5B, 0x7B):
+                    depth += 1
+                elif depth:
+                    depth -= 1
                 else:
                     _, f, k, seen, keys = stack[-1]
-                    key = _list_key(buf)
+                    key = _value_key(buf)
                     if key in keys:
                         return None
                     stack[-1] = ("a", f, k, seen, keys | {key})
@@ -252,9 +266,9 @@ class UniquePlan:
                     mode = 3
                 else:
                     mode = 1
-            elif c == 0x5B and stack and stack[-1][0] == "a" and stack[-1][4] is not None \
-                    and frames[stack[-1][1]][1] & LISTS:
-                mode, buf = 5, b"["  # (a list item)
+            elif c in (0x5B, 0x7B) and stack and stack[-1][0] == "a" and stack[-1][4] is not None \
+                    and frames[stack[-1][1]][1] & (LISTS if c == 0x5B else OBJECTS):
+                mode, buf = 5, data[i - 1:i]  # (a list or object item)
             elif c in (0x7B, 0x5B):  # { [
                 fid = self._child(stack)[c == 0x5B]
                 if fid < 0:
@@ -264,7 +278,7 @@ class UniquePlan:
                 else:
                     how = frames[fid][1]
                     stack.append(("a", fid, 0, () if how else None,
-                                  frozenset() if how & (_NUMBER_KINDS | LISTS) else None))
+                                  frozenset() if how & (_NUMBER_KINDS | _CONTAINERS) else None))
             elif c in (0x7D, 0x5D):  # } ]
                 stack.pop()
             elif c == 0x2C:  # ,
@@ -283,7 +297,7 @@ class UniquePlan:
         if mode == 4 and (0x2E in buf or buf == b"0") and frames[stack[-1][1]][1] & INTEGERS \
                 and _number_key(buf) in stack[-1][4]:
             return None  # (an integer whose digits are all there: it can only end as this value)
-        return tuple(stack), dead, mode | (esc << 3), buf
+        return tuple(stack), dead, mode | (esc << 3) | (depth << 4), buf
 
     @staticmethod
     def _key_child(row: tuple, buf: bytes) -> tuple:
@@ -359,12 +373,33 @@ class UniquePlan:
         return not dead and mode in (0, 4) and bool(stack) and stack[-1][0] == "a" and stack[-1][3] is not None
 
 
-def _list_key(text: bytes) -> bytes:
-    """The value of a list item's text (strings only), as the one text it has here:
-    compact, without escapes JSON does not need, after a 0xFE byte (which UTF-8 never
-    has: no string item's bytes, no number's key, start with it)."""
-    return b"\xfe" + json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":")).encode(
+def _value_key(text: bytes) -> bytes:
+    """The value of a list or object item's text, as one text per value: compact, keys
+    sorted, strings without escapes JSON does not need, numbers as _number_key writes
+    them; after a 0xFE byte (which UTF-8 never has: no string item's bytes, no number's
+    key, start with it).
+
+    >>> _value_key(b'{"b": [1.0, "\\u0061"], "a": true}') == _value_key(b'{"a":true,"b":[1,"a"]}')
+    True
+    """
+    number = lambda t: _Number(_number_key(t.encode()).decode())  # noqa: E731
+    return b"\xfe" + _canon(json.loads(text, parse_int=number, parse_float=number)).encode(
         "utf-8", "surrogatepass")
+
+
+class _Number(str):
+    """A number's text in a value read by _value_key (not a string: `1` is not `"1"`)."""
+    __slots__ = ()
+
+
+def _canon(v) -> str:
+    if isinstance(v, dict):
+        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + _canon(v[k]) for k in sorted(v)) + "}"
+    if isinstance(v, list):
+        return "[" + ",".join(map(_canon, v)) + "]"
+    if isinstance(v, _Number):
+        return str.__str__(v)
+    return json.dumps(v, ensure_ascii=False)  # (a string, true, false, null)
 
 
 def _number_key(text: bytes) -> bytes:
@@ -388,7 +423,7 @@ def _number_key(text: bytes) -> bytes:
 _STRING_STOP = re.compile(rb'["\\]')
 _NUMBER_STOP = re.compile(rb"[^0-9.eE+\-]")  # (a number item ends at the first byte that is none of its)
 _DEAD_STOP = re.compile(rb'["\[\]{}]')
-_LIST_STOP = re.compile(rb'["\]]')
+_ITEM_STOP = re.compile(rb'["\[\]{}]')
 
 
 def unique_plan_of(schema, **options) -> UniquePlan | None:
@@ -443,6 +478,7 @@ class _Planner:
         self.index: dict = {}
         self.queue: list = []
         self.tables: dict = {}  # pattern -> _pattern_table
+        self.endless: dict = {}  # pattern -> _endless
         self.types: dict = {}  # id(schema) -> types_of
         self.domains: dict = {}  # ids of item schemas -> _domain_size
         self.limits: dict = {}  # array frame -> how many listed strings its items are (UniquePlan.limits)
@@ -681,7 +717,7 @@ class _Planner:
                 t = self._types(s)
                 if t is not None:
                     types = t if types is None else types & t
-        if types is None or not types <= {"string", "number", "array"}:
+        if types is None or not types <= {"string", "number", "array", "object"}:
             return 0
         if not types:  # (no item here, as after prefixItems with items: false)
             return OPEN
@@ -690,6 +726,10 @@ class _Planner:
             how = LISTS if self._lists_open(items) else 0
             if not how:
                 return 0
+        if "object" in types:
+            if not self._objects_open(items):
+                return 0
+            how |= OBJECTS
         if "string" in types:
             how |= self._string_kind(items)
             if not how:
@@ -716,6 +756,39 @@ class _Planner:
             if types != {"string"} or self._string_kind(inner) != OPEN:
                 return False
         return True
+
+    def _objects_open(self, items: list) -> bool:
+        """Whether every object the schemas `items` allow can always take one more key
+        of endlessly many, with any value: each way of one holds, in sure schemas only,
+        a pattern of endlessly many keys, which every schema that closes its object
+        (additionalProperties) has too, all patterns taking any value, no keyword that
+        bounds the keys (maxProperties, propertyNames...), and no subschema from which a
+        uniqueItems can be reached (the tracker reads such an item whole)."""
+        for sure, maybe in self._alternatives(items, "object"):
+            if maybe or not all(_only(x, _OBJECT_OPEN_OK) for x in sure.values()):
+                return False
+            pats = [_map(x, "patternProperties") for x in sure.values()]
+            if not all(_always(v) for ps in pats for v in ps.values()):
+                return False
+            closing = [ps for x, ps in zip(sure.values(), pats) if not _always(x.get("additionalProperties", True))]
+            if not any(all(p in ps for ps in closing) and self._endless(p) for ps in pats for p in ps):
+                return False
+            for x in sure.values():
+                subs = [*_map(x, "properties").values(), x.get("additionalProperties")]
+                if any(isinstance(u, dict) and id(u) in self.reaches for u in subs):
+                    return False
+        return True
+
+    def _endless(self, pattern: str) -> bool:
+        """Whether endlessly many keys (at least MIN_UNIQUE_DOMAIN) match `pattern`."""
+        if pattern not in self.endless:
+            comp = self.comp
+            try:
+                dfa = LazyDFA(JsonTermSource(comp.tb), comp.st.search(pattern), MAX_PATTERN_STATES)
+                self.endless[pattern] = _count_strings(dfa, MIN_UNIQUE_DOMAIN) >= MIN_UNIQUE_DOMAIN
+            except (RegexError, TooLargeError):
+                self.endless[pattern] = False
+        return self.endless[pattern]
 
     def _string_kind(self, items: list) -> int:
         """OPEN where every string the schemas `items` allow is an open one, BOUNDED
@@ -853,6 +926,11 @@ def _integral(s: dict) -> bool:
 def _always(s) -> bool:
     """Whether every value holds schema s: true, or annotations only."""
     return s is True or (isinstance(s, dict) and not _schema_keys(s) - _ANNOTATIONS)
+
+
+def _map(s: dict, kw: str) -> dict:
+    v = s.get(kw)
+    return v if isinstance(v, dict) else {}
 
 
 def _only(s: dict, allowed: frozenset) -> bool:

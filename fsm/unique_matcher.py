@@ -15,6 +15,7 @@ the tracker.
 """
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 
 import numpy as np
@@ -31,9 +32,9 @@ class QuoteTokens:
     backslash before their first quote whose bytes before it are b; `escaped`, those
     with one; `quotes[k]`, those with at least k quotes (k = 1..4); also `commas`, the
     tokens with a comma (between the items of an array whose listed values all came,
-    they would begin another: UniquePlan.limits), and `brackets` / `quoted_brackets`,
-    those with a `]` / with a `]` after a quote (they may close a list item, from outside
-    / inside a string: json_unique.LISTS)."""
+    they would begin another: UniquePlan.limits), and `closers` / `quoted_closers`,
+    those with a `]` or `}` / with one after a quote (they may close a list or object
+    item, from outside / inside a string: json_unique.LISTS, OBJECTS)."""
 
     def __init__(self, token_bytes):
         closing: dict[bytes, list] = {}
@@ -52,9 +53,10 @@ class QuoteTokens:
         self.escaped = tuple(escaped)
         self.quotes = {k: np.array(v, dtype=np.int64) for k, v in quotes.items()}
         self.commas = np.array([t for t, b in enumerate(token_bytes) if b and 0x2C in b], dtype=np.int64)
-        self.brackets = np.array([t for t, b in enumerate(token_bytes) if b and 0x5D in b], dtype=np.int64)
-        self.quoted_brackets = np.array([t for t, b in enumerate(token_bytes) if b and 0x22 in b
-                                         and 0x5D in b[b.index(0x22):]], dtype=np.int64)
+        closer = re.compile(rb"[\]}]")
+        self.closers = np.array([t for t, b in enumerate(token_bytes) if b and closer.search(b)], dtype=np.int64)
+        self.quoted_closers = np.array([t for t, b in enumerate(token_bytes) if b and 0x22 in b
+                                        and closer.search(b, b.index(0x22))], dtype=np.int64)
 
 
 class NumberTokens:
@@ -244,8 +246,8 @@ class UniqueMatcher(Matcher):
             ids = set(ids).union(self._allowed(1 if inside is None else 2, words), self._echoes(words, inside))
             if self.plan.limits and self.plan.used_up(self.track):  # (and a comma: it would begin one more)
                 ids.update(self._allowed_among("commas", self._quotes.commas, words))
-        if self.plan.lists:
-            ids = [*ids, *self._list_candidates(words)]
+        if self.plan.containers:
+            ids = [*ids, *self._container_candidates(words)]
         if self._numbers is not None:
             more, repeats = self._number_candidates(words)
             ids = [*ids, *more]
@@ -260,17 +262,17 @@ class UniqueMatcher(Matcher):
             if nxt is None or (bounded and not self._viable(a._next.get((s, t)) or a.next_state(s, t), nxt)):
                 _drop(words, t)
 
-    def _list_candidates(self, words: np.ndarray) -> list:
-        """The tokens `words` allows that may close a list item (json_unique.LISTS) where
-        one came before in the array: those with a `]` (after a quote, from inside a
-        string)."""
+    def _container_candidates(self, words: np.ndarray) -> list:
+        """The tokens `words` allows that may close a list or object item
+        (json_unique.LISTS, OBJECTS) where one came before in the array: those with a `]`
+        or `}` (after a quote, from inside a string)."""
         stack, dead, mode, _ = self.track
         if dead or not stack or stack[-1][0] != "a" or not stack[-1][4] \
                 or not any(k[:1] == b"\xfe" for k in stack[-1][4]):
             return []
         inside = mode & 7 in (3, 6)
-        return self._allowed_among("quoted_brackets" if inside else "brackets",
-                                   self._quotes.quoted_brackets if inside else self._quotes.brackets, words)
+        return self._allowed_among("quoted_closers" if inside else "closers",
+                                   self._quotes.quoted_closers if inside else self._quotes.closers, words)
 
     def _number_candidates(self, words: np.ndarray) -> tuple[list, list]:
         """(tokens `words` allows that may close a repeated number item, or leave an

@@ -74,6 +74,12 @@ XCODES = [f"xcode{i}" for i in range(20)]
 # gitlab-ci's stages: strings or lists of strings (a list repeats by its values)
 STAGES = {"type": "object", "properties": {"stages": {"type": "array", "items": {"anyOf": [
     {"type": "string"}, {"type": "array", "items": {"type": "string"}}]}, "uniqueItems": True, "minItems": 1}}}
+# compose's ports: numbers, strings, or objects that take `x-` keys with any value
+SPEC = {"type": "object", "properties": {"ports": {"type": "array", "items": {"oneOf": [
+    {"type": "number"}, {"type": "string"}, {"type": "object", "properties": {
+        "name": {"type": "string"}, "target": {"type": ["integer", "string"]}, "bind": {"type": "object", "properties": {
+            "create": {"type": "boolean"}}, "additionalProperties": False}},
+        "additionalProperties": False, "patternProperties": {"^x-": {}}}]}, "uniqueItems": True}}}
 XCODE = {"type": "object", "properties": {"osx": {"oneOf": [{"$ref": "#/$defs/v"}, {
     "type": "array", "items": {"$ref": "#/$defs/v"}, "uniqueItems": True, "minItems": 1}]}},
     "$defs": {"v": {"enum": XCODES}}}
@@ -115,6 +121,11 @@ def valid(schema, inst) -> bool:
     (STAGES, [{"stages": ["a", ["a"]]}, {"stages": [["a"], ["a"]]}, {"stages": [["a", "b"], ["b", "a"]]},
               {"stages": [[], []]}, {"stages": [["x"], "x", ["x"]]}, {"stages": ["b", ["]"], ["]"]]},
               {"stages": [["a\"]"], ["a\"]"]]}, {"stages": [["é"], ["e"], ["é", "e"]]}]),
+    (SPEC, [{"ports": [{"name": "a"}, {"name": "a"}]}, {"ports": [{"name": "a"}, {"name": "b"}, "a", 1]},
+            {"ports": [{"target": 80}, {"target": "80"}]}, {"ports": [{"x-a": 1, "x-b": 2}, {"x-b": 2, "x-a": 1}]},
+            {"ports": [{"x-a": {"k": [1, True]}}, {"x-a": {"k": [1, 1]}}]}, {"ports": [{}, {}]},
+            {"ports": [{"name": "}"}, {"name": "}"}]}, {"ports": [{"bind": {"create": True}}, {"bind": {}}]},
+            {"ports": [{"bind": {"create": False}}, {"bind": {"create": False}}]}, {"ports": [{}, "{}", 1, "1"]}]),
     (LISTED, [["a"], LETTERS, LETTERS[::-1], ["a", "a"], ["c", "b", "c"], LETTERS + ["a"], ["ab", "a", "ba"], []]),
     (XCODE, [{"osx": "xcode1"}, {"osx": ["xcode1", "xcode12"]}, {"osx": ["xcode1", "xcode1"]}, {"osx": XCODES},
              {"osx": XCODES + ["xcode7"]}, {"osx": []}]),
@@ -158,11 +169,21 @@ def test_escaped_repeat_is_refused():
 
 
 # -- masks ---------------------------------------------------------------------------------
+def _frozen(v):
+    """A JSON value (numbers as Decimals) as a hashable one that equals exactly the equal
+    values: objects in any key order, numbers by value, true never 1."""
+    if isinstance(v, dict):
+        return frozenset((k, _frozen(x)) for k, x in v.items())
+    if isinstance(v, list):
+        return tuple(_frozen(x) for x in v)
+    return ("n", v) if isinstance(v, Decimal) else ("c", repr(v))
+
+
 def _items(text: str, unique_at, unfinished=None):
     """The finished string, number and list items of the arrays at paths where
     `unique_at(path)`, in a JSON text cut anywhere (recursive descent: independent of
-    the tracker's machine), as ("s", the string), ("n", the Decimal) or ("l", the
-    strings); `unfinished` (a
+    the tracker's machine), as ("s", the string), ("n", the Decimal) or ("v", a list
+    or object: _frozen); `unfinished` (a
     list) gets (the items before, the raw text, "s" or "n") of an item cut short, or
     (the items before, "", ",") where the text ends after a comma."""
     out, i = [], 0
@@ -242,17 +263,18 @@ def _items(text: str, unique_at, unfinished=None):
                         seen.append(("s", s))
                     elif unfinished is not None:
                         unfinished.append((list(seen), text[at + 1:], "s"))
-                elif seen is not None and text[i] == "[":  # (a list of strings: STAGES)
-                    at = i
-                    i += 1
-                    while i < len(text) and text[i] != "]":
-                        if text[i] != '"':
-                            i += 1
-                        elif string() is None:
-                            break
-                    if i < len(text):
+                elif seen is not None and text[i] in "[{":  # (a list or an object, read whole: STAGES, SPEC)
+                    at, depth = i, 0
+                    while i < len(text):
+                        if text[i] == '"':
+                            if string() is None:
+                                break
+                            continue
+                        depth += 1 if text[i] in "[{" else -1 if text[i] in "]}" else 0
                         i += 1
-                        seen.append(("l", tuple(json.loads(text[at:i]))))
+                        if not depth:
+                            seen.append(("v", _frozen(json.loads(text[at:i], parse_int=Decimal, parse_float=Decimal))))
+                            break
                 elif seen is not None and text[i] in "-0123456789":
                     j = re.compile(r"[0-9.eE+-]*").match(text, i).end()
                     if j < len(text):
@@ -350,6 +372,9 @@ def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6,
         elif echo is None and rng.random() < 0.7 and text.endswith((b"[[", b",[")):
             earlier = re.findall(rb'[\[,]\[((?:"[^"\\]*"(?:,"[^"\\]*")*)?\])', text[:-1])  # (an earlier list)
             echo = rng.choice(earlier) if earlier else None
+        elif echo is None and rng.random() < 0.7 and text.endswith((b"[{", b",{")):
+            earlier = re.findall(rb'[\[,]\{([^{}]*\})', text[:-1])  # (an earlier flat object)
+            echo = rng.choice(earlier) if earlier else None
         elif numbers and echo is None and rng.random() < 0.7 and text.rstrip().endswith((b"[", b",")):
             earlier = re.findall(rb"[\[,]\s*(-?[0-9][0-9.]*)(?=\s*[,\]])", text)
             if earlier:
@@ -419,6 +444,32 @@ def test_list_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab):
     """Lists of strings as items (gitlab-ci's stages): the tokens that close a list equal
     to an earlier one are dropped, and only those."""
     _check_walks(smol_tokenizer, smol_vocab, STAGES, lambda p: p == ("stages",), '{"stages":[["a"],')
+
+
+def test_object_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab):
+    """Open objects as items (compose's ports): the tokens that close an object equal to
+    an earlier one (as values: keys in any order, numbers by value) are dropped, and only
+    those."""
+    _check_walks(smol_tokenizer, smol_vocab, SPEC, lambda p: p == ("ports",), '{"ports":[{"name":"a"},')
+
+
+def test_object_repeat_closing(smol_tokenizer, smol_vocab):
+    """The `}` that would close a repeated object is refused (another key goes on), and
+    a nested object's `}` is not."""
+    auto = compile_json_schema(SPEC, smol_vocab)
+    data = smol_vocab.token_bytes
+    for before, closing, ok in [('{"ports":[{"target":8},{"target":8', b"}", False),
+                                ('{"ports":[{"target":8},{"target":8.0', b"}", False),
+                                ('{"ports":[{"target":8},{"target":9', b"}", True),
+                                ('{"ports":[{"bind":{}},{"bind":{}', b"}", False),
+                                ('{"ports":[{"bind":{}},{"bind":{', b"}", True)]:
+        m = auto.matcher()
+        assert m.accept_tokens([data.index(bytes([c])) for c in before.encode()])
+        t = data.index(closing)
+        bits = np.unpackbits(m.next_token_mask().view(np.uint8), bitorder="little")
+        assert bool(bits[t]) == ok and m.accept_token(t) == ok, before
+        if not ok:
+            assert m.accept_tokens(smol_tokenizer.encode(',"x-1":0}', add_special_tokens=False)), before
 
 
 def test_list_repeat_closing(smol_tokenizer, smol_vocab):
@@ -578,6 +629,15 @@ def test_mask_after_a_backslash(smol_vocab):
     {"anyOf": [BOUNDED_CODES, {}], "unevaluatedItems": False},
     {"type": "object", "properties": {"a": STRINGS}, "dependentSchemas": {"b": {"properties": {"a": {
         "items": {"maxLength": 2}}}}}},
+    # objects that may close with no way on but a repeat (travis' {"secure": ...}), that
+    # an allOf branch closes to the other's extension keys, or that hold a unique array
+    {"type": "array", "items": {"type": "object", "properties": {"secure": {"type": "string"}},
+                                "additionalProperties": False}, "uniqueItems": True},
+    {"type": "array", "items": {"allOf": [
+        {"type": "object", "patternProperties": {"^x-": {}}, "additionalProperties": False},
+        {"properties": {"a": {}}, "additionalProperties": False}]}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "object", "patternProperties": {"^x-": {}}, "properties": {"t": STRINGS}},
+     "uniqueItems": True},
 ])
 def test_refused_where_not_exact(schema):
     """Where a repeat may be valid, or refusing one may leave no way on, strict mode still
