@@ -84,7 +84,7 @@ class TermSource:
     def minlen(self, t: Term) -> int:
         """A lower bound on the length of t's shortest member (exact without AND/NOT and
         deferred LAZY parts)."""
-        return _fold(t, self._minlen, self._minlen_of)
+        return _fold(t, self._minlen, self._minlen_of, 0)
 
     def _minlen_of(self, x: Term, kids: list) -> int:
         if x.kind == LAZY and (w := self.tb.members.get(x.args[0])) is not None:
@@ -148,7 +148,7 @@ class TermSource:
 
     def guess(self, t: Term) -> bytes | None:
         """has_guess's candidate, not checked (None: none known)."""
-        return _fold(t, self._guess, self._guess_of)
+        return _fold(t, self._guess, self._guess_of, b"")
 
     def _guess_of(self, x: Term, kids: list) -> bytes | None:
         """has_guess's candidate for x, from its kids' (None: none known)."""
@@ -173,7 +173,7 @@ class TermSource:
             if (w := self.tb.members.get(x.args[0])) is not None:
                 return w
             body = self.tb.deferred_body(x)
-            return None if body is None else _fold(body, self._guess, self._guess_of)
+            return None if body is None else _fold(body, self._guess, self._guess_of, b"")
         if k in (EMPTY, NOT):
             return b""
         return None  # NOTHING
@@ -187,9 +187,7 @@ class TermSource:
         `[a-z]{1,63}(\\.[a-z]{1,63})*` has radius 2: a prefix is a member, or needs a
         letter, or (after a dot) one. clip_repeats uses it to drop a length bound that
         no token can reach (a hostname's 253 bytes)."""
-        if t.id not in self._minlen:
-            self.minlen(t)
-        return _fold(t, self._radius, lambda x, kids: _radius_of(x, kids, self._minlen, self))
+        return _fold(t, self._radius, lambda x, kids: _radius_of(x, kids, self))
 
     def alphabet(self, t: Term) -> int | None:
         """The bytes t's members are made of, as a 256-bit mask (bit b: byte b); None
@@ -254,9 +252,11 @@ class TermSource:
         return not found
 
 
-def _fold(t: Term, memo: dict, combine) -> object:
+def _fold(t: Term, memo: dict, combine, nullable=None) -> object:
     """combine(x, kids' values) over t's sub-terms, children first, memoized by term id
-    (a loop, not recursion: terms nest deeper than Python's stack)."""
+    (a loop, not recursion: terms nest deeper than Python's stack). `nullable`: the
+    value of every term with the empty string, whose sub-terms are then not visited
+    (an object's optional members: most of a big schema's term)."""
     v = memo.get(t.id, memo)
     if v is not memo:
         return v
@@ -264,6 +264,10 @@ def _fold(t: Term, memo: dict, combine) -> object:
     while stack:
         x = stack[-1]
         if x.id in memo:
+            stack.pop()
+            continue
+        if nullable is not None and x.nullable:
+            memo[x.id] = nullable
             stack.pop()
             continue
         k = x.kind
@@ -330,7 +334,7 @@ def _alphabet_of(x: Term, kids: list) -> int | None:
     return out
 
 
-def _radius_of(x: Term, kids: list, minlen: dict, source) -> int | None:
+def _radius_of(x: Term, kids: list, source) -> int | None:
     k = x.kind
     if k == LAZY and x.args[0] in _LAZY_PROGRAMS:
         return _lazy_stats(x.args[0])[1]
@@ -345,11 +349,11 @@ def _radius_of(x: Term, kids: list, minlen: dict, source) -> int | None:
     if k == STR:
         return len(x.args[0])
     if k == CONCAT:  # inside the head, then the tail's shortest; or inside the tail
-        return max(kids[0] + minlen[x.args[1].id], kids[1])
+        return max(kids[0] + source.minlen(x.args[1]), kids[1])
     if k == ALT:
         return max(kids)
     if k == REPEAT:  # the worst prefix is inside the first item, lo-1 items to go
-        return kids[0] + max(0, x.args[1] - 1) * minlen[x.args[0].id]
+        return kids[0] + max(0, x.args[1] - 1) * source.minlen(x.args[0])
     return 0  # EMPTY, NOTHING (no prefixes)
 
 

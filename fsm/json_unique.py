@@ -379,7 +379,7 @@ def _value_key(text: bytes) -> bytes:
     them; after a 0xFE byte (which UTF-8 never has: no string item's bytes, no number's
     key, start with it).
 
-    >>> _value_key(b'{"b": [1.0, "\\u0061"], "a": true}') == _value_key(b'{"a":true,"b":[1,"a"]}')
+    >>> _value_key(b'{"b": [1.0, "\\\\u0061"], "a": true}') == _value_key(b'{"a":true,"b":[1,"a"]}')
     True
     """
     number = lambda t: _Number(_number_key(t.encode()).decode())  # noqa: E731
