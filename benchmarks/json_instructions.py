@@ -9,7 +9,8 @@ a shared 2-core machine drift by 10-20% between runs.
 
 Needs valgrind (Debian: apt-get install valgrind). Takes about a minute (two runs of
 the same script under callgrind at once, one without the measured pass: their
-difference).
+difference). Run it on a quiet machine: the same code counted 592 M alone and 591-582 M
+beside a test run or a sweep (numpy's threads, likely, which count while they wait).
 """
 from __future__ import annotations
 

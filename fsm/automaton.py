@@ -74,6 +74,7 @@ class TokenAutomaton:
         self._next: dict[tuple[int, int], int] = {}  # (state, token) -> state, as met
         self._chains: dict[bytes, dict] = {}  # byte class -> {state: _chain(state)}
         self._char_classes: dict[int, tuple] = {}  # term id -> _char_class_entry(term)
+        self._endings: dict[int, int] = {}  # term id -> _class_successor's bytes that end it
         self._rest_lives: dict[tuple, np.ndarray] = {}  # (R's state, split key) -> _split_walk's verdicts
         self._needs: dict[tuple, dict] = {}  # (A id, R id) -> {token: _need(A, R, token)}
         # what this automaton's matchers share across requests, by table name (UniqueMatcher:
@@ -567,11 +568,16 @@ class TokenAutomaton:
         dfa = self.dfa
         edges = np.flatnonzero(np.diff(np.concatenate([[False], cls, [False]]).astype(np.int8)))
         runs = list(zip(edges[::2].tolist(), edges[1::2].tolist()))
+        bits = int.from_bytes(np.packbits(cls, bitorder="little").tobytes(), "little")
         path, cur = [], t
         while cur not in memo:
             if len(path) == cap:  # alive longer than any token; the end is unknown: keep nothing
                 return cap, True
-            nxt = _one_target(dfa.source.row(dfa.keys[cur]), runs)
+            key = dfa.keys[cur]  # (an alternation's rows cost: read its structure)
+            nxt = _class_successor(dfa.source.tb, key, bits, self._endings) \
+                if isinstance(key, Term) and key.kind == ALT else None
+            if nxt is None:
+                nxt = _one_target(dfa.source.row(key), runs)
             if nxt is None:  # the class splits: longer runs are walked
                 memo[cur] = (0, False)
             elif nxt is False or (nxt := dfa.state_of(nxt)) == DEAD:  # longer runs are dead
@@ -1109,6 +1115,33 @@ def made_of(cols, cls: np.ndarray) -> np.ndarray:
         out.setflags(write=False)
         return out
     return cols.memo(("made_of", cls.tobytes()), make)
+
+
+def _class_successor(tb: TermBuilder, t: Term, bits: int, endings: dict) -> Term | None:
+    """The one term that every byte of the class `bits` (a 256-bit mask) leads t to, read
+    off t's structure: t is a run `x{lo,hi} R` whose item x each byte of the class
+    ends (and, where lo is 0, that R starts with none of them), or an alternation of
+    such runs and of branches that no byte of the class starts (a oneOf's variants at a
+    string with maxLength); None for other terms, whose row decides (_one_target).
+    Along a string's counts the rows of a 7-branch alternation took ~1 ms each (new
+    terms for every UTF-8 and escape segment), read ~80 deep on its first mask.
+
+    `endings`: term id -> the bytes that end it (its row's segments to EMPTY)."""
+    out = []
+    for b in t.args if t.kind == ALT else (t,):
+        if not tb.first(b) & bits:
+            continue
+        head, rest = b.args if b.kind == CONCAT else (b, tb.empty)
+        if head.kind != REPEAT:
+            return None
+        x, lo, hi = head.args
+        ends = endings.get(x.id)
+        if ends is None:
+            ends = endings[x.id] = sum((1 << e) - (1 << s) for s, e, y in tb.row(x) if y is tb.empty)
+        if ends & bits != bits or (lo == 0 and tb.first(rest) & bits):
+            return None
+        out.append(tb.concat(tb.repeat(x, max(lo - 1, 0), None if hi is None else hi - 1), rest))
+    return tb.alt(out) if out else None
 
 
 def _one_target(row: tuple, runs: list) -> object:

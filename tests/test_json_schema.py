@@ -715,6 +715,32 @@ def test_bounded_string_masks_equal_token_walks(smol_vocab):
             assert auto._rest_lives, (lo, hi)  # the split was taken
 
 
+def test_alternative_string_runs_masks_equal_token_walks(smol_vocab, monkeypatch):
+    """Two object variants alike up to a string with different maxLength (snapcraft's
+    oneOf at `summary`): the state is an alternation of two runs, whose chain is followed
+    by its structure (automaton._class_successor), not its rows; masks at every count
+    equal token-by-token walks, past the shorter bound too."""
+    from fsm import automaton
+    from fsm.json_schema import build_automaton
+    used = []
+    real = automaton._class_successor
+    monkeypatch.setattr(automaton, "_class_successor", lambda *a: used.append(r := real(*a)) or r)
+    longs = small_vocab([bytes([b]) for b in range(256)] + [b"a" * k for k in (5, 9, 16, 23)] + [
+        b"a" * 12 + b'","t', b'a","u":', b"aaaa\\n", b'a"}', b"\\u00e9a"])
+    variants = [{"type": "object", "properties": {"s": {"type": "string", "maxLength": hi}, key: {"type": kind}},
+                 "required": ["s", key], "additionalProperties": False}
+                for hi, key, kind in ((6, "t", "integer"), (14, "u", "boolean"))]
+    for vocab in (longs, smol_vocab):
+        eos = set(vocab.eos_ids)
+        auto = build_automaton({"oneOf": variants}, vocab)
+        for n in range(16):
+            s = auto.dfa.walk(auto.start, b'{"s":"' + b"a" * n)
+            assert (s == 0) == (n > 14)
+            if s and not (vocab is smol_vocab and n % 3):
+                assert set(auto.allowed_tokens(s).tolist()) - eos == live_tokens_brute_force(auto, s), n
+    assert any(x is not None for x in used)
+
+
 def test_string_runs_count_escapes_exactly(smol_vocab):
     """A JSON string's tokens with escapes count member by member (`\\n` is one
     character, `\\u00` one begun) and those with the closing quote go on into what
