@@ -1118,17 +1118,17 @@ def made_of(cols, cls: np.ndarray) -> np.ndarray:
 
 
 def _class_successor(tb: TermBuilder, t: Term, bits: int, endings: dict) -> Term | None:
-    """The one term that every byte of the class `bits` (a 256-bit mask) leads t to, read
-    off t's structure: t is a run `x{lo,hi} R` whose item x each byte of the class
-    ends (and, where lo is 0, that R starts with none of them), or an alternation of
-    such runs and of branches that no byte of the class starts (a oneOf's variants at a
-    string with maxLength); None for other terms, whose row decides (_one_target).
+    """The one term that every byte of the class `bits` (a 256-bit mask) leads the
+    alternation t to, read off its structure: each branch is a run `x{lo,hi} R` whose
+    item x each byte of the class ends (and, where lo is 0, R starts with none of
+    them) or one that no byte of the class starts (a oneOf's variants at a string with
+    maxLength); None where another branch is there, and the row decides (_one_target).
     Along a string's counts the rows of a 7-branch alternation took ~1 ms each (new
     terms for every UTF-8 and escape segment), read ~80 deep on its first mask.
 
     `endings`: term id -> the bytes that end it (its row's segments to EMPTY)."""
     out = []
-    for b in t.args if t.kind == ALT else (t,):
+    for b in t.args:
         if not tb.first(b) & bits:
             continue
         head, rest = b.args if b.kind == CONCAT else (b, tb.empty)

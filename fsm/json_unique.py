@@ -95,6 +95,7 @@ OPEN, BOUNDED = 1, 2  # strings: open ones, bounded ones (module notes)
 NUMBERS, INTEGERS = 4, 8  # numbers without bounds: any, or integers only
 _NUMBER_KINDS = NUMBERS | INTEGERS
 LISTS, OBJECTS = 16, 32  # lists of open strings, open objects (module notes)
+VALUE_MARK = b"\xfe"  # heads a list or object item's key (_value_key): no UTF-8 text has it
 _CONTAINERS = LISTS | OBJECTS
 # bounded strings (maxLength, pattern, format, enum) are checked where they have at least
 # this many values: no array reaches that many items, so whatever items came before, a
@@ -286,7 +287,7 @@ class UniquePlan:
                 if top[0] == "o":
                     stack[-1] = ("o", top[1], 0, None)
                 else:
-                    if top[3] is not None and len(top[3]) >= self.limits.get(top[1], MIN_UNIQUE_DOMAIN):
+                    if self._full(top, 0):
                         return None  # (every listed value came: no new one to begin)
                     stack[-1] = ("a", top[1], top[2] + 1, *top[3:])
             elif c == 0x3A:  # :
@@ -361,9 +362,13 @@ class UniquePlan:
         the one under way, take every listed value: a comma after them would begin an
         item that can only repeat."""
         stack, dead, mode, _ = state
-        if dead or not stack or stack[-1][0] != "a" or stack[-1][3] is None:
-            return False
-        return len(stack[-1][3]) + (mode & 7 == 3) >= self.limits.get(stack[-1][1], MIN_UNIQUE_DOMAIN)
+        return not dead and bool(stack) and stack[-1][0] == "a" and self._full(stack[-1], mode & 7 == 3)
+
+    def _full(self, top: tuple, more: int) -> bool:
+        """Whether the array `top` (a stack entry) holds every listed value of its items
+        once `more` items under way are in."""
+        limit = self.limits.get(top[1])
+        return limit is not None and len(top[3]) + more >= limit
 
     @staticmethod
     def between_items(state: tuple) -> bool:
@@ -383,7 +388,7 @@ def _value_key(text: bytes) -> bytes:
     True
     """
     number = lambda t: _Number(_number_key(t.encode()).decode())  # noqa: E731
-    return b"\xfe" + _canon(json.loads(text, parse_int=number, parse_float=number)).encode(
+    return VALUE_MARK + _canon(json.loads(text, parse_int=number, parse_float=number)).encode(
         "utf-8", "surrogatepass")
 
 

@@ -20,7 +20,7 @@ from bisect import bisect_left
 
 import numpy as np
 
-from .json_unique import BOUNDED, INTEGERS, MAX_VIABLE_STEPS, _number_key
+from .json_unique import BOUNDED, INTEGERS, MAX_VIABLE_STEPS, VALUE_MARK, _number_key
 from .matcher import Matcher
 
 _NUMBER_BYTES = frozenset(b"0123456789.eE+-")  # (json_unique._NUMBER_STOP's complement)
@@ -39,9 +39,19 @@ class QuoteTokens:
     def __init__(self, token_bytes):
         closing: dict[bytes, list] = {}
         escaped, quotes = [], {1: [], 2: [], 3: [], 4: []}
+        commas, closers, quoted_closers = [], [], []
+        closer = re.compile(rb"[\]}]")
         for t, b in enumerate(token_bytes):
-            if not b or 0x22 not in b:
+            if not b:
                 continue
+            if 0x2C in b:
+                commas.append(t)
+            if closer.search(b):
+                closers.append(t)
+            if 0x22 not in b:
+                continue
+            if closer.search(b, b.index(0x22)):
+                quoted_closers.append(t)
             head = b[:b.index(0x22)]
             if 0x5C in head:
                 escaped.append(t)
@@ -52,11 +62,8 @@ class QuoteTokens:
         self.closing = {h: tuple(v) for h, v in closing.items()}
         self.escaped = tuple(escaped)
         self.quotes = {k: np.array(v, dtype=np.int64) for k, v in quotes.items()}
-        self.commas = np.array([t for t, b in enumerate(token_bytes) if b and 0x2C in b], dtype=np.int64)
-        closer = re.compile(rb"[\]}]")
-        self.closers = np.array([t for t, b in enumerate(token_bytes) if b and closer.search(b)], dtype=np.int64)
-        self.quoted_closers = np.array([t for t, b in enumerate(token_bytes) if b and 0x22 in b
-                                        and closer.search(b, b.index(0x22))], dtype=np.int64)
+        self.commas, self.closers, self.quoted_closers = (
+            np.array(v, dtype=np.int64) for v in (commas, closers, quoted_closers))
 
 
 class NumberTokens:
@@ -268,7 +275,7 @@ class UniqueMatcher(Matcher):
         or `}` (after a quote, from inside a string)."""
         stack, dead, mode, _ = self.track
         if dead or not stack or stack[-1][0] != "a" or not stack[-1][4] \
-                or not any(k[:1] == b"\xfe" for k in stack[-1][4]):
+                or not any(k[:1] == VALUE_MARK for k in stack[-1][4]):
             return []
         inside = mode & 7 in (3, 6)
         return self._allowed_among("quoted_closers" if inside else "closers",

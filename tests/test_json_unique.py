@@ -505,6 +505,16 @@ def test_listed_values_used_up(smol_tokenizer, smol_vocab):
     assert m.accept_token(close) and m.is_accepting()
 
 
+def test_unlisted_items_have_no_limit():
+    """Only listed values run out: an array of open strings takes a comma after any
+    number of items (65536 of them too, the bound on bounded strings' domains)."""
+    plan = schema_to_term(STRINGS).unique
+    assert not plan.limits
+    seen = tuple(sorted(str(i).encode() for i in range(1 << 16)))
+    state = ((("a", 0, len(seen) - 1, seen, None),), 0, 0, b"")
+    assert plan.feed(state, b',"x"') is not None and not plan.used_up(state)
+
+
 def test_listed_below_min_items():
     """minItems above the number of listed values: after the last one the tracker would
     leave no way on, so the compiler's own finite set takes it (no array is valid)."""
