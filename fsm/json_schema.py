@@ -88,8 +88,10 @@ uniqueItems: exact when the array's elements range over a finite set of at most 
 values (enum, const, boolean, null); for arrays of strings (set[str]; with maxLength,
 pattern, format or enum too, where they allow at least 65536 strings; listed by an enum
 or const alone, any number of them, as many as minItems at least), of lists of strings
-without maxItems and of objects that can always take another key with any value (an
-`^x-` patternProperties: compared by their values), of numbers or
+without maxItems, of objects that can always take another key with any value (an
+`^x-` patternProperties: compared by their values), of closed objects of at least
+65536 values (additionalProperties false all the way down: travis' {"secure": ...},
+citation's authors; an item may not end as an earlier one), of numbers or
 integers without bounds (set[int], set[float]; compared as values: 1 repeats 1.0), or
 of both, checked while decoding beside the automaton (fsm/json_unique.py: whether the
 array is unique must not hang on a not, if/then/else, contains, dependentSchemas, or an
@@ -1994,7 +1996,8 @@ class _Compiler:
                 self.refuse(node, "uniqueItems", "uniqueItems is enforced only when the items range over a "
                             f"finite set of at most {MAX_UNIQUE_DOMAIN} values (enum, const, boolean, null), "
                             f"or are strings (any, listed by an enum, or of at least {MIN_UNIQUE_DOMAIN} values), "
-                            "lists of strings, open objects, or numbers without bounds (any, or integers) in an "
+                            "lists of strings, open objects, closed objects of at least that many values "
+                            "with nothing unique below, or numbers without bounds (any, or integers) in an "
                             "array whose place every valid instance decides (fsm/json_unique.py)")
             elif dom is not None:
                 self._negated += 1

@@ -32,6 +32,17 @@ items:
   with any value: compose's `^x-` extensions): the same, at the `}` that closes one.
   Nothing below them may hold a uniqueItems (the tracker reads them whole). Lists and
   objects are compared as values (keys in any order, numbers by value, _value_key);
+- *closed objects* (CLOSED: additionalProperties false and no patternProperties, in
+  every way, the objects below too, nothing below holding a uniqueItems; at least
+  MIN_UNIQUE_DOMAIN values, counted on their DFA of normal texts: travis' {"secure":
+  ...}, citation's authors): bounded strings' way, on the item's *normal text*
+  (_normal_text). Their keys are declared ones, which the automaton writes in the key
+  order, and strings have one encoding, so a value has one text but for whitespace
+  and numbers' trailing zeros, which the normal text drops (holding back a number's
+  `0` or `.` until it is known to be no digit of its value). The matcher refuses the
+  tokens after which the item can only end as an earlier one (a walk along the earlier
+  items' normal rests); the candidates are the tokens that follow a rest up to where
+  the output may write what the normal text does not show (UniqueMatcher._sync_tokens);
 - numbers without bounds (NUMBERS): from every prefix of one, appending a digit makes
   a new value, so nothing corners them;
 - integers without bounds (INTEGERS): once an integer's digits are all there ("0", or
@@ -95,8 +106,9 @@ OPEN, BOUNDED = 1, 2  # strings: open ones, bounded ones (module notes)
 NUMBERS, INTEGERS = 4, 8  # numbers without bounds: any, or integers only
 _NUMBER_KINDS = NUMBERS | INTEGERS
 LISTS, OBJECTS = 16, 32  # lists of open strings, open objects (module notes)
+CLOSED = 64  # closed objects (module notes)
 VALUE_MARK = b"\xfe"  # heads a list or object item's key (_value_key): no UTF-8 text has it
-_CONTAINERS = LISTS | OBJECTS
+_CONTAINERS = LISTS | OBJECTS | CLOSED
 # bounded strings (maxLength, pattern, format, enum) are checked where they have at least
 # this many values: no array reaches that many items, so whatever items came before, a
 # new one can always be added; what the tracker checks is that the current item can
@@ -128,6 +140,13 @@ _LIST_OK = _QUIET | frozenset(_STRING_KW + _NUMBER_KW + _OBJECT_KW) | {"type", "
 _OBJECT_OPEN_OK = _QUIET | frozenset(_STRING_KW + _NUMBER_KW + _ARRAY_KW) | {
     "type", "properties", "required", "additionalProperties", "patternProperties", "minProperties",
     "dependentRequired"}
+# a closed object: its declared keys, and keywords that say nothing of objects
+_OBJECT_CLOSED_OK = _QUIET | frozenset(_STRING_KW + _NUMBER_KW + _ARRAY_KW) | {
+    "type", "properties", "required", "additionalProperties", "minProperties", "maxProperties",
+    "dependentRequired"}
+# a value inside a closed object: anything whose objects are closed too
+_VALUE_OK = _QUIET | frozenset(_STRING_KW + _NUMBER_KW + _ARRAY_KW) | _OBJECT_CLOSED_OK | {
+    "enum", "const", "items", "prefixItems", "additionalItems"}
 # listed strings: enum or const, and keywords that say nothing of strings
 _LISTED_OK = _QUIET | frozenset(_ARRAY_KW + _NUMBER_KW + _OBJECT_KW) | {"type", "enum", "const"}
 # numbers without bounds (sure or maybe schemas alike: a bound says where the numbers are)
@@ -201,6 +220,10 @@ class UniquePlan:
                     key = _value_key(buf)
                     if key in keys:
                         return None
+                    if c == 0x7D and frames[f][1] & CLOSED:  # (its normal text, for _viable's walks)
+                        text = VALUE_MARK + _normal_text(buf)[0]
+                        at = bisect_left(seen, text)
+                        seen = (*seen[:at], text, *seen[at:])
                     stack[-1] = ("a", f, k, seen, keys | {key})
                     mode, buf = 0, b""
                 continue
@@ -268,7 +291,7 @@ class UniquePlan:
                 else:
                     mode = 1
             elif c in (0x5B, 0x7B) and stack and stack[-1][0] == "a" and stack[-1][4] is not None \
-                    and frames[stack[-1][1]][1] & (LISTS if c == 0x5B else OBJECTS):
+                    and frames[stack[-1][1]][1] & (LISTS if c == 0x5B else OBJECTS | CLOSED):
                 mode, buf = 5, data[i - 1:i]  # (a list or object item)
             elif c in (0x7B, 0x5B):  # { [
                 fid = self._child(stack)[c == 0x5B]
@@ -331,12 +354,15 @@ class UniquePlan:
         data = text.encode("utf-8") if isinstance(text, str) else text
         return self.feed(self.start, data) is not None
 
-    @staticmethod
-    def item_prefix(state: tuple):
-        """Where `state` is inside an item of a unique array: (its bytes so far, decoded
-        as UTF-8 bytes, with a character cut short left as its bytes; None while an
-        escape is unfinished), the items so far (sorted). Otherwise None."""
+    def item_prefix(self, state: tuple):
+        """Where `state` is inside a string item of a unique array: (its bytes so far,
+        decoded as UTF-8 bytes, with a character cut short left as its bytes; None
+        while an escape is unfinished), the items so far (sorted). Inside a closed
+        object item (CLOSED): (VALUE_MARK + its normal text so far, _normal_text), the
+        items so far (theirs whole). Otherwise None."""
         stack, dead, mode, buf = state
+        if mode & 7 in (5, 6) and not dead and buf[:1] == b"{" and self.frames[stack[-1][1]][1] & CLOSED:
+            return VALUE_MARK + _normal_text(buf)[0], stack[-1][3]
         if mode & 7 != 3 or dead:  # (mode 3 after a backslash too: buf ends with it, an escape cut short)
             return None
         seen = stack[-1][3]
@@ -356,6 +382,14 @@ class UniquePlan:
         if text and "\ud800" <= text[-1] <= "\udbff":  # (the first half of a surrogate pair)
             return None, seen
         return text.encode("utf-8", "surrogatepass") + buf[cut:], seen
+
+    @staticmethod
+    def held(state: tuple) -> bytes:
+        """In an object item, the bytes its normal text does not show yet: a number's
+        trailing fraction zeros or dot (`1.50`: `0`), which may still turn out to be
+        digits of its value; else b""."""
+        mode, buf = state[2] & 7, state[3]
+        return _normal_text(buf)[1] if mode == 5 and buf[-1:] in _HELD_ENDS else b""
 
     def used_up(self, state: tuple) -> bool:
         """Whether `state` is in a unique array of listed strings whose items so far, with
@@ -425,6 +459,34 @@ def _number_key(text: bytes) -> bytes:
     return b"0" if text == b"-0" else text
 
 
+def _normal_text(buf: bytes) -> tuple[bytes, bytes]:
+    """(The normal text of an object item's bytes so far, the bytes it holds back): the
+    bytes without whitespace outside strings, each number as _number_key writes it,
+    one cut short (at the end) without its fraction's trailing zeros or dot, which it
+    holds back (a closed object has one text per value but for those: CLOSED). Every
+    way on from `buf` has a normal text that begins with this one.
+
+    >>> _normal_text(b'{"a": 1.0, "b":"x 0.50", "c":[2.50')
+    (b'{"a":1,"b":"x 0.50","c":[2.5', b'0')
+    """
+    out, held = [], b""
+    for m in _PART.finditer(buf):
+        number, space = m.group(1), m.group(2)
+        if number is not None:
+            if m.end() < len(buf):
+                out.append(_number_key(number))
+            else:  # (cut short: "1.50" may go on as 1.501)
+                shown = number.rstrip(b"0").rstrip(b".") if 0x2E in number else number
+                out.append(shown)
+                held = number[len(shown):]
+        elif space is None:
+            out.append(m.group())
+    return b"".join(out), held
+
+
+# an object item's parts: a string (maybe cut short), a number, whitespace, anything else
+_PART = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|(-?[0-9][-+.0-9eE]*|-\Z)|([ \t\n\r]+)|[^" \t\n\r0-9-]+')
+_HELD_ENDS = frozenset(bytes((c,)) for c in b"0.")
 _STRING_STOP = re.compile(rb'["\\]')
 _NUMBER_STOP = re.compile(rb"[^0-9.eE+\-]")  # (a number item ends at the first byte that is none of its)
 _DEAD_STOP = re.compile(rb'["\[\]{}]')
@@ -707,6 +769,8 @@ class _Planner:
         how = 0 if 0 in kinds else functools.reduce(operator.or_, kinds, 0)
         if how & NUMBERS and how & INTEGERS:  # (slots that disagree: "5." may end as 5 in one, 5.5 in another)
             how = 0
+        if how & OBJECTS and how & CLOSED:  # (an open object's keys come in any order: its text is no normal one)
+            how = 0
         if not how and ok and len(slots) == 1 and (n := self._listed_count(alts, slots[0])):
             how, self.limits[fid] = BOUNDED, n
         (self.checked if how else self.kept).update(uniques)
@@ -716,12 +780,7 @@ class _Planner:
         """The flags of the kinds of items the schemas `items` allow: OPEN or BOUNDED
         strings (module notes), NUMBERS or INTEGERS without bounds; 0 where some item
         they allow is none of those."""
-        types = None
-        for s, is_sure in items:
-            if is_sure:
-                t = self._types(s)
-                if t is not None:
-                    types = t if types is None else types & t
+        types = self._types_of(items)
         if types is None or not types <= {"string", "number", "array", "object"}:
             return 0
         if not types:  # (no item here, as after prefixItems with items: false)
@@ -732,9 +791,12 @@ class _Planner:
             if not how:
                 return 0
         if "object" in types:
-            if not self._objects_open(items):
+            if self._objects_open(items):
+                how |= OBJECTS
+            elif self._objects_closed(items):
+                how |= CLOSED
+            else:
                 return 0
-            how |= OBJECTS
         if "string" in types:
             how |= self._string_kind(items)
             if not how:
@@ -783,6 +845,69 @@ class _Planner:
                 if any(isinstance(u, dict) and id(u) in self.reaches for u in subs):
                     return False
         return True
+
+    def _objects_closed(self, items: list) -> bool:
+        """Whether the objects the schemas `items` allow have one text per value (less
+        numbers' trailing zeros and whitespace, which the tracker's normal text drops:
+        _normal_text) and are at least MIN_UNIQUE_DOMAIN values: each way of one holds,
+        in sure schemas only, additionalProperties false (its keys are declared ones,
+        which come in the key order) and no patternProperties, the objects below are so
+        too (_closed_below), and nothing below can reach a uniqueItems (the tracker
+        reads the item whole)."""
+        if self.make_compiler is None or not self._closed_below(items, set()):
+            return False
+        # (by the schemas of its ways: the arrays of one kind of object, citation's authors
+        # and editors, count it once)
+        ways = sorted({tuple(sorted(k for k, x in sure.items() if not _only(x, _QUIET)))
+                       for sure, _ in self._alternatives(items, "object")})
+        key = ("object", *ways)
+        if key not in self.domains:
+            self.domains[key] = self._domain_size([s for s, is_sure in items if is_sure], "object")
+        return self.domains[key] >= MIN_UNIQUE_DOMAIN
+
+    def _closed_below(self, items: list, met: set) -> bool:
+        """Whether every object that a value of the schemas `items` is or holds is
+        closed (additionalProperties false, no patternProperties, in every way, in sure
+        schemas only), with no subschema that reaches a uniqueItems. `met`: the schema
+        lists under way (a cycle holds what the rest of it holds)."""
+        key = tuple(sorted(id(s) for s, _ in items))
+        if key in met:
+            return True
+        met.add(key)
+        if any(isinstance(s, dict) and id(s) in self.reaches for s, _ in items):
+            return False
+        types = self._types_of(items)
+        if types is None or "object" in types:
+            for sure, maybe in self._alternatives(items, "object"):
+                if maybe or not all(_only(x, _OBJECT_CLOSED_OK) for x in sure.values()) \
+                        or not any(x.get("additionalProperties") is False for x in sure.values()) \
+                        or any(_map(x, "patternProperties") for x in sure.values()):
+                    return False
+                names = {k for x in sure.values() for k in _map(x, "properties")}
+                for k in names:
+                    if not self._closed_below([(x["properties"][k], True) for x in sure.values()
+                                               if k in _map(x, "properties")], met):
+                        return False
+        if types is None or "array" in types:
+            for sure, maybe in self._alternatives(items, "array"):
+                if not all(_only(x, _VALUE_OK) for x in (*sure.values(), *maybe.values())):
+                    return False
+                ways = [(x, True) for x in sure.values()] + [(x, False) for x in maybe.values()]
+                longest = max((len(p) for x, _ in ways if (p := _prefix(x)[0])), default=0)
+                for i in [*range(longest), None]:
+                    if not self._closed_below([(u, True) for u, _ in self._item_schemas(ways, i)], met):
+                        return False
+        return True
+
+    def _types_of(self, items: list):
+        """The types the sure schemas of `items` allow together (None: any)."""
+        types = None
+        for s, is_sure in items:
+            if is_sure:
+                t = self._types(s)
+                if t is not None:
+                    types = t if types is None else types & t
+        return types
 
     def _endless(self, pattern: str) -> bool:
         """Whether endlessly many keys (at least MIN_UNIQUE_DOMAIN) match `pattern`."""
@@ -857,13 +982,13 @@ class _Planner:
             return 0  # (a maybe schema that may narrow the numbers to integers or to a range)
         return INTEGERS if all(any(_integral(x) for x in sure.values()) for sure, maybe in ways) else NUMBERS
 
-    def _domain_size(self, schemas: list) -> int:
-        """How many strings all of `schemas` hold, counted on their DFA up to
+    def _domain_size(self, schemas: list, kind: str = "string") -> int:
+        """How many strings (`kind`: or objects) all of `schemas` hold, counted on their DFA up to
         MIN_UNIQUE_DOMAIN: by lengths first (a name pattern passes the bound within a
         few characters), then, past DOMAIN_LEVELS lengths, over the whole DFA (a cycle:
         endless); 0 where the DFA has more than MAX_DOMAIN_STATES states or a schema is
         refused; an enum's length where it lists fewer. Remembered per schemas."""
-        key = tuple(id(x) for x in schemas)
+        key = (kind, *(id(x) for x in schemas))
         listed = [len(v) for x in schemas if (v := self.comp._listed_values(x)) is not None]
         if listed and min(listed) < MIN_UNIQUE_DOMAIN:  # (an enum: no more strings than it lists)
             return min(listed)
@@ -872,19 +997,24 @@ class _Planner:
                 self.helper = self.make_compiler()  # (terms are built by a compiler of their own)
             comp = self.helper
             try:
-                term = comp.tb.intersect([comp.value(x, comp.max_depth) for x in schemas]
-                                         + [comp.st.quoted(comp.st.any_chars)])
+                tb = comp.tb
+                texts = [comp.st.quoted(comp.st.any_chars)] if kind == "string" else [
+                    tb.concat(tb.literal(b"{"), tb.anything), _normal_texts(tb)]
+                term = tb.intersect([comp.value(x, comp.max_depth) for x in schemas] + texts)
                 self.domains[key] = _count_strings(LazyDFA(JsonTermSource(comp.tb), term, MAX_DOMAIN_STATES),
-                                                   MIN_UNIQUE_DOMAIN)
+                                                   MIN_UNIQUE_DOMAIN, DOMAIN_LEVELS if kind == "string" else 0)
             except (SchemaError, TooLargeError):
                 self.domains[key] = 0
         return self.domains[key]
 
 
-def _count_strings(dfa: LazyDFA, cap: int) -> int:
-    """How many texts `dfa` accepts, up to `cap` (every state of a LazyDFA is live)."""
+def _count_strings(dfa: LazyDFA, cap: int, levels: int = DOMAIN_LEVELS) -> int:
+    """How many texts `dfa` accepts, up to `cap` (every state of a LazyDFA is live):
+    by lengths up to `levels`, then over the whole DFA, depth first (a cycle: endless;
+    an object's open string meets one within a few states, where counting lengths
+    would expand every key's states first)."""
     level, total = {dfa.start: 1}, int(dfa.accepting[dfa.start])
-    for _ in range(DOMAIN_LEVELS):
+    for _ in range(levels):
         nxt: dict = {}
         for q, c in level.items():
             dfa.expand(q)
@@ -919,6 +1049,22 @@ def _count_strings(dfa: LazyDFA, cap: int) -> int:
             p = stack[-1][0]
             counts[p] = min(cap, counts[p] + counts[q])
     return counts[dfa.start]
+
+
+def _normal_texts(tb):
+    """The texts with no whitespace outside strings and every number as _number_key
+    writes it (no fraction's trailing zeros, followed by `,` `}` or `]`): one text per
+    value of a closed object, whose count then counts values (_domain_size)."""
+    def bytes_of(data: bytes):
+        return tb.alt([tb.byte_range(b, b) for b in data])
+    digit, nz = tb.byte_range(0x30, 0x39), tb.byte_range(0x31, 0x39)
+    string = tb.seq([tb.literal(b'"'), tb.star(tb.alt([
+        tb.byte_range(0, 0x21), tb.byte_range(0x23, 0x5B), tb.byte_range(0x5D, 0xFF),
+        tb.concat(tb.literal(b"\\"), tb.any_byte)])), tb.literal(b'"')])
+    number = tb.seq([tb.optional(tb.literal(b"-")), tb.alt([tb.literal(b"0"), tb.concat(nz, tb.star(digit))]),
+                     tb.optional(tb.seq([tb.literal(b"."), tb.star(digit), nz])), bytes_of(b",}]")])
+    other = bytes_of(bytes(b for b in range(256) if b not in b'"-.0123456789 \t\n\r'))
+    return tb.star(tb.alt([string, number, other]))
 
 
 def _integral(s: dict) -> bool:

@@ -20,7 +20,7 @@ from bisect import bisect_left
 
 import numpy as np
 
-from .json_unique import BOUNDED, INTEGERS, MAX_VIABLE_STEPS, VALUE_MARK, _number_key
+from .json_unique import BOUNDED, CLOSED, INTEGERS, MAX_VIABLE_STEPS, VALUE_MARK, _number_key
 from .matcher import Matcher
 
 _NUMBER_BYTES = frozenset(b"0123456789.eE+-")  # (json_unique._NUMBER_STOP's complement)
@@ -150,8 +150,11 @@ def ends_new(dfa, plan, state: int, track: tuple) -> bool:
     """Whether, from byte DFA state `state` and tracker state `track` (plan.feed's),
     the item under way can still end as a value no earlier item of its array has: a
     walk over the DFA's bytes along the earlier items' rests (MAX_VIABLE_STEPS bytes at
-    most: beyond, it is taken as viable)."""
-    todo, steps = [(state, track)], 0
+    most: beyond, it is taken as viable). A place met again is not walked again: the
+    same DFA state with the same rests, and in an object item the same bytes held back
+    (plan.held) as far as a rest reaches (more zeros held than any rest is long: any
+    digit after them leaves every rest), so `1.0000...` ends."""
+    todo, steps, met = [(state, track)], 0, set()
     while todo:
         q, tr = todo.pop()
         for b in dfa.live_bytes(q):
@@ -160,9 +163,14 @@ def ends_new(dfa, plan, state: int, track: tuple) -> bool:
             if nxt is None:
                 continue
             inside = plan.item_prefix(nxt)
-            if inside is None or (inside[0] is not None and not _rests(*inside[::-1])) or steps > MAX_VIABLE_STEPS:
+            rests = None if inside is None or inside[0] is None else _rests(*inside[::-1])
+            if inside is None or rests == () or steps > MAX_VIABLE_STEPS:
                 return True  # (a new value, or one on its way)
-            todo.append((dfa.step(q, b), nxt))
+            r = dfa.step(q, b)
+            key = (r, nxt) if rests is None else (r, rests, plan.held(nxt)[:1 + max(map(len, rests))])
+            if key not in met:
+                met.add(key)
+                todo.append((r, nxt))
     return False
 
 
@@ -246,13 +254,17 @@ class UniqueMatcher(Matcher):
 
     def _drop_repeats(self, out: np.ndarray) -> None:
         words, inside = out.view(np.uint32), self.plan.item_prefix(self.track)
-        ids = self._candidates(words, inside)
         bounded = self._bounded()
-        if bounded:  # (also the tokens that go on as an earlier item, or begin one: from
+        if inside is not None and (inside[0] or b"")[:1] == VALUE_MARK:  # (a closed object item)
+            ids = self._object_candidates(words, inside)
+        elif bounded:  # (also the tokens that go on as an earlier item, or begin one: from
             # inside an item, those with two quotes or more)
+            ids = self._candidates(words, inside)
             ids = set(ids).union(self._allowed(1 if inside is None else 2, words), self._echoes(words, inside))
             if self.plan.limits and self.plan.used_up(self.track):  # (and a comma: it would begin one more)
                 ids.update(self._allowed_among("commas", self._quotes.commas, words))
+        else:
+            ids = self._candidates(words, inside)
         if self.plan.containers:
             ids = [*ids, *self._container_candidates(words)]
         if self._numbers is not None:
@@ -268,6 +280,66 @@ class UniqueMatcher(Matcher):
             nxt = feed(track, data[t])
             if nxt is None or (bounded and not self._viable(a._next.get((s, t)) or a.next_state(s, t), nxt)):
                 _drop(words, t)
+
+    def _object_candidates(self, words: np.ndarray, inside: tuple) -> list:
+        """The tokens `words` allows after which a closed object item (`inside`:
+        plan.item_prefix) may still be a beginning of an earlier one (a superset: the
+        others leave every earlier item's normal text, so the item ends as a new value
+        whatever comes). Where its normal text holds bytes back (a number's `1.50`),
+        every token the mask allows; else, per earlier item's rest, those whose bytes
+        follow it up to where the output's bytes may differ from the normal text
+        (`_sync_tokens`)."""
+        done, seen = inside
+        rests = _rests(seen, done)
+        if not rests:
+            return []
+        if self.plan.held(self.track):
+            memo = self.automaton.matcher_memo["allowed"]
+            if (self.state, "all") not in memo:
+                memo[(self.state, "all")] = self.automaton.allowed_tokens(self.state).tolist()
+            return memo[(self.state, "all")]
+        mode, buf = self.track[2] & 7, self.track[3]
+        where = (mode == 6, mode == 5 and buf[-1] in _NUMBER_BYTES)
+        memo, out = self.automaton.matcher_memo["echoes"], []
+        for rest in rests:
+            got = memo.get((self.state, rest, where))
+            if got is None:
+                got = memo[(self.state, rest, where)] = _among(self._sync_tokens(rest, *where), words).tolist()
+            out += got
+        return out
+
+    def _sync_tokens(self, rest: bytes, in_string: bool, in_number: bool) -> np.ndarray:
+        """The tokens whose bytes begin `rest` (an earlier object item's normal text
+        after the current one's), run past its end, or follow it up to a place where the
+        output may write what the normal text does not show (whitespace outside
+        strings; a number's trailing zeros or dot), then go on with such a byte.
+        `in_string`: whether `rest` begins inside a string; `in_number`: right after a
+        number's byte (the current item's last)."""
+        trie = self.automaton.vocab.trie
+        longest = len(trie.offset)
+        path = trie.path(rest)
+        parts = [trie.tokens_at(np.array([trie.offset[j] + k for j, k in enumerate(path)], dtype=np.intp))]
+        if len(rest) <= longest:
+            parts.append(trie.tokens_under(rest))
+        esc = False
+        for k in range(min(len(rest), longest) + 1):
+            if not in_string:
+                parts += [trie.tokens_under(rest[:k] + w) for w in (b" ", b"\t", b"\n", b"\r")]
+                if (rest[k - 1] in _NUMBER_BYTES if k else in_number) and (k == len(rest) or rest[k] not in _NUMBER_BYTES):
+                    parts += [trie.tokens_under(rest[:k] + b"0"), trie.tokens_under(rest[:k] + b".")]
+            if k == len(rest):
+                break
+            c = rest[k]
+            if in_string:
+                if esc:
+                    esc = False
+                elif c == 0x5C:
+                    esc = True
+                elif c == 0x22:
+                    in_string = False
+            elif c == 0x22:
+                in_string = True
+        return np.unique(np.concatenate(parts)).astype(np.int64)
 
     def _container_candidates(self, words: np.ndarray) -> list:
         """The tokens `words` allows that may close a list or object item
@@ -320,7 +392,7 @@ class UniqueMatcher(Matcher):
         (json_unique.BOUNDED)."""
         stack, dead = self.track[0], self.track[1]
         return (not dead and bool(stack) and stack[-1][0] == "a" and stack[-1][3] is not None
-                and bool(self.plan.frames[stack[-1][1]][1] & BOUNDED))
+                and bool(self.plan.frames[stack[-1][1]][1] & (BOUNDED | CLOSED)))
 
     def _echoes(self, words: np.ndarray, inside) -> list:
         """The tokens `words` allows that keep the current item (`inside`:
@@ -354,7 +426,7 @@ class UniqueMatcher(Matcher):
             if not rests:
                 return True
             memo = self.automaton.matcher_memo["viable"]
-            key = (state, rests)
+            key = (state, rests, self.plan.held(track))
             if key not in memo:
                 memo[key] = ends_new(self.automaton.dfa, self.plan, state, track)
             return memo[key]

@@ -80,6 +80,23 @@ SPEC = {"type": "object", "properties": {"ports": {"type": "array", "items": {"o
         "name": {"type": "string"}, "target": {"type": ["integer", "string"]}, "bind": {"type": "object", "properties": {
             "create": {"type": "boolean"}}, "additionalProperties": False}},
         "additionalProperties": False, "patternProperties": {"^x-": {}}}]}, "uniqueItems": True}}}
+# closed objects (travis' {"secure": ...}, citation's authors): the tracker also drops the
+# tokens after which the item can only end as an earlier one
+SECURE = {"type": "object", "properties": {"env": {"type": "array", "uniqueItems": True, "items": {"oneOf": [
+    {"type": "string"}, {"type": "object", "properties": {"secure": {"type": "string"}},
+                         "additionalProperties": False}]}}}}
+PAIRS = {"type": "array", "uniqueItems": True, "items": {"type": "object", "additionalProperties": False,
+         "required": ["s", "n"], "properties": {"s": {"type": "string", "maxLength": 1},
+                                                "n": {"type": "integer", "minimum": 0, "maximum": 2}}}}
+AUTHORS = {"type": "array", "uniqueItems": True, "minItems": 1, "items": {"anyOf": [
+    {"type": "object", "additionalProperties": False, "properties": {
+        "family": {"type": "string", "minLength": 1}, "given": {"type": "string"},
+        "email": {"type": "string", "format": "email"}, "age": {"type": "number", "minimum": 0},
+        "alias": {"type": "array", "items": {"type": "string"}}}},
+    {"type": "object", "additionalProperties": False, "required": ["name"], "properties": {
+        "name": {"type": "string"}, "email": {"type": "string", "format": "email"}, "tags": {
+            "type": "array", "items": {"type": "object", "properties": {"k": {"type": "boolean"}},
+                                       "additionalProperties": False}}}}]}}
 XCODE = {"type": "object", "properties": {"osx": {"oneOf": [{"$ref": "#/$defs/v"}, {
     "type": "array", "items": {"$ref": "#/$defs/v"}, "uniqueItems": True, "minItems": 1}]}},
     "$defs": {"v": {"enum": XCODES}}}
@@ -129,6 +146,14 @@ def valid(schema, inst) -> bool:
     (LISTED, [["a"], LETTERS, LETTERS[::-1], ["a", "a"], ["c", "b", "c"], LETTERS + ["a"], ["ab", "a", "ba"], []]),
     (XCODE, [{"osx": "xcode1"}, {"osx": ["xcode1", "xcode12"]}, {"osx": ["xcode1", "xcode1"]}, {"osx": XCODES},
              {"osx": XCODES + ["xcode7"]}, {"osx": []}]),
+    (SECURE, [{"env": [{"secure": "a"}, {"secure": "a"}]}, {"env": [{"secure": "a"}, "a", {"secure": "b"}]},
+              {"env": [{}, {}]}, {"env": [{}, "{}"]}, {"env": [{"secure": "}"}, {"secure": "}"}]}]),
+    (PAIRS, [[{"s": "a", "n": 1}, {"s": "a", "n": 1}], [{"s": "a", "n": 1}, {"s": "a", "n": 2}],
+             [{"s": "", "n": 0}, {"s": "", "n": 0}], [{"s": "é", "n": 0}, {"s": "e", "n": 0}]]),
+    (AUTHORS, [[{"family": "x", "age": 1}, {"family": "x", "age": 1}], [{"family": "x"}, {"name": "x"}],
+               [{"name": "x", "tags": [{"k": True}]}, {"name": "x", "tags": [{"k": True}]}],
+               [{"name": "x", "tags": [{"k": True}]}, {"name": "x", "tags": [{"k": False}]}],
+               [{"alias": ["a", "b"]}, {"alias": ["b", "a"]}], [{}, {"given": ""}, {}]]),
 ])
 def test_texts_agree_with_jsonschema(schema, instances):
     """A text is accepted exactly when the instance is valid, written compactly and with
@@ -146,6 +171,9 @@ def test_texts_agree_with_jsonschema(schema, instances):
     (INTS, ['[1,1.0]', '[5.0,5]', '[0,0.00]', '[10,1.0,10.0]', '[1,2.0]', '[-3,-3.0]']),
     (NUMS, ['[1.5,1.50]', '[2,2.0]', '[0.10,0.1]', '[1.05,1.5]', '[0,0.0]', '[-0.5,-0.50]']),
     (PORTS, ['{"expose":[1,"1",1.0]}', '{"expose":["1.0",1]}', '{"expose":[8,"8",8.00]}']),
+    (PAIRS, ['[{"s":"a","n":1},{"s":"a","n":1.0}]', '[{"s":"a","n":1.00},{"s":"a","n":1}]',
+             '[{"s":"a","n":1.0},{"s":"a","n":2.0}]']),
+    (AUTHORS, ['[{"age":1.50},{"age":1.5}]', '[{"age":10},{"age":1.0}]', '[{"age":0.0},{"age":0}]']),
 ])
 def test_numbers_repeat_by_value(schema, texts):
     """Number items are values: every text of one (1, 1.0) repeats it; a string never
@@ -275,6 +303,10 @@ def _items(text: str, unique_at, unfinished=None):
                         if not depth:
                             seen.append(("v", _frozen(json.loads(text[at:i], parse_int=Decimal, parse_float=Decimal))))
                             break
+                    else:
+                        depth = -1
+                    if depth and unfinished is not None:  # (cut short)
+                        unfinished.append((list(seen), text[at:], "o"))
                 elif seen is not None and text[i] in "-0123456789":
                     j = re.compile(r"[0-9.eE+-]*").match(text, i).end()
                     if j < len(text):
@@ -297,12 +329,13 @@ def _items(text: str, unique_at, unfinished=None):
 _JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
 
-def _repeats(text: str, unique_at, max_length=None, integers=False, listed=None) -> bool:
+def _repeats(text: str, unique_at, max_length=None, integers=False, listed=None, pairs=False) -> bool:
     """Whether a unique array repeats a finished item, or its unfinished item can only
     end as an earlier one: a string of at most max_length code points as long as that
     and an earlier item; one of the `listed` strings whose every listed ending came
     before (after a comma: every listed value did); an integer (`integers`) whose every
-    ending in JSON (up to two more characters) is an earlier item."""
+    ending in JSON (up to two more characters) is an earlier item; a PAIRS item
+    (`pairs`, compact text) whose every ending is (_pairs_cornered)."""
     if any(len(set(s)) < len(s) for s in _items(text, unique_at)):
         return True
     cut: list = []
@@ -310,6 +343,8 @@ def _repeats(text: str, unique_at, max_length=None, integers=False, listed=None)
     if not cut:
         return False
     before, raw, kind = cut[0]
+    if kind == "o":
+        return pairs and _pairs_cornered(before, raw)
     if listed is not None:
         if kind == ",":
             return all(("s", v) in before for v in listed)
@@ -332,8 +367,41 @@ def _repeats(text: str, unique_at, max_length=None, integers=False, listed=None)
     return len(partial) == max_length and ("s", partial) in before
 
 
+def _pairs_cornered(before: list, raw: str) -> bool:
+    """Whether a PAIRS item cut short (`raw`: compact, from its `{`; keys s then n, both
+    required) can only end as an earlier item: its s is known (closed, or one whole
+    character: maxLength 1) and every n in 0..2 with a text (1, 1.0, 1.00...) that
+    begins what came of it is an earlier item's with that s. Whitespace outside strings
+    is read past."""
+    raw = "".join(part if part.startswith('"') else re.sub(r"[ \t\n\r]", "", part)
+                  for part in re.findall(r'"(?:[^"\\]|\\.)*(?:"|\\?$)|[^"]+', raw))
+    head = '{"s":"'
+    if not raw.startswith(head):
+        return False
+    body, end = raw[len(head):], None
+    k = 0
+    while k < len(body):
+        if body[k] == "\\":
+            k += 2
+        elif body[k] == '"':
+            end = k
+            break
+        else:
+            k += 1
+    try:
+        s = json.loads('"' + body[:end] + '"')
+    except ValueError:  # (an escape cut short)
+        return False
+    if end is None and len(s) != 1:  # (s may still be any string)
+        return False
+    after = body[end + 1:] if end is not None else ""
+    t = after[len(',"n":'):]
+    ns = [n for n in range(3) if any(x.startswith(t) for x in [str(n)] + [f"{n}." + "0" * z for z in range(1, len(t) + 2)])]
+    return all(("v", _frozen({"s": s, "n": Decimal(n)})) in before for n in ns)
+
+
 def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6, max_length=None, numbers=None,
-                listed=None):
+                listed=None, pairs=False):
     """A random token walk; at each step the unique mask must be the automaton's mask less
     exactly the tokens that finish a repeated item (checked on every token the mask
     allows where it allows few, else on every token with a quote and a sample of the
@@ -362,7 +430,8 @@ def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6,
         for t in sample:
             if base_bits[t] and data[t]:
                 after = (text + data[t]).decode("utf-8", "replace")
-                assert bool(bits[t]) == (not _repeats(after, unique_at, max_length, numbers == "integer", listed)), \
+                assert bool(bits[t]) == (not _repeats(after, unique_at, max_length, numbers == "integer", listed,
+                                                      pairs)), \
                     (text, data[t])
                 dropped += not bits[t]
         ids = np.flatnonzero(bits)
@@ -453,6 +522,15 @@ def test_object_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab):
     _check_walks(smol_tokenizer, smol_vocab, SPEC, lambda p: p == ("ports",), '{"ports":[{"name":"a"},')
 
 
+def test_closed_object_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab):
+    """Closed objects as items: the tokens that close an object equal to an earlier one
+    are dropped, and those after which it can only end as one (its s known and every n
+    it may still take came with that s), and only those."""
+    for whitespace in ("compact", "flexible"):
+        _check_walks(smol_tokenizer, smol_vocab, PAIRS, lambda p: p == (), '[{"s":"a","n":1},{"s":"a","n":0},',
+                     whitespace, pairs=True, quote_bias=0.3)
+
+
 def test_object_repeat_closing(smol_tokenizer, smol_vocab):
     """The `}` that would close a repeated object is refused (another key goes on), and
     a nested object's `}` is not."""
@@ -470,6 +548,32 @@ def test_object_repeat_closing(smol_tokenizer, smol_vocab):
         assert bool(bits[t]) == ok and m.accept_token(t) == ok, before
         if not ok:
             assert m.accept_tokens(smol_tokenizer.encode(',"x-1":0}', add_special_tokens=False)), before
+
+
+def test_closed_object_number_endings(smol_tokenizer, smol_vocab):
+    """In a closed object item, a number's dot or trailing zeros may leave it no way on
+    but an earlier value (`{"n":1.` after {"n":1}, for integers: only 1.0...), and the
+    tokens that make them are dropped; a digit that makes a new value is not."""
+    items = {"type": "object", "required": ["n"], "additionalProperties": False,
+             "properties": {"n": {"type": "integer"}, "m": {"type": "number", "maximum": 1}}}
+    only_n = {"type": "array", "uniqueItems": True, "items": items | {"properties": {"n": {"type": "integer"}}}}
+    n_and_m = {"type": "array", "uniqueItems": True, "items": items}
+    data = smol_vocab.token_bytes
+    for schema, before, token, ok in [
+            (only_n, '[{"n":1},{"n":1', b".", False), (only_n, '[{"n":1},{"n":1', b"0", True),
+            (only_n, '[{"n":1},{"n":1', b"}", False), (n_and_m, '[{"n":1},{"n":1', b".", True),
+            (n_and_m, '[{"n":1},{"n":1', b",", True), (n_and_m, '[{"n":1,"m":1},{"n":1,"m":', b"1", False),
+            (n_and_m, '[{"n":1,"m":1},{"n":1,"m":', b"0", True),
+            (n_and_m, '[{"n":1,"m":0},{"n":1,"m":0', b".", True),
+            (n_and_m, '[{"n":1,"m":0.5},{"n":1,"m":0.5', b"0", True),
+            (n_and_m, '[{"n":1,"m":0.5},{"n":1,"m":0.5', b"1", True),
+            (n_and_m, '[{"n":1,"m":0.5},{"n":1,"m":0.5', b"}", False)]:
+        auto = compile_json_schema(schema, smol_vocab)
+        m = auto.matcher()
+        assert m.accept_tokens([data.index(bytes([c])) for c in before.encode()]), before
+        t = data.index(token)
+        bits = np.unpackbits(m.next_token_mask().view(np.uint8), bitorder="little")
+        assert bool(bits[t]) == ok and m.accept_token(t) == ok, (before, token)
 
 
 def test_list_repeat_closing(smol_tokenizer, smol_vocab):
@@ -639,10 +743,21 @@ def test_mask_after_a_backslash(smol_vocab):
     {"anyOf": [BOUNDED_CODES, {}], "unevaluatedItems": False},
     {"type": "object", "properties": {"a": STRINGS}, "dependentSchemas": {"b": {"properties": {"a": {
         "items": {"maxLength": 2}}}}}},
-    # objects that may close with no way on but a repeat (travis' {"secure": ...}), that
+    # closed objects of fewer than 65536 values (every one may come: no way on), holding an
+    # open object (keys in any order: no normal text), beside open objects; objects that
     # an allOf branch closes to the other's extension keys, or that hold a unique array
-    {"type": "array", "items": {"type": "object", "properties": {"secure": {"type": "string"}},
+    {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"enum": [1, 2]}},
                                 "additionalProperties": False}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "object"}},
+                                "additionalProperties": False}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "array", "items": {
+        "type": "object", "additionalProperties": {"type": "string"}}}}, "additionalProperties": False},
+     "uniqueItems": True},
+    {"type": "array", "items": {"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}},
+                                           "additionalProperties": False},
+                                          {"type": "object", "patternProperties": {"^x-": {}}}]}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string"}},
+                                "additionalProperties": False, "not": {"required": ["a"]}}, "uniqueItems": True},
     {"type": "array", "items": {"allOf": [
         {"type": "object", "patternProperties": {"^x-": {}}, "additionalProperties": False},
         {"properties": {"a": {}}, "additionalProperties": False}]}, "uniqueItems": True},
