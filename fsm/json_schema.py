@@ -94,8 +94,10 @@ without maxItems, of objects that can always take another key with any value (an
 citation's authors; an item may not end as an earlier one), of numbers or
 integers without bounds (set[int], set[float]; compared as values: 1 repeats 1.0), or
 of both, checked while decoding beside the automaton (fsm/json_unique.py: whether the
-array is unique must not hang on a not, if/then/else, contains, dependentSchemas, or an
-anyOf/oneOf whose array branches disagree); otherwise refused (strict), or not
+array is unique must not hang on a not, contains, dependentSchemas, an anyOf/oneOf whose
+array branches disagree, or an if/then/else other than one whose `if` tests a key's
+value against a string const, which the tracker reads before the keys that come after
+it: github-issue-forms' dropdown options); otherwise refused (strict), or not
 enforced for Pydantic sources (python_sets, below).
 Recursive $ref: exact, through the context-free path (fsm/grammar.py; recursion=
 "grammar", the default), or unrolled with `max_recursion_depth=N`: each recursive

@@ -57,7 +57,10 @@ at one place, as the ways it may hold: each way a set of `sure` schemas, which e
 instance taking that way satisfies there (properties, items, allOf, $ref, the one
 anyOf/oneOf branch that takes that kind; a union with several branches of that kind is
 one way per branch, up to MAX_ALTERNATIVES), and `maybe` ones, which may apply or be
-negated (not, if/then/else, dependentSchemas, contains). A key that no `properties`
+negated (not, if/then/else, dependentSchemas, contains). An if/then/else whose `if`
+tests one key's value against a string const is two ways instead, each marked with its
+outcome; the object frame reads that key's value and goes on in the ways it leaves
+(UniquePlan.frames' `disc`; for values other than objects the test holds: `then`). A key that no `properties`
 declares is read by the patternProperties it matches: the tracker runs each pattern's
 DFA over the key (up to MAX_KEY_PATTERNS patterns per frame; more, and they are maybe
 schemas). An array frame is checked at run time when every way holds uniqueItems in a
@@ -95,6 +98,7 @@ from .json_merge import _finite_values
 from .json_keywords import (_ANNOTATIONS, _ARRAY_KW, _KEYWORDS, _NOTES, _NUMBER_KW, _OBJECT_KW, _STRING_KW,
                             _SUB_LIST, _SUB_MAP, _SUB_ONE, _schema_keys)
 from .json_source import JsonTermSource
+from .json_variants import _condition
 
 MAX_UNIQUE_FRAMES = 4096  # frames of containers read while looking for unique arrays
 MAX_ALTERNATIVES = 64  # ways a frame's unions may hold, read one by one (above: together)
@@ -156,10 +160,14 @@ _NUMBER_OK = _QUIET | frozenset(_ARRAY_KW + _STRING_KW + _OBJECT_KW) | {"type"}
 class UniquePlan:
     """Where the unique arrays of strings and numbers are, and how to check an output's bytes.
 
-    `frames[f]` is ("o", {key: child}, pattern tables, {patterns matched: child}) for
-    an object frame (a key no `properties` declares goes by the patterns it matches: bit
-    i set where it matches the i-th, read by its whole DFA of encoded keys,
-    _Planner._pattern_table), ("a", unique, [child per prefix item], rest_child) for an
+    `frames[f]` is ("o", {key: child}, pattern tables, {patterns matched: child}, disc)
+    for an object frame (a key no `properties` declares goes by the patterns it matches:
+    bit i set where it matches the i-th, read by its whole DFA of encoded keys,
+    _Planner._pattern_table; disc: None, or (key, {value: frame}, frame for any other
+    value) where if/then/else tests of that key's value tell its ways apart: the frame
+    the object goes on in once that key's value is read, -1 where nothing unique lies
+    there; the keys after it in the key order, met before it, are read in the ways where
+    it is absent), ("a", unique, [child per prefix item], rest_child) for an
     array frame (unique: the flags of its items' kinds, OPEN... INTEGERS, 0 where not
     checked); a child is (frame of the value if it is an object, frame if an array),
     -1 where no unique array lies below.
@@ -189,15 +197,18 @@ class UniquePlan:
         dead: how many containers deep the output is below the last frame (nothing unique
         there); mode: 0 outside strings, 1 in a string read past, 2 in a key, 3 in a string
         item of a unique array, 4 in a number item, 5 in a list or object item, 6 in one
-        of its strings (buf: the item's bytes so far), plus 8 after a backslash, plus 16
-        per bracket open inside such an item."""
+        of its strings (buf: the item's bytes so far), 7 in the string value of an
+        object's discriminating key (its frame's `disc`), plus 8 after a backslash, plus
+        16 per bracket open inside such an item. An object's phase is 3 and 4 (not 1 and
+        2) for that key and its value: once the value is read, the object goes on in the
+        frame of the ways that value leaves."""
         stack, dead, mode, buf = state
         stack = list(stack)
         frames, i, n = self.frames, 0, len(data)
         esc, depth = (mode >> 3) & 1, mode >> 4
         mode &= 7
         while i < n:
-            if mode >= 5:  # a list or object item: read to the bracket that ends it
+            if mode in (5, 6):  # a list or object item: read to the bracket that ends it
                 if esc:
                     buf += data[i:i + 1]
                     esc, i = 0, i + 1
@@ -258,7 +269,17 @@ class UniquePlan:
                     continue
                 if mode == 2:  # a key: its value's frame
                     f = stack[-1][1]
-                    stack[-1] = ("o", f, 1, self._key_child(frames[f], buf))
+                    name = json.loads(b'"' + buf)
+                    disc = frames[f][4]
+                    stack[-1] = ("o", f, 3 if disc and name == disc[0] else 1, self._key_child(frames[f], name, buf))
+                elif mode == 7:  # the discriminating key's value: the object's frame from here on
+                    disc, top = frames[stack[-1][1]][4], stack[-1]
+                    f = disc[1].get(json.loads(b'"' + buf), disc[2])
+                    if f < 0:  # (nothing unique below, from here: read to its end)
+                        stack.pop()
+                        dead = 1
+                    else:
+                        stack[-1] = ("o", f, 2, top[3])
                 elif mode == 3:
                     item = buf[:-1] if 0x5C not in buf else json.loads(b'"' + buf).encode("utf-8", "surrogatepass")
                     _, f, k, seen, nums = stack[-1]
@@ -286,6 +307,8 @@ class UniquePlan:
                 top = stack[-1] if stack else None
                 if top is not None and top[0] == "o" and top[2] == 0:
                     mode = 2
+                elif top is not None and top[0] == "o" and top[2] == 4:
+                    mode = 7
                 elif top is not None and top[0] == "a" and top[3] is not None:
                     mode = 3
                 else:
@@ -308,14 +331,19 @@ class UniquePlan:
             elif c == 0x2C:  # ,
                 top = stack[-1]
                 if top[0] == "o":
-                    stack[-1] = ("o", top[1], 0, None)
+                    f = frames[top[1]][4][2] if top[2] == 4 else top[1]  # (a discriminating key's other value)
+                    if f < 0:
+                        stack.pop()
+                        dead = 1  # (this object's other keys, to its end: i is past its comma)
+                    else:
+                        stack[-1] = ("o", f, 0, None)
                 else:
                     if self._full(top, 0):
                         return None  # (every listed value came: no new one to begin)
                     stack[-1] = ("a", top[1], top[2] + 1, *top[3:])
             elif c == 0x3A:  # :
                 top = stack[-1]
-                stack[-1] = ("o", top[1], 2, top[3])
+                stack[-1] = ("o", top[1], 4 if top[2] == 3 else 2, top[3])
             elif (c == 0x2D or 0x30 <= c <= 0x39) and stack and stack[-1][0] == "a" and stack[-1][4] is not None:
                 mode, buf = 4, data[i - 1:i]  # (- or a digit: a number item begins)
         if mode == 4 and (0x2E in buf or buf == b"0") and frames[stack[-1][1]][1] & INTEGERS \
@@ -324,11 +352,11 @@ class UniquePlan:
         return tuple(stack), dead, mode | (esc << 3) | (depth << 4), buf
 
     @staticmethod
-    def _key_child(row: tuple, buf: bytes) -> tuple:
-        """The child of key `buf` (its encoded bytes and the closing quote) in object
-        frame `row`: a declared name's, else by the patterns it matches."""
-        _, keys, tables, others = row
-        child = keys.get(json.loads(b'"' + buf))
+    def _key_child(row: tuple, name: str, buf: bytes) -> tuple:
+        """The child of key `name` (`buf`: its encoded bytes and the closing quote) in
+        object frame `row`: a declared name's, else by the patterns it matches."""
+        _, keys, tables, others, _ = row
+        child = keys.get(name)
         if child is not None:
             return child
         sig = 0
@@ -546,6 +574,7 @@ class _Planner:
         self.queue: list = []
         self.tables: dict = {}  # pattern -> _pattern_table
         self.endless: dict = {}  # pattern -> _endless
+        self.marks: dict = {}  # id(schema) -> its if/then/else branches, marked (_if_branches)
         self.types: dict = {}  # id(schema) -> types_of
         self.domains: dict = {}  # ids of item schemas -> _domain_size
         self.limits: dict = {}  # array frame -> how many listed strings its items are (UniquePlan.limits)
@@ -605,16 +634,21 @@ class _Planner:
             for sure, maybe in self._alternatives(w, kind):
                 if all(self._takes(x, kind) for x in sure.values()):  # (else no such value)
                     alts[(frozenset(sure), frozenset(maybe))] = (sure, maybe)
+        return self._frame_of(alts, kind)
+
+    def _frame_of(self, alts: dict, kind: str, decided: bool = False) -> int:
+        """The frame of the ways `alts` ({key: (sure, maybe)}); `decided`: an object's
+        whose discriminating key was read (_expand)."""
         if not any(k in self.reaches for sure, maybe in alts.values() for k in (*sure, *maybe)):
             return -1
-        key = (kind, frozenset(alts))
+        key = (kind, frozenset(alts), decided)
         fid = self.index.get(key)
         if fid is None:
             if len(self.frames) >= MAX_UNIQUE_FRAMES:
                 raise _TooManyFrames
             fid = self.index[key] = len(self.frames)
             self.frames.append(None)
-            self.queue.append((fid, kind, list(alts.values())))
+            self.queue.append((fid, kind, alts, decided))
         return fid
 
     def _alternatives(self, schemas: list, kind: str, split: bool = True) -> list:
@@ -647,10 +681,20 @@ class _Planner:
                     splits.append(fit)
                 else:
                     todo.extend((b, is_sure and len(fit) == 1) for b in fit)
-            todo.extend((s[kw], False) for kw in ("not", "if", "then", "else") if kw in s)
+            branch = self._if_branches(s, kind) if is_sure and split else None
+            if branch is None:
+                todo.extend((s[kw], False) for kw in ("not", "if", "then", "else") if kw in s)
+            else:
+                todo.extend((s[kw], False) for kw in ("not",) if kw in s)
+                if isinstance(branch, list):
+                    splits.append(branch)
+                else:
+                    todo.append((branch, True))
             for kw in ("dependentSchemas", "dependencies"):
                 if isinstance(s.get(kw), dict):
                     todo.extend((v, False) for v in s[kw].values() if isinstance(v, dict))
+        if not _consistent([x[_IF] for x in sure.values() if _IF in x]):
+            return []  # (its if/then branches ask for two values of one key)
         if splits:
             fit, out = splits[-1], []
             for b in fit:
@@ -662,10 +706,47 @@ class _Planner:
             maybe.pop(k, None)
         return [(sure, maybe)]
 
-    def _expand(self, fid: int, kind: str, alts: list) -> None:
+    def _if_branches(self, s: dict, kind: str):
+        """For a schema with an if/then/else whose `if` tests one key's value
+        (json_variants._condition): for a value that is no object, `then` (the test
+        holds: properties and required say nothing of it); for an object, where the test
+        is a string const, both branches, each marked with its outcome (_IF: the key,
+        the value, whether the test holds, whether it requires the key), for the frame
+        to tell apart by the key's value (_expand); None otherwise (then and else may
+        apply). Made once per schema: frames tell their ways apart by the marks' ids."""
+        c = _condition(s)
+        if c is None:
+            return None
+        key, test, req, then, other = c
+        if kind != "object":  # (properties and required say nothing of other values: the test holds)
+            return then
+        if not isinstance(test, dict) or _schema_keys(test) - _ANNOTATIONS != {"const"} \
+                or not isinstance(test["const"], str):
+            return None
+        if id(s) not in self.marks:
+            self.marks[id(s)] = [{"allOf": [b], _IF: (key, test["const"], holds, req)}
+                                 for b, holds in ((then, True), (other, False))]
+        return self.marks[id(s)]
+
+    def _expand(self, fid: int, kind: str, alts: dict, decided: bool) -> None:
+        disc, before = None, None
+        if kind == "object" and not decided:
+            disc = self._discriminator(alts)
+        if disc is not None:  # (its subframes, and the ways where the key is absent)
+            d, values = disc
+            subs = {v: self._frame_of({k: a for k, a in alts.items() if _allows(a[0], v)}, kind, True)
+                    for v in (*values, _OTHER)}
+            disc = (d, {v: f for v, f in subs.items() if v is not _OTHER}, subs[_OTHER])
+            before = [[(x, True) for x in sure.values()] + [(x, False) for x in maybe.values()]
+                      for sure, maybe in alts.values()]
+            alts = {k: a for k, a in alts.items() if _allows(a[0], _ABSENT)}
+        alts = list(alts.values())
         ways = [[(x, True) for x in sure.values()] + [(x, False) for x in maybe.values()] for sure, maybe in alts]
         if kind == "object":
-            names = {k for w in ways for x, _ in w if isinstance(x.get("properties"), dict) for k in x["properties"]}
+            rank = {k: i for i, k in enumerate(self.comp.key_order)} if disc else {}
+            early = lambda k: disc and rank.get(k, len(rank)) <= rank.get(disc[0], -1)  # noqa: E731
+            names = {k for w in (before or ways) for x, _ in w if isinstance(x.get("properties"), dict)
+                     for k in x["properties"]}
             pats = sorted({p for w in ways for x, _ in w if isinstance(x.get("patternProperties"), dict)
                            for p in x["patternProperties"]})
             tables = [self._pattern_table(p) for p in pats] if len(pats) <= MAX_KEY_PATTERNS else [None]
@@ -674,14 +755,30 @@ class _Planner:
             else:
                 others = {sig: self.child([self._key_schemas(w, _OTHER, {p for i, p in enumerate(pats) if sig >> i & 1})
                                            for w in ways]) for sig in range(1 << len(pats))}
-            keys = {k: c for k in names if (c := self.child([self._key_schemas(w, k) for w in ways])) != others.get(0)
-                    or tables}
-            self.frames[fid] = ("o", keys, tables, others)
+            keys = {k: c for k in names
+                    if (c := self.child([self._key_schemas(w, k) for w in (before if early(k) else ways)]))
+                    != others.get(0) or tables}
+            self.frames[fid] = ("o", keys, tables, others, disc)
             return
         longest = max((len(p) for w in ways for x, _ in w if (p := _prefix(x)[0])), default=0)
         slots = [[self._item_schemas(w, i) for w in ways] for i in [*range(longest), None]]
         unique = self._checkable(alts, slots, fid)
         self.frames[fid] = ("a", unique, [self.child(c) for c in slots[:-1]], self.child(slots[-1]))
+
+    def _discriminator(self, alts: dict):
+        """(key, its tested values) where the ways of an object frame are told apart by
+        if/then/else tests of one key's value (_if_branches), a key of their own in
+        every way (declared or required: so the keys after it in the key order are
+        read after it, or where it is absent); else None."""
+        marks = [[x[_IF] for x in sure.values() if _IF in x] for sure, _ in alts.values()]
+        keys = {m[0] for ms in marks for m in ms}
+        if len(keys) != 1:
+            return None
+        d, = keys
+        if not all(any(d in _map(x, "properties") or d in _list(x, "required") for x in sure.values())
+                   for sure, _ in alts.values()):
+            return None
+        return d, sorted({m[1] for ms in marks for m in ms})
 
     def _key_schemas(self, schemas: list, key, matched: set | None = None) -> list:
         """The schemas of a property `key` (_OTHER: one no `properties` declares, whose
@@ -1006,6 +1103,32 @@ class _Planner:
             except (SchemaError, TooLargeError):
                 self.domains[key] = 0
         return self.domains[key]
+
+
+_IF = "x-unique-if"  # marks an if/then/else branch (_Planner._if_branches); no keyword
+_ABSENT = object()  # a discriminating key's value where the object has none
+
+
+def _allows(sure: dict, value) -> bool:
+    """Whether a way (its sure schemas) holds where its discriminating key has `value`
+    (a string, _OTHER: another value, _ABSENT)."""
+    for x in sure.values():
+        if _IF in x:
+            _, v, holds, req = x[_IF]
+            hit = value == v if value is not _ABSENT else not req  # (the test holds)
+            if hit != holds:
+                return False
+    return True
+
+
+def _consistent(marks: list) -> bool:
+    """Whether some value of each key that `marks` test lets every one hold."""
+    for key in {m[0] for m in marks}:
+        tests = [m for m in marks if m[0] == key]
+        sure = {i: {_IF: m} for i, m in enumerate(tests)}
+        if not any(_allows(sure, v) for v in ({m[1] for m in tests} | {_OTHER, _ABSENT})):
+            return False
+    return True
 
 
 def _count_strings(dfa: LazyDFA, cap: int, levels: int = DOMAIN_LEVELS) -> int:

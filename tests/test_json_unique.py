@@ -97,6 +97,22 @@ AUTHORS = {"type": "array", "uniqueItems": True, "minItems": 1, "items": {"anyOf
         "name": {"type": "string"}, "email": {"type": "string", "format": "email"}, "tags": {
             "type": "array", "items": {"type": "object", "properties": {"k": {"type": "boolean"}},
                                        "additionalProperties": False}}}}]}}
+# github-issue-forms: items whose `type` decides, through if/then, whether their options
+# are unique (dropdown, checks) or not (textarea); `tag` before `type` in the key order
+FORM_ITEM = {"type": "object", "properties": {"tag": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                                              "type": {"enum": ["dropdown", "textarea", "checks"]},
+                                              "id": {"type": "string"}}, "allOf": [
+    {"if": {"properties": {"type": {"const": "dropdown"}}}, "then": {"properties": {
+        "tag": True, "type": True, "id": True, "options": {"type": "array", "items": {"type": "string"},
+                                                          "uniqueItems": True}}, "additionalProperties": False}},
+    {"if": {"properties": {"type": {"const": "textarea"}}}, "then": {"properties": {
+        "tag": True, "type": True, "id": True, "options": {"type": "array", "items": {"type": "string"}}},
+        "additionalProperties": False}},
+    {"if": {"properties": {"type": {"const": "checks"}}, "required": ["type"]}, "then": {"properties": {
+        "options": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}}},
+     "else": {"properties": {"id": {"maxLength": 5}}}}]}
+FORMS = {"type": "array", "items": FORM_ITEM | {"required": ["type"]}}
+LOOSE_FORMS = {"type": "array", "items": FORM_ITEM}  # (type may be absent: dropdown's `then` holds)
 XCODE = {"type": "object", "properties": {"osx": {"oneOf": [{"$ref": "#/$defs/v"}, {
     "type": "array", "items": {"$ref": "#/$defs/v"}, "uniqueItems": True, "minItems": 1}]}},
     "$defs": {"v": {"enum": XCODES}}}
@@ -148,6 +164,19 @@ def valid(schema, inst) -> bool:
              {"osx": XCODES + ["xcode7"]}, {"osx": []}]),
     (SECURE, [{"env": [{"secure": "a"}, {"secure": "a"}]}, {"env": [{"secure": "a"}, "a", {"secure": "b"}]},
               {"env": [{}, {}]}, {"env": [{}, "{}"]}, {"env": [{"secure": "}"}, {"secure": "}"}]}]),
+    (FORMS, [[{"type": "dropdown", "options": ["a", "a"]}], [{"type": "dropdown", "options": ["a", "b"]}],
+             [{"type": "textarea", "options": ["a", "a"]}], [{"type": "checks", "options": [1, 1]}],
+             [{"type": "checks", "options": [1, 2], "x": ["a", "a"]}], [{"type": "dropdown", "id": "abcdef"}],
+             [{"tag": ["x", "x"], "type": "textarea"}], [{"tag": ["x", "y"], "type": "checks", "id": "abcdef"}],
+             [{"type": "textarea", "id": "a", "options": ["b", "b"]}, {"type": "dropdown", "options": ["b", "b"]}]]),
+    # an `if` on a key's value holds for an array (then applies), even where it requires the key
+    ({"type": "array", "items": {"type": "string"}, "if": {"properties": {"k": {"const": "x"}}},
+      "then": {"uniqueItems": True}}, [["a", "a"], ["a", "b"]]),
+    ({"type": ["array", "object"], "items": {"type": "string"}, "if": {"properties": {"k": {"const": "x"}},
+                                                                       "required": ["k"]},
+      "then": {"uniqueItems": True}}, [["a", "a"], ["a", "b"], {"k": "y"}]),
+    (LOOSE_FORMS, [[{"options": ["a", "a"]}], [{"options": ["a", "b"]}], [{"id": "a", "options": ["a", "a"]}],
+                   [{"tag": ["x"], "options": ["a", "a"]}], [{"id": "abcdef"}]]),
     (PAIRS, [[{"s": "a", "n": 1}, {"s": "a", "n": 1}], [{"s": "a", "n": 1}, {"s": "a", "n": 2}],
              [{"s": "", "n": 0}, {"s": "", "n": 0}], [{"s": "é", "n": 0}, {"s": "e", "n": 0}]]),
     (AUTHORS, [[{"family": "x", "age": 1}, {"family": "x", "age": 1}], [{"family": "x"}, {"name": "x"}],
@@ -531,6 +560,23 @@ def test_closed_object_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab
                      whitespace, pairs=True, quote_bias=0.3)
 
 
+def test_discriminated_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab):
+    """Where an item's `type` decides that its options are unique (if/then), the mask drops
+    their repeats, and only where it does: a textarea's may repeat."""
+    _check_walks(smol_tokenizer, smol_vocab, FORMS["items"], lambda p: p == ("options",),
+                 '{"type":"dropdown","options":["a",')
+    auto = compile_json_schema(FORMS, smol_vocab)
+    data = smol_vocab.token_bytes
+    for before, ok in [('[{"type":"dropdown","options":["a","a', False), ('[{"type":"textarea","options":["a","a', True),
+                       ('[{"tag":["x"],"type":"dropdown","id":"q","options":["a","a', False),
+                       ('[{"type":"checks","options":[1,1', False)]:
+        m = auto.matcher()
+        assert m.accept_tokens([data.index(bytes([c])) for c in before.encode()]), before
+        t = data.index(b'"' if before.endswith("a") else b"]")
+        bits = np.unpackbits(m.next_token_mask().view(np.uint8), bitorder="little")
+        assert bool(bits[t]) == ok and m.accept_token(t) == ok, before
+
+
 def test_object_repeat_closing(smol_tokenizer, smol_vocab):
     """The `}` that would close a repeated object is refused (another key goes on), and
     a nested object's `}` is not."""
@@ -758,6 +804,10 @@ def test_mask_after_a_backslash(smol_vocab):
                                           {"type": "object", "patternProperties": {"^x-": {}}}]}, "uniqueItems": True},
     {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string"}},
                                 "additionalProperties": False, "not": {"required": ["a"]}}, "uniqueItems": True},
+    # a key met before the one whose value decides whether it is unique (the key order:
+    # tag, then type)
+    {"type": "object", "properties": {"tag": {"type": "array", "items": {"type": "string"}}, "type": {"type": "string"}},
+     "if": {"properties": {"type": {"const": "a"}}}, "then": {"properties": {"tag": {"uniqueItems": True}}}},
     {"type": "array", "items": {"allOf": [
         {"type": "object", "patternProperties": {"^x-": {}}, "additionalProperties": False},
         {"properties": {"a": {}}, "additionalProperties": False}]}, "uniqueItems": True},
