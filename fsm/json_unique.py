@@ -30,7 +30,8 @@ items:
   refused;
 - *open objects* (OBJECTS: objects that can always take one more key of endlessly many,
   with any value: compose's `^x-` extensions): the same, at the `}` that closes one.
-  Nothing below them may hold a uniqueItems (the tracker reads them whole). Lists and
+  One with a uniqueItems below (compose's volume labels) is read with its frames, its
+  bytes kept beside them (a ("c", bytes) stack entry). Lists and
   objects are compared as values (keys in any order, numbers by value, _value_key);
 - *closed objects* (CLOSED: additionalProperties false and no patternProperties, in
   every way, the objects below too, nothing below holding a uniqueItems; at least
@@ -207,6 +208,18 @@ class UniquePlan:
         frames, i, n = self.frames, 0, len(data)
         esc, depth = (mode >> 3) & 1, mode >> 4
         mode &= 7
+        starts: dict = {}  # stack index of a capture -> where its item's bytes begin in data (else 0)
+
+        def close_capture() -> bool:  # (an open object item read with its frames ends at data[:i])
+            cap = stack.pop()
+            text = cap[1] + data[starts.pop(len(stack), 0):i]
+            _, f, k, seen, keys = stack[-1]
+            key = _value_key(text)
+            if key in keys:
+                return False
+            stack[-1] = ("a", f, k, seen, keys | {key})
+            return True
+
         while i < n:
             if mode in (5, 6):  # a list or object item: read to the bracket that ends it
                 if esc:
@@ -300,6 +313,8 @@ class UniquePlan:
                     dead += 1
                 else:
                     dead -= 1
+                    if not dead and stack and stack[-1][0] == "c" and not close_capture():
+                        return None
                 continue
             c = data[i]
             i += 1
@@ -315,7 +330,12 @@ class UniquePlan:
                     mode = 1
             elif c in (0x5B, 0x7B) and stack and stack[-1][0] == "a" and stack[-1][4] is not None \
                     and frames[stack[-1][1]][1] & (LISTS if c == 0x5B else OBJECTS | CLOSED):
-                mode, buf = 5, data[i - 1:i]  # (a list or object item)
+                fid = self._child(stack)[0] if c == 0x7B else -1
+                if fid < 0:
+                    mode, buf = 5, data[i - 1:i]  # (a list or object item, read whole)
+                else:  # (an open object with a unique array below: read with its frames, its bytes kept)
+                    starts[len(stack)] = i - 1
+                    stack += [("c", b""), ("o", fid, 0, None)]
             elif c in (0x7B, 0x5B):  # { [
                 fid = self._child(stack)[c == 0x5B]
                 if fid < 0:
@@ -328,6 +348,8 @@ class UniquePlan:
                                   frozenset() if how & (_NUMBER_KINDS | _CONTAINERS) else None))
             elif c in (0x7D, 0x5D):  # } ]
                 stack.pop()
+                if stack and stack[-1][0] == "c" and not close_capture():
+                    return None
             elif c == 0x2C:  # ,
                 top = stack[-1]
                 if top[0] == "o":
@@ -349,6 +371,11 @@ class UniquePlan:
         if mode == 4 and (0x2E in buf or buf == b"0") and frames[stack[-1][1]][1] & INTEGERS \
                 and _number_key(buf) in stack[-1][4]:
             return None  # (an integer whose digits are all there: it can only end as this value)
+        for j, at in starts.items():
+            stack[j] = ("c", stack[j][1] + data[at:])
+        for j, e in enumerate(stack):
+            if e[0] == "c" and j not in starts:
+                stack[j] = ("c", e[1] + data)
         return tuple(stack), dead, mode | (esc << 3) | (depth << 4), buf
 
     @staticmethod
@@ -418,6 +445,15 @@ class UniquePlan:
         digits of its value; else b""."""
         mode, buf = state[2] & 7, state[3]
         return _normal_text(buf)[1] if mode == 5 and buf[-1:] in _HELD_ENDS else b""
+
+    @staticmethod
+    def capturing(state: tuple) -> bool:
+        """Whether `state` is inside an object item read with its frames (an open object
+        with a unique array below: the stack holds a ("c", its bytes so far) entry after
+        its array's) where an object item came before in that array: a closing bracket
+        may end it as a repeat."""
+        stack = state[0]
+        return any(e[0] == "c" and any(k[:1] == VALUE_MARK for k in stack[j - 1][4]) for j, e in enumerate(stack))
 
     def used_up(self, state: tuple) -> bool:
         """Whether `state` is in a unique array of listed strings whose items so far, with
@@ -926,8 +962,8 @@ class _Planner:
         of endlessly many, with any value: each way of one holds, in sure schemas only,
         a pattern of endlessly many keys, which every schema that closes its object
         (additionalProperties) has too, all patterns taking any value, no keyword that
-        bounds the keys (maxProperties, propertyNames...), and no subschema from which a
-        uniqueItems can be reached (the tracker reads such an item whole)."""
+        bounds the keys (maxProperties, propertyNames...). (One with a uniqueItems below
+        is read with its frames, its bytes kept: UniquePlan.capturing.)"""
         for sure, maybe in self._alternatives(items, "object"):
             if maybe or not all(_only(x, _OBJECT_OPEN_OK) for x in sure.values()):
                 return False
@@ -937,10 +973,6 @@ class _Planner:
             closing = [ps for x, ps in zip(sure.values(), pats) if not _always(x.get("additionalProperties", True))]
             if not any(all(p in ps for ps in closing) and self._endless(p) for ps in pats for p in ps):
                 return False
-            for x in sure.values():
-                subs = [*_map(x, "properties").values(), x.get("additionalProperties")]
-                if any(isinstance(u, dict) and id(u) in self.reaches for u in subs):
-                    return False
         return True
 
     def _objects_closed(self, items: list) -> bool:

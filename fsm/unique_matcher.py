@@ -346,10 +346,14 @@ class UniqueMatcher(Matcher):
         (json_unique.LISTS, OBJECTS) where one came before in the array: those with a `]`
         or `}` (after a quote, from inside a string)."""
         stack, dead, mode, _ = self.track
-        if dead or not stack or stack[-1][0] != "a" or not stack[-1][4] \
+        if self.plan.capturing(self.track):  # (inside an object item read with its frames: any
+            # closing bracket may end it)
+            inside = mode & 7 in (1, 2, 3, 6, 7)
+        elif dead or not stack or stack[-1][0] != "a" or not stack[-1][4] \
                 or not any(k[:1] == VALUE_MARK for k in stack[-1][4]):
             return []
-        inside = mode & 7 in (3, 6)
+        else:
+            inside = mode & 7 in (3, 6)
         return self._allowed_among("quoted_closers" if inside else "closers",
                                    self._quotes.quoted_closers if inside else self._quotes.closers, words)
 

@@ -113,6 +113,15 @@ FORM_ITEM = {"type": "object", "properties": {"tag": {"type": "array", "items": 
      "else": {"properties": {"id": {"maxLength": 5}}}}]}
 FORMS = {"type": "array", "items": FORM_ITEM | {"required": ["type"]}}
 LOOSE_FORMS = {"type": "array", "items": FORM_ITEM}  # (type may be absent: dropdown's `then` holds)
+# compose's volumes: open objects as items, with a unique list of labels below
+VOLUMES = {"type": "object", "properties": {"volumes": {"type": "array", "uniqueItems": True, "items": {"oneOf": [
+    {"type": "string"}, {"type": "object", "required": ["type"], "additionalProperties": False,
+                         "patternProperties": {"^x-": {}}, "properties": {
+        "type": {"enum": ["bind", "volume"]}, "volume": {"type": "object", "additionalProperties": False,
+                                                      "properties": {"labels": {"oneOf": [
+                                                          {"type": "object", "additionalProperties": {"type": "string"}},
+                                                          {"type": "array", "items": {"type": "string"},
+                                                           "uniqueItems": True}]}}}}}]}}}}
 XCODE = {"type": "object", "properties": {"osx": {"oneOf": [{"$ref": "#/$defs/v"}, {
     "type": "array", "items": {"$ref": "#/$defs/v"}, "uniqueItems": True, "minItems": 1}]}},
     "$defs": {"v": {"enum": XCODES}}}
@@ -175,6 +184,15 @@ def valid(schema, inst) -> bool:
     ({"type": ["array", "object"], "items": {"type": "string"}, "if": {"properties": {"k": {"const": "x"}},
                                                                        "required": ["k"]},
       "then": {"uniqueItems": True}}, [["a", "a"], ["a", "b"], {"k": "y"}]),
+    (VOLUMES, [{"volumes": [{"type": "bind"}, {"type": "bind"}]}, {"volumes": [{"type": "volume", "volume": {
+        "labels": ["a", "a"]}}]}, {"volumes": [{"type": "volume", "volume": {"labels": ["a", "b"]}}, {
+            "type": "volume", "volume": {"labels": ["b", "a"]}}]}, {"volumes": [{"type": "volume", "volume": {
+                "labels": {"a": "x"}}}, {"type": "volume", "volume": {"labels": {"a": "x"}}}]},
+        {"volumes": [{"type": "bind", "x-a": {"k": [1, 1]}}, {"type": "bind", "x-a": {"k": [1, 1]}}]},
+        {"volumes": [{"type": "bind", "x-a": ["]"]}, "a", {"type": "bind", "x-a": ["}"]}]}]),
+    ({"type": "array", "items": {"type": "object", "patternProperties": {"^x-": {}}, "properties": {"t": STRINGS}},
+      "uniqueItems": True}, [[{"t": ["a"]}, {"t": ["a"]}], [{"t": ["a", "a"]}], [{"t": ["a", "b"]}, {"t": ["b", "a"]}],
+                             [{"t": []}, {"t": [], "x-": 1}]]),
     (LOOSE_FORMS, [[{"options": ["a", "a"]}], [{"options": ["a", "b"]}], [{"id": "a", "options": ["a", "a"]}],
                    [{"tag": ["x"], "options": ["a", "a"]}], [{"id": "abcdef"}]]),
     (PAIRS, [[{"s": "a", "n": 1}, {"s": "a", "n": 1}], [{"s": "a", "n": 1}, {"s": "a", "n": 2}],
@@ -336,6 +354,8 @@ def _items(text: str, unique_at, unfinished=None):
                         depth = -1
                     if depth and unfinished is not None:  # (cut short)
                         unfinished.append((list(seen), text[at:], "o"))
+                    # (the unique arrays inside it: compose's volume labels)
+                    out.extend(_items(text[at:i], lambda p, k=k: unique_at(path + (k,) + p), unfinished))
                 elif seen is not None and text[i] in "-0123456789":
                     j = re.compile(r"[0-9.eE+-]*").match(text, i).end()
                     if j < len(text):
@@ -577,6 +597,27 @@ def test_discriminated_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab
         assert bool(bits[t]) == ok and m.accept_token(t) == ok, before
 
 
+def test_nested_unique_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab):
+    """Open objects as items with a unique list below (compose's volumes): the tokens
+    that close an object equal to an earlier one, or a label equal to an earlier one of
+    its list, are dropped, and only those."""
+    _check_walks(smol_tokenizer, smol_vocab, VOLUMES, lambda p: p == ("volumes",) or p[-1:] == ("labels",),
+                 '{"volumes":[{"type":"volume","volume":{"labels":["a"]}},{"type":"volume","volume":{"labels":["a",')
+    auto = compile_json_schema(VOLUMES, smol_vocab)
+    data = smol_vocab.token_bytes
+    for before, closing, ok in [('{"volumes":[{"type":"bind"},{"type":"bind"', b"}", False),
+                                ('{"volumes":[{"type":"bind"},{"type":"bind","x-a":[1', b"]}", True),
+                                ('{"volumes":[{"type":"bind","x-a":[1]},{"type":"bind","x-a":[1', b"]}", False),
+                                ('{"volumes":[{"type":"bind","x-a":"]"},{"type":"bind","x-a":"]', b'"}', False),
+                                ('{"volumes":[{"type":"volume","volume":{}},{"type":"volume","volume":{', b"}}", False),
+                                ('{"volumes":[{"type":"volume","volume":{}},{"type":"volume","volume":{', b"}", True)]:
+        m = auto.matcher()
+        assert m.accept_tokens([data.index(bytes([c])) for c in before.encode()]), before
+        t = data.index(closing)
+        bits = np.unpackbits(m.next_token_mask().view(np.uint8), bitorder="little")
+        assert bool(bits[t]) == ok and m.accept_token(t) == ok, before
+
+
 def test_object_repeat_closing(smol_tokenizer, smol_vocab):
     """The `}` that would close a repeated object is refused (another key goes on), and
     a nested object's `}` is not."""
@@ -811,7 +852,7 @@ def test_mask_after_a_backslash(smol_vocab):
     {"type": "array", "items": {"allOf": [
         {"type": "object", "patternProperties": {"^x-": {}}, "additionalProperties": False},
         {"properties": {"a": {}}, "additionalProperties": False}]}, "uniqueItems": True},
-    {"type": "array", "items": {"type": "object", "patternProperties": {"^x-": {}}, "properties": {"t": STRINGS}},
+    {"type": "array", "items": {"type": "object", "additionalProperties": False, "properties": {"t": STRINGS}},
      "uniqueItems": True},
 ])
 def test_refused_where_not_exact(schema):
