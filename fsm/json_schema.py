@@ -87,7 +87,8 @@ value of the wrong kind (a negative or fractional count, a non-number bound,
 uniqueItems: exact when the array's elements range over a finite set of at most 16
 values (enum, const, boolean, null); for arrays of strings (set[str]; with maxLength,
 pattern, format or enum too, where they allow at least 65536 strings; listed by an enum
-or const alone, any number of them, as many as minItems at least), of lists of strings
+or const alone, any number of them, as many as minItems at least, or fewer than 65536
+strings of one pattern or length counted, in an array of one way), of lists of strings
 without maxItems, of objects that can always take another key with any value (an
 `^x-` patternProperties: compared by their values), of closed objects of at least
 65536 values (additionalProperties false all the way down: travis' {"secure": ...},
@@ -1997,7 +1998,8 @@ class _Compiler:
             if dom is None and not (self.python_sets and self._negated == 0):  # (a complement would shrink)
                 self.refuse(node, "uniqueItems", "uniqueItems is enforced only when the items range over a "
                             f"finite set of at most {MAX_UNIQUE_DOMAIN} values (enum, const, boolean, null), "
-                            f"or are strings (any, listed by an enum, or of at least {MIN_UNIQUE_DOMAIN} values), "
+                            f"or are strings (any, listed by an enum, of at least {MIN_UNIQUE_DOMAIN} values, or "
+                            "counted, in an array of one way), "
                             "lists of strings, open objects, closed objects of at least that many values "
                             "with nothing unique below, or numbers without bounds (any, or integers) in an "
                             "array whose place every valid instance decides (fsm/json_unique.py)")

@@ -23,7 +23,10 @@ items:
   (UniquePlan.limits); so no item ever begins that cannot end as a new value, and the
   array can always end, its N items being at least minItems. The automaton stays a
   plain enum (an intersection of one count per value instead, as the compiler builds
-  for other finite sets, took 5-50 ms a first mask per item at 16-56 values);
+  for other finite sets, took 5-50 ms a first mask per item at 16-56 values). Bounded
+  strings of fewer than MIN_UNIQUE_DOMAIN values (citation's languages, `^[a-z]{2,3}$`)
+  are kept so too, N counted on their DFA, where the array has one way and its items
+  are strings only;
 - *lists* of open strings (LISTS: arrays without maxItems whose items are open strings,
   gitlab-ci's stages): from every point inside one there are endlessly many ways to
   finish it (a longer string, one more), so only the `]` that closes a repeat is
@@ -904,7 +907,8 @@ class _Planner:
             how = 0
         if how & OBJECTS and how & CLOSED:  # (an open object's keys come in any order: its text is no normal one)
             how = 0
-        if not how and ok and len(slots) == 1 and (n := self._listed_count(alts, slots[0])):
+        if not how and ok and len(slots) == 1 and (n := self._listed_count(alts, slots[0])
+                                                   or self._counted(alts, slots[0])):
             how, self.limits[fid] = BOUNDED, n
         (self.checked if how else self.kept).update(uniques)
         return how
@@ -1072,14 +1076,20 @@ class _Planner:
             if got is None or (values is not None and got != values):
                 return 0
             values = got
-        if not values:
+        return len(values) if values and _min_items_fit(alts, len(values)) else 0
+
+    def _counted(self, alts: list, ways: list) -> int:
+        """N where the array has one way, whose items are strings only (one way of
+        them, no maybe schemas) of N < MIN_UNIQUE_DOMAIN values counted on their DFA
+        (citation's languages, `^[a-z]{2,3}$`: 18252), and asks for at most N of them;
+        else 0. Such items are kept distinct as listed ones are: no comma after N."""
+        if len(ways) != 1 or self.make_compiler is None or self._types_of(ways[0]) != {"string"}:
             return 0
-        for sure, _ in alts:
-            for x in sure.values():
-                lo = x.get("minItems", 0)
-                if not isinstance(lo, int) or lo > len(values):
-                    return 0
-        return len(values)
+        strings = self._alternatives(ways[0], "string")
+        if len(strings) != 1 or strings[0][1]:
+            return 0
+        n = self._domain_size([s for s, is_sure in ways[0] if is_sure])
+        return n if 0 < n < MIN_UNIQUE_DOMAIN and _min_items_fit(alts, n) else 0
 
     def _listed_strings(self, items: list) -> frozenset | None:
         """The strings the schemas `items` allow where that is a list: one way, every
@@ -1220,6 +1230,11 @@ def _normal_texts(tb):
                      tb.optional(tb.seq([tb.literal(b"."), tb.star(digit), nz])), bytes_of(b",}]")])
     other = bytes_of(bytes(b for b in range(256) if b not in b'"-.0123456789 \t\n\r'))
     return tb.star(tb.alt([string, number, other]))
+
+
+def _min_items_fit(alts: list, n: int) -> bool:
+    """Whether no way of an array (`alts`) asks for more than n items."""
+    return all(isinstance(lo := x.get("minItems", 0), int) and lo <= n for sure, _ in alts for x in sure.values())
 
 
 def _integral(s: dict) -> bool:

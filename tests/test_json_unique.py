@@ -68,6 +68,9 @@ BOUNDED_CODES = {"type": "array", "items": {"type": "integer", "minimum": 0}, "u
 # item is refused too
 LETTERS = ["a", "ab", "b", "ba", "c"]
 LISTED = {"type": "array", "items": {"enum": LETTERS}, "uniqueItems": True, "minItems": 1}
+# and strings of fewer than 65536 values, counted (citation's languages: ^[a-z]{2,3}$)
+PAIRED = ["a", "b", "aa", "ab", "ba", "bb"]
+COUNTED = {"type": "array", "items": {"type": "string", "pattern": "^[ab]{1,2}$"}, "uniqueItems": True}
 # travis' osx_image: a value or a unique array of them, through a $ref (20 values: more
 # than the compiler's own finite sets take)
 XCODES = [f"xcode{i}" for i in range(20)]
@@ -171,6 +174,9 @@ def valid(schema, inst) -> bool:
     (LISTED, [["a"], LETTERS, LETTERS[::-1], ["a", "a"], ["c", "b", "c"], LETTERS + ["a"], ["ab", "a", "ba"], []]),
     (XCODE, [{"osx": "xcode1"}, {"osx": ["xcode1", "xcode12"]}, {"osx": ["xcode1", "xcode1"]}, {"osx": XCODES},
              {"osx": XCODES + ["xcode7"]}, {"osx": []}]),
+    (COUNTED, [PAIRED, PAIRED[::-1], ["a", "a"], PAIRED + ["ab"], ["ab", "a", "b"], []]),
+    ({"type": "array", "items": {"type": "string", "pattern": "^[a-c]{1,9}$"}, "uniqueItems": True, "minItems": 2},
+     [["a", "b"], ["a", "a"], ["abc", "cba", "abc"], ["a"]]),
     (SECURE, [{"env": [{"secure": "a"}, {"secure": "a"}]}, {"env": [{"secure": "a"}, "a", {"secure": "b"}]},
               {"env": [{}, {}]}, {"env": [{}, "{}"]}, {"env": [{"secure": "}"}, {"secure": "}"}]}]),
     (FORMS, [[{"type": "dropdown", "options": ["a", "a"]}], [{"type": "dropdown", "options": ["a", "b"]}],
@@ -549,6 +555,8 @@ def test_number_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schem
     (LISTED, lambda p: p == (), "", LETTERS, "compact"),
     (LISTED, lambda p: p == (), "", LETTERS, "flexible"),
     (XCODE, lambda p: p == ("osx",), '{"osx":[', XCODES, "compact"),
+    (COUNTED, lambda p: p == (), "", PAIRED, "compact"),
+    (COUNTED, lambda p: p == (), "", PAIRED, "flexible"),
 ])
 def test_listed_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schema, unique_at, start, listed,
                                                whitespace):
@@ -806,8 +814,9 @@ def test_mask_after_a_backslash(smol_vocab):
 
 @pytest.mark.parametrize("schema", [
     {"not": STRINGS},
-    {"type": "array", "items": {"type": "string", "pattern": "^[ab]$"}, "uniqueItems": True},
-    {"type": "array", "items": {"type": "string", "pattern": "^[a-c]{1,9}$"}, "uniqueItems": True},  # (< 65536)
+    {"type": "array", "items": {"type": "string", "pattern": "^[ab]$"}, "uniqueItems": True, "minItems": 3},
+    {"type": "array", "items": {"anyOf": [{"type": "string", "pattern": "^[ab]$"}, {"type": "string", "maxLength": 0}]},
+     "uniqueItems": True},  # (a union of few strings: not counted)
     {"type": "array", "items": {"type": ["string", "boolean"]}, "uniqueItems": True},
     {"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True},  # (bounds: maybe cornered)
     {"type": "array", "items": {"type": "number", "multipleOf": 0.5}, "uniqueItems": True},
