@@ -212,17 +212,6 @@ class UniquePlan:
         esc, depth = (mode >> 3) & 1, mode >> 4
         mode &= 7
         starts: dict = {}  # stack index of a capture -> where its item's bytes begin in data (else 0)
-
-        def close_capture() -> bool:  # (an open object item read with its frames ends at data[:i])
-            cap = stack.pop()
-            text = cap[1] + data[starts.pop(len(stack), 0):i]
-            _, f, k, seen, keys = stack[-1]
-            key = _value_key(text)
-            if key in keys:
-                return False
-            stack[-1] = ("a", f, k, seen, keys | {key})
-            return True
-
         while i < n:
             if mode in (5, 6):  # a list or object item: read to the bracket that ends it
                 if esc:
@@ -316,7 +305,7 @@ class UniquePlan:
                     dead += 1
                 else:
                     dead -= 1
-                    if not dead and stack and stack[-1][0] == "c" and not close_capture():
+                    if not dead and stack and stack[-1][0] == "c" and not _close_capture(stack, starts, data[:i]):
                         return None
                 continue
             c = data[i]
@@ -351,7 +340,7 @@ class UniquePlan:
                                   frozenset() if how & (_NUMBER_KINDS | _CONTAINERS) else None))
             elif c in (0x7D, 0x5D):  # } ]
                 stack.pop()
-                if stack and stack[-1][0] == "c" and not close_capture():
+                if stack and stack[-1][0] == "c" and not _close_capture(stack, starts, data[:i]):
                     return None
             elif c == 0x2C:  # ,
                 top = stack[-1]
@@ -374,11 +363,10 @@ class UniquePlan:
         if mode == 4 and (0x2E in buf or buf == b"0") and frames[stack[-1][1]][1] & INTEGERS \
                 and _number_key(buf) in stack[-1][4]:
             return None  # (an integer whose digits are all there: it can only end as this value)
-        for j, at in starts.items():
-            stack[j] = ("c", stack[j][1] + data[at:])
-        for j, e in enumerate(stack):
-            if e[0] == "c" and j not in starts:
-                stack[j] = ("c", e[1] + data)
+        if self.containers:  # (the bytes of the object items read with their frames)
+            for j, e in enumerate(stack):
+                if e[0] == "c":
+                    stack[j] = ("c", e[1] + data[starts.get(j, 0):])
         return tuple(stack), dead, mode | (esc << 3) | (depth << 4), buf
 
     @staticmethod
@@ -477,6 +465,20 @@ class UniquePlan:
         items, or in a number item)."""
         stack, dead, mode, _ = state
         return not dead and mode in (0, 4) and bool(stack) and stack[-1][0] == "a" and stack[-1][3] is not None
+
+
+def _close_capture(stack: list, starts: dict, data: bytes) -> bool:
+    """End the object item read with its frames whose ("c", bytes) entry is on top of
+    `stack` (feed's), its last bytes the end of `data`: False where it repeats an
+    earlier item of its array, else it joins them."""
+    cap = stack.pop()
+    text = cap[1] + data[starts.pop(len(stack), 0):]
+    _, f, k, seen, keys = stack[-1]
+    key = _value_key(text)
+    if key in keys:
+        return False
+    stack[-1] = ("a", f, k, seen, keys | {key})
+    return True
 
 
 def _value_key(text: bytes) -> bytes:

@@ -150,10 +150,11 @@ def ends_new(dfa, plan, state: int, track: tuple) -> bool:
     """Whether, from byte DFA state `state` and tracker state `track` (plan.feed's),
     the item under way can still end as a value no earlier item of its array has: a
     walk over the DFA's bytes along the earlier items' rests (MAX_VIABLE_STEPS bytes at
-    most: beyond, it is taken as viable). A place met again is not walked again: the
-    same DFA state with the same rests, and in an object item the same bytes held back
+    most: beyond, it is taken as viable). In an object item a place met again is not
+    walked again: the same DFA state with the same rests and the same bytes held back
     (plan.held) as far as a rest reaches (more zeros held than any rest is long: any
-    digit after them leaves every rest), so `1.0000...` ends."""
+    digit after them leaves every rest), so `1.0000...` ends. (A string item's walk
+    shortens its rests at every byte but an escape's.)"""
     todo, steps, met = [(state, track)], 0, set()
     while todo:
         q, tr = todo.pop()
@@ -167,10 +168,13 @@ def ends_new(dfa, plan, state: int, track: tuple) -> bool:
             if inside is None or rests == () or steps > MAX_VIABLE_STEPS:
                 return True  # (a new value, or one on its way)
             r = dfa.step(q, b)
-            key = (r, nxt) if rests is None else (r, rests, plan.held(nxt)[:1 + max(map(len, rests))])
-            if key not in met:
+            if rests is not None and inside[0][:1] == VALUE_MARK:  # (an object item's walk may loop: 1.000..., whitespace)
+                held = plan.held(nxt)
+                key = (r, rests, held[:1 + max(map(len, rests))])
+                if key in met:
+                    continue
                 met.add(key)
-                todo.append((r, nxt))
+            todo.append((r, nxt))
     return False
 
 
@@ -430,7 +434,7 @@ class UniqueMatcher(Matcher):
             if not rests:
                 return True
             memo = self.automaton.matcher_memo["viable"]
-            key = (state, rests, self.plan.held(track))
+            key = (state, rests, self.plan.held(track)) if done[:1] == VALUE_MARK else (state, rests)
             if key not in memo:
                 memo[key] = ends_new(self.automaton.dfa, self.plan, state, track)
             return memo[key]
