@@ -232,15 +232,8 @@ class UniquePlan:
                 elif depth:
                     depth -= 1
                 else:
-                    _, f, k, seen, keys = stack[-1]
-                    key = _value_key(buf)
-                    if key in keys:
+                    if not _keep_item(stack, frames, buf):
                         return None
-                    if c == 0x7D and frames[f][1] & CLOSED:  # (its normal text, for _viable's walks)
-                        text = VALUE_MARK + _normal_text(buf)[0]
-                        at = bisect_left(seen, text)
-                        seen = (*seen[:at], text, *seen[at:])
-                    stack[-1] = ("a", f, k, seen, keys | {key})
                     mode, buf = 0, b""
                 continue
             if mode == 4:
@@ -305,7 +298,7 @@ class UniquePlan:
                     dead += 1
                 else:
                     dead -= 1
-                    if not dead and stack and stack[-1][0] == "c" and not _close_capture(stack, starts, data[:i]):
+                    if not dead and stack and stack[-1][0] == "c" and not _close_capture(stack, frames, starts, data[:i]):
                         return None
                 continue
             c = data[i]
@@ -340,7 +333,7 @@ class UniquePlan:
                                   frozenset() if how & (_NUMBER_KINDS | _CONTAINERS) else None))
             elif c in (0x7D, 0x5D):  # } ]
                 stack.pop()
-                if stack and stack[-1][0] == "c" and not _close_capture(stack, starts, data[:i]):
+                if stack and stack[-1][0] == "c" and not _close_capture(stack, frames, starts, data[:i]):
                     return None
             elif c == 0x2C:  # ,
                 top = stack[-1]
@@ -467,16 +460,25 @@ class UniquePlan:
         return not dead and mode in (0, 4) and bool(stack) and stack[-1][0] == "a" and stack[-1][3] is not None
 
 
-def _close_capture(stack: list, starts: dict, data: bytes) -> bool:
+def _close_capture(stack: list, frames: list, starts: dict, data: bytes) -> bool:
     """End the object item read with its frames whose ("c", bytes) entry is on top of
-    `stack` (feed's), its last bytes the end of `data`: False where it repeats an
-    earlier item of its array, else it joins them."""
+    `stack` (feed's), its last bytes the end of `data` (_keep_item)."""
     cap = stack.pop()
-    text = cap[1] + data[starts.pop(len(stack), 0):]
+    return _keep_item(stack, frames, cap[1] + data[starts.pop(len(stack), 0):])
+
+
+def _keep_item(stack: list, frames: list, text: bytes) -> bool:
+    """The list or object item `text` (whole) joins the items of the array on top of
+    `stack` (feed's), as its value (_value_key) and, in a CLOSED array, an object's
+    normal text too (for _viable's walks); False where it repeats an earlier one."""
     _, f, k, seen, keys = stack[-1]
     key = _value_key(text)
     if key in keys:
         return False
+    if text[:1] == b"{" and frames[f][1] & CLOSED:
+        normal = VALUE_MARK + _normal_text(text)[0]
+        at = bisect_left(seen, normal)
+        seen = (*seen[:at], normal, *seen[at:])
     stack[-1] = ("a", f, k, seen, keys | {key})
     return True
 
@@ -734,7 +736,7 @@ class _Planner:
             for kw in ("dependentSchemas", "dependencies"):
                 if isinstance(s.get(kw), dict):
                     todo.extend((v, False) for v in s[kw].values() if isinstance(v, dict))
-        if not _consistent([x[_IF] for x in sure.values() if _IF in x]):
+        if not _consistent(_marks(sure)):
             return []  # (its if/then branches ask for two values of one key)
         if splits:
             fit, out = splits[-1], []
@@ -775,14 +777,13 @@ class _Planner:
             disc = self._discriminator(alts)
         if disc is not None:  # (its subframes, and the ways where the key is absent)
             d, values = disc
-            subs = {v: self._frame_of({k: a for k, a in alts.items() if _allows(a[0], v)}, kind, True)
+            subs = {v: self._frame_of({k: a for k, a in alts.items() if _allows(_marks(a[0]), v)}, kind, True)
                     for v in (*values, _OTHER)}
             disc = (d, {v: f for v, f in subs.items() if v is not _OTHER}, subs[_OTHER])
-            before = [[(x, True) for x in sure.values()] + [(x, False) for x in maybe.values()]
-                      for sure, maybe in alts.values()]
-            alts = {k: a for k, a in alts.items() if _allows(a[0], _ABSENT)}
+            before = [_pairs(*a) for a in alts.values()]
+            alts = {k: a for k, a in alts.items() if _allows(_marks(a[0]), _ABSENT)}
         alts = list(alts.values())
-        ways = [[(x, True) for x in sure.values()] + [(x, False) for x in maybe.values()] for sure, maybe in alts]
+        ways = [_pairs(*a) for a in alts]
         if kind == "object":
             rank = {k: i for i, k in enumerate(self.comp.key_order)} if disc else {}
             early = lambda k: disc and rank.get(k, len(rank)) <= rank.get(disc[0], -1)  # noqa: E731
@@ -811,7 +812,7 @@ class _Planner:
         if/then/else tests of one key's value (_if_branches), a key of their own in
         every way (declared or required: so the keys after it in the key order are
         read after it, or where it is absent); else None."""
-        marks = [[x[_IF] for x in sure.values() if _IF in x] for sure, _ in alts.values()]
+        marks = [_marks(sure) for sure, _ in alts.values()]
         keys = {m[0] for ms in marks for m in ms}
         if len(keys) != 1:
             return None
@@ -1027,7 +1028,7 @@ class _Planner:
             for sure, maybe in self._alternatives(items, "array"):
                 if not all(_only(x, _VALUE_OK) for x in (*sure.values(), *maybe.values())):
                     return False
-                ways = [(x, True) for x in sure.values()] + [(x, False) for x in maybe.values()]
+                ways = _pairs(sure, maybe)
                 longest = max((len(p) for x, _ in ways if (p := _prefix(x)[0])), default=0)
                 for i in [*range(longest), None]:
                     if not self._closed_below([(u, True) for u, _ in self._item_schemas(ways, i)], met):
@@ -1153,15 +1154,23 @@ _IF = "x-unique-if"  # marks an if/then/else branch (_Planner._if_branches); no 
 _ABSENT = object()  # a discriminating key's value where the object has none
 
 
-def _allows(sure: dict, value) -> bool:
-    """Whether a way (its sure schemas) holds where its discriminating key has `value`
-    (a string, _OTHER: another value, _ABSENT)."""
-    for x in sure.values():
-        if _IF in x:
-            _, v, holds, req = x[_IF]
-            hit = value == v if value is not _ABSENT else not req  # (the test holds)
-            if hit != holds:
-                return False
+def _pairs(sure: dict, maybe: dict) -> list:
+    """A way's schemas as (schema, sure) pairs."""
+    return [(x, True) for x in sure.values()] + [(x, False) for x in maybe.values()]
+
+
+def _marks(sure: dict) -> list:
+    """The outcomes of if/then/else tests a way holds (_Planner._if_branches)."""
+    return [x[_IF] for x in sure.values() if _IF in x]
+
+
+def _allows(marks: list, value) -> bool:
+    """Whether the outcomes `marks` (_marks) all hold where their key has `value` (a
+    string, _OTHER: another value, _ABSENT)."""
+    for _, v, holds, req in marks:
+        hit = value == v if value is not _ABSENT else not req  # (the test holds)
+        if hit != holds:
+            return False
     return True
 
 
@@ -1169,8 +1178,7 @@ def _consistent(marks: list) -> bool:
     """Whether some value of each key that `marks` test lets every one hold."""
     for key in {m[0] for m in marks}:
         tests = [m for m in marks if m[0] == key]
-        sure = {i: {_IF: m} for i, m in enumerate(tests)}
-        if not any(_allows(sure, v) for v in ({m[1] for m in tests} | {_OTHER, _ABSENT})):
+        if not any(_allows(tests, v) for v in ({m[1] for m in tests} | {_OTHER, _ABSENT})):
             return False
     return True
 

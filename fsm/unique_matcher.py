@@ -178,6 +178,12 @@ def ends_new(dfa, plan, state: int, track: tuple) -> bool:
     return False
 
 
+def _path_tokens(trie, data: bytes) -> np.ndarray:
+    """The tokens that are beginnings of `data` (those along its path in the trie)."""
+    path = trie.path(data)
+    return trie.tokens_at(np.array([trie.offset[j] + k for j, k in enumerate(path)], dtype=np.intp))
+
+
 def _has(items: tuple, x: bytes) -> bool:
     at = bisect_left(items, x)
     return at < len(items) and items[at] == x
@@ -321,8 +327,7 @@ class UniqueMatcher(Matcher):
         number's byte (the current item's last)."""
         trie = self.automaton.vocab.trie
         longest = len(trie.offset)
-        path = trie.path(rest)
-        parts = [trie.tokens_at(np.array([trie.offset[j] + k for j, k in enumerate(path)], dtype=np.intp))]
+        parts = [_path_tokens(trie, rest)]
         if len(rest) <= longest:
             parts.append(trie.tokens_under(rest))
         esc = False
@@ -414,9 +419,7 @@ class UniqueMatcher(Matcher):
         for rest in _rests(seen, done):
             got = memo.get((self.state, rest))
             if got is None:
-                path = trie.path(rest)
-                got = memo[(self.state, rest)] = _among(trie.tokens_at(np.array(
-                    [trie.offset[j] + k for j, k in enumerate(path)])), words).tolist() if path else []
+                got = memo[(self.state, rest)] = _among(_path_tokens(trie, rest), words).tolist()
             out += got
         return out
 

@@ -589,6 +589,13 @@ def _allowed_after(auto, data, before: str, token: bytes) -> tuple[bool, bool]:
     return bool(bits[t]), m.accept_token(t)
 
 
+def _check_closings(auto, data, cases) -> None:
+    """For each (text before, token, ok): the mask allows the token after the text, and
+    accept_token takes it, exactly where ok (_allowed_after)."""
+    for before, token, ok in cases:
+        assert _allowed_after(auto, data, before, token) == (ok, ok), (before, token)
+
+
 def test_closed_object_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab):
     """Closed objects as items: the tokens that close an object equal to an earlier one
     are dropped, and those after which it can only end as one (its s known and every n
@@ -603,12 +610,10 @@ def test_discriminated_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab
     their repeats, and only where it does: a textarea's may repeat."""
     _check_walks(smol_tokenizer, smol_vocab, FORMS["items"], lambda p: p == ("options",),
                  '{"type":"dropdown","options":["a",')
-    auto = compile_json_schema(FORMS, smol_vocab)
-    data = smol_vocab.token_bytes
-    for before, ok in [('[{"type":"dropdown","options":["a","a', False), ('[{"type":"textarea","options":["a","a', True),
-                       ('[{"tag":["x"],"type":"dropdown","id":"q","options":["a","a', False),
-                       ('[{"type":"checks","options":[1,1', False)]:
-        assert _allowed_after(auto, data, before, b'"' if before.endswith("a") else b"]") == (ok, ok), before
+    _check_closings(compile_json_schema(FORMS, smol_vocab), smol_vocab.token_bytes, [
+        ('[{"type":"dropdown","options":["a","a', b'"', False), ('[{"type":"textarea","options":["a","a', b'"', True),
+        ('[{"tag":["x"],"type":"dropdown","id":"q","options":["a","a', b'"', False),
+        ('[{"type":"checks","options":[1,1', b"]", False)])
 
 
 def test_nested_unique_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab):
@@ -617,28 +622,24 @@ def test_nested_unique_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab
     its list, are dropped, and only those."""
     _check_walks(smol_tokenizer, smol_vocab, VOLUMES, lambda p: p == ("volumes",) or p[-1:] == ("labels",),
                  '{"volumes":[{"type":"volume","volume":{"labels":["a"]}},{"type":"volume","volume":{"labels":["a",')
-    auto = compile_json_schema(VOLUMES, smol_vocab)
-    data = smol_vocab.token_bytes
-    for before, closing, ok in [('{"volumes":[{"type":"bind"},{"type":"bind"', b"}", False),
-                                ('{"volumes":[{"type":"bind"},{"type":"bind","x-a":[1', b"]}", True),
-                                ('{"volumes":[{"type":"bind","x-a":[1]},{"type":"bind","x-a":[1', b"]}", False),
-                                ('{"volumes":[{"type":"bind","x-a":"]"},{"type":"bind","x-a":"]', b'"}', False),
-                                ('{"volumes":[{"type":"volume","volume":{}},{"type":"volume","volume":{', b"}}", False),
-                                ('{"volumes":[{"type":"volume","volume":{}},{"type":"volume","volume":{', b"}", True)]:
-        assert _allowed_after(auto, data, before, closing) == (ok, ok), before
+    _check_closings(compile_json_schema(VOLUMES, smol_vocab), smol_vocab.token_bytes, [
+        ('{"volumes":[{"type":"bind"},{"type":"bind"', b"}", False),
+        ('{"volumes":[{"type":"bind"},{"type":"bind","x-a":[1', b"]}", True),
+        ('{"volumes":[{"type":"bind","x-a":[1]},{"type":"bind","x-a":[1', b"]}", False),
+        ('{"volumes":[{"type":"bind","x-a":"]"},{"type":"bind","x-a":"]', b'"}', False),
+        ('{"volumes":[{"type":"volume","volume":{}},{"type":"volume","volume":{', b"}}", False),
+        ('{"volumes":[{"type":"volume","volume":{}},{"type":"volume","volume":{', b"}", True)])
 
 
 def test_object_repeat_closing(smol_tokenizer, smol_vocab):
     """The `}` that would close a repeated object is refused (another key goes on), and
     a nested object's `}` is not."""
     auto = compile_json_schema(SPEC, smol_vocab)
-    data = smol_vocab.token_bytes
-    for before, closing, ok in [('{"ports":[{"target":8},{"target":8', b"}", False),
-                                ('{"ports":[{"target":8},{"target":8.0', b"}", False),
-                                ('{"ports":[{"target":8},{"target":9', b"}", True),
-                                ('{"ports":[{"bind":{}},{"bind":{}', b"}", False),
-                                ('{"ports":[{"bind":{}},{"bind":{', b"}", True)]:
-        assert _allowed_after(auto, data, before, closing) == (ok, ok), before
+    cases = [('{"ports":[{"target":8},{"target":8', b"}", False), ('{"ports":[{"target":8},{"target":8.0', b"}", False),
+             ('{"ports":[{"target":8},{"target":9', b"}", True), ('{"ports":[{"bind":{}},{"bind":{}', b"}", False),
+             ('{"ports":[{"bind":{}},{"bind":{', b"}", True)]
+    _check_closings(auto, smol_vocab.token_bytes, cases)
+    for before, _, ok in cases:
         if not ok:  # (another key goes on)
             m = auto.matcher()
             assert m.accept_tokens(smol_tokenizer.encode(before + ',"x-1":0}', add_special_tokens=False)), before
@@ -653,17 +654,13 @@ def test_closed_object_number_endings(smol_tokenizer, smol_vocab):
     only_n = {"type": "array", "uniqueItems": True, "items": items | {"properties": {"n": {"type": "integer"}}}}
     n_and_m = {"type": "array", "uniqueItems": True, "items": items}
     data = smol_vocab.token_bytes
-    for schema, before, token, ok in [
-            (only_n, '[{"n":1},{"n":1', b".", False), (only_n, '[{"n":1},{"n":1', b"0", True),
-            (only_n, '[{"n":1},{"n":1', b"}", False), (n_and_m, '[{"n":1},{"n":1', b".", True),
-            (n_and_m, '[{"n":1},{"n":1', b",", True), (n_and_m, '[{"n":1,"m":1},{"n":1,"m":', b"1", False),
-            (n_and_m, '[{"n":1,"m":1},{"n":1,"m":', b"0", True),
-            (n_and_m, '[{"n":1,"m":0},{"n":1,"m":0', b".", True),
-            (n_and_m, '[{"n":1,"m":0.5},{"n":1,"m":0.5', b"0", True),
-            (n_and_m, '[{"n":1,"m":0.5},{"n":1,"m":0.5', b"1", True),
-            (n_and_m, '[{"n":1,"m":0.5},{"n":1,"m":0.5', b"}", False)]:
-        auto = compile_json_schema(schema, smol_vocab)
-        assert _allowed_after(auto, data, before, token) == (ok, ok), (before, token)
+    _check_closings(compile_json_schema(only_n, smol_vocab), data, [
+        ('[{"n":1},{"n":1', b".", False), ('[{"n":1},{"n":1', b"0", True), ('[{"n":1},{"n":1', b"}", False)])
+    _check_closings(compile_json_schema(n_and_m, smol_vocab), data, [
+        ('[{"n":1},{"n":1', b".", True), ('[{"n":1},{"n":1', b",", True),
+        ('[{"n":1,"m":1},{"n":1,"m":', b"1", False), ('[{"n":1,"m":1},{"n":1,"m":', b"0", True),
+        ('[{"n":1,"m":0},{"n":1,"m":0', b".", True), ('[{"n":1,"m":0.5},{"n":1,"m":0.5', b"0", True),
+        ('[{"n":1,"m":0.5},{"n":1,"m":0.5', b"1", True), ('[{"n":1,"m":0.5},{"n":1,"m":0.5', b"}", False)])
 
 
 def test_list_repeat_closing(smol_tokenizer, smol_vocab):
