@@ -89,12 +89,14 @@ values (enum, const, boolean, null); for arrays of strings (set[str]; with maxLe
 pattern, format or enum too, where they allow at least 65536 strings; listed by an enum
 or const alone, any number of them, as many as minItems at least, or fewer than 65536
 strings of one pattern or length counted, in an array of one way), of lists of strings
-without maxItems, of objects that can always take another key with any value (an
-`^x-` patternProperties: compared by their values), of closed objects of at least
+or of any values without maxItems, of objects that can always take another key with any
+value (an `^x-` patternProperties, or undeclared keys allowed: compared by their
+values), of closed objects of at least
 65536 values (additionalProperties false all the way down: travis' {"secure": ...},
 citation's authors; an item may not end as an earlier one), of numbers or
 integers without bounds (set[int], set[float]; compared as values: 1 repeats 1.0), or
-of both, checked while decoding beside the automaton (fsm/json_unique.py: whether the
+of several of these, with true, false and null too (`{"uniqueItems": true}`: any
+values; a slot of literals only where its place is below their number), checked while decoding beside the automaton (fsm/json_unique.py: whether the
 array is unique must not hang on a not, contains, dependentSchemas, an anyOf/oneOf whose
 array branches disagree, or an if/then/else other than one whose `if` tests a key's
 value against a string const, which the tracker reads before the keys that come after
@@ -2000,8 +2002,9 @@ class _Compiler:
                             f"finite set of at most {MAX_UNIQUE_DOMAIN} values (enum, const, boolean, null), "
                             f"or are strings (any, listed by an enum, of at least {MIN_UNIQUE_DOMAIN} values, or "
                             "counted, in an array of one way), "
-                            "lists of strings, open objects, closed objects of at least that many values "
-                            "with nothing unique below, or numbers without bounds (any, or integers) in an "
+                            "lists of strings or of any values, open objects, closed objects of at least that "
+                            "many values with nothing unique below, or numbers without bounds (any, or "
+                            "integers), with true, false and null beside them, in an "
                             "array whose place every valid instance decides (fsm/json_unique.py)")
             elif dom is not None:
                 self._negated += 1

@@ -27,12 +27,13 @@ items:
   strings of fewer than MIN_UNIQUE_DOMAIN values (citation's languages, `^[a-z]{2,3}$`)
   are kept so too, N counted on their DFA, where the array has one way and its items
   are strings only;
-- *lists* of open strings (LISTS: arrays without maxItems whose items are open strings,
-  gitlab-ci's stages): from every point inside one there are endlessly many ways to
-  finish it (a longer string, one more), so only the `]` that closes a repeat is
-  refused;
+- *lists* of open strings or of any values (LISTS: arrays without maxItems whose items
+  are open strings, gitlab-ci's stages, or anything): from every point inside one there
+  are endlessly many ways to finish it (a longer string, one more), so only the `]` that
+  closes a repeat is refused;
 - *open objects* (OBJECTS: objects that can always take one more key of endlessly many,
-  with any value: compose's `^x-` extensions): the same, at the `}` that closes one.
+  with any value: compose's `^x-` extensions, or any undeclared key where no schema
+  closes them): the same, at the `}` that closes one.
   One with a uniqueItems below (compose's volume labels) is read with its frames, its
   bytes kept beside them (a ("c", bytes) stack entry). Lists and
   objects are compared as values (keys in any order, numbers by value, _value_key);
@@ -51,7 +52,13 @@ items:
   a new value, so nothing corners them;
 - integers without bounds (INTEGERS): once an integer's digits are all there ("0", or
   "5." in the automaton's universe, whose integers may be written 5.0) it can only end
-  as that value, so the tracker refuses those bytes where the value came before.
+  as that value, so the tracker refuses those bytes where the value came before;
+- *literals* (LITERALS: true, false, null, beside the kinds above, so `{"uniqueItems":
+  true}` over any values): a literal is its value from its first byte, which the
+  tracker refuses where it came before. That never corners an item that may be of an
+  endless kind too; an item of literals only (a prefix item) is checked where its
+  place is below their number (the second of two booleans: one is left), and an array
+  of literals only is a finite set, which the compiler keeps distinct.
 Numbers with bounds, multipleOf or an enum are refused: a finite or sparse set, which
 refusing repeats might corner.
 
@@ -115,8 +122,13 @@ NUMBERS, INTEGERS = 4, 8  # numbers without bounds: any, or integers only
 _NUMBER_KINDS = NUMBERS | INTEGERS
 LISTS, OBJECTS = 16, 32  # lists of open strings, open objects (module notes)
 CLOSED = 64  # closed objects (module notes)
+LITERALS = 128  # true, false and null (module notes)
 VALUE_MARK = b"\xfe"  # heads a list or object item's key (_value_key): no UTF-8 text has it
 _CONTAINERS = LISTS | OBJECTS | CLOSED
+_KEYED = _NUMBER_KINDS | _CONTAINERS | LITERALS  # items kept by their keys (_number_key, _value_key, _LITERAL_KEYS)
+_LITERAL_TYPES = frozenset(("boolean", "null"))
+_ANY_TYPES = frozenset(("string", "number", "array", "object")) | _LITERAL_TYPES
+_LITERAL_KEYS = {0x74: b"true", 0x66: b"false", 0x6E: b"null"}  # (a number's key is digits: never one of these)
 # bounded strings (maxLength, pattern, format, enum) are checked where they have at least
 # this many values: no array reaches that many items, so whatever items came before, a
 # new one can always be added; what the tracker checks is that the current item can
@@ -157,6 +169,8 @@ _VALUE_OK = _QUIET | frozenset(_STRING_KW + _NUMBER_KW + _ARRAY_KW) | _OBJECT_CL
     "enum", "const", "items", "prefixItems", "additionalItems"}
 # listed strings: enum or const, and keywords that say nothing of strings
 _LISTED_OK = _QUIET | frozenset(_ARRAY_KW + _NUMBER_KW + _OBJECT_KW) | {"type", "enum", "const"}
+# true, false and null, each of them: keywords that say nothing of them
+_LITERAL_OK = _QUIET | frozenset(_STRING_KW + _NUMBER_KW + _OBJECT_KW + _ARRAY_KW) | {"type"}
 # numbers without bounds (sure or maybe schemas alike: a bound says where the numbers are)
 _NUMBER_OK = _QUIET | frozenset(_ARRAY_KW + _STRING_KW + _OBJECT_KW) | {"type"}
 
@@ -186,18 +200,21 @@ class UniquePlan:
         self.limits = limits or {}
         self.start = ((), 0, 0, b"")
         self.numbers = any(row[0] == "a" and row[1] & _NUMBER_KINDS for row in frames)
+        self.literals = any(row[0] == "a" and row[1] & LITERALS for row in frames)
         self.containers = any(row[0] == "a" and row[1] & _CONTAINERS for row in frames)
 
     def feed(self, state: tuple, data: bytes):
         """The state after the bytes `data` (valid JSON text so far: the automaton
         checked it), or None if they close an item equal to an earlier one of its array
-        (or leave an integer item that can only end as one: "0", "5."; or begin an item
-        where every listed value came: `limits`).
+        (or leave an integer item that can only end as one: "0", "5."; or begin a
+        literal item, `t`, that came before; or begin an item where every listed value
+        came: `limits`).
 
         stack: the containers being read, ("o", frame, phase, child) (phase 0: a key
         next, 1: the key read, child its value's, 2: the value) or ("a", frame, index,
-        its string items so far as UTF-8 bytes, sorted, the keys of its number, list and
-        object items (a frozenset: _number_key, _value_key)), each None where not kept;
+        its string items so far as UTF-8 bytes, sorted, the keys of its number, list,
+        object and literal items (a frozenset: _number_key, _value_key, _LITERAL_KEYS)),
+        each None where not kept;
         dead: how many containers deep the output is below the last frame (nothing unique
         there); mode: 0 outside strings, 1 in a string read past, 2 in a key, 3 in a string
         item of a unique array, 4 in a number item, 5 in a list or object item, 6 in one
@@ -330,7 +347,7 @@ class UniquePlan:
                 else:
                     how = frames[fid][1]
                     stack.append(("a", fid, 0, () if how else None,
-                                  frozenset() if how & (_NUMBER_KINDS | _CONTAINERS) else None))
+                                  frozenset() if how & _KEYED else None))
             elif c in (0x7D, 0x5D):  # } ]
                 stack.pop()
                 if stack and stack[-1][0] == "c" and not _close_capture(stack, frames, starts, data[:i]):
@@ -353,6 +370,13 @@ class UniquePlan:
                 stack[-1] = ("o", top[1], 4 if top[2] == 3 else 2, top[3])
             elif (c == 0x2D or 0x30 <= c <= 0x39) and stack and stack[-1][0] == "a" and stack[-1][4] is not None:
                 mode, buf = 4, data[i - 1:i]  # (- or a digit: a number item begins)
+            elif c in _LITERAL_KEYS and stack and stack[-1][0] == "a" and stack[-1][4] is not None \
+                    and frames[stack[-1][1]][1] & LITERALS:  # (true, false, null: its first byte says which)
+                top = stack[-1]
+                key = _LITERAL_KEYS[c]
+                if key in top[4]:
+                    return None
+                stack[-1] = (*top[:4], top[4] | {key})
         if mode == 4 and (0x2E in buf or buf == b"0") and frames[stack[-1][1]][1] & INTEGERS \
                 and _number_key(buf) in stack[-1][4]:
             return None  # (an integer whose digits are all there: it can only end as this value)
@@ -904,8 +928,11 @@ class _Planner:
         ok = all(any(x.get("uniqueItems") is True for x in sure.values())  # (_MAYBE_ARRAY_OK has none)
                  and all(_only(x, _ARRAY_OK) for x in sure.values())
                  and all(_only(x, _MAYBE_ARRAY_OK) for x in maybe.values()) for sure, maybe in alts)
-        kinds = [self._item_kinds(w) for ways in slots for w in ways] if ok else [0]
+        kinds = [self._item_kinds(w, i) for i, ways in zip([*range(len(slots) - 1), None], slots)
+                 for w in ways] if ok else [0]
         how = 0 if 0 in kinds else functools.reduce(operator.or_, kinds, 0)
+        if all((t := self._types_of(w)) is not None and t <= _LITERAL_TYPES for ways in slots for w in ways):
+            how = 0  # (true, false and null only: a finite set, which the compiler keeps distinct)
         if how & NUMBERS and how & INTEGERS:  # (slots that disagree: "5." may end as 5 in one, 5.5 in another)
             how = 0
         if how & OBJECTS and how & CLOSED:  # (an open object's keys come in any order: its text is no normal one)
@@ -916,20 +943,32 @@ class _Planner:
         (self.checked if how else self.kept).update(uniques)
         return how
 
-    def _item_kinds(self, items: list) -> int:
-        """The flags of the kinds of items the schemas `items` allow: OPEN or BOUNDED
-        strings (module notes), NUMBERS or INTEGERS without bounds; 0 where some item
-        they allow is none of those."""
+    def _item_kinds(self, items: list, index: int | None) -> int:
+        """The flags of the kinds of items the schemas `items` allow at place `index`
+        of the array (None: after its prefix items): OPEN or BOUNDED strings (module
+        notes), NUMBERS or INTEGERS without bounds, LISTS, OBJECTS, CLOSED, LITERALS;
+        0 where some item they allow is none of those."""
         types = self._types_of(items)
-        if types is None or not types <= {"string", "number", "array", "object"}:
-            return 0
+        if types is None:  # (no type said: every kind must take whatever the schemas allow)
+            types = _ANY_TYPES
         if not types:  # (no item here, as after prefixItems with items: false)
             return OPEN
         how = 0
-        if "array" in types:
-            how = LISTS if self._lists_open(items) else 0
-            if not how:
+        if types & _LITERAL_TYPES:
+            # a literal is its value from its first byte on; refusing one that came never
+            # corners the item where it can be of an endless kind too, or where it is the
+            # index-th item and there are more literals than the index (an earlier item
+            # or two cannot take them all); only where no maybe schema may narrow them
+            if any(maybe or not all(_only(x, _LITERAL_OK) for x in sure.values())
+                   for t in types for sure, maybe in self._alternatives(items, t)):
                 return 0
+            if types <= _LITERAL_TYPES:
+                return LITERALS if index is not None and index < 2 * ("boolean" in types) + ("null" in types) else 0
+            how = LITERALS
+        if "array" in types:
+            if not self._lists_open(items):
+                return 0
+            how |= LISTS
         if "object" in types:
             if self._objects_open(items):
                 how |= OBJECTS
@@ -947,14 +986,17 @@ class _Planner:
         return how
 
     def _lists_open(self, items: list) -> bool:
-        """Whether every array the schemas `items` allow is a list of open strings: each
-        way of one holds, in sure schemas only, `items` whose strings are open and no
-        keyword that bounds the list (maxItems, prefixItems, contains, uniqueItems...)."""
+        """Whether every array the schemas `items` allow is a list of open strings or of
+        any values: each way of one holds, in sure schemas only, `items` whose strings
+        are open, or that take any value, and no keyword that bounds the list (maxItems,
+        prefixItems, contains, uniqueItems...)."""
         for sure, maybe in self._alternatives(items, "array"):
             if maybe or not all(_only(x, _LIST_OK) for x in sure.values()):
                 return False
             inner = [(x["items"], True) for x in sure.values() if "items" in x]
-            if not inner or not all(isinstance(x, dict) for x, _ in inner):
+            if all(_always(x) for x, _ in inner):
+                continue  # (lists of any values: from every point in one, endlessly many ways on)
+            if not all(isinstance(x, dict) for x, _ in inner):
                 return False
             types = None
             for x, _ in inner:
@@ -967,16 +1009,20 @@ class _Planner:
     def _objects_open(self, items: list) -> bool:
         """Whether every object the schemas `items` allow can always take one more key
         of endlessly many, with any value: each way of one holds, in sure schemas only,
-        a pattern of endlessly many keys, which every schema that closes its object
-        (additionalProperties) has too, all patterns taking any value, no keyword that
-        bounds the keys (maxProperties, propertyNames...). (One with a uniqueItems below
-        is read with its frames, its bytes kept: UniquePlan.capturing.)"""
+        no keyword that bounds the keys (maxProperties, propertyNames...), patterns that
+        take any value, and either no schema that closes its object (additionalProperties
+        absent, where the compiler allows undeclared keys, or taking any value) or a
+        pattern of endlessly many keys that every schema that closes it has too. (One
+        with a uniqueItems below is read with its frames, its bytes kept:
+        UniquePlan.capturing.)"""
         for sure, maybe in self._alternatives(items, "object"):
             if maybe or not all(_only(x, _OBJECT_OPEN_OK) for x in sure.values()):
                 return False
             pats = [_map(x, "patternProperties") for x in sure.values()]
             if not all(_always(v) for ps in pats for v in ps.values()):
                 return False
+            if not sure or self.comp.allow_extra and all(_always(x.get("additionalProperties", True)) for x in sure.values()):
+                continue  # (any key that none declares, with any value: no schema here, or none closes it)
             closing = [ps for x, ps in zip(sure.values(), pats) if not _always(x.get("additionalProperties", True))]
             if not any(all(p in ps for ps in closing) and self._endless(p) for ps in pats for p in ps):
                 return False

@@ -20,7 +20,7 @@ from bisect import bisect_left
 
 import numpy as np
 
-from .json_unique import BOUNDED, CLOSED, INTEGERS, MAX_VIABLE_STEPS, VALUE_MARK, _number_key
+from .json_unique import BOUNDED, CLOSED, INTEGERS, LITERALS, MAX_VIABLE_STEPS, VALUE_MARK, _number_key
 from .matcher import Matcher
 
 _NUMBER_BYTES = frozenset(b"0123456789.eE+-")  # (json_unique._NUMBER_STOP's complement)
@@ -105,6 +105,30 @@ class NumberTokens:
         self.closing = {h: np.array(v, dtype=np.int64) for h, v in closing.items()}
         self.dotted = {h: np.array(v, dtype=np.int64) for h, v in dotted.items()}
         self.later, self.runs, self.quoted_runs = (np.array(v, dtype=np.int64) for v in (later, runs, quoted))
+
+
+class LiteralTokens:
+    """The vocabulary's tokens where a literal item (true, false, null: json_unique.
+    LITERALS) may begin: `heads`, those that begin with one (after whitespace and a
+    comma, maybe: between items); `after`, those with one after a comma (they may end
+    an item and begin one); `quoted_after`, those with one after a comma after their
+    first quote (from inside a string, only they reach one)."""
+
+    def __init__(self, token_bytes):
+        head = re.compile(rb"\A[ \t\n\r]*(?:,[ \t\n\r]*)?[tfn]")
+        after = re.compile(rb",[ \t\n\r]*[tfn]")
+        heads, afters, quoted = [], [], []
+        for t, b in enumerate(token_bytes):
+            if not b:
+                continue
+            if head.match(b):
+                heads.append(t)
+            if after.search(b):
+                afters.append(t)
+                if 0x22 in b and after.search(b, b.index(0x22)):
+                    quoted.append(t)
+        self.after, self.quoted_after = np.array(afters, dtype=np.int64), np.array(quoted, dtype=np.int64)
+        self.heads = np.union1d(np.array(heads, dtype=np.int64), self.after)  # (between items: either)
 
 
 def _index_of(vocab, kind):
@@ -192,7 +216,7 @@ def _has(items: tuple, x: bytes) -> bool:
 class UniqueMatcher(Matcher):
     """Matcher over an automaton with a `unique` plan; the same contract."""
 
-    __slots__ = ("plan", "track", "_tracks", "_quotes", "_numbers")
+    __slots__ = ("plan", "track", "_tracks", "_quotes", "_numbers", "_literals")
 
     def __init__(self, automaton):
         super().__init__(automaton)
@@ -201,6 +225,7 @@ class UniqueMatcher(Matcher):
         self._tracks: list = []
         self._quotes = _index_of(automaton.vocab, QuoteTokens)
         self._numbers = _index_of(automaton.vocab, NumberTokens) if self.plan.numbers else None
+        self._literals = _index_of(automaton.vocab, LiteralTokens) if self.plan.literals else None
 
     def accept_token(self, token_id: int) -> bool:
         bounded = self._bounded()
@@ -282,6 +307,8 @@ class UniqueMatcher(Matcher):
             ids = [*ids, *more]
             for t in repeats:
                 _drop(words, t)
+        if self._literals is not None:
+            ids = [*ids, *self._literal_candidates(words)]
         if not ids:
             return
         a, feed, track = self.automaton, self.plan.feed, self.track
@@ -365,6 +392,21 @@ class UniqueMatcher(Matcher):
             inside = mode & 7 in (3, 6)
         return self._allowed_among("quoted_closers" if inside else "closers",
                                    self._quotes.quoted_closers if inside else self._quotes.closers, words)
+
+    def _literal_candidates(self, words: np.ndarray) -> list:
+        """The tokens `words` allows that may begin a literal item (true, false, null)
+        of a unique array that keeps them (json_unique.LITERALS): from between its
+        items, those that begin one or have one after a comma; from inside a string,
+        those with one after a quote and a comma; from elsewhere below it, those with
+        one after a comma (LiteralTokens)."""
+        stack, dead, mode, _ = self.track
+        frames = self.plan.frames
+        if not any(e[0] == "a" and e[4] is not None and frames[e[1]][1] & LITERALS for e in stack):
+            return []
+        mode &= 7
+        key = ("quoted_after" if mode in (1, 2, 3, 6, 7) else
+               "heads" if mode == 0 and not dead and stack[-1][0] == "a" else "after")
+        return self._allowed_among(("literal", key), getattr(self._literals, key), words)
 
     def _number_candidates(self, words: np.ndarray) -> tuple[list, list]:
         """(tokens `words` allows that may close a repeated number item, or leave an

@@ -125,6 +125,13 @@ VOLUMES = {"type": "object", "properties": {"volumes": {"type": "array", "unique
                                                           {"type": "object", "additionalProperties": {"type": "string"}},
                                                           {"type": "array", "items": {"type": "string"},
                                                            "uniqueItems": True}]}}}}}]}}}}
+# any values (the test suite's uniqueItems): literals by their first byte, lists and
+# objects whole, as values; two booleans first, then anything; literals beside strings
+ANY = {"uniqueItems": True}
+FLAGS_FIRST = {"prefixItems": [{"type": "boolean"}, {"type": "boolean"}], "uniqueItems": True}
+MIXED = {"type": "array", "items": {"type": ["boolean", "string", "null"]}, "uniqueItems": True}
+OPEN_ITEMS = {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "integer"}}},
+              "uniqueItems": True}
 XCODE = {"type": "object", "properties": {"osx": {"oneOf": [{"$ref": "#/$defs/v"}, {
     "type": "array", "items": {"$ref": "#/$defs/v"}, "uniqueItems": True, "minItems": 1}]}},
     "$defs": {"v": {"enum": XCODES}}}
@@ -203,6 +210,13 @@ def valid(schema, inst) -> bool:
                    [{"tag": ["x"], "options": ["a", "a"]}], [{"id": "abcdef"}]]),
     (PAIRS, [[{"s": "a", "n": 1}, {"s": "a", "n": 1}], [{"s": "a", "n": 1}, {"s": "a", "n": 2}],
              [{"s": "", "n": 0}, {"s": "", "n": 0}], [{"s": "é", "n": 0}, {"s": "e", "n": 0}]]),
+    (ANY, [[True, False, None, 0, "", [], {}], [True, True], [False, 0], [1, True], [None, "null", None],
+           [[True], [True]], [[1], [1.0]], [{"a": [1, 2]}, {"a": [1, 2]}], [{"a": 1, "b": 2}, {"b": 2, "a": 1}],
+           [[], {}], [{}, {}], "x", 5, {"a": [1, 1]}, [[["a"]], [["a"]]], [["a", True], ["a", "true"]],
+           [False, [False], {"f": False}, "false", False]]),
+    (FLAGS_FIRST, [[True, False], [True, True], [False, True, 1, "a"], [True, False, True], [True, False, [], []]]),
+    (MIXED, [[True, "true", None, "null"], [True, "a", True], [None, None], ["", False, ""]]),
+    (OPEN_ITEMS, [[{"a": 1}, {"a": 1}], [{"a": 1}, {"a": 1, "b": True}], [{"b": [1]}, {"b": [1.0]}], [{}, {}]]),
     (AUTHORS, [[{"family": "x", "age": 1}, {"family": "x", "age": 1}], [{"family": "x"}, {"name": "x"}],
                [{"name": "x", "tags": [{"k": True}]}, {"name": "x", "tags": [{"k": True}]}],
                [{"name": "x", "tags": [{"k": True}]}, {"name": "x", "tags": [{"k": False}]}],
@@ -263,8 +277,8 @@ def _frozen(v):
 def _items(text: str, unique_at, unfinished=None):
     """The finished string, number and list items of the arrays at paths where
     `unique_at(path)`, in a JSON text cut anywhere (recursive descent: independent of
-    the tracker's machine), as ("s", the string), ("n", the Decimal) or ("v", a list
-    or object: _frozen); `unfinished` (a
+    the tracker's machine), as ("s", the string), ("n", the Decimal) or ("v", a list,
+    an object or a literal, which its first character finishes: _frozen); `unfinished` (a
     list) gets (the items before, the raw text, "s" or "n") of an item cut short, or
     (the items before, "", ",") where the text ends after a comma."""
     out, i = [], 0
@@ -362,6 +376,10 @@ def _items(text: str, unique_at, unfinished=None):
                         unfinished.append((list(seen), text[at:], "o"))
                     # (the unique arrays inside it: compose's volume labels)
                     out.extend(_items(text[at:i], lambda p, k=k: unique_at(path + (k,) + p), unfinished))
+                elif seen is not None and text[i] in "tfn":  # (a literal: its first character says which)
+                    seen.append(("v", _frozen({"t": True, "f": False, "n": None}[text[i]])))
+                    while i < len(text) and text[i].isalpha():
+                        i += 1
                 elif seen is not None and text[i] in "-0123456789":
                     j = re.compile(r"[0-9.eE+-]*").match(text, i).end()
                     if j < len(text):
@@ -577,6 +595,32 @@ def test_object_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab):
     an earlier one (as values: keys in any order, numbers by value) are dropped, and only
     those."""
     _check_walks(smol_tokenizer, smol_vocab, SPEC, lambda p: p == ("ports",), '{"ports":[{"name":"a"},')
+
+
+@pytest.mark.parametrize("schema, start, whitespace", [
+    (ANY, "[true,", "compact"),
+    (ANY, "[null, [1], ", "flexible"),
+    (FLAGS_FIRST, "[false,", "compact"),
+    (MIXED, "[", "compact"),
+])
+def test_literal_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schema, start, whitespace):
+    """Any values as items: the tokens that begin a literal that came before (true,
+    false, null), or close a list, an object, a string or a number equal to an earlier
+    one, are dropped, and only those."""
+    _check_walks(smol_tokenizer, smol_vocab, schema, lambda p: p == (), start, whitespace=whitespace, numbers="number")
+
+
+def test_literal_repeat_beginning(smol_tokenizer, smol_vocab):
+    """A literal that came is refused at its first byte, from between items and with a
+    comma; the others stay; the second of two booleans can only be the other one."""
+    data = smol_vocab.token_bytes
+    auto = compile_json_schema(ANY, smol_vocab)
+    _check_closings(auto, data, [("[true,", b"t", False), ("[true,", b"true", False), ("[true,", b"f", True),
+                                 ('[null,"a"', b",", True), ("[null,1", b"0", True), ("[null,[null", b"]", True),
+                                 ("[null,[null],[null", b"]", False), ("[null,false,true,", b"n", False),
+                                 ("[null,false,true,", b"[", True)])
+    _check_closings(compile_json_schema(FLAGS_FIRST, smol_vocab), data, [("[true,", b"t", False),
+                                                                          ("[true,", b"f", True)])
 
 
 def _allowed_after(auto, data, before: str, token: bytes) -> tuple[bool, bool]:
@@ -814,7 +858,9 @@ def test_mask_after_a_backslash(smol_vocab):
     {"type": "array", "items": {"type": "string", "pattern": "^[ab]$"}, "uniqueItems": True, "minItems": 3},
     {"type": "array", "items": {"anyOf": [{"type": "string", "pattern": "^[ab]$"}, {"type": "string", "maxLength": 0}]},
      "uniqueItems": True},  # (a union of few strings: not counted)
-    {"type": "array", "items": {"type": ["string", "boolean"]}, "uniqueItems": True},
+    # literals that a maybe schema may narrow; a third boolean (the first two may take both)
+    {"type": "array", "items": {"type": ["string", "boolean"], "not": {"const": "a"}}, "uniqueItems": True},
+    {"type": "array", "prefixItems": [{"type": "boolean"}] * 3, "uniqueItems": True},
     {"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True},  # (bounds: maybe cornered)
     {"type": "array", "items": {"type": "number", "multipleOf": 0.5}, "uniqueItems": True},
     {"type": "array", "items": {"enum": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]}, "uniqueItems": True},
