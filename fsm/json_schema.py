@@ -485,6 +485,7 @@ class _Compiler:
         self.ptr_of: dict[int, str] = {}
         self.key_order: list[str] = []
         self._key_set: set = set()
+        self._refs: list[dict] = []  # the schemas with a $ref, as _index met them
         self._index(root, "", "#")
         for uri, doc in (documents or {}).items():  # other documents that $ref reaches
             base, frag = urldefrag(uri) if isinstance(uri, str) else ("", "")
@@ -493,6 +494,7 @@ class _Compiler:
                                   "no other document has", "documents")
             self.resources[base] = doc = load_schema(doc)
             self._index(doc, base, f"{base}#")
+        self._index_targets()
         # > 0 while compiling below a schema that meets (_meets): objects slot every known
         # key there; 1 from the start: everywhere (_MixedOrders)
         self._meeting = int(all_meet)
@@ -575,6 +577,8 @@ class _Compiler:
         self._unevaluated = self._unevaluated or "unevaluatedProperties" in node or "unevaluatedItems" in node
         if node.get("uniqueItems") is True:
             self._uniques.append(node)
+        if isinstance(node.get("$ref"), str):
+            self._refs.append(node)
         for k in ("properties",):
             if isinstance(node.get(k), dict):
                 for name in node[k]:
@@ -611,32 +615,47 @@ class _Compiler:
                 for i, s in enumerate(node[k]):
                     self._index(s, base, f"{ptr}/{k}/{i}")
 
-    def _resolve(self, node: dict, ref: str):
+    def _index_targets(self) -> None:
+        """Index the schemas that $refs point to through places _index does not walk
+        (travis' `#/definitions/notificationObject/slack`: under a key that is no
+        keyword), and those their own $refs reach, before the key order is read: an
+        object's keys have their places there (compiling reads them). References that
+        point nowhere are left to _resolve, which names them where the output meets them."""
+        k = 0
+        while k < len(self._refs):
+            node = self._refs[k]
+            k += 1
+            res, uri, frag = self._ref_document(node, node["$ref"])
+            if res is not None and frag.startswith("/"):
+                cur = _pointer(res, frag)
+                if isinstance(cur, dict) and id(cur) not in self.base_of:
+                    self._index(cur, self.base_of.get(id(res), uri), "#" + frag)
+
+    def _ref_document(self, node: dict, ref: str) -> tuple:
+        """(the document or resource that `ref` at `node` points into, or None; its URI;
+        the fragment)."""
         base = self.base_of.get(id(node), "")
-        target = _join(base, ref)
-        uri, frag = urldefrag(target)
+        uri, frag = urldefrag(_join(base, ref))
         res = self.resources.get(uri)
         if res is None and uri == "" and base == "":
             res = self.root
+        return res, uri, frag
+
+    def _resolve(self, node: dict, ref: str):
+        res, uri, frag = self._ref_document(node, ref)
         if res is None:  # (another document: lenient mode takes it as any value, once)
             if (id(node), ref) not in self._unresolved:
                 self._unresolved.add((id(node), ref))
                 self.refuse(node, "$ref", f"cannot resolve reference {ref!r} (another document: pass it "
-                            f"as documents={{{urldefrag(target)[0]!r}: schema}})")
+                            f"as documents={{{uri!r}: schema}})")
             return True
         if not frag:
             self._ref_targets.add(id(res))
             return res
         if frag.startswith("/"):
-            cur = res
-            for part in frag[1:].split("/"):
-                part = unquote(part).replace("~1", "/").replace("~0", "~")
-                if isinstance(cur, dict) and part in cur:
-                    cur = cur[part]
-                elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
-                    cur = cur[int(part)]
-                else:
-                    raise SchemaError(f"reference {ref!r} points nowhere", "$ref", self.ptr(node))
+            cur = _pointer(res, frag)
+            if cur is _NOWHERE:
+                raise SchemaError(f"reference {ref!r} points nowhere", "$ref", self.ptr(node))
             if isinstance(cur, dict) and id(cur) not in self.base_of:
                 self._index(cur, self.base_of.get(id(res), uri), "#" + frag)
             self._ref_targets.add(id(cur))
@@ -2051,6 +2070,23 @@ def _join(base: str, ref: str) -> str:
     return joined
 
 
+_NOWHERE = object()  # (_pointer: no such place)
+
+
+def _pointer(doc, frag: str):
+    """The value at JSON pointer `frag` ("/a/0/b~1c") in `doc`, or _NOWHERE."""
+    cur = doc
+    for part in frag[1:].split("/"):
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            return _NOWHERE
+    return cur
+
+
 # (depth, (whitespace, max_whitespace)) -> TermBuilder.export program of the cheap
 # universe `_Compiler.any` builds (the values of free positions: every schema that
 # allows extra properties needs one ~20 levels deep)
@@ -2075,7 +2111,13 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
         options = dict(options, documents={u: load_schema(d) for u, d in options["documents"].items()})
     with paused_gc():
         comp = _Compiler(root, tb, **options)
-        unique = plan_unique_items(comp, lambda: _Compiler(root, tb, **options))
+
+        def make_compiler(edit=None):  # (the planner's helpers: this schema, or a copy edit makes)
+            if edit is None:
+                return _Compiler(root, tb, **options)
+            r, docs = edit(root, options.get("documents"))
+            return _Compiler(r, tb, **(dict(options, documents=docs) if "documents" in options else options))
+        unique = plan_unique_items(comp, make_compiler)
         if unique is not None:  # (those uniqueItems are checked beside the automaton; vacuous anyOfs go)
             root, docs = without_unique_items(root, options.get("documents"), *unique[1:])
             options = dict(options, documents=docs) if "documents" in options else options

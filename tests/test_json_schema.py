@@ -1296,6 +1296,29 @@ def test_refs_and_recursion():
     assert not acc('{"v":1,"kids":[{"v":2,"kids":[{"v":3,"kids":[{"v":4,"kids":[{"v":5}]}]}]}]}')
 
 
+@pytest.mark.parametrize("instance", [
+    {}, {"room": {"on": "always", "rooms": ["a:b"]}}, {"room": {"rooms": []}}, {"room": {"on": "x"}},
+    {"room": {"other": 1}}, {"room": {"on": "never"}, "tag": {"name": "x"}}, {"tag": {"name": 1}},
+    {"deep": {"to": {"on": "always"}}}, {"deep": {"to": {"on": 5}}}])
+def test_refs_into_places_that_are_no_keyword(instance):
+    """A JSON pointer may reach a schema under a key that is no keyword (travis'
+    `#/definitions/notificationObject/slack`): its object keys count as any other
+    schema's (they were missing from the key order, so such an object took `{}` only)."""
+    schema = {"definitions": {"notification": {"slack": {
+        "type": "object", "additionalProperties": False, "properties": {
+            "on": {"enum": ["always", "never"]}, "rooms": {"type": "array", "items": {"type": "string"}}}}}},
+        "x-tags": {"tag": {"type": "object", "properties": {"name": {"type": "string"}}, "additionalProperties": False}},
+        "type": "object", "additionalProperties": False, "properties": {
+            "room": {"$ref": "#/definitions/notification/slack"}, "tag": {"$ref": "#/x-tags/tag"},
+            "deep": {"type": "object", "properties": {"to": {"$ref": "#/x-tags/chain"}}}}}
+    schema["x-tags"]["chain"] = {"$ref": "#/definitions/notification/slack"}  # (a target found through another)
+    cs = schema_to_term(schema)
+    for whitespace in ("compact", "flexible"):
+        cs = schema_to_term(schema, whitespace=whitespace)
+        text = canonical_json(instance, cs.key_order, indent=None if whitespace == "compact" else 1)
+        assert cs.accepts(text) == valid(schema, instance), text
+
+
 def test_refs_to_other_documents_match_jsonschema(smol_vocab):
     """$ref into documents the user passes (documents={uri: schema}): relative and
     absolute URIs, references relative to a document's own URI, from one document into
