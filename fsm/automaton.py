@@ -79,7 +79,8 @@ class TokenAutomaton:
         self._needs: dict[tuple, dict] = {}  # (A id, R id) -> {token: _need(A, R, token)}
         # what this automaton's matchers share across requests, by table name (UniqueMatcher:
         # the candidate tokens a state's mask allows, number heads, viability, echoes)
-        self.matcher_memo: dict[str, dict] = {"allowed": {}, "heads": {}, "viable": {}, "echoes": {}}
+        self.matcher_memo: dict[str, dict] = {"allowed": {}, "heads": {}, "viable": {}, "echoes": {},
+                                             "viable_capture": {}}
         self.walker = TrieWalker(self.dfa, vocab.trie, remember=False)
         self._lock = threading.RLock()
 

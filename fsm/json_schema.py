@@ -93,7 +93,8 @@ or of any values without maxItems, of objects that can always take another key w
 value (an `^x-` patternProperties, or undeclared keys allowed: compared by their
 values), of closed objects of at least
 65536 values (additionalProperties false all the way down: travis' {"secure": ...},
-citation's authors; an item may not end as an earlier one), of numbers or
+citation's authors; an item may not end as an earlier one; with unique arrays below
+whose items hold none: travis' notifications, citation's references), of numbers or
 integers without bounds (set[int], set[float]; compared as values: 1 repeats 1.0), or
 of several of these, with true, false and null too (`{"uniqueItems": true}`: any
 values; a slot of literals only where its place is below their number), checked while decoding beside the automaton (fsm/json_unique.py: whether the
@@ -2022,7 +2023,7 @@ class _Compiler:
                             f"or are strings (any, listed by an enum, of at least {MIN_UNIQUE_DOMAIN} values, or "
                             "counted, in an array of one way), "
                             "lists of strings or of any values, open objects, closed objects of at least that "
-                            "many values with nothing unique below, or numbers without bounds (any, or "
+                            "many values (whose unique arrays below hold none), or numbers without bounds (any, or "
                             "integers), with true, false and null beside them, in an "
                             "array whose place every valid instance decides (fsm/json_unique.py)")
             elif dom is not None:
@@ -2112,9 +2113,7 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
     with paused_gc():
         comp = _Compiler(root, tb, **options)
 
-        def make_compiler(edit=None):  # (the planner's helpers: this schema, or a copy edit makes)
-            if edit is None:
-                return _Compiler(root, tb, **options)
+        def make_compiler(edit):  # (the planner's helper: of a copy that edit makes)
             r, docs = edit(root, options.get("documents"))
             return _Compiler(r, tb, **(dict(options, documents=docs) if "documents" in options else options))
         unique = plan_unique_items(comp, make_compiler)

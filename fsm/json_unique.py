@@ -38,7 +38,7 @@ items:
   bytes kept beside them (a ("c", bytes) stack entry). Lists and
   objects are compared as values (keys in any order, numbers by value, _value_key);
 - *closed objects* (CLOSED: additionalProperties false and no patternProperties, in
-  every way, the objects below too, nothing below holding a uniqueItems; at least
+  every way, the objects below too; at least
   MIN_UNIQUE_DOMAIN values, counted on their DFA of normal texts: travis' {"secure":
   ...}, citation's authors): bounded strings' way, on the item's *normal text*
   (_normal_text). Their keys are declared ones, which the automaton writes in the key
@@ -47,7 +47,15 @@ items:
   `0` or `.` until it is known to be no digit of its value). The matcher refuses the
   tokens after which the item can only end as an earlier one (a walk along the earlier
   items' normal rests); the candidates are the tokens that follow a rest up to where
-  the output may write what the normal text does not show (UniqueMatcher._sync_tokens);
+  the output may write what the normal text does not show (UniqueMatcher._sync_tokens).
+  One with unique arrays below (travis' notifications and their rooms, citation's
+  references and their authors) is read with its frames, its bytes kept (a ("c",
+  bytes) stack entry), where those arrays' items hold none (one such level); it is
+  counted with those arrays of one item at most (_one_item: no value counted repeats
+  an item there, so the count is a lower bound). The matcher walks both levels: the
+  object's along its normal rests, in which the tracker refuses the bytes that repeat
+  an item below, and where that walk leaves every rest, the item below must still be
+  able to end as a new value (ends_new's `capture`);
 - numbers without bounds (NUMBERS): from every prefix of one, appending a digit makes
   a new value, so nothing corners them;
 - integers without bounds (INTEGERS): once an integer's digits are all there ("0", or
@@ -201,6 +209,9 @@ class UniquePlan:
         self.start = ((), 0, 0, b"")
         self.numbers = any(row[0] == "a" and row[1] & _NUMBER_KINDS for row in frames)
         self.literals = any(row[0] == "a" and row[1] & LITERALS for row in frames)
+        # closed object items read with their frames (a unique array below): two levels to walk
+        self.captures = any(row[0] == "a" and row[1] & CLOSED and any(c[0] >= 0 for c in (*row[2], row[3]))
+                            for row in frames)
         self.containers = any(row[0] == "a" and row[1] & _CONTAINERS for row in frames)
 
     def feed(self, state: tuple, data: bytes):
@@ -446,6 +457,33 @@ class UniquePlan:
             return None, seen
         return text.encode("utf-8", "surrogatepass") + buf[cut:], seen
 
+    def capture_prefix(self, state: tuple):
+        """Where `state` is inside a closed object item read with its frames (CLOSED,
+        with a unique array below: the stack's last ("c", bytes) entry is one): (VALUE_MARK
+        + its normal text so far, the items so far); otherwise None."""
+        stack = state[0]
+        for j in range(len(stack) - 1, 0, -1):
+            if stack[j][0] == "c":
+                arr = stack[j - 1]
+                return (VALUE_MARK + _normal_text(stack[j][1])[0], arr[3]) if self.frames[arr[1]][1] & CLOSED else None
+        return None
+
+    @staticmethod
+    def capture_held(state: tuple) -> bytes:
+        """held(), for the closed object item read with its frames that `state` is in."""
+        stack = state[0]
+        for j in range(len(stack) - 1, 0, -1):
+            if stack[j][0] == "c":
+                return _normal_text(stack[j][1])[1]
+        return b""
+
+    def in_bounded(self, state: tuple) -> bool:
+        """Whether `state` is in a unique array that may hold bounded strings or closed
+        objects (BOUNDED, CLOSED: an item may be cornered, UniqueMatcher._viable)."""
+        stack, dead = state[0], state[1]
+        return (not dead and bool(stack) and stack[-1][0] == "a" and stack[-1][3] is not None
+                and bool(self.frames[stack[-1][1]][1] & (BOUNDED | CLOSED)))
+
     @staticmethod
     def held(state: tuple) -> bytes:
         """In an object item, the bytes its normal text does not show yet: a number's
@@ -554,6 +592,7 @@ def _number_key(text: bytes) -> bytes:
     return b"0" if text == b"-0" else text
 
 
+@functools.lru_cache(maxsize=4096)  # (a walk in a captured item asks it of the same bytes again)
 def _normal_text(buf: bytes) -> tuple[bytes, bytes]:
     """(The normal text of an object item's bytes so far, the bytes it holds back): the
     bytes without whitespace outside strings, each number as _number_key writes it,
@@ -600,8 +639,9 @@ def unique_plan_of(schema, **options) -> UniquePlan | None:
 def plan_unique_items(comp, make_compiler=None) -> tuple[UniquePlan | None, set, set] | None:
     """(the plan or None where it checks nothing, ids of the uniqueItems schemas it
     checks, ids of the schemas whose anyOf it reads as absent: _Planner.vacuous) for the
-    schema `comp` indexed, or None where there are neither. `make_compiler()` makes another compiler of
-    the same schema, to count bounded strings with (None: only open strings)."""
+    schema `comp` indexed, or None where there are neither. `make_compiler(edit)` makes another
+    compiler, of the copies of the schema and its documents that `edit(root, documents)` returns,
+    to count bounded strings and closed objects with (None: only open strings)."""
     if not comp._uniques or comp._dynamic:  # ($dynamicRef copies are made per compiler)
         return None
     try:
@@ -614,15 +654,30 @@ def without_unique_items(root, documents: dict | None, covered: set, vacuous: se
     """Copies of the root schema and the documents with the uniqueItems of the schemas
     whose ids are in `covered` removed, and the anyOf of those in `vacuous` (which the
     plan read as absent: the compiler must not meet a uniqueItems it left there)."""
+    def edit(node: dict, kw: str) -> None:
+        node.pop(kw, None)
+    return _edited(root, documents, [(i, edit, kw) for ids, kw in ((covered, "uniqueItems"), (vacuous, "anyOf"))
+                                     for i in ids])[:2]
+
+
+def _edited(root, documents: dict | None, edits: list) -> tuple:
+    """(copies of the root schema and the documents, {id of a schema: its copy}), each
+    (id, function, argument) of `edits` applied to the copy of the schema with that id."""
     docs = dict(documents or {})
     memo: dict = {}
     new_root, new_docs = copy.deepcopy((root, docs), memo)
-    for ids, kw in ((covered, "uniqueItems"), (vacuous, "anyOf")):
-        for i in ids:
-            node = memo.get(i)
-            if isinstance(node, dict):
-                node.pop(kw, None)
-    return new_root, new_docs
+    for i, fn, arg in edits:
+        node = memo.get(i)
+        if isinstance(node, dict):
+            fn(node, arg)
+    return new_root, new_docs, memo
+
+
+def _one_item(node: dict, _=None) -> None:
+    """A unique array of at most one item (unique whatever it holds: _Planner's counts)."""
+    node.pop("uniqueItems", None)
+    hi = node.get("maxItems")
+    node["maxItems"] = 1 if not isinstance(hi, int) or hi > 1 else hi
 
 
 class _TooManyFrames(Exception):
@@ -635,6 +690,7 @@ class _TooManyWays(Exception):
 
 class _Planner:
     def __init__(self, comp, make_compiler=None):
+        # (a compiler of a copy of the schema with unique arrays of one item, {id: copy}: _domain_size)
         self.comp, self.make_compiler, self.helper = comp, make_compiler, None
         self.frames: list = []
         self.index: dict = {}
@@ -1033,9 +1089,11 @@ class _Planner:
         numbers' trailing zeros and whitespace, which the tracker's normal text drops:
         _normal_text) and are at least MIN_UNIQUE_DOMAIN values: each way of one holds,
         in sure schemas only, additionalProperties false (its keys are declared ones,
-        which come in the key order) and no patternProperties, the objects below are so
-        too (_closed_below), and nothing below can reach a uniqueItems (the tracker
-        reads the item whole)."""
+        which come in the key order) and no patternProperties, and the objects below are
+        so too (_closed_below). One with a unique array below (travis' notifications,
+        citation's references) is read with its frames, its bytes kept (the matcher walks
+        both levels: UniqueMatcher._viable_capture), and counted with those arrays of one
+        item at most (_one_item: fewer values, none repeating an item)."""
         if self.make_compiler is None or not self._closed_below(items, set()):
             return False
         # (by the schemas of its ways: the arrays of one kind of object, citation's authors
@@ -1047,16 +1105,18 @@ class _Planner:
             self.domains[key] = self._domain_size([s for s, is_sure in items if is_sure], "object")
         return self.domains[key] >= MIN_UNIQUE_DOMAIN
 
-    def _closed_below(self, items: list, met: set) -> bool:
+    def _closed_below(self, items: list, met: set, inner: bool = False) -> bool:
         """Whether every object that a value of the schemas `items` is or holds is
         closed (additionalProperties false, no patternProperties, in every way, in sure
-        schemas only), with no subschema that reaches a uniqueItems. `met`: the schema
-        lists under way (a cycle holds what the rest of it holds)."""
-        key = tuple(sorted(id(s) for s, _ in items))
+        schemas only), and no unique array below holds items that reach a uniqueItems
+        (they would be read with their frames too: one level only); `inner`: the schemas
+        are such items. `met`: the schema lists under way (a cycle holds what the rest of
+        it holds)."""
+        key = (inner, *sorted(id(s) for s, _ in items))
         if key in met:
             return True
         met.add(key)
-        if any(isinstance(s, dict) and id(s) in self.reaches for s, _ in items):
+        if inner and any(isinstance(s, dict) and id(s) in self.reaches for s, _ in items):
             return False
         types = self._types_of(items)
         if types is None or "object" in types:
@@ -1068,7 +1128,7 @@ class _Planner:
                 names = {k for x in sure.values() for k in _map(x, "properties")}
                 for k in names:
                     if not self._closed_below([(x["properties"][k], True) for x in sure.values()
-                                               if k in _map(x, "properties")], met):
+                                               if k in _map(x, "properties")], met, inner):
                         return False
         if types is None or "array" in types:
             for sure, maybe in self._alternatives(items, "array"):
@@ -1076,8 +1136,9 @@ class _Planner:
                     return False
                 ways = _pairs(sure, maybe)
                 longest = max((len(p) for x, _ in ways if (p := _prefix(x)[0])), default=0)
+                unique = inner or any(x.get("uniqueItems") is True for x, _ in ways)
                 for i in [*range(longest), None]:
-                    if not self._closed_below([(u, True) for u, _ in self._item_schemas(ways, i)], met):
+                    if not self._closed_below([(u, True) for u, _ in self._item_schemas(ways, i)], met, unique):
                         return False
         return True
 
@@ -1175,15 +1236,27 @@ class _Planner:
         MIN_UNIQUE_DOMAIN: by lengths first (a name pattern passes the bound within a
         few characters), then, past DOMAIN_LEVELS lengths, over the whole DFA (a cycle:
         endless); 0 where the DFA has more than MAX_DOMAIN_STATES states or a schema is
-        refused; an enum's length where it lists fewer. Remembered per schemas."""
+        refused; an enum's length where it lists fewer. The terms are built by a
+        compiler of their own, of a copy of the schema
+        whose unique arrays hold one item at most (_one_item: where an item holds some,
+        no value counted repeats an item there, so the count is a lower bound; elsewhere
+        the copy is the schema). Remembered per schemas."""
         key = (kind, *(id(x) for x in schemas))
         listed = [len(v) for x in schemas if (v := self.comp._listed_values(x)) is not None]
         if listed and min(listed) < MIN_UNIQUE_DOMAIN:  # (an enum: no more strings than it lists)
             return min(listed)
         if key not in self.domains:
-            if self.helper is None:
-                self.helper = self.make_compiler()  # (terms are built by a compiler of their own)
-            comp = self.helper
+            if self.helper is None:  # ({id: copy} maps the schemas)
+                copies: dict = {}
+                edits = [(id(u), _one_item, None) for u in self.comp._uniques]
+
+                def edit(root, docs):
+                    new_root, new_docs, memo = _edited(root, docs, edits)
+                    copies.update(memo)
+                    return new_root, new_docs
+                self.helper = (self.make_compiler(edit), copies)
+            comp, copies = self.helper
+            schemas = [copies.get(id(x), x) for x in schemas]
             try:
                 tb = comp.tb
                 texts = [comp.st.quoted(comp.st.any_chars)] if kind == "string" else [

@@ -20,7 +20,7 @@ from bisect import bisect_left
 
 import numpy as np
 
-from .json_unique import BOUNDED, CLOSED, INTEGERS, LITERALS, MAX_VIABLE_STEPS, VALUE_MARK, _number_key
+from .json_unique import INTEGERS, LITERALS, MAX_VIABLE_STEPS, VALUE_MARK, _number_key
 from .matcher import Matcher
 
 _NUMBER_BYTES = frozenset(b"0123456789.eE+-")  # (json_unique._NUMBER_STOP's complement)
@@ -170,7 +170,7 @@ def _rests(items: tuple, done: bytes) -> tuple:
     return tuple(x[len(done):] for x in items[lo:hi])
 
 
-def ends_new(dfa, plan, state: int, track: tuple) -> bool:
+def ends_new(dfa, plan, state: int, track: tuple, capture: bool = False) -> bool:
     """Whether, from byte DFA state `state` and tracker state `track` (plan.feed's),
     the item under way can still end as a value no earlier item of its array has: a
     walk over the DFA's bytes along the earlier items' rests (MAX_VIABLE_STEPS bytes at
@@ -178,7 +178,14 @@ def ends_new(dfa, plan, state: int, track: tuple) -> bool:
     walked again: the same DFA state with the same rests and the same bytes held back
     (plan.held) as far as a rest reaches (more zeros held than any rest is long: any
     digit after them leaves every rest), so `1.0000...` ends. (A string item's walk
-    shortens its rests at every byte but an escape's.)"""
+    shortens its rests at every byte but an escape's.)
+
+    `capture`: the item is the closed object read with its frames that `track` is in
+    (plan.capture_prefix). The tracker refuses the bytes that repeat an item of a
+    unique array inside it; where the walk leaves every rest, the item it is in below
+    (plan.in_bounded) must still be able to end as a new value too (the walk of that
+    level), or that way on is none."""
+    prefix, held_of = (plan.capture_prefix, plan.capture_held) if capture else (plan.item_prefix, plan.held)
     todo, steps, met = [(state, track)], 0, set()
     while todo:
         q, tr = todo.pop()
@@ -187,14 +194,19 @@ def ends_new(dfa, plan, state: int, track: tuple) -> bool:
             steps += 1
             if nxt is None:
                 continue
-            inside = plan.item_prefix(nxt)
+            inside = prefix(nxt)
             rests = None if inside is None or inside[0] is None else _rests(*inside[::-1])
-            if inside is None or rests == () or steps > MAX_VIABLE_STEPS:
-                return True  # (a new value, or one on its way)
             r = dfa.step(q, b)
+            if inside is None or rests == () or steps > MAX_VIABLE_STEPS:
+                if capture and inside is not None and steps <= MAX_VIABLE_STEPS and plan.in_bounded(nxt) \
+                        and not ends_new(dfa, plan, r, nxt):
+                    continue  # (new here, but the item below can only repeat)
+                return True  # (a new value, or one on its way)
             if rests is not None and inside[0][:1] == VALUE_MARK:  # (an object item's walk may loop: 1.000..., whitespace)
-                held = plan.held(nxt)
+                held = held_of(nxt)
                 key = (r, rests, held[:1 + max(map(len, rests))])
+                if capture:  # (and the items below: the same text may hold others)
+                    key += (nxt[0][-1], nxt[2])
                 if key in met:
                     continue
                 met.add(key)
@@ -233,7 +245,8 @@ class UniqueMatcher(Matcher):
             return False
         data = self.automaton.vocab.token_bytes[token_id] if not self._terminated else None
         nxt = self.plan.feed(self.track, data) if data else self.track
-        if nxt is None or (bounded and not self._viable(self.state, nxt)):  # (a repeat, or no way but one)
+        if nxt is None or (bounded and not self._viable(self.state, nxt)) \
+                or (self.plan.captures and not self._viable_capture(self.state, nxt)):  # (a repeat, or no way but one)
             Matcher.rollback(self, 1)
             return False
         self._tracks.append(self.track)
@@ -291,7 +304,9 @@ class UniqueMatcher(Matcher):
         words, inside = out.view(np.uint32), self.plan.item_prefix(self.track)
         bounded = self._bounded()
         if inside is not None and (inside[0] or b"")[:1] == VALUE_MARK:  # (a closed object item)
-            ids = self._object_candidates(words, inside)
+            mode, buf = self.track[2] & 7, self.track[3]
+            ids = self._object_candidates(words, inside, self.plan.held(self.track),
+                                          mode == 6, mode == 5 and buf[-1] in _NUMBER_BYTES)
         elif bounded:  # (also the tokens that go on as an earlier item, or begin one: from
             # inside an item, those with two quotes or more)
             ids = self._candidates(words, inside)
@@ -309,34 +324,48 @@ class UniqueMatcher(Matcher):
                 _drop(words, t)
         if self._literals is not None:
             ids = [*ids, *self._literal_candidates(words)]
+        captures = self.plan.captures
+        if captures and (cap := self.plan.capture_prefix(self.track)) is not None:
+            # (in a closed object item read with its frames: the tokens that may keep it an
+            # earlier one's beginning too)
+            stack, mode = self.track[0], self.track[2] & 7
+            raw = next(e[1] for e in reversed(stack) if e[0] == "c")
+            in_string = mode in (1, 2, 3, 6, 7)
+            ids = [*ids, *self._object_candidates(words, cap, self.plan.capture_held(self.track), in_string,
+                                                  not in_string and raw[-1:] != b"" and raw[-1] in _NUMBER_BYTES)]
         if not ids:
             return
         a, feed, track = self.automaton, self.plan.feed, self.track
         data, s = a.vocab.token_bytes, self.state
         for t in ids:
             nxt = feed(track, data[t])
-            if nxt is None or (bounded and not self._viable(a._next.get((s, t)) or a.next_state(s, t), nxt)):
+            if nxt is None:
                 _drop(words, t)
+            elif bounded or captures:
+                q = a._next.get((s, t)) or a.next_state(s, t)
+                if (bounded and not self._viable(q, nxt)) or (captures and not self._viable_capture(q, nxt)):
+                    _drop(words, t)
 
-    def _object_candidates(self, words: np.ndarray, inside: tuple) -> list:
+    def _object_candidates(self, words: np.ndarray, inside: tuple, held: bytes, in_string: bool,
+                           in_number: bool) -> list:
         """The tokens `words` allows after which a closed object item (`inside`:
-        plan.item_prefix) may still be a beginning of an earlier one (a superset: the
-        others leave every earlier item's normal text, so the item ends as a new value
-        whatever comes). Where its normal text holds bytes back (a number's `1.50`),
-        every token the mask allows; else, per earlier item's rest, those whose bytes
-        follow it up to where the output's bytes may differ from the normal text
-        (`_sync_tokens`)."""
+        plan.item_prefix or plan.capture_prefix) may still be a beginning of an earlier
+        one (a superset: the others leave every earlier item's normal text, so the item
+        ends as a new value whatever comes). Where its normal text holds bytes back
+        (`held`: a number's `1.50`), every token the mask allows; else, per earlier
+        item's rest, those whose bytes follow it up to where the output's bytes may
+        differ from the normal text (`_sync_tokens`; `in_string`, `in_number`: where the
+        output is)."""
         done, seen = inside
         rests = _rests(seen, done)
         if not rests:
             return []
-        if self.plan.held(self.track):
+        if held:
             memo = self.automaton.matcher_memo["allowed"]
             if (self.state, "all") not in memo:
                 memo[(self.state, "all")] = self.automaton.allowed_tokens(self.state).tolist()
             return memo[(self.state, "all")]
-        mode, buf = self.track[2] & 7, self.track[3]
-        where = (mode == 6, mode == 5 and buf[-1] in _NUMBER_BYTES)
+        where = (in_string, in_number)
         memo, out = self.automaton.matcher_memo["echoes"], []
         for rest in rests:
             got = memo.get((self.state, rest, where))
@@ -443,11 +472,9 @@ class UniqueMatcher(Matcher):
         return out
 
     def _bounded(self) -> bool:
-        """Whether the output is in a unique array that may hold bounded strings
-        (json_unique.BOUNDED)."""
-        stack, dead = self.track[0], self.track[1]
-        return (not dead and bool(stack) and stack[-1][0] == "a" and stack[-1][3] is not None
-                and bool(self.plan.frames[stack[-1][1]][1] & (BOUNDED | CLOSED)))
+        """Whether the output is in a unique array that may hold bounded strings or
+        closed objects (json_unique.BOUNDED, CLOSED)."""
+        return self.plan.in_bounded(self.track)
 
     def _echoes(self, words: np.ndarray, inside) -> list:
         """The tokens `words` allows that keep the current item (`inside`:
@@ -484,6 +511,19 @@ class UniqueMatcher(Matcher):
                 memo[key] = ends_new(self.automaton.dfa, self.plan, state, track)
             return memo[key]
         return ends_new(self.automaton.dfa, self.plan, state, track)
+
+    def _viable_capture(self, state: int, track: tuple) -> bool:
+        """Whether the closed object item read with its frames that the output is in
+        (plan.capture_prefix) can still end as a value no earlier item has, its unique
+        arrays inside kept (ends_new's `capture` walk); remembered per (state, track)."""
+        inside = self.plan.capture_prefix(track)
+        if inside is None or not _rests(inside[1], inside[0]):
+            return True
+        memo = self.automaton.matcher_memo["viable_capture"]
+        key = (state, track)
+        if key not in memo:
+            memo[key] = ends_new(self.automaton.dfa, self.plan, state, track, capture=True)
+        return memo[key]
 
     def _holds(self, data: bytes) -> bool:
         return self.plan.feed(self.track, data) is not None

@@ -125,6 +125,22 @@ VOLUMES = {"type": "object", "properties": {"volumes": {"type": "array", "unique
                                                           {"type": "object", "additionalProperties": {"type": "string"}},
                                                           {"type": "array", "items": {"type": "string"},
                                                            "uniqueItems": True}]}}}}}]}}}}
+# closed objects that hold a unique array (travis' notifications, citation's references):
+# read with their frames, walked on both levels; `t` of two listed values, so an item
+# {"n":"x","t":["a"... may only go on as `]` once {"n":"x","t":["a","b"]} came
+CAPS = {"type": "array", "uniqueItems": True, "items": {"type": "object", "additionalProperties": False, "properties": {
+    "n": {"type": "string", "maxLength": 1}, "t": {"type": "array", "items": {"enum": ["a", "b"]}, "uniqueItems": True}}}}
+# travis' shape: a notification object (reached by a pointer through a key that is no
+# keyword) or a unique array of them, whose rooms are a unique array of patterned strings
+# or closed {"secure": ...} objects
+NOTIFY = {"definitions": {"room": {"oneOf": [{"type": "string", "pattern": ".+:.+"}, {
+    "type": "object", "additionalProperties": False, "properties": {"secure": {"type": "string", "minLength": 1}}}]},
+    "notification": {"slack": {"type": "object", "additionalProperties": False, "properties": {
+        "enabled": {"type": "boolean"}, "rooms": {"type": "array", "uniqueItems": True, "minItems": 1,
+                                                  "items": {"$ref": "#/definitions/room"}},
+        "on": {"enum": ["always", "never"]}}}}},
+    "type": "object", "properties": {"slack": {"oneOf": [{"$ref": "#/definitions/notification/slack"}, {
+        "type": "array", "uniqueItems": True, "minItems": 1, "items": {"$ref": "#/definitions/notification/slack"}}]}}}
 # any values (the test suite's uniqueItems): literals by their first byte, lists and
 # objects whole, as values; two booleans first, then anything; literals beside strings
 ANY = {"uniqueItems": True}
@@ -216,6 +232,13 @@ def valid(schema, inst) -> bool:
            [False, [False], {"f": False}, "false", False]]),
     (FLAGS_FIRST, [[True, False], [True, True], [False, True, 1, "a"], [True, False, True], [True, False, [], []]]),
     (MIXED, [[True, "true", None, "null"], [True, "a", True], [None, None], ["", False, ""]]),
+    (CAPS, [[{"n": "x", "t": ["a"]}, {"n": "x", "t": ["a"]}], [{"n": "x", "t": ["a", "b"]}, {"n": "x", "t": ["b", "a"]}],
+            [{"n": "x", "t": ["a", "a"]}], [{"t": []}, {}, {"t": []}], [{"n": "x"}, {"n": "y"}, {"n": "x", "t": []}]]),
+    (NOTIFY, [{"slack": [{"rooms": ["a:b"]}, {"rooms": ["a:b"]}]}, {"slack": [{"rooms": ["a:b", "a:b"]}]},
+              {"slack": {"rooms": ["a:b", "a:b"]}}, {"slack": {"rooms": ["a:b", {"secure": "a:b"}]}},
+              {"slack": [{"rooms": [{"secure": "x"}], "on": "never"}, {"rooms": [{"secure": "x"}], "on": "always"}]},
+              {"slack": [{"enabled": True, "rooms": [{"secure": "x"}, {"secure": "x"}]}]},
+              {"slack": [{"enabled": True}, {"enabled": True}]}]),
     (OPEN_ITEMS, [[{"a": 1}, {"a": 1}], [{"a": 1}, {"a": 1, "b": True}], [{"b": [1]}, {"b": [1.0]}], [{}, {}]]),
     (AUTHORS, [[{"family": "x", "age": 1}, {"family": "x", "age": 1}], [{"family": "x"}, {"name": "x"}],
                [{"name": "x", "tags": [{"k": True}]}, {"name": "x", "tags": [{"k": True}]}],
@@ -402,13 +425,14 @@ def _items(text: str, unique_at, unfinished=None):
 _JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
 
-def _repeats(text: str, unique_at, max_length=None, integers=False, listed=None, pairs=False) -> bool:
+def _repeats(text: str, unique_at, max_length=None, integers=False, listed=None, cornered=None) -> bool:
     """Whether a unique array repeats a finished item, or its unfinished item can only
     end as an earlier one: a string of at most max_length code points as long as that
     and an earlier item; one of the `listed` strings whose every listed ending came
     before (after a comma: every listed value did); an integer (`integers`) whose every
-    ending in JSON (up to two more characters) is an earlier item; a PAIRS item
-    (`pairs`, compact text) whose every ending is (_pairs_cornered)."""
+    ending in JSON (up to two more characters) is an earlier item; an object item
+    whose every ending is one, as `cornered(before, raw)` tells (_pairs_cornered,
+    _caps_cornered)."""
     if any(len(set(s)) < len(s) for s in _items(text, unique_at)):
         return True
     cut: list = []
@@ -417,7 +441,7 @@ def _repeats(text: str, unique_at, max_length=None, integers=False, listed=None,
         return False
     before, raw, kind = cut[0]
     if kind == "o":
-        return pairs and _pairs_cornered(before, raw)
+        return cornered is not None and cornered(before, raw)
     if listed is not None:
         if kind == ",":
             return all(("s", v) in before for v in listed)
@@ -446,8 +470,7 @@ def _pairs_cornered(before: list, raw: str) -> bool:
     character: maxLength 1) and every n in 0..2 with a text (1, 1.0, 1.00...) that
     begins what came of it is an earlier item's with that s. Whitespace outside strings
     is read past."""
-    raw = "".join(part if part.startswith('"') else re.sub(r"[ \t\n\r]", "", part)
-                  for part in re.findall(r'"(?:[^"\\]|\\.)*(?:"|\\?$)|[^"]+', raw))
+    raw = _compact(raw)
     head = '{"s":"'
     if not raw.startswith(head):
         return False
@@ -473,8 +496,36 @@ def _pairs_cornered(before: list, raw: str) -> bool:
     return all(("v", _frozen({"s": s, "n": Decimal(n)})) in before for n in ns)
 
 
+def _caps_cornered(before: list, raw: str) -> bool:
+    """Whether a CAPS item cut short (`raw`, from its `{`) can only end as an earlier
+    item, or not at all: every completion of it (n: absent, or the character begun, or
+    any other; t: absent, or a list of distinct values of a and b) whose compact text
+    begins what came of it (whitespace outside strings read past; more than the flexible
+    mode's 20 after a bracket are those before its closing one too: it comes next) is
+    an earlier item."""
+    run = re.search(r"([\[{])[ \t\n\r]{21,}$", raw)
+    raw = _compact(raw) + ("" if run is None else "}" if run.group(1) == "{" else "]")
+    names = [None, "", "\u2603"]  # (absent, empty, one no earlier item has)
+    begun = re.match(r'\{"n":"((?:[^"\\]|\\.)*)', raw)
+    if begun:
+        if raw[begun.end():begun.end() + 1] == "\\":  # (an escape cut short: many characters on)
+            return False
+        names.append(json.loads('"' + begun.group(1) + '"'))
+    lists = [None, [], ["a"], ["b"], ["a", "b"], ["b", "a"]]
+    ends = [{k: v for k, v in (("n", n), ("t", t)) if v is not None} for n in names for t in lists
+            if n is None or len(n) <= 1]
+    fits = [e for e in ends if json.dumps(e, separators=(",", ":"), ensure_ascii=False).startswith(raw)]
+    return all(("v", _frozen(e)) in before for e in fits)
+
+
+def _compact(raw: str) -> str:
+    """A JSON text cut anywhere, without whitespace outside its strings."""
+    return "".join(part if part.startswith('"') else re.sub(r"[ \t\n\r]", "", part)
+                   for part in re.findall(r'"(?:[^"\\]|\\.)*(?:"|\\?$)|[^"]+', raw))
+
+
 def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6, max_length=None, numbers=None,
-                listed=None, pairs=False):
+                listed=None, cornered=None):
     """A random token walk; at each step the unique mask must be the automaton's mask less
     exactly the tokens that finish a repeated item (checked on every token the mask
     allows where it allows few, else on every token with a quote and a sample of the
@@ -504,7 +555,7 @@ def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6,
             if base_bits[t] and data[t]:
                 after = (text + data[t]).decode("utf-8", "replace")
                 assert bool(bits[t]) == (not _repeats(after, unique_at, max_length, numbers == "integer", listed,
-                                                      pairs)), \
+                                                      cornered)), \
                     (text, data[t])
                 dropped += not bits[t]
         ids = np.flatnonzero(bits)
@@ -646,7 +697,32 @@ def test_closed_object_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab
     it may still take came with that s), and only those."""
     for whitespace in ("compact", "flexible"):
         _check_walks(smol_tokenizer, smol_vocab, PAIRS, lambda p: p == (), '[{"s":"a","n":1},{"s":"a","n":0},',
-                     whitespace, pairs=True, quote_bias=0.3)
+                     whitespace, cornered=_pairs_cornered, quote_bias=0.3)
+
+
+def test_captured_closed_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab):
+    """Closed objects with a unique list below as items: the tokens that close an object
+    or a list item equal to an earlier one are dropped, and those after which the object
+    can only end as an earlier one or not at all (its list's comma once
+    {"n":"x","t":["a","b"]} came: "b" alone is left, which ends it as that one), and only
+    those."""
+    for whitespace in ("compact", "flexible"):
+        _check_walks(smol_tokenizer, smol_vocab, CAPS, lambda p: p == () or p[1:] == ("t",),
+                     '[{"n":"x","t":["a","b"]},{"n":"x","t":["b"]},', whitespace, cornered=_caps_cornered,
+                     quote_bias=0.3)
+    _check_closings(compile_json_schema(CAPS, smol_vocab), smol_vocab.token_bytes, [
+        ('[{"n":"x","t":["a","b"]},{"n":"x","t":["a"', b",", False), ('[{"n":"x","t":["a","b"]},{"n":"x","t":["a"', b"]", True),
+        ('[{"n":"x","t":["a","b"]},{"n":"y","t":["a"', b",", True), ('[{"n":"x","t":["a"]},{"n":"x","t":["a"', b"]", False),
+        ('[{"n":"x","t":["a"]},{"n":"x","t":["a"', b",", True), ('[{"n":"x"},{"n":"x"', b"}", False),
+        ('[{"n":"x","t":["a"]},{"n":"x","t":["a","', b"a", False)])
+    _check_closings(compile_json_schema(NOTIFY, smol_vocab), smol_vocab.token_bytes, [
+        ('{"slack":[{"rooms":["a:b"]},{"rooms":["a:b"]', b"}", False),
+        ('{"slack":[{"rooms":["a:b"]},{"rooms":["a:b"]', b",", True),
+        ('{"slack":[{"rooms":[{"secure":"x"}]},{"rooms":[{"secure":"x"}]', b"}", False),
+        ('{"slack":[{"rooms":[{"secure":"x"}]},{"rooms":[{"secure":"x"}]', b",", True),
+        ('{"slack":[{"rooms":[{"secure":"x"}]},{"rooms":[{"secure":"x"}', b"]", True),  # (then "on")
+        ('{"slack":[{"rooms":[{"secure":"x"},"a:b"]},{"rooms":[{"secure":"x"},"a:b"', b"]}", False),
+        ('{"slack":[{"rooms":[{"secure":"x"},"a:b"]},{"rooms":[{"secure":"x"},{"secure":"x', b'"}', False)])
 
 
 def test_discriminated_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab):
@@ -879,7 +955,7 @@ def test_mask_after_a_backslash(smol_vocab):
         "items": {"maxLength": 2}}}}}},
     # closed objects of fewer than 65536 values (every one may come: no way on), holding an
     # open object (keys in any order: no normal text), beside open objects; objects that
-    # an allOf branch closes to the other's extension keys, or that hold a unique array
+    # an allOf branch closes to the other's extension keys
     {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"enum": [1, 2]}},
                                 "additionalProperties": False}, "uniqueItems": True},
     {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "object"}},
@@ -899,8 +975,11 @@ def test_mask_after_a_backslash(smol_vocab):
     {"type": "array", "items": {"allOf": [
         {"type": "object", "patternProperties": {"^x-": {}}, "additionalProperties": False},
         {"properties": {"a": {}}, "additionalProperties": False}]}, "uniqueItems": True},
-    {"type": "array", "items": {"type": "object", "additionalProperties": False, "properties": {"t": STRINGS}},
-     "uniqueItems": True},
+    # closed objects holding unique arrays of closed objects that hold unique arrays (a
+    # second level of items read with their frames)
+    {"type": "array", "uniqueItems": True, "items": {"type": "object", "additionalProperties": False, "properties": {
+        "t": {"type": "array", "uniqueItems": True, "items": {"type": "object", "additionalProperties": False,
+                                                                "properties": {"u": STRINGS}}}}}},
 ])
 def test_refused_where_not_exact(schema):
     """Where a repeat may be valid, or refusing one may leave no way on, strict mode still
