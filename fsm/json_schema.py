@@ -1612,6 +1612,10 @@ class _Compiler:
             if not any(has.values()):
                 return None
             types = list(_TYPES)
+            if not node.keys().isdisjoint(_TYPE_SAYERS):  # (the types its applicators leave: adonisrc's
+                # uniqueItems beside a oneOf of strings and objects says nothing)
+                known = types_of(self, node)
+                types = types if known is None else [t for t in types if t in known]
         else:
             types = ty if isinstance(ty, list) else [ty]
             for t in types:
@@ -2059,6 +2063,9 @@ class _Compiler:
                 if not any(_json_equal(v, w) for w in vals):
                     vals.append(v)
         return vals if len(vals) <= MAX_UNIQUE_DOMAIN else None
+
+
+_TYPE_SAYERS = frozenset(("anyOf", "oneOf", "allOf", "$ref", "enum", "const"))  # (json_disjoint.types_of reads)
 
 
 def _join(base: str, ref: str) -> str:
