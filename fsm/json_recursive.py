@@ -29,14 +29,14 @@ class _RecursiveRules:
         self._term_names: dict[int, str] = {}
         self._sym: dict[int, str] = {}
         self._tails: set[int] = set()  # ids of the tails _seq met (see there)
-        self._tail_rules: list[Term] = []  # shared tails whose rules are still to make
+        self._tail_rules: list[Term] = []  # terms whose nonterminals' rules are still to make
         self._marked = marked  # term id -> _marker_index (the compiler's: terms are walked once)
         for k in bodies:
             self.rules[f"r{k}"] = []
         for k, body in bodies.items():
             self.rules[f"r{k}"] = self._alts(body)
         self.rules["start"] = self._alts(root)
-        while self._tail_rules:  # (_nonterminal's later ones)
+        while self._tail_rules:  # (_nonterminal's)
             x = self._tail_rules.pop()
             self.rules[self._sym[x.id]] = self._alts(x)
 
@@ -74,9 +74,14 @@ class _RecursiveRules:
         if k == REPEAT:
             x, lo, hi = t.args
             return tb.concat(self._minus_empty(x), tb.repeat(x, 0, None if hi is None else hi - 1))
-        if k == CONCAT:
-            a, b = t.args
-            return tb.alt([tb.concat(self._minus_empty(a), b), self._minus_empty(b)])
+        if k == CONCAT:  # (a h b ... z: (a-e) b...z | (b-e) c...z | ... | z-e, along the spine in
+            # a loop: an object's optional slots chain as many as it has)
+            out, x = [], t
+            while x.kind == CONCAT:
+                a, b = x.args
+                out.append(tb.concat(self._minus_empty(a), b))
+                x = b
+            return tb.alt(out + [self._minus_empty(x)])
         if k == LAZY:  # (a universe, a deferred enum: what it stands for)
             return self._minus_empty(tb.body(t))
         if k in (AND, NOT) and not self._has_marker(t):  # (a terminal: intersected with non-empty texts)
@@ -104,17 +109,16 @@ class _RecursiveRules:
             self.terminals["NOTHING"] = self.tb.nothing
         return [name]
 
-    def _nonterminal(self, t: Term, later: bool = False) -> str:
-        """t's nonterminal, its rules made now or, `later`, by __init__'s loop (a shared
-        tail's rules name the next tail: made here, they would nest one call per slot)."""
+    def _nonterminal(self, t: Term) -> str:
+        """t's nonterminal, its rules made by __init__'s loop (made here, they would nest
+        one call per level: a shared tail's rules name the next tail, one per slot; a
+        head's its own heads, one per object around a recursive reference: argo
+        workflows' Kubernetes definitions passed Python's stack)."""
         name = self._sym.get(t.id)
         if name is None:
             name = self._sym[t.id] = f"n{len(self._sym)}"
             self.rules[name] = []
-            if later:
-                self._tail_rules.append(t)
-            else:
-                self.rules[name] = self._alts(t)
+            self._tail_rules.append(t)
         return name
 
     def _seq(self, t: Term) -> list:
@@ -129,7 +133,7 @@ class _RecursiveRules:
                 # alternatives (_Compiler._slot_chain: each starts at one slot and goes on to the
                 # end) would otherwise repeat the later slots, quadratic in them
                 if x.id in self._tails and not pending:
-                    out.append(self._nonterminal(x, later=True))
+                    out.append(self._nonterminal(x))
                     break
                 self._tails.add(x.id)
             _, parts, x = self._first_part(x)

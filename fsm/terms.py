@@ -37,6 +37,18 @@ _ALL_BYTES = (1 << 256) - 1
 Row = tuple
 
 
+def _nullable_spine(t: Term, todo) -> list:
+    """The tails of t along its concatenations with nullable heads (an object's optional
+    members: as many as it has), from t's down, while `todo(tail)`: a row or a
+    derivative of t needs theirs, made first in a loop (in a recursion, 500 passed
+    Python's stack)."""
+    out = []
+    while t.kind == CONCAT and t.args[0].nullable and todo(t.args[1]):
+        t = t.args[1]
+        out.append(t)
+    return out
+
+
 def row_target(row: Row, b: int):
     """The target of `row` at byte b (None where it has none)."""
     for s, e, x in row:
@@ -190,10 +202,16 @@ class TermBuilder:
         if b.kind == EMPTY:
             return a
         if a.kind == CONCAT:  # keep concatenations right-nested: derivatives touch the head only
-            key = (a.id, b.id)  # (a row's targets share a's tail: re-nested once, not per byte)
-            t = self._concats.get(key)
-            if t is None:
-                t = self._concats[key] = self.concat(a.args[0], self.concat(a.args[1], b))
+            # (a row's targets share a's tail: re-nested once, not per byte; along a's spine
+            # in a loop, as an object's 200 required members make it)
+            spine, x = [], a
+            while x.kind == CONCAT and (t := self._concats.get((x.id, b.id))) is None:
+                spine.append(x)
+                x = x.args[1]
+            if x.kind != CONCAT:
+                t = self.concat(x, b)
+            for y in reversed(spine):
+                t = self._concats[(y.id, b.id)] = self.concat(y.args[0], t)
             return t
         return self._make(CONCAT, (a, b), a.nullable and b.nullable, a.boolean or b.boolean,
                           a.size + b.size)
@@ -428,6 +446,8 @@ class TermBuilder:
         """The derivative of t by every byte, as segments (memoised on t)."""
         r = t.row
         if r is None:
+            for x in reversed(_nullable_spine(t, lambda x: x.row is None)):  # (their rows first)
+                x.row = self._compute_row(x)
             r = t.row = self._compute_row(t)
         return r
 
@@ -492,6 +512,8 @@ class TermBuilder:
         key = (t.id, b)  # (emptiness guesses and walks derive the same big terms again)
         x = self._derived.get(key)
         if x is None:
+            for y in reversed(_nullable_spine(t, lambda y: y.row is None and (y.id, b) not in self._derived)):
+                self.derive(y, b)  # (its own tail's is known: no deeper)
             x = self._derived[key] = self._derive(t, b)
         return x
 

@@ -1296,6 +1296,31 @@ def test_refs_and_recursion():
     assert not acc('{"v":1,"kids":[{"v":2,"kids":[{"v":3,"kids":[{"v":4,"kids":[{"v":5}]}]}]}]}')
 
 
+def test_long_objects_compile():
+    """An object of 1000 required members (concatenations re-nest in a loop: 200 passed
+    Python's stack), and a recursive union of two objects that share 400 leading members
+    (the grammar path merges them one member a rule: the rules are made by a worklist,
+    not nested calls, as in argo-workflows' Kubernetes definitions)."""
+    keys = {f"k{i}": {"type": "string"} for i in range(1000)}
+    cs = schema_to_term({"type": "object", "properties": keys, "required": list(keys)})
+    body = ",".join(f'"k{i}":"x"' for i in range(1000))
+    assert cs.accepts("{" + body + "}") and not cs.accepts("{" + body[:-8] + "}")
+    keys = {f"k{i}": {"type": "string"} for i in range(3000)}  # (optional: rows and derivatives
+    # along 3000 nullable members, made in a loop; megalinter's configuration passed the stack)
+    cs = schema_to_term({"type": "object", "properties": keys, "additionalProperties": False})
+    assert cs.accepts('{"k2999":"x"}') and cs.accepts('{"k7":"x","k5":"y"}') is False and cs.accepts("{}")
+    assert cs.tb.matches(cs.term, b'{"k1":"x","k2998":"y"}')
+    keys = {f"k{i}": {"type": "string"} for i in range(400)}
+    node = {"anyOf": [{"type": "object", "properties": {**keys, side: {"$ref": "#/$defs/node"}}, "required": list(keys),
+                       "additionalProperties": False} for side in "ab"]}
+    schema = {"$defs": {"node": node}, "$ref": "#/$defs/node"}
+    cs = schema_to_term(schema)
+    assert cs.rules is not None
+    leaf = {k: "x" for k in keys}
+    for inst in [leaf, dict(leaf, a=leaf), dict(leaf, a=dict(leaf, b=leaf)), dict(leaf, a={"k0": "x"}), {"k0": "x"}]:
+        assert cs.accepts(canonical_json(inst, cs.key_order)) == valid(schema, inst)
+
+
 @pytest.mark.parametrize("schema, instances", [
     # adonisrc's metaFiles: a uniqueItems beside a oneOf that takes no array says nothing
     ({"type": "array", "items": {"uniqueItems": True, "maxItems": 1, "oneOf": [
