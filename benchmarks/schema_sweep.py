@@ -24,6 +24,7 @@ import gc
 import json
 import pathlib
 import random
+import re
 import signal
 import sys
 import time
@@ -124,6 +125,9 @@ def sweep_file(path: pathlib.Path, vocab, args, closing: np.ndarray) -> list[str
                             errors = ["not JSON"]
                         except referencing.exceptions.Unresolvable as e:  # (another document)
                             problems.append(f"not validated: {str(e)[:80]}")
+                            continue
+                        except re.error as e:  # (a pattern Python's re cannot read: ECMA's (?<name>...))
+                            problems.append(f"not validated: jsonschema cannot read a pattern: {e}")
                             continue
                         if errors:
                             problems.append(f"INVALID OUTPUT {text[:120]!r}: {str(errors[0])[:100]}")
