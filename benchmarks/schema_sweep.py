@@ -3,7 +3,8 @@ walk the lenient automaton at random; every walk that ends must validate.
 
     .venv/bin/python benchmarks/schema_sweep.py DIR [--walks 2] [--max-tokens 400] [--seed 0] [--close 0]
 
-For a corpus of one's own (SchemaStore's schemas, a project's tool definitions): per
+For a corpus of one's own (SchemaStore's ~500 schemas: benchmarks/schemastore_corpus.py
+writes them; a project's tool definitions): per
 file, strict mode's result (time to first mask, or the SchemaError naming keyword and
 pointer), lenient mode's (time to first mask, keywords relaxed), then --walks walks
 that pick uniformly among the allowed tokens (SmolLM2 tokenizer) for at most
