@@ -172,6 +172,7 @@ from __future__ import annotations
 import functools
 import math
 import json
+import re
 import warnings
 from decimal import Decimal
 from itertools import combinations, product
@@ -487,6 +488,10 @@ class _Compiler:
         self.key_order: list[str] = []
         self._key_set: set = set()
         self._refs: list[dict] = []  # the schemas with a $ref, as _index met them
+        # the keyword that names a schema's URI: draft-04's `id` (where `$id` is no keyword:
+        # SchemaStore's cryproj puts JSON pointers in `$id`s that jsonschema ignores), else `$id`
+        schema_uri = root.get("$schema") if isinstance(root, dict) else None
+        self._id_kw = "id" if isinstance(schema_uri, str) and re.search(r"draft-0[34]\b", schema_uri) else "$id"
         self._index(root, "", "#")
         for uri, doc in (documents or {}).items():  # other documents that $ref reaches
             base, frag = urldefrag(uri) if isinstance(uri, str) else ("", "")
@@ -558,7 +563,7 @@ class _Compiler:
         """Index node: $id, anchors, pointers, key order."""
         if not isinstance(node, dict):
             return
-        sid = node.get("$id")  # (2020-12: an $id beside $ref still sets the base)
+        sid = node.get(self._id_kw)  # (2020-12: an $id beside $ref still sets the base)
         if isinstance(sid, str):
             if sid.startswith("#"):
                 self.anchors[(base, sid[1:])] = node

@@ -1296,6 +1296,21 @@ def test_refs_and_recursion():
     assert not acc('{"v":1,"kids":[{"v":2,"kids":[{"v":3,"kids":[{"v":4,"kids":[{"v":5}]}]}]}]}')
 
 
+def test_draft04_identifiers():
+    """In draft-04 a schema's URI is its `id`; a `$id` there is no keyword (SchemaStore's
+    cryproj writes JSON pointers into `$id`s), so its references resolve as jsonschema's
+    Draft4Validator resolves them. In 2020-12 the same `$id`s name resources, inside which
+    the reference points nowhere: refused."""
+    schema = {"definitions": {"c": {"enum": ["a", "b"]}}, "type": "object", "properties": {"x": {
+        "$id": "/properties/x", "type": "array", "items": {"$id": "/properties/x/items", "$ref": "#/definitions/c"}}}}
+    old = dict(schema, **{"$schema": "http://json-schema.org/draft-04/schema#"})
+    cs = schema_to_term(old)
+    for inst in [{"x": ["a", "b"]}, {"x": ["c"]}, {"x": []}, {"x": "a"}]:
+        assert cs.accepts(canonical_json(inst, cs.key_order)) == jsonschema.Draft4Validator(old).is_valid(inst), inst
+    with pytest.raises(SchemaError, match="points nowhere"):
+        schema_to_term(schema)
+
+
 def test_long_objects_compile():
     """An object of 1000 required members (concatenations re-nest in a loop: 200 passed
     Python's stack), and a recursive union of two objects that share 400 leading members
