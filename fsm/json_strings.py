@@ -329,6 +329,27 @@ _BEGIN = (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
 _END = (C.AT_END, C.AT_END_STRING)
 
 
+def _ends(item) -> list | None:
+    """The item lists a group or branch stands for, where an anchor lies inside it (a
+    group that sets no flags: one list; a branch: one per alternative); else None."""
+    op, av = item
+    if op == C.SUBPATTERN and not av[1] and not av[2] and _anchored(av[3]):
+        return [list(av[3])]
+    if op == C.BRANCH and any(_anchored(b) for b in av[1]):
+        return [list(b) for b in av[1]]
+    return None
+
+
+def _anchored(items) -> bool:
+    """Whether `items` hold a `^` or `$` in a group or branch (not in a repeat)."""
+    for op, av in items:
+        if op == C.AT and av in _BEGIN + _END:
+            return True
+        if (op == C.SUBPATTERN and _anchored(av[3])) or (op == C.BRANCH and any(_anchored(b) for b in av[1])):
+            return True
+    return False
+
+
 def _search_term(st: StringTerms, pattern: str) -> Term:
     parsed = _parse(pattern)
     return _search(st, _JsonConverter(st, pattern), parsed, parsed.state.flags)
@@ -344,6 +365,12 @@ def _search(st: StringTerms, conv, items, flags) -> Term:
     if len(items) == 1 and items[0][0] == C.SUBPATTERN:
         _g, add, delete, sub = items[0][1]
         return _search(st, conv, sub, (flags | add) & ~delete)
+    for end in (0, -1):  # a group or branch at either end that holds anchors: its alternatives'
+        # searches (Python factors `^a$|^b$` into `^(?:a$|b$)`: each branch ends where its `$` is)
+        ways = _ends(items[end]) if items else None
+        if ways is not None:
+            rest = items[1:] if end == 0 else items[:-1]
+            return tb.alt(_search(st, conv, way + rest if end == 0 else rest + way, flags) for way in ways)
     pre = post = st.any_chars
     if items and items[0][0] == C.AT and items[0][1] in _BEGIN:
         pre, items = tb.empty, items[1:]

@@ -184,7 +184,11 @@ def test_lengths_count_code_points():
 
 
 @pytest.mark.parametrize("pattern", ["a+b", "^a+b", "a+b$", "^a|b$", "^(ab|cd)*$", "[0-9]{2,}", "x.y",
-                                     "^[^a-c]*$", "\\d\\w", "(?:ab)?c", "\\\\", '"', "^\\s$"])
+                                     "^[^a-c]*$", "\\d\\w", "(?:ab)?c", "\\\\", '"', "^\\s$",
+                                     # anchors in a group or branch at either end (Python factors
+                                     # `^a$|^b$` into `^(?:a$|b$)`: SchemaStore's webextension, clab...)
+                                     "^ab$|^ac$|^d", "^(?:a$|b)", "(^a|^b)c", "^(\\d)(\\d)$|^(\\d)$",
+                                     "(^x|^y)a((b$)|(c.+$))"])
 def test_pattern_is_ecma_search(pattern):
     acc, _ = compiled({"type": "string", "pattern": pattern})
     rng = random.Random(pattern)
