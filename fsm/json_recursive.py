@@ -29,15 +29,15 @@ class _RecursiveRules:
         self._term_names: dict[int, str] = {}
         self._sym: dict[int, str] = {}
         self._tails: set[int] = set()  # ids of the tails _seq met (see there)
-        self._tail_rules: list[Term] = []  # terms whose nonterminals' rules are still to make
+        self._rules_todo: list[Term] = []  # terms whose nonterminals' rules are still to make
         self._marked = marked  # term id -> _marker_index (the compiler's: terms are walked once)
         for k in bodies:
             self.rules[f"r{k}"] = []
         for k, body in bodies.items():
             self.rules[f"r{k}"] = self._alts(body)
         self.rules["start"] = self._alts(root)
-        while self._tail_rules:  # (_nonterminal's)
-            x = self._tail_rules.pop()
+        while self._rules_todo:  # (_nonterminal's)
+            x = self._rules_todo.pop()
             self.rules[self._sym[x.id]] = self._alts(x)
 
     def grammar_source(self, max_states: int):
@@ -118,7 +118,7 @@ class _RecursiveRules:
         if name is None:
             name = self._sym[t.id] = f"n{len(self._sym)}"
             self.rules[name] = []
-            self._tail_rules.append(t)
+            self._rules_todo.append(t)
         return name
 
     def _seq(self, t: Term) -> list:

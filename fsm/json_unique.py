@@ -457,25 +457,20 @@ class UniquePlan:
             return None, seen
         return text.encode("utf-8", "surrogatepass") + buf[cut:], seen
 
-    def capture_prefix(self, state: tuple):
+    def capture(self, state: tuple):
         """Where `state` is inside a closed object item read with its frames (CLOSED,
         with a unique array below: the stack's last ("c", bytes) entry is one): (VALUE_MARK
-        + its normal text so far, the items so far); otherwise None."""
+        + its normal text so far, the items so far, the bytes that text holds back (as
+        held()), its bytes so far); otherwise None."""
         stack = state[0]
         for j in range(len(stack) - 1, 0, -1):
             if stack[j][0] == "c":
-                arr = stack[j - 1]
-                return (VALUE_MARK + _normal_text(stack[j][1])[0], arr[3]) if self.frames[arr[1]][1] & CLOSED else None
+                arr, raw = stack[j - 1], stack[j][1]
+                if not self.frames[arr[1]][1] & CLOSED:
+                    return None
+                normal, held = _normal_text(raw)
+                return VALUE_MARK + normal, arr[3], held, raw
         return None
-
-    @staticmethod
-    def capture_held(state: tuple) -> bytes:
-        """held(), for the closed object item read with its frames that `state` is in."""
-        stack = state[0]
-        for j in range(len(stack) - 1, 0, -1):
-            if stack[j][0] == "c":
-                return _normal_text(stack[j][1])[1]
-        return b""
 
     def in_bounded(self, state: tuple) -> bool:
         """Whether `state` is in a unique array that may hold bounded strings or closed
@@ -656,24 +651,24 @@ def without_unique_items(root, documents: dict | None, covered: set, vacuous: se
     plan read as absent: the compiler must not meet a uniqueItems it left there)."""
     def edit(node: dict, kw: str) -> None:
         node.pop(kw, None)
-    return _edited(root, documents, [(i, edit, kw) for ids, kw in ((covered, "uniqueItems"), (vacuous, "anyOf"))
-                                     for i in ids])[:2]
+    return _edited(root, documents, [(i, functools.partial(edit, kw=kw))
+                                     for ids, kw in ((covered, "uniqueItems"), (vacuous, "anyOf")) for i in ids])[:2]
 
 
 def _edited(root, documents: dict | None, edits: list) -> tuple:
     """(copies of the root schema and the documents, {id of a schema: its copy}), each
-    (id, function, argument) of `edits` applied to the copy of the schema with that id."""
+    (id, function) of `edits` applied to the copy of the schema with that id."""
     docs = dict(documents or {})
     memo: dict = {}
     new_root, new_docs = copy.deepcopy((root, docs), memo)
-    for i, fn, arg in edits:
+    for i, fn in edits:
         node = memo.get(i)
         if isinstance(node, dict):
-            fn(node, arg)
+            fn(node)
     return new_root, new_docs, memo
 
 
-def _one_item(node: dict, _=None) -> None:
+def _one_item(node: dict) -> None:
     """A unique array of at most one item (unique whatever it holds: _Planner's counts)."""
     node.pop("uniqueItems", None)
     hi = node.get("maxItems")
@@ -1248,7 +1243,7 @@ class _Planner:
         if key not in self.domains:
             if self.helper is None:  # ({id: copy} maps the schemas)
                 copies: dict = {}
-                edits = [(id(u), _one_item, None) for u in self.comp._uniques]
+                edits = [(id(u), _one_item) for u in self.comp._uniques]
 
                 def edit(root, docs):
                     new_root, new_docs, memo = _edited(root, docs, edits)

@@ -446,8 +446,9 @@ class TermBuilder:
         """The derivative of t by every byte, as segments (memoised on t)."""
         r = t.row
         if r is None:
-            for x in reversed(_nullable_spine(t, lambda x: x.row is None)):  # (their rows first)
-                x.row = self._compute_row(x)
+            if t.kind == CONCAT and t.args[0].nullable:  # (its tails' rows first)
+                for x in reversed(_nullable_spine(t, lambda x: x.row is None)):
+                    x.row = self._compute_row(x)
             r = t.row = self._compute_row(t)
         return r
 
@@ -512,8 +513,9 @@ class TermBuilder:
         key = (t.id, b)  # (emptiness guesses and walks derive the same big terms again)
         x = self._derived.get(key)
         if x is None:
-            for y in reversed(_nullable_spine(t, lambda y: y.row is None and (y.id, b) not in self._derived)):
-                self.derive(y, b)  # (its own tail's is known: no deeper)
+            if t.kind == CONCAT and t.args[0].nullable:  # (its tails' first: each then goes no deeper)
+                for y in reversed(_nullable_spine(t, lambda y: y.row is None and (y.id, b) not in self._derived)):
+                    self.derive(y, b)
             x = self._derived[key] = self._derive(t, b)
         return x
 

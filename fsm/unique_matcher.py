@@ -181,11 +181,10 @@ def ends_new(dfa, plan, state: int, track: tuple, capture: bool = False) -> bool
     shortens its rests at every byte but an escape's.)
 
     `capture`: the item is the closed object read with its frames that `track` is in
-    (plan.capture_prefix). The tracker refuses the bytes that repeat an item of a
+    (plan.capture). The tracker refuses the bytes that repeat an item of a
     unique array inside it; where the walk leaves every rest, the item it is in below
     (plan.in_bounded) must still be able to end as a new value too (the walk of that
     level), or that way on is none."""
-    prefix, held_of = (plan.capture_prefix, plan.capture_held) if capture else (plan.item_prefix, plan.held)
     todo, steps, met = [(state, track)], 0, set()
     while todo:
         q, tr = todo.pop()
@@ -194,16 +193,21 @@ def ends_new(dfa, plan, state: int, track: tuple, capture: bool = False) -> bool
             steps += 1
             if nxt is None:
                 continue
-            inside = prefix(nxt)
+            if capture:
+                cap = plan.capture(nxt)
+                inside, held = (None, b"") if cap is None else (cap[:2], cap[2])
+            else:
+                inside, held = plan.item_prefix(nxt), None
             rests = None if inside is None or inside[0] is None else _rests(*inside[::-1])
-            r = dfa.step(q, b)
             if inside is None or rests == () or steps > MAX_VIABLE_STEPS:
                 if capture and inside is not None and steps <= MAX_VIABLE_STEPS and plan.in_bounded(nxt) \
-                        and not ends_new(dfa, plan, r, nxt):
+                        and not ends_new(dfa, plan, dfa.step(q, b), nxt):
                     continue  # (new here, but the item below can only repeat)
                 return True  # (a new value, or one on its way)
+            r = dfa.step(q, b)
             if rests is not None and inside[0][:1] == VALUE_MARK:  # (an object item's walk may loop: 1.000..., whitespace)
-                held = held_of(nxt)
+                if held is None:
+                    held = plan.held(nxt)
                 key = (r, rests, held[:1 + max(map(len, rests))])
                 if capture:  # (and the items below: the same text may hold others)
                     key += (nxt[0][-1], nxt[2])
@@ -240,7 +244,7 @@ class UniqueMatcher(Matcher):
         self._literals = _index_of(automaton.vocab, LiteralTokens) if self.plan.literals else None
 
     def accept_token(self, token_id: int) -> bool:
-        bounded = self._bounded()
+        bounded = self.plan.in_bounded(self.track)
         if not super().accept_token(token_id):
             return False
         data = self.automaton.vocab.token_bytes[token_id] if not self._terminated else None
@@ -302,7 +306,7 @@ class UniqueMatcher(Matcher):
 
     def _drop_repeats(self, out: np.ndarray) -> None:
         words, inside = out.view(np.uint32), self.plan.item_prefix(self.track)
-        bounded = self._bounded()
+        bounded = self.plan.in_bounded(self.track)
         if inside is not None and (inside[0] or b"")[:1] == VALUE_MARK:  # (a closed object item)
             mode, buf = self.track[2] & 7, self.track[3]
             ids = self._object_candidates(words, inside, self.plan.held(self.track),
@@ -325,14 +329,13 @@ class UniqueMatcher(Matcher):
         if self._literals is not None:
             ids = [*ids, *self._literal_candidates(words)]
         captures = self.plan.captures
-        if captures and (cap := self.plan.capture_prefix(self.track)) is not None:
+        if captures and (cap := self.plan.capture(self.track)) is not None:
             # (in a closed object item read with its frames: the tokens that may keep it an
             # earlier one's beginning too)
-            stack, mode = self.track[0], self.track[2] & 7
-            raw = next(e[1] for e in reversed(stack) if e[0] == "c")
-            in_string = mode in (1, 2, 3, 6, 7)
-            ids = [*ids, *self._object_candidates(words, cap, self.plan.capture_held(self.track), in_string,
-                                                  not in_string and raw[-1:] != b"" and raw[-1] in _NUMBER_BYTES)]
+            done, seen, held, raw = cap
+            in_string = self.track[2] & 7 in (1, 2, 3, 6, 7)
+            ids = [*ids, *self._object_candidates(words, (done, seen), held, in_string,
+                                                  not in_string and bool(raw) and raw[-1] in _NUMBER_BYTES)]
         if not ids:
             return
         a, feed, track = self.automaton, self.plan.feed, self.track
@@ -349,7 +352,7 @@ class UniqueMatcher(Matcher):
     def _object_candidates(self, words: np.ndarray, inside: tuple, held: bytes, in_string: bool,
                            in_number: bool) -> list:
         """The tokens `words` allows after which a closed object item (`inside`:
-        plan.item_prefix or plan.capture_prefix) may still be a beginning of an earlier
+        plan.item_prefix, or plan.capture's first two) may still be a beginning of an earlier
         one (a superset: the others leave every earlier item's normal text, so the item
         ends as a new value whatever comes). Where its normal text holds bytes back
         (`held`: a number's `1.50`), every token the mask allows; else, per earlier
@@ -471,11 +474,6 @@ class UniqueMatcher(Matcher):
                         out[head] = (hit.tolist(), closes)
         return out
 
-    def _bounded(self) -> bool:
-        """Whether the output is in a unique array that may hold bounded strings or
-        closed objects (json_unique.BOUNDED, CLOSED)."""
-        return self.plan.in_bounded(self.track)
-
     def _echoes(self, words: np.ndarray, inside) -> list:
         """The tokens `words` allows that keep the current item (`inside`:
         plan.item_prefix) a beginning of an earlier one (their bytes begin what is
@@ -514,10 +512,10 @@ class UniqueMatcher(Matcher):
 
     def _viable_capture(self, state: int, track: tuple) -> bool:
         """Whether the closed object item read with its frames that the output is in
-        (plan.capture_prefix) can still end as a value no earlier item has, its unique
+        (plan.capture) can still end as a value no earlier item has, its unique
         arrays inside kept (ends_new's `capture` walk); remembered per (state, track)."""
-        inside = self.plan.capture_prefix(track)
-        if inside is None or not _rests(inside[1], inside[0]):
+        cap = self.plan.capture(track)
+        if cap is None or not _rests(cap[1], cap[0]):
             return True
         memo = self.automaton.matcher_memo["viable_capture"]
         key = (state, track)
