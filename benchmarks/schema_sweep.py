@@ -134,8 +134,8 @@ def sweep_file(path: pathlib.Path, vocab, args, closing: np.ndarray) -> list[str
                             problems.append(f"INVALID OUTPUT {text[:120]!r}: {str(errors[0])[:100]}")
                         else:
                             valid += 1
-                s = sorted(steps)
-                line += (f" | walks ended {ended}/{args.walks}, valid {valid}; steps {len(s)}: median "
+                s = sorted(steps) or [0.0]  # (--walks 0: no steps)
+                line += (f" | walks ended {ended}/{args.walks}, valid {valid}; steps {len(steps)}: median "
                          f"{1e6 * s[len(s) // 2]:.0f} us, p99 {1e3 * s[int(0.99 * (len(s) - 1))]:.1f} ms, "
                          f"slowest {1e3 * s[-1]:.1f} ms (after "
                          f"{b''.join(vocab.token_bytes[x] for x in slowest[1])[-40:]!r}); "

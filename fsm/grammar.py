@@ -856,11 +856,11 @@ def _regex_term(tb: TermBuilder, pattern: str, flags: int) -> Term:
     """A terminal regex: full matches, except that a top-level alternative with a lazy
     quantifier keeps only its shortest matches (what Python's `re.match` returns)."""
     if not _has_lazy(pattern, flags):
-        return regex_to_term(tb, pattern, flags)
+        return regex_to_term(tb, pattern, flags, lookaround=False)  # (one would look past the terminal)
     branches = _top_branches(pattern)
     if len(branches) > 1 and all(_balanced(b) for b in branches):
         return tb.alt(_regex_term(tb, b, flags) for b in branches)
-    t = regex_to_term(tb, pattern, flags)
+    t = regex_to_term(tb, pattern, flags, lookaround=False)
     longer = tb.concat(t, tb.concat(tb.any_byte, tb.anything))
     return tb.intersect((t, tb.complement(longer)))
 

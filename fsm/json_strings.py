@@ -19,15 +19,17 @@ start / end of a top-level branch. ECMA meanings of classes: `\\d` = [0-9], `\\w
 [A-Za-z0-9_], `\\s` = ECMA white space and line terminators, `.` = anything but line
 terminators. ECMA named groups `(?<name>...)` are groups, and General_Category property
 escapes `\\p{L}`, `\\P{Lu}`, `\\p{gc=Nd}` are classes (fsm/regex.py python_text; other
-properties are refused). Constructs Python's `re` parses differently from ECMA (`\\cX`,
-lookaround, backreferences) raise RegexError (refused with the keyword and pointer).
+properties are refused). Lookarounds are exact (fsm/regex.py: a lookahead sees the
+string to its end); a lookbehind must be of fixed width, as Python's parser takes it.
+Constructs Python's `re` parses differently from ECMA (`\\cX`, backreferences) raise
+RegexError (refused with the keyword and pointer).
 """
 from __future__ import annotations
 
 import functools
 
 from . import charset
-from .regex import C, P, RegexError, _Converter, original_pos, python_text
+from .regex import _BEGIN, _END, _TERM, C, P, RegexError, _Converter, _has_look, original_pos, python_text
 from .terms import BYTES, REPEAT, STR, Term, TermBuilder
 
 _SHORT = {0x08: b"\\b", 0x0C: b"\\f", 0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t", 0x22: b'\\"', 0x5C: b"\\\\"}
@@ -260,7 +262,7 @@ class StringTerms:
     def fullmatch(self, pattern: str) -> Term:
         """Encoded strings whose decoded value fully matches `pattern` (Python syntax)."""
         parsed = _parse(pattern)
-        return _JsonConverter(self, pattern).sequence(parsed, parsed.state.flags, True, True)
+        return _JsonConverter(self, pattern, parsed).then(parsed, parsed.state.flags, True, True, self.tb.empty)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -274,12 +276,18 @@ def _parse(pattern: str):  # parse trees are only read: share them between compi
 
 
 class _JsonConverter(_Converter):
-    def __init__(self, st: StringTerms, pattern: str):
-        super().__init__(st.tb, pattern)
+    def __init__(self, st: StringTerms, pattern: str, root):
+        super().__init__(st.tb, pattern, root)
         self.st = st
 
     def literal_run(self, text: str) -> Term:
         return self.tb.literal(encode_string(text))  # JSON-escaped inside the string
+
+    def any_text(self) -> Term:
+        return self.st.any_chars
+
+    def end_text(self, flags: int, anchor) -> Term:
+        return self.tb.empty  # (ECMA's `$` is the very end)
 
     def node(self, op, av, flags, at_start, at_end):
         import re
@@ -325,10 +333,6 @@ def _class_regex_simple(op, av) -> str:
     return _class_regex([(C.NEGATE, None), (C.LITERAL, av)])
 
 
-_BEGIN = (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
-_END = (C.AT_END, C.AT_END_STRING)
-
-
 def _ends(item) -> list | None:
     """The item lists a group or branch stands for, where an anchor lies inside it (a
     group that sets no flags: one list; a branch: one per alternative); else None."""
@@ -352,7 +356,7 @@ def _anchored(items) -> bool:
 
 def _search_term(st: StringTerms, pattern: str) -> Term:
     parsed = _parse(pattern)
-    return _search(st, _JsonConverter(st, pattern), parsed, parsed.state.flags)
+    return _search(st, _JsonConverter(st, pattern, parsed), parsed, parsed.state.flags)
 
 
 def _search(st: StringTerms, conv, items, flags) -> Term:
@@ -376,4 +380,7 @@ def _search(st: StringTerms, conv, items, flags) -> Term:
         pre, items = tb.empty, items[1:]
     if items and items[-1][0] == C.AT and items[-1][1] in _END:
         post, items = tb.empty, items[:-1]
-    return tb.seq([pre, conv.sequence(items, flags, False, False), post])
+    if not _has_look(items):
+        return tb.seq([pre, conv.sequence(items, flags, False, False), post])
+    # a lookahead sees the text to the input's end, `post` too, and a lookbehind `pre`
+    return conv.then([(_TERM, (pre, 0))] + items, flags, True, False, post)

@@ -3,9 +3,15 @@
 We let Python's own regex parser read the pattern, so escapes, classes, flags and
 error positions are exactly those of `re`; this module only maps the parse tree to
 terms. Constructs that are not regular, or whose meaning under full matching would
-need context (backreferences, lookaround, conditionals, atomic groups, possessive
-repeats, word boundaries, anchors in the middle) raise RegexError with the position
-of the construct.
+need context (backreferences, conditionals, atomic groups, possessive repeats, word
+boundaries, anchors in the middle) raise RegexError with the position of the construct.
+
+Lookarounds are regular and exact (_Converter.then): `(?=B)` / `(?!B)` keep the texts
+after them that do / do not begin with a match of B (a lookahead sees the rest of the
+input, to its end); `(?<=B)` / `(?<!B)` keep the texts of the items before them that
+do / do not end with one, where those items' shortest match is as long as B (Python
+takes lookbehinds of fixed width). RegexError for a lookahead inside a repeat of more
+than _Converter.MAX_LOOK_REPEAT, and a lookbehind that would look before its group.
 
 Extension over Python `re`: Unicode property escapes `\\p{X}` / `\\P{X}` (negated), alone
 or in classes (`[\\p{L}_0-9]`, `[^\\p{L}]`), where X is a General_Category value by short
@@ -56,8 +62,9 @@ for _name, _what in (("ATOMIC_GROUP", "atomic group (?>...)"),
         _UNSUPPORTED[getattr(C, _name)] = _what
 
 
-def regex_to_term(tb: TermBuilder, pattern: str, flags: int = 0) -> Term:
-    """Parse `pattern` (Python `re` syntax) into a term matching its full matches, as UTF-8."""
+def regex_to_term(tb: TermBuilder, pattern: str, flags: int = 0, lookaround: bool = True) -> Term:
+    """Parse `pattern` (Python `re` syntax) into a term matching its full matches, as UTF-8.
+    `lookaround=False` refuses lookarounds (a grammar's terminal: one would look past it)."""
     if isinstance(pattern, bytes):
         raise RegexError("bytes patterns are not supported; pass a str", repr(pattern), None)
     if flags & ~_SUPPORTED_FLAGS:
@@ -71,7 +78,10 @@ def regex_to_term(tb: TermBuilder, pattern: str, flags: int = 0) -> Term:
         parsed = P.parse(text, flags)
     except re.error as e:
         raise RegexError(f"invalid regex: {e.msg}", pattern, original_pos(edits, e.pos)) from None
-    return _Converter(tb, pattern).sequence(parsed, int(parsed.state.flags), True, True)
+    conv = _Converter(tb, pattern, parsed)
+    if not lookaround:
+        return conv.sequence(parsed, int(parsed.state.flags), True, True)
+    return conv.then(parsed, int(parsed.state.flags), True, True, tb.empty)
 
 
 def python_text(pattern: str, flags: int = 0, ecma_groups: bool = False) -> tuple[str, list]:
@@ -236,9 +246,45 @@ def _plain_alternation(pattern: str, flags: int) -> list[str] | None:
     return words
 
 
+_BEGIN = (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
+_END = (C.AT_END, C.AT_END_STRING)
+_LOOKS = (C.ASSERT, C.ASSERT_NOT)
+_REPEATS = (C.MAX_REPEAT, C.MIN_REPEAT)
+_TERM = "term"  # an op of ours: a lookbehind and the items it looks at, as (term, shortest width)
+
+
+def _has_look(items, behind: bool = True, ends: bool = False) -> bool:
+    """Whether `items` hold a lookahead, a lookbehind (with `behind`) or a `$` (with
+    `ends`: among lookarounds, the end of the input is one more thing to look at)."""
+    for op, av in items:
+        if op in _LOOKS and (behind or av[0] == 1) or ends and op == C.AT and av in _END:
+            return True
+        subs = ([av[3]] if op == C.SUBPATTERN else av[1] if op == C.BRANCH else [av[2]] if op in _REPEATS
+                else [av[1]] if op in _LOOKS else ())
+        if any(_has_look(x, behind, ends) for x in subs):
+            return True
+    return False
+
+
+def _looks_in_order(items) -> list:
+    """The lookaround items of a parse tree, in the order their groups open."""
+    out = []
+    for op, av in items:
+        if op in _LOOKS:
+            out.append(av)
+        subs = ([av[3]] if op == C.SUBPATTERN else av[1] if op == C.BRANCH else [av[2]] if op in _REPEATS
+                else [av[1]] if op in _LOOKS else ())
+        for x in subs:
+            out += _looks_in_order(x)
+    return out
+
+
 class _Converter:
-    def __init__(self, tb: TermBuilder, pattern: str):
+    MAX_LOOK_REPEAT = 8  # a repeat with a lookahead inside is unrolled: at most this many
+
+    def __init__(self, tb: TermBuilder, pattern: str, root=()):
         self.tb, self.pattern = tb, pattern
+        self.root = root  # the whole parse tree (for a lookaround's position)
         self._seen: dict[str, int] = {}
 
     def visit(self, kind: str) -> int:
@@ -279,8 +325,118 @@ class _Converter:
         """Consecutive plain literal characters (subclasses change their encoding)."""
         return self.tb.literal(text.encode())
 
+    def any_text(self) -> Term:
+        """Every text (what a lookahead may see after its match; subclasses change the encoding)."""
+        return self.tb.star(charset.to_term(self.tb, charset.normalize(((0, charset.MAX_CP),))))
+
+    def end_text(self, flags: int, anchor) -> Term:
+        """What may follow an end anchor: nothing, or for Python's `$` a newline (it
+        matches before a final one; with MULTILINE, before any)."""
+        tb = self.tb
+        if anchor == C.AT_END_STRING:
+            return tb.empty
+        nl = tb.literal(b"\n")
+        return tb.alt([tb.empty, tb.concat(nl, self.any_text()) if flags & re.MULTILINE else nl])
+
+    def then(self, items, flags: int, at_start: bool, at_end: bool, rest: Term) -> Term:
+        """`items` followed by `rest`, the texts that may follow them to the end of the
+        input: what a lookahead among them sees after its place. Without lookarounds,
+        sequence's term (its anchors: only at the ends)."""
+        if not _has_look(items):
+            return self.tb.concat(self.sequence(items, flags, at_start, at_end), rest)
+        return self._then(items, flags, at_start, at_end, rest)
+
+    def _then(self, items, flags: int, at_start: bool, at_end: bool, rest: Term) -> Term:
+        """then() in a pattern with lookarounds: the texts after a lookahead, or a `$`
+        (the end of the input), are built first (right to left), through groups, branches
+        and short repeats; a lookbehind first joins the items it looks at (_behind)."""
+        tb = self.tb
+        if not _has_look(items, ends=True):
+            return tb.concat(self.sequence(items, flags, at_start, at_end), rest)
+        items = self._behind(list(items), flags, at_start)
+        ops = [op for op, _ in items]  # (`^`: as sequence reads it)
+        first = next((k for k, op in enumerate(ops) if op != C.AT), len(ops))
+        last = next((k for k in range(len(ops) - 1, -1, -1) if ops[k] != C.AT), -1)
+        end = len(items)
+        for i in range(len(items) - 1, -1, -1):
+            if not _has_look(items[i:i + 1], ends=True):
+                continue
+            rest = tb.concat(self.sequence(items[i + 1:end], flags, at_start and i + 1 <= first,
+                                           at_end and end - 1 >= last), rest)
+            rest = self._ahead(items[i], flags, at_start and i <= first, at_end and i >= last, rest)
+            end = i
+        return tb.concat(self.sequence(items[:end], flags, at_start, at_end and end - 1 >= last), rest)
+
+    def _ahead(self, item, flags: int, at_start: bool, at_end: bool, rest: Term) -> Term:
+        """One item that holds a lookahead, followed by `rest`."""
+        tb = self.tb
+        op, av = item
+        if op == C.AT:  # a `$`
+            return tb.intersect([rest, self.end_text(flags, av)])
+        if op in _LOOKS:  # (a lookbehind: _behind took it)
+            seen = self._then(av[1], flags, False, False, self.any_text())
+            return tb.intersect([rest, seen if op == C.ASSERT else tb.complement(seen)])
+        if op == C.SUBPATTERN:
+            _group, add, delete, sub = av
+            return self._then(sub, (flags | int(add)) & ~int(delete), at_start, at_end, rest)
+        if op == C.BRANCH:
+            return tb.alt(self._then(b, flags, at_start, at_end, rest) for b in av[1])
+        lo, hi, sub = av  # a repeat
+        if not _has_look(sub, behind=False, ends=True):  # lookbehinds only: they look within each item
+            body = self._then(sub, flags, False, False, tb.empty)
+            return tb.concat(tb.repeat(body, lo, None if hi == C.MAXREPEAT else hi), rest)
+        if hi == C.MAXREPEAT or hi > self.MAX_LOOK_REPEAT:
+            looks = [x for x in _looks_in_order(sub) if x[0] == 1]
+            if not looks:  # (only a `$`)
+                self.fail("an anchor (^, $, \\A, \\Z) that is not at the start or end of the pattern", "anchor")
+            self._fail_look(looks[0], f"a lookahead inside a repeat of more than {self.MAX_LOOK_REPEAT}")
+        more = rest  # at most hi - lo more items, then lo items before them
+        for _ in range(hi - lo):
+            more = tb.alt([rest, self._then(sub, flags, False, False, more)])
+        for _ in range(lo):
+            more = self._then(sub, flags, False, False, more)
+        return more
+
+    def _behind(self, items: list, flags: int, at_start: bool) -> list:
+        """`items` where each lookbehind and the items before it that it looks at are one
+        (_TERM, (term, shortest width)) item: the fewest items whose shortest match is
+        as long as the lookbehind's (fixed) width, so that all it sees lies in them, or
+        (`at_start`: the items begin the input) all of them."""
+        tb = self.tb
+        out: list = []
+        for op, av in items:
+            if op not in _LOOKS or av[0] != -1:
+                out.append((op, av))
+                continue
+            if _has_look(av[1], ends=True):  # (what it would see lies before the input's end)
+                self._fail_look(av, "a lookaround or `$` inside a lookbehind")
+            need = av[1].getwidth()[0]
+            i, width = len(out), 0
+            while width < need and i > 0 and out[i - 1][0] != C.AT and not _has_look(out[i - 1:i]):
+                i -= 1
+                x = out[i]
+                width += x[1][1] if x[0] == _TERM else P.SubPattern(av[1].state, [x]).getwidth()[0]
+            if width < need and not (i == 0 and at_start):
+                self._fail_look(av, "a lookbehind that may look before its group or pattern starts "
+                                    "(or past an anchor or a lookahead)")
+            seen = tb.concat(self.any_text(), self._then(av[1], flags, False, False, tb.empty))
+            kept = self.sequence(out[i:], flags, False, False)
+            out[i:] = [(_TERM, (tb.intersect([kept, seen if op == C.ASSERT else tb.complement(seen)]), width))]
+        return out
+
+    def _fail_look(self, av, what: str) -> None:
+        """RegexError at the lookaround `av` (its place among the pattern's lookarounds)."""
+        pos = _construct_positions(self.pattern)
+        at = sorted(pos.get(_UNSUPPORTED[C.ASSERT], []) + pos.get(_UNSUPPORTED[C.ASSERT_NOT], []))
+        order = [id(x) for x in _looks_in_order(self.root)]
+        n = order.index(id(av)) if id(av) in order else -1
+        raise RegexError(f"{what} is not supported in constraints", self.pattern,
+                         at[n] if 0 <= n < len(at) else None)
+
     def node(self, op, av, flags: int, at_start: bool, at_end: bool) -> Term:
         tb = self.tb
+        if op == _TERM:
+            return av[0]
         if op == C.LITERAL:
             if flags & _I:
                 return self.chars([(C.LITERAL, av)], flags)
@@ -305,9 +461,9 @@ class _Converter:
             if av in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY):
                 self.fail("word boundary (\\b, \\B)", "boundary")
             n = self.visit("anchor")
-            if av in (C.AT_BEGINNING, C.AT_BEGINNING_STRING) and at_start:
+            if av in _BEGIN and at_start:
                 return tb.empty
-            if av in (C.AT_END, C.AT_END_STRING) and at_end:
+            if av in _END and at_end:
                 return tb.empty
             self.fail("an anchor (^, $, \\A, \\Z) that is not at the start or end of the pattern",
                       "anchor", n)

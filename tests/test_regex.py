@@ -177,9 +177,56 @@ def test_flags_and_escapes(flags, pattern, text):
     assert bool(dfa.accepting[s]) == bool(re.fullmatch(pattern, text, flags))
 
 
+def looking_patterns():
+    """patterns() with lookaheads anywhere and lookbehinds of fixed width after an atom."""
+    behind = st.sampled_from(["(?<=a)", "(?<!a)", "(?<=[ab])", "(?<!\\d)", "(?<=a0)", "(?<!0.)"])
+
+    def extend(inner):
+        return st.one_of(
+            st.tuples(inner, inner).map(lambda t: t[0] + t[1]),
+            st.tuples(inner, inner).map(lambda t: f"{t[0]}|{t[1]}"),
+            inner.map(lambda p: f"(?:{p})"),
+            st.tuples(st.sampled_from(["(?=", "(?!"]), inner, st.sampled_from(["", "$"]))
+              .map(lambda t: f"{t[0]}{t[1]}{t[2]})"),
+            st.tuples(st.sampled_from(ATOMS), behind).map(lambda t: t[0] + t[1]),
+            st.tuples(inner, st.sampled_from(["?", "{2}", "{0,2}", "*", "+"])).map(lambda t: f"(?:{t[0]}){t[1]}"),
+        )
+    return st.recursive(st.sampled_from(ATOMS), extend, max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(looking_patterns(), st.integers(0, 2**32 - 1))
+def test_lookarounds_agree_with_re(pattern, seed):
+    """Lookaheads (which see the rest of the input, past their group) and lookbehinds
+    are exact; the only refusals are a lookahead inside an unbounded repeat and a
+    lookbehind that would look before its group, each at its position."""
+    try:
+        dfa = byte_dfa(pattern)
+    except fsm.RegexError as e:
+        assert ("lookahead inside a repeat" in str(e) or "lookbehind that may look before" in str(e)), e
+        assert pattern[e.pos:e.pos + 3] in ("(?=", "(?!", "(?<"), (pattern, e.pos)
+        return
+    rx = re.compile(pattern)
+    for text in strings_near(pattern, np.random.default_rng(seed)):
+        assert dfa_fullmatch(dfa, text) == bool(rx.fullmatch(text)), (pattern, text)
+
+
+@pytest.mark.parametrize("pattern", [
+    r"^(?!-)(?!.*--)[a-z0-9-]{1,32}(?<!-)$", r"([\da-z](?:(?!.*--)[\da-z-]*[\da-z])?)", r"(?=.{1,3}$)a*b*",
+    r"^(?!(ab|ba)$)[ab]*$", r"(?:a(?=b)|b){0,3}", r"(a|bb)(?<!b)c?", r"ab(?<=[ab]b)c", r"(?=(a|b)+(?<=b))\w+"])
+def test_lookarounds_of_real_patterns(pattern):
+    """Every string of up to 5 characters over the patterns' alphabet, against re."""
+    dfa, rx = byte_dfa(pattern), re.compile(pattern)
+    for n in range(6):
+        for t in map("".join, itertools.product("ab-0", repeat=n)):
+            assert dfa_fullmatch(dfa, t) == bool(rx.fullmatch(t)), (pattern, t)
+
+
 @pytest.mark.parametrize("pattern,construct,pos", [
-    (r"(a)\1", "backreference", 3), ("a(?=b)b", "lookaround", 1), ("a(?!c)b", "lookaround", 1),
-    ("(?<=a)b", "lookaround", 0), (r"a\bb", "word boundary", 1), ("a^b", "anchor", 1),
+    (r"(a)\1", "backreference", 3), ("(?:a(?=b))*", "lookahead inside a repeat", 4),
+    ("x|a(?!c)b|(?:b(?!a)){9}", "lookahead inside a repeat of more than 8", 14),
+    ("(?<=a)b", "lookbehind that may look before", 0), ("a(?<!ba)", "lookbehind", 1),
+    (r"a\bb", "word boundary", 1), ("a^b", "anchor", 1),
     ("ab$c", "anchor", 2), ("(?P<x>a)(?P=x)", "backreference", 8), ("(a)?(?(1)b|c)", "conditional", 4),
     ("(?>ab)", "atomic", 0), ("a*+", "possessive", 2),
 ])
