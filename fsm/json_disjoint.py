@@ -173,12 +173,14 @@ def _apart(comp, x: tuple, y: tuple, objects: bool) -> bool:
     does not allow, or a closed object that holds a key (required, minProperties)
     beside an object schema that allows none of its keys (circle-ci's logic: one
     operator key, or any keys but the operators by propertyNames); where only
-    objects count (`objects`), a required property's listed values that the other
-    excludes (gitlab-ci's jobs: `when: {enum: [delayed]}` required, or
-    `when: {not: {enum: [delayed]}}`)."""
+    objects count (`objects`, or a and b hold objects only), a required property's
+    listed values or types that the other excludes (gitlab-ci's jobs: `when: {enum:
+    [delayed]}` required, or `when: {not: {enum: [delayed]}}`; hayson's values: a `val`
+    number or one of three strings)."""
     (a, ta, ca), (b, tb, cb) = x, y
     if ta is not None and tb is not None and not ta & tb:
         return True
+    objects = objects or (ta is not None and tb is not None and ta | tb <= {"object"})  # (a value of both is one)
     if ca is not None and cb is not None and (any(k not in cb[1] for k in ca[0]) or
                                               any(k not in ca[1] for k in cb[0])):
         return True
@@ -188,8 +190,9 @@ def _apart(comp, x: tuple, y: tuple, objects: bool) -> bool:
 
 
 def _values_apart(comp, a, b) -> bool:
-    """Whether an object of a has a required property whose values (listed) b's
-    property excludes: none of them listed by b, or all of them under b's `not`."""
+    """Whether an object of a has a required property whose values (listed, or their
+    types) b's property excludes: none of them listed by b, all of them under b's `not`,
+    or none of their types b's."""
     a, b = deref(comp, a), deref(comp, b)
     if not isinstance(a, dict) or not isinstance(b, dict) or not isinstance(a.get("required", []), list):
         return False
@@ -198,7 +201,12 @@ def _values_apart(comp, a, b) -> bool:
         return False
     for k in a.get("required", []):
         va, other = comp._listed_values(pa.get(k, True)), deref(comp, pb.get(k, True))
-        if va is None or not isinstance(other, dict):
+        if not isinstance(other, dict):
+            continue
+        ta, tb = types_of(comp, pa.get(k, True)), types_of(comp, other)
+        if ta is not None and tb is not None and not ta & tb:
+            return True
+        if va is None:
             continue
         if _schema_keys(other) - _ANNOTATIONS == {"not"}:
             out = comp._listed_values(other["not"])

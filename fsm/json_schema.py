@@ -1009,17 +1009,19 @@ class _Compiler:
         """node = {oneOf|anyOf: branches, type-specific keywords} as one schema per
         branch, each with the keywords of the types it may have (`{type: object}` takes
         patternProperties, a string branch none: they assert nothing of strings). The
-        union of these is node where a oneOf's branches have disjoint types (known:
-        json_disjoint.types_of); github-workflow's matrix, `oneOf: [{type: object}, ${{...}}]` beside
-        object keywords whose values are recursive, needs no intersection so. None
-        where node is not of that form."""
+        union of these is node where a oneOf's branches are disjoint (their types known:
+        json_disjoint.types_of, and apart, or json_disjoint.disjoint); github-workflow's matrix,
+        `oneOf: [{type: object}, ${{...}}]` beside object keywords whose values are
+        recursive, needs no intersection so, nor circle-ci's jobs, a oneOf of three ways to
+        name an executor beside recursive steps. None where node is not of that form."""
         kws = [k for k in ("oneOf", "anyOf") if isinstance(node.get(k), list) and node[k]]
         rest = {k: v for k, v in node.items() if k not in _ANNOTATIONS and k not in kws}
         if len(kws) != 1 or not rest or not set(rest) <= _TYPED_KW - {"unevaluatedProperties", "unevaluatedItems"}:
             return None
         branches = node[kws[0]]
         types = [types_of(self, b) for b in branches]
-        if None in types or (kws[0] == "oneOf" and sum(map(len, types)) != len(set().union(*types))):
+        if None in types or (kws[0] == "oneOf" and sum(map(len, types)) != len(set().union(*types))
+                             and not disjoint(self, node, branches)):
             return None
         out = []
         for b, ts in zip(branches, types):
@@ -1287,7 +1289,8 @@ class _Compiler:
             todo += b.get("allOf", [])
         merged = None
         if branches is not None:
-            merged = self._distributed(branches, node) or self._merge_branches(branches)
+            merged = (self._distributed(branches, node) or self._merge_branches(branches)
+                      or self._type_split(branches, node))
         if merged is not None:
             self._adopt(merged, node)
             if via_ref:  # unrolled, a recursion through the merged $ref counts here
@@ -1365,6 +1368,28 @@ class _Compiler:
             if not isinstance(a, dict) or "allOf" in a:
                 return None
             m = self._merge_branches(rest + [a])
+            if m is None:
+                return None
+            self._adopt(m, node)
+            parts.append(m)
+        return {"anyOf": parts}
+
+    def _type_split(self, branches: list, node: dict):
+        """allOf branches one of which lists several types as anyOf [their merge for each
+        of the types], each branch without the keywords that assert nothing of that type:
+        bukkit's permission children, `type: [boolean, object]` beside a $ref to an
+        untyped schema of object keywords that recurses, are a boolean or that object
+        (no intersection of the two). None where a merge fails."""
+        listed = [i for i, b in enumerate(branches) if isinstance(b.get("type"), list) and len(b["type"]) > 1]
+        if len(listed) != 1 or not _well_typed(branches[listed[0]]["type"]):
+            return None
+        parts = []
+        for t in branches[listed[0]]["type"]:
+            idle = _idle_keywords({"number" if t == "integer" else t})
+            each = [{k: v for k, v in b.items() if k not in idle} for b in branches]
+            each[listed[0]]["type"] = t
+            self._keep.append(each)
+            m = self._merge_branches(each)
             if m is None:
                 return None
             self._adopt(m, node)

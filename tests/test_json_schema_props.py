@@ -896,6 +896,73 @@ def test_recursive_oneof_of_closed_objects_told_apart_by_keys_is_exact():
         schema_to_term(schema)
 
 
+def test_recursive_oneof_told_apart_by_property_values_or_types_is_exact():
+    """hayson's values: a oneOf of strings, numbers and objects told apart by a required
+    `_kind` (its listed values) and, where two share one, by the types of a required
+    `val`; one object holds values of the oneOf again. The object branches are apart
+    although the oneOf also holds other types (each pair holds objects only), so strict
+    mode compiles it with no intersection: random instances are accepted iff jsonschema
+    says valid, walks validate. Where the two `val`s may both be numbers: refused."""
+    def kind(k, val=None, **more):
+        props = {"_kind": {"enum": [k]}, **({"val": val} if val else {}), **more}
+        return {"type": "object", "properties": props, "required": ["_kind"] + (["val"] if val else []),
+                "additionalProperties": False}
+    number = kind("number", {"type": "number"}, unit={"type": "string", "maxLength": 2})
+    special = kind("number", {"enum": ["INF", "NaN"]})
+    dict_ = {"type": "object", "properties": {"_kind": {"enum": ["dict"]}},
+             "additionalProperties": {"$ref": "#/$defs/v"}, "maxProperties": 2}
+    schema = {"$defs": {"v": {"oneOf": [{"type": "string", "maxLength": 2}, {"type": "boolean"}, kind("marker"),
+                                        number, special, dict_]}}, "$ref": "#/$defs/v"}
+    cs = schema_to_term(schema)
+    assert cs.rules is not None and not cs.relaxed
+    rng = random.Random(5)
+
+    def node(depth):
+        r = rng.random()
+        if depth >= 3 or r < 0.25:
+            return rng.choice(["x", "xyz", True, 1, None])
+        if r < 0.6:
+            o = {"_kind": rng.choice(["number", "marker", "dict", "x"])}
+            if rng.random() < 0.7:
+                o["val"] = rng.choice([1.5, "INF", "x", None])
+            return o
+        return {k: node(depth + 1) for k in rng.sample(["_kind", "a", "b"], rng.randint(0, 2))
+                } | ({"_kind": "dict"} if rng.random() < 0.3 else {})
+    _instances_agree(cs, schema, node, 400, 80)
+    _walks_validate(cs, schema)
+    special["properties"]["val"] = {"type": "integer"}  # both may be numbers: the branches overlap
+    with pytest.raises(SchemaError, match="oneOf intersects the recursive reference"):
+        schema_to_term(schema)
+
+
+def test_recursive_ref_beside_a_type_list_is_exact():
+    """bukkit's permission children: `type: [boolean, object]` beside a $ref to an
+    untyped schema of object keywords that recurses. The two merge per type
+    (_Compiler._type_split): a boolean, or the referenced object, with no intersection;
+    strict mode compiles it, instances agree with jsonschema, walks validate."""
+    perm = {"properties": {"d": {"type": "string", "maxLength": 2},
+                           "kids": {"type": ["array", "object"], "items": {"type": "string", "maxLength": 1},
+                                    "maxItems": 2, "maxProperties": 2,
+                                    "additionalProperties": {"type": ["boolean", "object"], "items": {"type": "null"},
+                                                             "$ref": "#/$defs/perm"}}},
+            "additionalProperties": False}
+    schema = {"$defs": {"perm": perm}, "$ref": "#/$defs/perm"}
+    cs = schema_to_term(schema)
+    assert cs.rules is not None and not cs.relaxed
+    rng = random.Random(6)
+
+    def node(depth):
+        o = {}
+        if rng.random() < 0.4:
+            o["d"] = rng.choice(["x", "xyz", 1])
+        if depth < 3 and rng.random() < 0.7:
+            o["kids"] = [rng.choice(["a", "ab"]) for _ in range(rng.randint(0, 3))] if rng.random() < 0.3 else {
+                k: rng.choice([True, None, 1, [], node(depth + 1)]) for k in rng.sample("abc", rng.randint(0, 3))}
+        return o
+    _instances_agree(cs, schema, node, 400, 80)
+    _walks_validate(cs, schema)
+
+
 def test_recursive_intersections_relax_in_lenient_mode():
     """Where a recursive reference sits under an intersection or complement (which the
     grammar path cannot make), strict mode refuses naming the keyword and pointer;
