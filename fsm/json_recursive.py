@@ -21,6 +21,9 @@ class _RecursiveRules:
 
     MAX_REPEAT_UNROLL = 64  # bounds up to this are alternatives of each length; above, a chain of rules
     MAX_REPEAT_RULES = 4096
+    # nonterminals of the grammar: argo-workflows' ~1500 definitions make 5.7k; OpenAPI
+    # 3.1's unions of objects factored on their common keys passed 400k (a minute, no end)
+    MAX_RULES = 50_000
 
     def __init__(self, tb: TermBuilder, root: Term, bodies: dict[int, Term], marked: dict):
         self.tb = tb
@@ -116,6 +119,10 @@ class _RecursiveRules:
         workflows' Kubernetes definitions passed Python's stack)."""
         name = self._sym.get(t.id)
         if name is None:
+            if len(self._sym) >= self.MAX_RULES:
+                raise SchemaError(f"recursive schema: its grammar passes {self.MAX_RULES} nonterminals "
+                                  "(_RecursiveRules.MAX_RULES; unions of objects around the recursive "
+                                  "references split on each key they share)", "$ref")
             name = self._sym[t.id] = f"n{len(self._sym)}"
             self.rules[name] = []
             self._rules_todo.append(t)

@@ -169,6 +169,7 @@ fsm/json_recursive.py (_RecursiveRules: the grammar path), fsm/json_pydantic.py
 """
 from __future__ import annotations
 
+import collections
 import functools
 import math
 import json
@@ -529,6 +530,7 @@ class _Compiler:
         self._key_matches: dict[tuple, bool] = {}  # (term id, key text) -> _matches
         self._marker_memo: dict[int, int | None] = {}  # term id -> _marker_index
         self._unresolved: set = set()  # (node id, $ref) of references to other documents
+        self._resolved: dict = {}  # (base URI, $ref) -> its target (_resolve)
         self._keep: list = []  # merged schemas stay alive (memo keys are ids)
         self._uneval: dict = {}  # id(node) -> _unevaluated_written(node)
         self._negated = 0
@@ -648,8 +650,17 @@ class _Compiler:
         return res, uri, frag
 
     def _resolve(self, node: dict, ref: str):
+        key = (self.base_of.get(id(node), ""), ref)  # (once per base: cloudify's merges resolve 590k refs)
+        out = self._resolved.get(key)
+        if out is None:
+            out = self._resolved[key] = self._find(node, ref)
+            if out is True:
+                del self._resolved[key]
+        return out
+
+    def _find(self, node: dict, ref: str):
         res, uri, frag = self._ref_document(node, ref)
-        if res is None:  # (another document: lenient mode takes it as any value, once)
+        if res is None:  # (another document: lenient mode takes it as any value, once per place)
             if (id(node), ref) not in self._unresolved:
                 self._unresolved.add((id(node), ref))
                 self.refuse(node, "$ref", f"cannot resolve reference {ref!r} (another document: pass it "
@@ -1275,13 +1286,14 @@ class _Compiler:
         become variants). Nested allOf are flattened. None if not mergeable."""
         if id(node) in self._merged:
             return self._merged[id(node)]
-        branches, todo, via_ref = [], [node], False
+        branches, todo, via_ref, seen = [], collections.deque([node]), False, set()
         while todo:
-            first = todo.pop(0)
+            first = todo.popleft()
             b = deref(self, first)
             via_ref |= b is not first
-            if b is True:
-                continue
+            if b is True or id(b) in seen:  # (a branch twice is once: cloudify's node types
+                continue  # inherit through allOf chains that meet, ~3800 branches a merge unshared)
+            seen.add(id(b))
             if not isinstance(b, dict) or not isinstance(b.get("allOf", []), list):
                 branches = None
                 break

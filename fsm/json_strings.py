@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 
 from . import charset
-from .regex import _BEGIN, _END, _TERM, C, P, RegexError, _Converter, _has_look, original_pos, python_text
+from .regex import _BEGIN, _END, _I, _S, _TERM, C, P, RegexError, _Converter, _has_look, original_pos, python_text
 from .terms import BYTES, REPEAT, STR, Term, TermBuilder
 
 _SHORT = {0x08: b"\\b", 0x0C: b"\\f", 0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t", 0x22: b'\\"', 0x5C: b"\\\\"}
@@ -290,16 +290,15 @@ class _JsonConverter(_Converter):
         return self.tb.empty  # (ECMA's `$` is the very end)
 
     def node(self, op, av, flags, at_start, at_end):
-        import re
-        if flags & re.IGNORECASE and op in (C.LITERAL, C.NOT_LITERAL, C.IN):
-            ranges = charset.by_python_re(_class_regex_simple(op, av), re.IGNORECASE)
+        if flags & _I and op in (C.LITERAL, C.NOT_LITERAL, C.IN):
+            ranges = charset.by_python_re(_class_regex_simple(op, av), _I)
             return self.st.char(ranges)
         if op == C.LITERAL:
             return self.st.char(((av, av),))
         if op == C.NOT_LITERAL:
             return self.st.char(charset.complement(charset.normalize([(av, av)])))
         if op == C.ANY:
-            return self.st.char(ALL if flags & re.DOTALL else charset.complement(LINE_TERMINATORS))
+            return self.st.char(ALL if flags & _S else charset.complement(LINE_TERMINATORS))
         if op == C.IN:
             return self.st.char(_class_ranges(av))
         return super().node(op, av, flags, at_start, at_end)
@@ -380,7 +379,7 @@ def _search(st: StringTerms, conv, items, flags) -> Term:
         pre, items = tb.empty, items[1:]
     if items and items[-1][0] == C.AT and items[-1][1] in _END:
         post, items = tb.empty, items[:-1]
-    if not _has_look(items):
+    if not conv.looks or not _has_look(items):
         return tb.seq([pre, conv.sequence(items, flags, False, False), post])
     # a lookahead sees the text to the input's end, `post` too, and a lookbehind `pre`
     return conv.then([(_TERM, (pre, 0))] + items, flags, True, False, post)

@@ -285,6 +285,7 @@ class _Converter:
     def __init__(self, tb: TermBuilder, pattern: str, root=()):
         self.tb, self.pattern = tb, pattern
         self.root = root  # the whole parse tree (for a lookaround's position)
+        self.looks = "(?=" in pattern or "(?!" in pattern or "(?<" in pattern  # (else none in the tree)
         self._seen: dict[str, int] = {}
 
     def visit(self, kind: str) -> int:
@@ -342,7 +343,7 @@ class _Converter:
         """`items` followed by `rest`, the texts that may follow them to the end of the
         input: what a lookahead among them sees after its place. Without lookarounds,
         sequence's term (its anchors: only at the ends)."""
-        if not _has_look(items):
+        if not self.looks or not _has_look(items):
             return self.tb.concat(self.sequence(items, flags, at_start, at_end), rest)
         return self._then(items, flags, at_start, at_end, rest)
 

@@ -976,8 +976,14 @@ def test_additional_properties_false_and_schema():
     assert cs.canonical({"d": {"b": 3, "a": 1}}, indent=1) == '{\n "d": {\n  "a": 1,\n  "b": 3\n }\n}'
     # with an allOf whose objects intersect, every known key has its place
     acc, _ = compiled({"properties": {"d": d, "a": {}, "b": {}, "c": {}},
-                       "allOf": [{"required": ["d"], "minProperties": 1}, {"type": ["object", "null"]}]})
+                       "allOf": [{"required": ["d"], "minProperties": 1},
+                                 {"if": {"required": ["a"]}, "then": {"required": ["b"]}}]})
     assert acc('{"d":{"a":1,"b":3,"c":2}}') and not acc('{"d":{"a":1,"c":2,"b":3}}')
+    # a type list merges per type (_type_split): an object that intersects nothing, or null
+    acc, _ = compiled({"properties": {"d": d, "a": {}, "b": {}, "c": {}},
+                       "allOf": [{"required": ["d"], "minProperties": 1}, {"type": ["object", "null"]}]})
+    assert acc('{"d":{"a":1,"b":3,"c":2}}') and acc('{"d":{"a":1,"c":2,"b":3}}') and acc("null")
+    assert not acc("{}") and not acc('"s"')
     # one that merges into one object intersects nothing: own keys first
     acc, _ = compiled({"properties": {"d": d, "a": {}, "b": {}, "c": {}},
                        "allOf": [{"required": ["d"], "minProperties": 1}]})
@@ -1889,6 +1895,39 @@ def test_recursion_through_a_merged_all_of():
     assert seen == {True, False}
 
 
+
+
+def test_all_of_shared_ancestors_merge_once():
+    """cloudify's node types inherit through allOf chains whose branches share their
+    ancestors: flattened, a branch met twice is taken once (allOf is idempotent), not
+    once per path (here 2^24 paths to the base: the compile would not end). The merged
+    object requires every level's key, an integer, and allows others (by hand: jsonschema
+    walks every path too)."""
+    defs = {"l0": {"type": "object", "properties": {"k0": {"type": "integer"}}, "required": ["k0"]}}
+    for i in range(1, 25):
+        side = {"properties": {f"k{i}": {"type": "integer"}}, "required": [f"k{i}"], "allOf": [{"$ref": f"#/$defs/l{i - 1}"}]}
+        defs[f"s{i}"] = side
+        defs[f"l{i}"] = {"allOf": [{"$ref": f"#/$defs/l{i - 1}"}, {"$ref": f"#/$defs/s{i}"}]}
+    schema = {"$defs": defs, "$ref": "#/$defs/l24"}
+    acc, cs = compiled(schema)
+    full = {f"k{i}": i for i in range(25)}
+    for inst, ok in [(full, True), ({k: v for k, v in full.items() if k != "k7"}, False),
+                     (dict(full, k3="x"), False), (dict(full, extra=1), True)]:
+        assert acc(cs.canonical(inst)) == ok, inst
+
+
+def test_recursive_grammar_size_is_limited(monkeypatch):
+    """A recursive schema's grammar has at most _RecursiveRules.MAX_RULES nonterminals:
+    past it, a SchemaError says so (OpenAPI 3.1's unions of objects passed 400k in a
+    minute, with no end in sight), not a compile that does not end."""
+    from fsm.json_recursive import _RecursiveRules
+    props = {f"p{i}": {"type": "array", "items": {"$ref": "#/$defs/n"}} for i in range(30)}
+    schema = {"$defs": {"n": {"type": "object", "properties": props, "additionalProperties": False}},
+              "$ref": "#/$defs/n"}
+    assert len(schema_to_term(schema).rules.rules) > 30
+    monkeypatch.setattr(_RecursiveRules, "MAX_RULES", 20)
+    with pytest.raises(SchemaError, match="grammar passes 20 nonterminals"):
+        schema_to_term(schema)
 
 
 def _on_the_grammar_path(schema, seed: int):

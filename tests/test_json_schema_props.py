@@ -224,7 +224,7 @@ def test_key_orders_per_meeting_schema(recursive):
     schema = {"type": "object", "$defs": {"n": node}, "properties": {
         "plain": {"$ref": "#/$defs/n"},  # own keys z, a first
         "meet": {"allOf": [{"$ref": "#/$defs/n"}, {"required": ["z"], "properties": {"q": {"type": "object"}}},
-                           {"type": ["object", "null"]}]},  # (the type list: not merged, intersected)
+                           {"if": {"required": ["a"]}, "then": {"required": ["q"]}}]},  # (merged, if/then meets)
         # merged (one object per alternative of the anyOf: _distributed): no meet
         "merged": {"allOf": [{"$ref": "#/$defs/n"}, {"properties": {"q": {"type": "object"}}, "x-vendor": 1},
                              {"anyOf": [{"properties": {"w": {"type": "integer"}}}, {"required": ["z"]}]}]},

@@ -225,7 +225,7 @@ def test_lookarounds_of_real_patterns(pattern):
 @pytest.mark.parametrize("pattern,construct,pos", [
     (r"(a)\1", "backreference", 3), ("(?:a(?=b))*", "lookahead inside a repeat", 4),
     ("x|a(?!c)b|(?:b(?!a)){9}", "lookahead inside a repeat of more than 8", 14),
-    ("(?<=a)b", "lookbehind that may look before", 0), ("a(?<!ba)", "lookbehind", 1),
+    ("x(?:(?<=a)b)*", "lookbehind that may look before", 4), ("xa(?:b(?<!ab))*", "lookbehind", 6),
     (r"a\bb", "word boundary", 1), ("a^b", "anchor", 1),
     ("ab$c", "anchor", 2), ("(?P<x>a)(?P=x)", "backreference", 8), ("(a)?(?(1)b|c)", "conditional", 4),
     ("(?>ab)", "atomic", 0), ("a*+", "possessive", 2),
