@@ -108,7 +108,9 @@ Recursive $ref: exact, through the context-free path (fsm/grammar.py; recursion=
 reference is then followed at most N times along any path. The rules must be LALR(1):
 a union's branches that start alike are merged (two objects' `{}`), but branches that
 stay ambiguous further on (two objects that both declare a key) are refused, naming
-the conflict.
+the conflict. The grammar has at most _RecursiveRules.MAX_RULES (50,000) nonterminals,
+and a bound around a recursive reference spans at most MAX_REPEAT_RULES (4096) items:
+past either, SchemaError.
 
 Sources: a dict, JSON text, or a Pydantic model class / type (`model_json_schema()`).
 For Pydantic sources three defaults change, to what the model parses back: objects are
