@@ -10,8 +10,10 @@ Lookarounds are regular and exact (_Converter.then): `(?=B)` / `(?!B)` keep the 
 after them that do / do not begin with a match of B (a lookahead sees the rest of the
 input, to its end); `(?<=B)` / `(?<!B)` keep the texts of the items before them that
 do / do not end with one, where those items' shortest match is as long as B (Python
-takes lookbehinds of fixed width). RegexError for a lookahead inside a repeat of more
-than _Converter.MAX_LOOK_REPEAT, and a lookbehind that would look before its group.
+takes lookbehinds of fixed width). A repeat at the end whose item is one character with
+lookaheads (the tempered token `^((?!--).)*$`) is exact as well (_tempered). RegexError
+for a lookahead inside another repeat of more than _Converter.MAX_LOOK_REPEAT, and a
+lookbehind that would look before its group.
 
 Extension over Python `re`: Unicode property escapes `\\p{X}` / `\\P{X}` (negated), alone
 or in classes (`[\\p{L}_0-9]`, `[^\\p{L}]`), where X is a General_Category value by short
@@ -373,7 +375,7 @@ class _Converter:
         tb = self.tb
         op, av = item
         if op == C.AT:  # a `$`
-            return tb.intersect([rest, self.end_text(flags, av)])
+            return rest if rest is tb.empty else tb.intersect([rest, self.end_text(flags, av)])
         if op in _LOOKS:  # (a lookbehind: _behind took it)
             seen = self._then(av[1], flags, False, False, self.any_text())
             return tb.intersect([rest, seen if op == C.ASSERT else tb.complement(seen)])
@@ -386,6 +388,8 @@ class _Converter:
         if not _has_look(sub, behind=False, ends=True):  # lookbehinds only: they look within each item
             body = self._then(sub, flags, False, False, tb.empty)
             return tb.concat(tb.repeat(body, lo, None if hi == C.MAXREPEAT else hi), rest)
+        if rest is tb.empty and (t := self._tempered(sub, flags, lo, hi)) is not None:
+            return t
         if hi == C.MAXREPEAT or hi > self.MAX_LOOK_REPEAT:
             looks = [x for x in _looks_in_order(sub) if x[0] == 1]
             if not looks:  # (only a `$`)
@@ -397,6 +401,22 @@ class _Converter:
         for _ in range(lo):
             more = self._then(sub, flags, False, False, more)
         return more
+
+    def _tempered(self, sub, flags: int, lo: int, hi: int):
+        """A repeat at the input's end whose item is one character with lookaheads
+        (`^((?!--).)*$`, "no `--` anywhere"): each character of the repeat begins an
+        item, so the texts are lo to hi characters from each of which the rest of the
+        input is one that an item may begin (G: the item followed by any text, its
+        lookaheads seeing all of it), which is regular without unrolling: characters
+        minus Σ* (Σ+ minus G). None for any other repeat."""
+        tb = self.tb
+        if P.SubPattern(self.root.state, list(sub)).getwidth() != (1, 1):
+            return None
+        text = self.any_text()  # (a star: its item is one character)
+        begins = self._then(sub, flags, False, False, text)
+        some = tb.intersect([text, tb.complement(tb.empty)])
+        bad = tb.concat(text, tb.intersect([some, tb.complement(begins)]))
+        return tb.intersect([tb.repeat(text.args[0], lo, None if hi == C.MAXREPEAT else hi), tb.complement(bad)])
 
     def _behind(self, items: list, flags: int, at_start: bool) -> list:
         """`items` where each lookbehind and the items before it that it looks at are one

@@ -193,7 +193,8 @@ def test_lengths_count_code_points():
                                      # a lookahead sees the string to its end, a lookbehind from its start
                                      "^(?!ab)[a-d]+$", "^(?!(ab|ba)$)", "(?=.*\\d)a", "a(?!b)", "(?<=a)b",
                                      "^(?:(?!.*dd)[a-d]*[ab])?$", "^x(?<!ax)y", "(?<=a|b)c$", "(?<!\\s)\\d",
-                                     "^(?=(.{1,3} )?.{1,3}$)", "^(?!-)(?!.*  )[a-d ]{1,5}(?<! )$"])
+                                     "^(?=(.{1,3} )?.{1,3}$)", "^(?!-)(?!.*  )[a-d ]{1,5}(?<! )$",
+                                     "^((?!ab|b\\d).)*$", "x((?!a).)+$"])
 def test_pattern_is_ecma_search(pattern):
     acc, _ = compiled({"type": "string", "pattern": pattern})
     rng = random.Random(pattern)
