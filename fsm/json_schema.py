@@ -491,10 +491,12 @@ class _Compiler:
         self.key_order: list[str] = []
         self._key_set: set = set()
         self._refs: list[dict] = []  # the schemas with a $ref, as _index met them
-        # the keyword that names a schema's URI: draft-04's `id` (where `$id` is no keyword:
-        # SchemaStore's cryproj puts JSON pointers in `$id`s that jsonschema ignores), else `$id`
+        # draft-04 (and 03) differ: a schema's URI is named by `id` (where `$id` is no
+        # keyword: SchemaStore's cryproj puts JSON pointers in `$id`s that jsonschema ignores),
+        # and an integer is a number written without a fraction (2.0 is none: nt)
         schema_uri = root.get("$schema") if isinstance(root, dict) else None
-        self._id_kw = "id" if isinstance(schema_uri, str) and re.search(r"draft-0[34]\b", schema_uri) else "$id"
+        self._draft4 = isinstance(schema_uri, str) and re.search(r"draft-0[34]\b", schema_uri) is not None
+        self._id_kw = "id" if self._draft4 else "$id"
         self._index(root, "", "#")
         for uri, doc in (documents or {}).items():  # other documents that $ref reaches
             base, frag = urldefrag(uri) if isinstance(uri, str) else ("", "")
@@ -533,6 +535,7 @@ class _Compiler:
         self._marker_memo: dict[int, int | None] = {}  # term id -> _marker_index
         self._unresolved: set = set()  # (node id, $ref) of references to other documents
         self._resolved: dict = {}  # (base URI, $ref) -> its target (_resolve)
+        self._key_merges: dict = {}  # (node id, key) -> _key_schemas
         self._keep: list = []  # merged schemas stay alive (memo keys are ids)
         self._uneval: dict = {}  # id(node) -> _unevaluated_written(node)
         self._negated = 0
@@ -545,8 +548,8 @@ class _Compiler:
     @functools.cached_property
     def nt(self) -> NumberTerms:
         """Number terms, made for the first number (a schema without one skips ~30 terms);
-        for Pydantic sources (python_dates) integers without a fraction part."""
-        return NumberTerms(self.tb, integral_fraction=not self.python_dates)
+        for Pydantic sources (python_dates) and draft-04 integers without a fraction part."""
+        return NumberTerms(self.tb, integral_fraction=not (self.python_dates or self._draft4))
 
     # -- indexing: $id / $anchor / key order ---------------------------------------
     def _add_key(self, k) -> None:
@@ -943,10 +946,11 @@ class _Compiler:
             if k in node:
                 self.refuse(node, k, f"{what} are not supported")
         if "enum" in node and isinstance(node["enum"], list) and _schema_keys(node) <= _TYPED_ENUM_KEYS \
-                and _well_typed(node.get("type")):
+                and _well_typed(node.get("type")) and not (self._draft4 and "integer" in str(node.get("type"))):
             # only `type` beside the values: keep the values of those types (every term
             # accepts the same texts of a value, so this equals the intersection, without
-            # an emptiness search of it at compile time)
+            # an emptiness search of it at compile time; not draft-04's integer, which
+            # takes no `2.0`, where a listed 2 does)
             return self._enum([v for v in node["enum"] if _has_type(v, node.get("type"))], d)
         parts: list[Term] = []
         typed = self._typed(node, d, budget)
@@ -1335,10 +1339,13 @@ class _Compiler:
         check = self._scalar_check(scalars) if scalars else None
         vals = []
         for v in _common_values(lists):
+            text = canonical_json(int(v) if self._draft4 and type(v) is float and v.is_integer() else v, None)
             if check is not None and not (_has_type(v, scalars.get("type")) if isinstance(v, (dict, list))
-                                          else self._matches(check, canonical_json(v, None).encode())):
+                                          else self._matches(check, text.encode())):
                 continue
             vals.append(v)
+        if self._draft4 and "type" in scalars:  # (a listed 2 is also written 2.0, which is no integer there)
+            return {"enum": vals, "type": scalars["type"]}
         return {"enum": vals}
 
     def _scalar_check(self, scalars: dict) -> Term:
@@ -1387,6 +1394,17 @@ class _Compiler:
             self._adopt(m, node)
             parts.append(m)
         return {"anyOf": parts}
+
+    def _key_schemas(self, node: dict, key: str, matched: list) -> dict:
+        """`{allOf: [node's property key, the patternProperties it matches]}`, once per
+        node and key (its id keys the merge's memo)."""
+        out = self._key_merges.get((id(node), key))
+        if out is None:
+            props = node.get("properties", {})
+            out = self._key_merges[(id(node), key)] = {"allOf": ([props[key]] if key in props else []) + matched}
+            self._adopt(out, node)
+            self._keep.append(out)
+        return out
 
     def _type_split(self, branches: list, node: dict):
         """allOf branches one of which lists several types as anyOf [their merge for each
@@ -1886,7 +1904,13 @@ class _Compiler:
                         return tb.nothing
                     continue
                 vparts.append(addl_t)
-            vt = tb.intersect(vparts) if len(vparts) > 1 else vparts[0]
+            if len(vparts) > 1 and self.nonterminals and any(
+                    _marker_index(v, self._marker_memo) is not None for v in vparts):
+                merged = self._merged_all_of(self._key_schemas(node, k, matched))  # (no intersection)
+                if merged is not None:
+                    vparts = [self.value(merged, d - 1, budget)]
+            vt = vparts[0] if len(vparts) == 1 else self._meet(  # (lenient: the first part, a superset)
+                node, "patternProperties", tb.intersect(vparts), lambda: vparts[0])
             if vt is tb.nothing:
                 if req:
                     return tb.nothing

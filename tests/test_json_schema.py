@@ -1327,6 +1327,28 @@ def test_draft04_identifiers():
         schema_to_term(schema)
 
 
+@pytest.mark.parametrize("draft,check", [("http://json-schema.org/draft-04/schema#", jsonschema.Draft4Validator),
+                                         ("http://json-schema.org/draft-07/schema#", jsonschema.Draft7Validator),
+                                         (None, jsonschema.Draft202012Validator)])
+def test_draft04_integers_have_no_fraction(draft, check):
+    """Draft-04's integer is a number written without a fraction: 2.0 is none (jsonschema's
+    Draft4Validator), where from draft-06 on it is one (SchemaStore's WordPress theme, a
+    draft-04 schema, let walks write `"version":2.0`). Enums and consts keep their
+    values' every text: 1.0 equals 1 in all drafts."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": -3}, "e": {"enum": [1, "x"]},
+                                               "m": {"type": ["integer", "string"], "multipleOf": 2},
+                                               "t": {"type": "integer", "enum": [2, 3.0]},  # (filtered, or met)
+                                               "a": {"allOf": [{"type": ["integer", "string"]},  # (merged)
+                                                               {"enum": [2, "x", 3.0]}]}}}
+    if draft:
+        schema["$schema"] = draft
+    cs = schema_to_term(schema)
+    for text in ['{"n":2}', '{"n":2.0}', '{"n":-3.00}', '{"n":2.5}', '{"e":1.0}', '{"e":1}', '{"m":4.0}',
+                 '{"m":4}', '{"m":"4.0"}', '{"n":0}', '{"t":2}', '{"t":2.0}', '{"t":3}', '{"t":3.0}', '{"a":2}',
+                 '{"a":2.0}', '{"a":3}', '{"a":3.0}', '{"a":"x"}']:
+        assert cs.accepts(text) == check(schema).is_valid(json.loads(text)), (draft, text)
+
+
 def test_long_objects_compile():
     """An object of 1000 required members (concatenations re-nest in a loop: 200 passed
     Python's stack), and a recursive union of two objects that share 400 leading members

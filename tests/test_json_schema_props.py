@@ -21,6 +21,7 @@ import ipaddress
 import pathlib
 import json
 import random
+import warnings
 import re
 import uuid
 from typing import Annotated, Literal, Optional, Union
@@ -961,6 +962,40 @@ def test_recursive_ref_beside_a_type_list_is_exact():
         return o
     _instances_agree(cs, schema, node, 400, 80)
     _walks_validate(cs, schema)
+
+
+def test_recursive_property_beside_its_pattern_is_merged():
+    """A declared property that a patternProperties key also matches holds both schemas;
+    where one is recursive they merge into one schema (_Compiler._key_schemas; the
+    WordPress theme schemas), so strict mode compiles it exactly: instances agree with
+    jsonschema, walks validate. Where they do not merge, the error names
+    patternProperties and the node, and lenient mode keeps the property's schema."""
+    n = {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/n"}},
+                                          "name": {"type": "string", "maxLength": 2}},
+         "patternProperties": {"^k": {"type": "array", "maxItems": 2}}, "additionalProperties": False}
+    schema = {"$defs": {"n": n}, "$ref": "#/$defs/n"}
+    cs = schema_to_term(schema)
+    assert cs.rules is not None and not cs.relaxed
+    rng = random.Random(7)
+
+    def node(depth):
+        o = {}
+        if rng.random() < 0.5:
+            o["name"] = rng.choice(["x", "xyz"])
+        if depth < 3 and rng.random() < 0.7:
+            o["kids"] = [node(depth + 1) for _ in range(rng.randint(0, 3))]
+        if rng.random() < 0.1:
+            o["kx"] = []
+        return o
+    _instances_agree(cs, schema, node, 300, 60)
+    _walks_validate(cs, schema)
+    n["patternProperties"]["^k"] = {"type": "array", "contains": {"required": ["name"]}}  # (no merge)
+    with pytest.raises(SchemaError, match="'patternProperties' at #/\\$defs/n: recursive schema"):
+        schema_to_term(schema)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert schema_to_term(schema, strict=False).rules is not None
+    assert any("patternProperties" in str(x.message) for x in w)
 
 
 def test_recursive_intersections_relax_in_lenient_mode():
