@@ -255,17 +255,17 @@ _REPEATS = (C.MAX_REPEAT, C.MIN_REPEAT)
 _TERM = "term"  # an op of ours: a lookbehind and the items it looks at, as (term, shortest width)
 
 
+def _inner(op, av) -> list:
+    """The item lists inside a parse item (a group's, a branch's, a repeat's, a lookaround's)."""
+    return ([av[3]] if op == C.SUBPATTERN else av[1] if op == C.BRANCH else [av[2]] if op in _REPEATS
+            else [av[1]] if op in _LOOKS else [])
+
+
 def _has_look(items, behind: bool = True, ends: bool = False) -> bool:
     """Whether `items` hold a lookahead, a lookbehind (with `behind`) or a `$` (with
     `ends`: among lookarounds, the end of the input is one more thing to look at)."""
-    for op, av in items:
-        if op in _LOOKS and (behind or av[0] == 1) or ends and op == C.AT and av in _END:
-            return True
-        subs = ([av[3]] if op == C.SUBPATTERN else av[1] if op == C.BRANCH else [av[2]] if op in _REPEATS
-                else [av[1]] if op in _LOOKS else ())
-        if any(_has_look(x, behind, ends) for x in subs):
-            return True
-    return False
+    return any(op in _LOOKS and (behind or av[0] == 1) or ends and op == C.AT and av in _END
+               or any(_has_look(x, behind, ends) for x in _inner(op, av)) for op, av in items)
 
 
 def _looks_in_order(items) -> list:
@@ -274,9 +274,7 @@ def _looks_in_order(items) -> list:
     for op, av in items:
         if op in _LOOKS:
             out.append(av)
-        subs = ([av[3]] if op == C.SUBPATTERN else av[1] if op == C.BRANCH else [av[2]] if op in _REPEATS
-                else [av[1]] if op in _LOOKS else ())
-        for x in subs:
+        for x in _inner(op, av):
             out += _looks_in_order(x)
     return out
 
