@@ -945,10 +945,9 @@ class _Compiler:
         for k, what in _UNSUPPORTED.items():
             if k in node:
                 self.refuse(node, k, f"{what} are not supported")
-        ty = node.get("type")
-        draft4_ints = self._draft4 and (ty == "integer" or isinstance(ty, list) and "integer" in ty)
         if "enum" in node and isinstance(node["enum"], list) and _schema_keys(node) <= _TYPED_ENUM_KEYS \
-                and _well_typed(ty) and not draft4_ints:
+                and _well_typed(ty := node.get("type")) \
+                and not (self._draft4 and (ty == "integer" or isinstance(ty, list) and "integer" in ty)):
             # only `type` beside the values: keep the values of those types (every term
             # accepts the same texts of a value, so this equals the intersection, without
             # an emptiness search of it at compile time; not draft-04's integer, which

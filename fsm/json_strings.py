@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 
 from . import charset
-from .regex import _BEGIN, _END, _I, _S, _TERM, C, P, RegexError, _Converter, _has_look, original_pos, python_text
+from .regex import _BEGIN, _END, _I, _S, _TERM, C, P, RegexError, _Converter, original_pos, python_text
 from .terms import BYTES, REPEAT, STR, Term, TermBuilder
 
 _SHORT = {0x08: b"\\b", 0x0C: b"\\f", 0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t", 0x22: b'\\"', 0x5C: b"\\\\"}
@@ -379,7 +379,5 @@ def _search(st: StringTerms, conv, items, flags) -> Term:
         pre, items = tb.empty, items[1:]
     if items and items[-1][0] == C.AT and items[-1][1] in _END:
         post, items = tb.empty, items[:-1]
-    if not conv.looks or not _has_look(items):
-        return tb.seq([pre, conv.sequence(items, flags, False, False), post])
-    # a lookahead sees the text to the input's end, `post` too, and a lookbehind `pre`
+    # (a lookahead sees the text to the input's end, `post` too, and a lookbehind `pre`)
     return conv.then([(_TERM, (pre, 0))] + items, flags, True, False, post)

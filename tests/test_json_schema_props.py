@@ -727,6 +727,13 @@ def test_recursive_schema_with_deferred_ranges_and_enums():
     _instances_agree(cs, schema, node, 300, 50)
 
 
+def _exact_on_grammar_path(schema):
+    """schema compiled strict through recursive rules, with nothing relaxed."""
+    cs = schema_to_term(schema)
+    assert cs.rules is not None and not cs.relaxed
+    return cs
+
+
 def _instances_agree(cs, schema, node, n, least):
     """n instances node(0): the canonical text is accepted iff jsonschema says valid;
     at least `least` of each."""
@@ -759,8 +766,7 @@ def test_recursive_oneof_of_distinct_types_is_exact():
     schema = {"$defs": {"entry": entry, "e": {"oneOf": [
         {"$ref": "#/$defs/entry"}, {"type": "array", "items": {"$ref": "#/$defs/entry"}, "maxItems": 3}]}},
         "$ref": "#/$defs/e"}
-    cs = schema_to_term(schema)
-    assert cs.rules is not None and not cs.relaxed
+    cs = _exact_on_grammar_path(schema)
     texts = _walks_validate(cs, schema)
     assert any(t.startswith(b"[") for t in texts) and any(t.startswith(b"{") for t in texts)
 
@@ -815,8 +821,7 @@ def test_recursive_union_of_objects_with_the_empty_object_in_common():
         obj("a", "b"), obj("a", "c"), {"type": "array", "items": ref, "maxItems": 2},
         {"type": "array", "items": {"type": "integer"}}, {"type": "string", "maxLength": 2}]}},
         "$ref": "#/$defs/n"}
-    cs = schema_to_term(schema)
-    assert cs.rules is not None and not cs.relaxed
+    cs = _exact_on_grammar_path(schema)
     rng = random.Random(0)
 
     def node(depth):
@@ -842,8 +847,7 @@ def test_recursive_union_beside_type_specific_keywords_is_exact():
               "additionalProperties": {"$ref": "#/$defs/conf"}, "maxProperties": 2, "maxLength": 1}
     schema = {"$defs": {"conf": conf}, "type": "object", "properties": {"m": matrix},
               "required": ["m"], "additionalProperties": False}
-    cs = schema_to_term(schema)
-    assert cs.rules is not None and not cs.relaxed
+    cs = _exact_on_grammar_path(schema)
     rng = random.Random(2)
 
     def conf_value(depth):
@@ -876,8 +880,7 @@ def test_recursive_oneof_of_closed_objects_told_apart_by_keys_is_exact():
                                                                                             "items": ref}},
          "required": ["use"], "additionalProperties": False}
     schema = {"$defs": {"n": {"oneOf": [a, b]}}, "$ref": "#/$defs/n"}
-    cs = schema_to_term(schema)
-    assert cs.rules is not None and not cs.relaxed
+    cs = _exact_on_grammar_path(schema)
     rng = random.Random(4)
 
     def node(depth):
@@ -914,8 +917,7 @@ def test_recursive_oneof_told_apart_by_property_values_or_types_is_exact():
              "additionalProperties": {"$ref": "#/$defs/v"}, "maxProperties": 2}
     schema = {"$defs": {"v": {"oneOf": [{"type": "string", "maxLength": 2}, {"type": "boolean"}, kind("marker"),
                                         number, special, dict_]}}, "$ref": "#/$defs/v"}
-    cs = schema_to_term(schema)
-    assert cs.rules is not None and not cs.relaxed
+    cs = _exact_on_grammar_path(schema)
     rng = random.Random(5)
 
     def node(depth):
@@ -948,8 +950,7 @@ def test_recursive_ref_beside_a_type_list_is_exact():
                                                              "$ref": "#/$defs/perm"}}},
             "additionalProperties": False}
     schema = {"$defs": {"perm": perm}, "$ref": "#/$defs/perm"}
-    cs = schema_to_term(schema)
-    assert cs.rules is not None and not cs.relaxed
+    cs = _exact_on_grammar_path(schema)
     rng = random.Random(6)
 
     def node(depth):
@@ -974,8 +975,7 @@ def test_recursive_property_beside_its_pattern_is_merged():
                                           "name": {"type": "string", "maxLength": 2}},
          "patternProperties": {"^k": {"type": "array", "maxItems": 2}}, "additionalProperties": False}
     schema = {"$defs": {"n": n}, "$ref": "#/$defs/n"}
-    cs = schema_to_term(schema)
-    assert cs.rules is not None and not cs.relaxed
+    cs = _exact_on_grammar_path(schema)
     rng = random.Random(7)
 
     def node(depth):
