@@ -19,8 +19,9 @@ start / end of a top-level branch. ECMA meanings of classes: `\\d` = [0-9], `\\w
 [A-Za-z0-9_], `\\s` = ECMA white space and line terminators, `.` = anything but line
 terminators. ECMA named groups `(?<name>...)` are groups, and General_Category property
 escapes `\\p{L}`, `\\P{Lu}`, `\\p{gc=Nd}` are classes (fsm/regex.py python_text; other
-properties are refused). Lookarounds are exact (fsm/regex.py: a lookahead sees the
-string to its end); a lookbehind must be of fixed width, as Python's parser takes it.
+properties are refused). Lookarounds, word boundaries (ECMA's: by `\\w`, ASCII) and
+anchors inside the pattern are exact (fsm/regex.py: a lookahead sees the string to its
+end); a lookbehind must be of fixed width, as Python's parser takes it.
 Constructs Python's `re` parses differently from ECMA (`\\cX`, backreferences) raise
 RegexError (refused with the keyword and pointer).
 """

@@ -2,18 +2,21 @@
 
 We let Python's own regex parser read the pattern, so escapes, classes, flags and
 error positions are exactly those of `re`; this module only maps the parse tree to
-terms. Constructs that are not regular, or whose meaning under full matching would
-need context (backreferences, conditionals, atomic groups, possessive repeats, word
-boundaries, anchors in the middle) raise RegexError with the position of the construct.
+terms. Constructs that are not regular, or that this module does not take
+(backreferences, conditionals, atomic groups, possessive repeats) raise RegexError with
+the position of the construct.
 
 Lookarounds are regular and exact (_Converter.then): `(?=B)` / `(?!B)` keep the texts
 after them that do / do not begin with a match of B (a lookahead sees the rest of the
 input, to its end); `(?<=B)` / `(?<!B)` keep the texts of the items before them that
 do / do not end with one, where those items' shortest match is as long as B (Python
 takes lookbehinds of fixed width). A repeat at the end whose item is one character with
-lookaheads (the tempered token `^((?!--).)*$`) is exact as well (_tempered). RegexError
-for a lookahead inside another repeat of more than _Converter.MAX_LOOK_REPEAT, and a
-lookbehind that would look before its group.
+lookaheads (the tempered token `^((?!--).)*$`) is exact as well (_tempered). So are
+word boundaries (`\\b`: a lookbehind and a lookahead of one word character, one of them
+negated; `\\B`: both or neither) and anchors inside the pattern (`^`: nothing before
+it, with MULTILINE or a newline; `$`: a lookahead of the input's end). RegexError for a
+lookahead (`\\b`, `$`) inside another repeat of more than _Converter.MAX_LOOK_REPEAT,
+and a lookbehind (`\\b`, `^`) that would look before its group.
 
 Extension over Python `re`: Unicode property escapes `\\p{X}` / `\\P{X}` (negated), alone
 or in classes (`[\\p{L}_0-9]`, `[^\\p{L}]`), where X is a General_Category value by short
@@ -250,6 +253,7 @@ def _plain_alternation(pattern: str, flags: int) -> list[str] | None:
 
 _BEGIN = (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
 _END = (C.AT_END, C.AT_END_STRING)
+_BOUNDS = (C.AT_BOUNDARY, C.AT_NON_BOUNDARY)
 _LOOKS = (C.ASSERT, C.ASSERT_NOT)
 _REPEATS = (C.MAX_REPEAT, C.MIN_REPEAT)
 _TERM = "term"  # an op of ours: a lookbehind and the items it looks at, as (term, shortest width)
@@ -262,21 +266,50 @@ def _inner(op, av) -> list:
 
 
 def _has_look(items, behind: bool = True, ends: bool = False) -> bool:
-    """Whether `items` hold a lookahead, a lookbehind (with `behind`) or a `$` (with
-    `ends`: among lookarounds, the end of the input is one more thing to look at)."""
-    return any(op in _LOOKS and (behind or av[0] == 1) or ends and op == C.AT and av in _END
+    """Whether `items` hold a lookahead, a lookbehind (with `behind`; `^` is one), a word
+    boundary (both) or a `$` (with `ends`: among lookarounds, the end of the input is
+    one more thing to look at)."""
+    return any(op in _LOOKS and (behind or av[0] == 1)
+               or op == C.AT and (av in _BOUNDS or behind and av in _BEGIN or ends and av in _END)
                or any(_has_look(x, behind, ends) for x in _inner(op, av)) for op, av in items)
+
+
+def _in_order(items, want) -> list:
+    """The parse items (op, av) of a tree for which want(op, av) holds, in the order
+    their groups open (the source's)."""
+    out = []
+    for op, av in items:
+        if want(op, av):
+            out.append((op, av))
+        for x in _inner(op, av):
+            out += _in_order(x, want)
+    return out
 
 
 def _looks_in_order(items) -> list:
     """The lookaround items of a parse tree, in the order their groups open."""
-    out = []
-    for op, av in items:
-        if op in _LOOKS:
-            out.append(av)
-        for x in _inner(op, av):
-            out += _looks_in_order(x)
-    return out
+    return [av for _, av in _in_order(items, lambda op, av: op in _LOOKS)]
+
+
+def _edges(items, tb: TermBuilder) -> tuple[int, int]:
+    """The first and last places of `items` that may hold text: anchors and a lead item
+    of the empty text (_search's, where the pattern begins with `^`) hold none, so the
+    items around them are still at the start or the end."""
+    blank = [op == C.AT or op == _TERM and av[0] is tb.empty for op, av in items]
+    first = next((k for k, b in enumerate(blank) if not b), len(items))
+    last = next((k for k in range(len(items) - 1, -1, -1) if not blank[k]), -1)
+    return first, last
+
+
+def _may_look(pattern: str) -> bool:
+    """Whether a pattern may hold a lookaround, a word boundary or an anchor other than a
+    leading `^` / `\\A` or a trailing `$` / `\\Z` (a cheap test of its text first)."""
+    if any(x in pattern for x in ("(?=", "(?!", "(?<", "\\b", "\\B")):
+        return True
+    if not ("^" in pattern[1:] or "$" in pattern[:-1] or "\\A" in pattern or "\\Z" in pattern):
+        return False
+    ends = ((0, "^"), (0, "\\"), (len(pattern) - 1, "$"), (len(pattern) - 2, "\\"))
+    return any((i, pattern[i]) not in ends for i in _construct_positions(pattern).get("anchor", ()))
 
 
 class _Converter:
@@ -285,7 +318,7 @@ class _Converter:
     def __init__(self, tb: TermBuilder, pattern: str, root=()):
         self.tb, self.pattern = tb, pattern
         self.root = root  # the whole parse tree (for a lookaround's position)
-        self.looks = "(?=" in pattern or "(?!" in pattern or "(?<" in pattern  # (else none in the tree)
+        self.looks = _may_look(pattern)  # (else the tree holds nothing that looks around)
         self._seen: dict[str, int] = {}
 
     def visit(self, kind: str) -> int:
@@ -306,9 +339,7 @@ class _Converter:
         items = list(items)
         # Item k is "at the start" when only anchors precede it, "at the end" when
         # only anchors follow it.
-        ops = [op for op, _ in items]
-        first = next((k for k, op in enumerate(ops) if op != C.AT), len(ops))
-        last = next((k for k in range(len(ops) - 1, -1, -1) if ops[k] != C.AT), -1)
+        first, last = _edges(items, self.tb)
         terms, run = [], []  # runs of plain literals become one byte string
         for k, (op, av) in enumerate(items):
             if op == C.LITERAL and not flags & _I and not 0xD800 <= av <= 0xDFFF:
@@ -343,7 +374,7 @@ class _Converter:
         """`items` followed by `rest`, the texts that may follow them to the end of the
         input: what a lookahead among them sees after its place. Without lookarounds,
         sequence's term (its anchors: only at the ends)."""
-        if not self.looks or not _has_look(items):
+        if not self.looks or not _has_look(items, ends=True):
             return self.tb.concat(self.sequence(items, flags, at_start, at_end), rest)
         return self._then(items, flags, at_start, at_end, rest)
 
@@ -355,9 +386,7 @@ class _Converter:
         if not _has_look(items, ends=True):
             return tb.concat(self.sequence(items, flags, at_start, at_end), rest)
         items = self._behind(list(items), flags, at_start)
-        ops = [op for op, _ in items]  # (`^`: as sequence reads it)
-        first = next((k for k, op in enumerate(ops) if op != C.AT), len(ops))
-        last = next((k for k in range(len(ops) - 1, -1, -1) if ops[k] != C.AT), -1)
+        first, last = _edges(items, tb)
         end = len(items)
         for i in range(len(items) - 1, -1, -1):
             if not _has_look(items[i:i + 1], ends=True):
@@ -384,15 +413,18 @@ class _Converter:
             return tb.alt(self._then(b, flags, at_start, at_end, rest) for b in av[1])
         lo, hi, sub = av  # a repeat
         if not _has_look(sub, behind=False, ends=True):  # lookbehinds only: they look within each item
-            body = self._then(sub, flags, False, False, tb.empty)
+            once = hi == 1  # (`(?:^a)?`: its one item is where the repeat is)
+            body = self._then(sub, flags, at_start and once, False, tb.empty)
             return tb.concat(tb.repeat(body, lo, None if hi == C.MAXREPEAT else hi), rest)
         if rest is tb.empty and (t := self._tempered(sub, flags, lo, hi)) is not None:
             return t
         if hi == C.MAXREPEAT or hi > self.MAX_LOOK_REPEAT:
+            what = f"inside a repeat of more than {self.MAX_LOOK_REPEAT}"
             looks = [x for x in _looks_in_order(sub) if x[0] == 1]
-            if not looks:  # (only a `$`)
-                self.fail("an anchor (^, $, \\A, \\Z) that is not at the start or end of the pattern", "anchor")
-            self._fail_look(looks[0], f"a lookahead inside a repeat of more than {self.MAX_LOOK_REPEAT}")
+            if looks:
+                self._fail_look(looks[0], "a lookahead " + what)
+            self._fail_at(next(x for x in _in_order(sub, lambda op, av: op == C.AT)),
+                          "a word boundary or `$` " + what)
         more = rest  # at most hi - lo more items, then lo items before them
         for _ in range(hi - lo):
             more = tb.alt([rest, self._then(sub, flags, False, False, more)])
@@ -424,24 +456,51 @@ class _Converter:
         tb = self.tb
         out: list = []
         for op, av in items:
-            if op not in _LOOKS or av[0] != -1:
+            at = op == C.AT and (av in _BOUNDS or av in _BEGIN)  # a `^` or a word boundary: one character back
+            if not at and (op not in _LOOKS or av[0] != -1):
                 out.append((op, av))
                 continue
-            if _has_look(av[1], ends=True):  # (what it would see lies before the input's end)
+            if not at and _has_look(av[1], ends=True):  # (what it would see lies before the input's end)
                 self._fail_look(av, "a lookaround or `$` inside a lookbehind")
-            need = av[1].getwidth()[0]
+            need = 1 if at else av[1].getwidth()[0]
             i, width = len(out), 0
-            while width < need and i > 0 and out[i - 1][0] != C.AT and not _has_look(out[i - 1:i]):
+            # (back over items whose own lookbehinds look within what is joined: `(?:^|-)\b`)
+            while width < need and i > 0 and out[i - 1][0] != C.AT and not _has_look(out[i - 1:i], ends=True,
+                                                                                     behind=False):
                 i -= 1
                 x = out[i]
-                width += x[1][1] if x[0] == _TERM else P.SubPattern(av[1].state, [x]).getwidth()[0]
+                width += x[1][1] if x[0] == _TERM else P.SubPattern(self.root.state, [x]).getwidth()[0]
             if width < need and not (i == 0 and at_start):
-                self._fail_look(av, "a lookbehind that may look before its group or pattern starts "
-                                    "(or past an anchor or a lookahead)")
-            seen = tb.concat(self.any_text(), self._then(av[1], flags, False, False, tb.empty))
-            kept = self.sequence(out[i:], flags, False, False)
-            out[i:] = [(_TERM, (tb.intersect([kept, seen if op == C.ASSERT else tb.complement(seen)]), width))]
+                what = "a lookbehind that may look before its group or pattern starts (or past an anchor or a lookahead)"
+                if at:
+                    self._fail_at((op, av), what.replace("a lookbehind", "a `^` or word boundary"))
+                self._fail_look(av, what)
+            kept = self._then(out[i:], flags, at_start and i == 0, False, tb.empty)
+            if op in _LOOKS:
+                seen = tb.concat(self.any_text(), self._then(av[1], flags, False, False, tb.empty))
+                out[i:] = [(_TERM, (tb.intersect([kept, seen if op == C.ASSERT else tb.complement(seen)]), width))]
+            elif av in _BEGIN:  # nothing before it (MULTILINE's `^`: or a newline)
+                if flags & re.MULTILINE and av == C.AT_BEGINNING:
+                    kept = tb.intersect([kept, tb.alt([tb.empty, tb.concat(self.any_text(), tb.literal(b"\n"))])])
+                else:
+                    kept = tb.empty if kept.nullable else tb.nothing
+                out[i:] = [(_TERM, (kept, width))]
+            else:  # \b: a word character on one side only (\B: on both or neither)
+                word = [(C.IN, [(C.CATEGORY, C.CATEGORY_WORD)])]
+                ends_word = tb.concat(self.any_text(), self.sequence(word, flags, False, False))
+                sides = [(C.ASSERT_NOT, (1, word)), (C.ASSERT, (1, word))]
+                if av == C.AT_NON_BOUNDARY:
+                    sides.reverse()
+                out[i:] = [(C.BRANCH, (None, [[(_TERM, (tb.intersect([kept, ends_word]), width)), sides[0]],
+                                              [(_TERM, (tb.intersect([kept, tb.complement(ends_word)]), width)),
+                                               sides[1]]]))]
         return out
+
+    def _fail_at(self, item, what: str) -> None:
+        """RegexError at the anchor or word boundary `item` (its place among the pattern's)."""
+        kind = "boundary" if item[1] in _BOUNDS else "anchor"
+        order = [id(x) for x in _in_order(self.root, lambda op, av: op == C.AT and (av in _BOUNDS) == (kind == "boundary"))]
+        self.fail(what, kind, order.index(id(item)) if id(item) in order else 0)
 
     def _fail_look(self, av, what: str) -> None:
         """RegexError at the lookaround `av` (its place among the pattern's lookarounds)."""
@@ -474,11 +533,12 @@ class _Converter:
             return self.sequence(sub, (flags | int(add)) & ~int(delete), at_start, at_end)
         if op in (C.MAX_REPEAT, C.MIN_REPEAT):  # lazy or greedy: same full matches
             lo, hi, sub = av
-            body = self.sequence(sub, flags, False, False)
+            once = hi == 1  # (`(?:^a)?`: its one item is where the repeat is)
+            body = self.sequence(sub, flags, at_start and once, at_end and once)
             return tb.repeat(body, lo, None if hi == C.MAXREPEAT else hi)
         if op == C.AT:
-            if av in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY):
-                self.fail("word boundary (\\b, \\B)", "boundary")
+            if av in _BOUNDS:  # (then() takes a pattern with one)
+                self.fail("word boundary (\\b, \\B) in a grammar terminal", "boundary")
             n = self.visit("anchor")
             if av in _BEGIN and at_start:
                 return tb.empty

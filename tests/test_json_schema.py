@@ -194,13 +194,19 @@ def test_lengths_count_code_points():
                                      "^(?!ab)[a-d]+$", "^(?!(ab|ba)$)", "(?=.*\\d)a", "a(?!b)", "(?<=a)b",
                                      "^(?:(?!.*dd)[a-d]*[ab])?$", "^x(?<!ax)y", "(?<=a|b)c$", "(?<!\\s)\\d",
                                      "^(?=(.{1,3} )?.{1,3}$)", "^(?!-)(?!.*  )[a-d ]{1,5}(?<! )$",
-                                     "^((?!ab|b\\d).)*$", "x((?!a).)+$"])
+                                     "^((?!ab|b\\d).)*$", "x((?!a).)+$",
+                                     # word boundaries (ECMA's: ASCII word characters), anchors
+                                     # inside (SchemaStore: hawkconfig's `\\b(?:high|low)\\b`,
+                                     # yarnrc's `^(?:^[a-zA-Z]...:)?[^\\s]*$`)
+                                     "\\bab", "b\\b", "\\ba\\w*\\b", "a\\B", "\\b(?:ab|c)\\b", "(?:^| )a\\b",
+                                     "^(?:^a+0)?[^ ]*$", "a(?:b$|c)", "x^"])
 def test_pattern_is_ecma_search(pattern):
     acc, _ = compiled({"type": "string", "pattern": pattern})
     rng = random.Random(pattern)
     alphabet = "abcdxy0123 \\\"\t\né"
     py = re.compile(pattern.replace("\\d", "[0-9]").replace("\\w", "[A-Za-z0-9_]")
-                    .replace("\\s", "[ \\t\\n\\r\\f\\v\\u00a0\\ufeff]").replace("$", "\\Z"))  # ECMA $: the very end
+                    .replace("\\s", "[ \\t\\n\\r\\f\\v\\u00a0\\ufeff]").replace("$", "\\Z"),  # ECMA $: the very end
+                    re.ASCII)  # (ECMA's \b: ASCII word characters)
     for _ in range(300):
         s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))
         assert acc(json.dumps(s, ensure_ascii=False)) == bool(py.search(s)), (pattern, s)

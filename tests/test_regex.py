@@ -178,8 +178,9 @@ def test_flags_and_escapes(flags, pattern, text):
 
 
 def looking_patterns():
-    """patterns() with lookaheads anywhere and lookbehinds of fixed width after an atom."""
-    behind = st.sampled_from(["(?<=a)", "(?<!a)", "(?<=[ab])", "(?<!\\d)", "(?<=a0)", "(?<!0.)"])
+    """patterns() with lookaheads anywhere and lookbehinds of fixed width, word
+    boundaries and `^` after an atom."""
+    behind = st.sampled_from(["(?<=a)", "(?<!a)", "(?<=[ab])", "(?<!\\d)", "(?<=a0)", "(?<!0.)", "\\b", "\\B", "^"])
 
     def extend(inner):
         return st.one_of(
@@ -197,14 +198,15 @@ def looking_patterns():
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(looking_patterns(), st.integers(0, 2**32 - 1))
 def test_lookarounds_agree_with_re(pattern, seed):
-    """Lookaheads (which see the rest of the input, past their group) and lookbehinds
-    are exact; the only refusals are a lookahead inside an unbounded repeat and a
-    lookbehind that would look before its group, each at its position."""
+    """Lookaheads (which see the rest of the input, past their group), lookbehinds, word
+    boundaries and anchors are exact; the only refusals are a lookahead (or a boundary, or
+    `$`) inside an unbounded repeat and a lookbehind (or a boundary, or `^`) that would
+    look before its group, each at its position."""
     try:
         dfa = byte_dfa(pattern)
     except fsm.RegexError as e:
-        assert ("lookahead inside a repeat" in str(e) or "lookbehind that may look before" in str(e)), e
-        assert pattern[e.pos:e.pos + 3] in ("(?=", "(?!", "(?<"), (pattern, e.pos)
+        assert "inside a repeat" in str(e) or "that may look before" in str(e), e
+        assert pattern[e.pos:e.pos + 3] in ("(?=", "(?!", "(?<") or pattern[e.pos] in "^$\\", (pattern, e.pos)
         return
     rx = re.compile(pattern)
     for text in strings_near(pattern, np.random.default_rng(seed)):
@@ -215,9 +217,13 @@ def test_lookarounds_agree_with_re(pattern, seed):
     r"^(?!-)(?!.*--)[a-z0-9-]{1,32}(?<!-)$", r"([\da-z](?:(?!.*--)[\da-z-]*[\da-z])?)", r"(?=.{1,3}$)a*b*",
     r"^(?!(ab|ba)$)[ab]*$", r"(?:a(?=b)|b){0,3}", r"(a|bb)(?<!b)c?", r"ab(?<=[ab]b)c", r"(?=(a|b)+(?<=b))\w+",
     # tempered tokens at the end: "no `ab` anywhere" (_Converter._tempered)
-    r"^((?!ab).)*$", r"-((?!a|b$)[ab])*", r"(?:(?!a)(?!bb).){2,}", r"((?=a|$).)*", r"a((?!-0)\w|-){1,}"])
+    r"^((?!ab).)*$", r"-((?!a|b$)[ab])*", r"(?:(?!a)(?!bb).){2,}", r"((?=a|$).)*", r"a((?!-0)\w|-){1,}",
+    # word boundaries, and anchors inside (`^` looks one character back, `$` ahead)
+    r"\ba", r"a\b", r"\b\w+\b", r"a\b-", r"\Ba", r"\bab|ba\b", r"(?:a\b){0,3}", r"(?:a\b-?){0,4}", r"-*\B0",
+    r"(?:^a)?b", r"a^b", r"(a|^b)?-", r"a$b", r"(a$|b)", r"(?:a$|-)*", r"(?:^a|b)\b-?"])
 def test_lookarounds_of_real_patterns(pattern):
-    """Every string of up to 5 characters over the patterns' alphabet, against re."""
+    """Every string of up to 5 characters over the patterns' alphabet, against re (`a`,
+    `b` and `0` are word characters, `-` is not)."""
     dfa, rx = byte_dfa(pattern), re.compile(pattern)
     for n in range(6):
         for t in map("".join, itertools.product("ab-0", repeat=n)):
@@ -228,8 +234,8 @@ def test_lookarounds_of_real_patterns(pattern):
     (r"(a)\1", "backreference", 3), ("(?:a(?=b))*b", "lookahead inside a repeat", 4),
     ("x|a(?!c)b|(?:b(?!a)){9}c", "lookahead inside a repeat of more than 8", 14),
     ("x(?:(?<=a)b)*", "lookbehind that may look before", 4), ("xa(?:b(?<!ab))*", "lookbehind", 6),
-    (r"a\bb", "word boundary", 1), ("a^b", "anchor", 1),
-    ("ab$c", "anchor", 2), ("(?P<x>a)(?P=x)", "backreference", 8), ("(a)?(?(1)b|c)", "conditional", 4),
+    (r"(\b-|a)+", "word boundary that may look before", 1), ("(?:a|(?:^b))+", "`^` or word boundary", 8),
+    ("(?:a$|bc)*x", "`$` inside a repeat", 4), ("(?<=a$)b", "`$` inside a lookbehind", 0), ("(?P<x>a)(?P=x)", "backreference", 8), ("(a)?(?(1)b|c)", "conditional", 4),
     ("(?>ab)", "atomic", 0), ("a*+", "possessive", 2),
 ])
 def test_unsupported_constructs_name_position(pattern, construct, pos):
@@ -902,7 +908,8 @@ def test_property_escapes_compile_to_token_automata():
     (r"[\d\p{L}-\p{N}]", 3, "range endpoint"),
     # later errors keep their place in the pattern as written
     (r"\p{L}(", 5, "missing \\)"), (r"[\p{L}]{2,1}x", 8, "min repeat greater than max"),
-    (r"\p{L}+a*+", 8, "possessive"), (r"\p{Lu}\b", 6, "word boundary"), (r"\p{L}$x", 5, "anchor"),
+    (r"\p{L}+a*+", 8, "possessive"), (r"(?:\p{Lu}\b)+x", 9, "word boundary or `\\$` inside a repeat"),
+    (r"\p{L}(?:a$|bc)*x", 9, "inside a repeat"),
     (r"(?x:a)\p{L}", 0, "scoped verbose"),
 ])
 def test_property_escape_errors_name_position(pattern, pos, message):
