@@ -22,6 +22,13 @@ def _well_typed(types) -> bool:
     return types is None or (bool(names) and all(t in _TYPES or t == "integer" for t in names))
 
 
+def _types_meet(a, b) -> list:
+    """The JSON types that both `type` values (a name or a list) name, in a's order:
+    integer where one says number and the other integer."""
+    a, b = ([x] if isinstance(x, str) else list(x) for x in (a, b))
+    return [t if t in b else "integer" for t in a if t in b or {t} | {"integer", "number"} <= set(b) | {t}]
+
+
 def _has_type(v, types) -> bool:
     """v is an instance of the (well-typed) schema `type` value `types` (None: any)."""
     if types is None:

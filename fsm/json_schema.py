@@ -190,7 +190,7 @@ from .json_dynamic import DynamicRefs
 from .json_keywords import (_ANNOTATIONS, _ARRAY_KW, _FAMILIES, _NUMBER_KW, _OBJECT_KW, _STRING_KW, _SUB_LIST,
                             _SUB_MAP, _SUB_ONE, _TYPED_KW, _TYPES, _UNSUPPORTED, _beside_ref, _check_values,
                             _idle_keywords, _schema_keys)
-from .json_merge import (_TYPED_ENUM_KEYS, _common_values, _finite_values, _has_type, _json_equal,
+from .json_merge import (_TYPED_ENUM_KEYS, _common_values, _finite_values, _has_type, _json_equal, _types_meet,
                          _merged_arrays, _merged_scalars, _well_typed)
 from .json_numbers import NumberTerms, integer_texts, number_text_term, to_decimal
 from .json_pydantic import _pydantic_defaults, _pydantic_generator
@@ -529,6 +529,7 @@ class _Compiler:
         self._scalar_checks: dict[str, Term] = {}  # JSON text of a merged scalar schema -> its term
         self._unions: dict[tuple, dict | None] = {}  # (id(node), negated) -> _union_distributed
         self._ref_branch: dict[int, dict] = {}  # id(node) -> node with its $ref as an allOf branch (_conjunction)
+        self._copies: dict[int, dict | None] = {}  # id(node) -> _typed_copies(node)
         self._variants: dict[int, list | None] = {}  # id(node) -> _presence_variants
         self._cond_variants: dict[int, list | None] = {}  # id(node) -> _condition_variants
         self._key_matches: dict[tuple, bool] = {}  # (term id, key text) -> _matches
@@ -1282,7 +1283,103 @@ class _Compiler:
             self._adopt(ref, node)
             self._ref_branch[id(node)] = wrapped
             self._keep.append(wrapped)
-        return self._merged_all_of(wrapped)
+        merged = self._merged_all_of(wrapped)
+        return merged if merged is not None else self._typed_copies(node)
+
+    def _typed_copies(self, node: dict):
+        """{type: T, $ref: R, other keywords K} where R does not merge with T (R holds
+        if/then, oneOf...), as anyOf, for each type t of T, R with its type narrowed to t
+        and K beside it: the same instances as the intersection, R's keywords compiled
+        once per type, where R met with T is an intersection that the grammar path cannot
+        take when R recurses (minecraft's number providers: `type: [integer, object]`
+        beside a $ref to an untyped schema whose if/then branches recurse). R may be a
+        $ref with a type itself (the types meet). None for other nodes."""
+        if id(node) in self._copies:
+            return self._copies[id(node)]
+        out = None
+        if "type" in node and _well_typed(node["type"]):
+            types, _, target = self._ref_chain(node, node["type"])
+            if isinstance(target, dict) and "$ref" not in target and _well_typed(target.get("type")):
+                out = {"anyOf": [self._typed_copy(node, target, t) for t in _types_meet(types, target.get("type", _TYPES))]
+                       or [False]}  # (no type in common: no value holds both)
+                self._adopt(out, node)
+                self._ref_targets.add(id(node))  # (its recursion runs through the copies)
+                self._keep.append(out)
+        self._copies[id(node)] = out
+        return out
+
+    def _typed_copy(self, node: dict, target: dict, t: str) -> dict:
+        """_typed_copies' schema for type t: target's keywords (none where it asserts
+        nothing of t: an integer beside an object schema), type t, and node's own
+        keywords that assert something of t."""
+        idle = _idle_keywords({"number" if t == "integer" else t})
+        own = {k: node[k] for k in _beside_ref(node) - {"type"} - idle}
+        if self._idle_of(target, t):
+            v = {**own, "type": t}
+        else:
+            v = {k: x for k, x in target.items() if k not in _ANNOTATIONS}
+            v["type"] = t
+            if own:
+                v["allOf"] = list(target.get("allOf", ())) + [own]
+                self._adopt(own, node)
+        self._adopt(v, target)
+        return v
+
+    def _ref_chain(self, node: dict, types) -> tuple:
+        """node's $ref target, through targets that are a $ref with a type at most beside
+        it themselves: (`types` met with theirs, the schema of the last $ref, the target)."""
+        holder, target, hops = node, self._resolve(node, node["$ref"]), 0
+        while isinstance(target, dict) and "$ref" in target and _beside_ref(target) <= {"type"} \
+                and _well_typed(target.get("type")) and hops < 64:
+            types = _types_meet(types, target.get("type", _TYPES))
+            holder, target, hops = target, self._resolve(target, target["$ref"]), hops + 1
+        return types, holder, target
+
+    def _one_ref(self, node: dict):
+        """allOf (beside notes only) whose branches are each a $ref with a type at most
+        beside it, all to one schema R (through such $refs): `{type: the types they all
+        name, $ref: R}` (_typed_copies takes it), not an intersection of R with itself,
+        which the grammar path cannot take where R recurses (minecraft's `min` of a
+        number provider, declared in two branches). None for other nodes."""
+        if _beside_ref(node) != {"allOf"} or not isinstance(node["allOf"], list) or not node["allOf"]:
+            return None
+        types, holder, target = _TYPES, None, None
+        for b in node["allOf"]:
+            if not (isinstance(b, dict) and "$ref" in b and _beside_ref(b) <= {"type"} and _well_typed(b.get("type"))):
+                return None
+            types, holder, x = self._ref_chain(b, _types_meet(types, b.get("type", _TYPES)))
+            if target is not None and x is not target:
+                return None
+            target = x
+        if not types:
+            return False
+        out = {"type": types, "$ref": holder["$ref"]}
+        self._adopt(out, holder)  # (its $ref resolves from there)
+        self._keep.append(out)
+        return out
+
+    def _idle_of(self, s, t: str, seen: frozenset = frozenset()) -> bool:
+        """Whether schema s asserts nothing of values of type t: its keywords are notes or
+        another type's, and its allOf branches and if/then/else outcomes (whatever the
+        `if`) are such schemas too, through $refs (False on a cycle: unknown)."""
+        if s is True:
+            return True
+        if not isinstance(s, dict) or id(s) in seen:
+            return False
+        seen = seen | {id(s)}
+        idle = _idle_keywords({"number" if t == "integer" else t})
+        for k in _schema_keys(s) - _ANNOTATIONS - idle:
+            if k == "$ref":
+                ok = self._idle_of(self._resolve(s, s["$ref"]), t, seen)
+            elif k == "allOf" and isinstance(s[k], list):
+                ok = all(self._idle_of(b, t, seen) for b in s[k])
+            elif k == "if":
+                ok = all(self._idle_of(s.get(x, True), t, seen) for x in ("then", "else"))
+            else:
+                ok = k in ("then", "else") and "if" in s  # (read with the if)
+            if not ok:
+                return False
+        return True
 
     def _merged_all_of(self, node: dict):
         """allOf of plain object schemas (properties / required / additionalProperties /
@@ -1293,6 +1390,9 @@ class _Compiler:
         become variants). Nested allOf are flattened. None if not mergeable."""
         if id(node) in self._merged:
             return self._merged[id(node)]
+        one = self._merged[id(node)] = self._one_ref(node)
+        if one is not None:
+            return one
         branches, todo, via_ref, seen = [], collections.deque([node]), False, set()
         while todo:
             first = todo.popleft()

@@ -965,6 +965,50 @@ def test_recursive_ref_beside_a_type_list_is_exact():
     _walks_validate(cs, schema)
 
 
+def test_recursive_ref_beside_a_type_is_a_copy_per_type():
+    """minecraft's number providers: `type: [integer, object]` beside a $ref to an
+    untyped schema whose if/then branches recurse, which does not merge with the type.
+    It is compiled as the target with its type narrowed, once per type (an integer: the
+    target asserts nothing of it, so just integer; _Compiler._typed_copies), with the
+    node's own keywords in each copy (`limit`'s properties), through a $ref to such a
+    node (`m`), and an allOf of such $refs to one schema is one (`both`: _one_ref), so
+    strict mode compiles it exactly: instances agree with jsonschema, walks validate."""
+    n = {"type": "object", "properties": {"type": {"enum": ["c", "u"]}}, "required": ["type"],
+         "additionalProperties": False, "allOf": [
+             {"if": {"properties": {"type": {"const": "c"}}},
+              "then": {"properties": {"type": True, "v": {"type": "integer", "maximum": 9}}}},
+             {"if": {"properties": {"type": {"const": "u"}}},
+              "then": {"properties": {"type": True, "min": {"type": ["integer", "object"], "$ref": "#/$defs/n"},
+                                      "max": {"$ref": "#/$defs/m"}}}}]}
+    n.pop("type"), n.pop("additionalProperties")  # (untyped, open: every keyword is an object's)
+    schema = {"$defs": {"n": n, "m": {"type": ["number", "object", "null"], "$ref": "#/$defs/n"},
+                        "limit": {"type": ["integer", "object"], "$ref": "#/$defs/n",
+                                  "properties": {"lo": {"type": "boolean"}}},
+                        "both": {"allOf": [{"$ref": "#/$defs/m"}, {"type": ["integer", "object"], "$ref": "#/$defs/n"}]}},
+              "type": "object", "properties": {"a": {"$ref": "#/$defs/limit"}, "b": {"$ref": "#/$defs/both"}},
+              "additionalProperties": False}
+    cs = _exact_on_grammar_path(schema)
+    rng = random.Random(8)
+
+    def provider(depth):
+        if depth > 2 or rng.random() < 0.3:
+            return rng.choice([3, 2.5, None, "x", True])
+        o = {"type": rng.choice(["c", "u", "z"])} if rng.random() < 0.9 else {}
+        if rng.random() < 0.5:
+            o["v"] = rng.choice([1, 12, "a"])
+        for k in ("min", "max"):
+            if rng.random() < 0.5:
+                o[k] = provider(depth + 1)
+        if rng.random() < 0.2:
+            o["lo"] = rng.choice([True, 1])
+        return o
+
+    def node(_):
+        return {k: provider(0) for k in ("a", "b") if rng.random() < 0.8}
+    _instances_agree(cs, schema, node, 400, 80)
+    _walks_validate(cs, schema)
+
+
 def test_recursive_property_beside_its_pattern_is_merged():
     """A declared property that a patternProperties key also matches holds both schemas;
     where one is recursive they merge into one schema (_Compiler._key_schemas; the
