@@ -64,7 +64,9 @@ and drops that keyword instead: the output may then violate it. Where a recursiv
 reference sits under an intersection (see Emptiness below), lenient mode relaxes to a
 superset: an overlapping oneOf to anyOf, `not` dropped, if/then/else to then or else,
 the parts beside the one holding the reference dropped; a `$ref` to another document
-(not fetched) takes any value.
+(not fetched) takes any value. An overlapping oneOf of objects that each require a key
+the others do not is narrowed instead, to a subset that keeps the output valid: each
+branch without the keys the others require.
 
 Enforced exactly: type, enum, const, properties, required, additionalProperties,
 patternProperties, propertyNames, min/maxProperties, dependentRequired,
@@ -693,11 +695,12 @@ class _Compiler:
         return self.ptr_of.get(id(node), "#")
 
     # -- errors ---------------------------------------------------------------------
-    def refuse(self, node, keyword: str, message: str) -> None:
-        """Strict: raise. Lenient: note it (schema_to_term warns); the caller drops the keyword."""
+    def refuse(self, node, keyword: str, message: str, instead: str = "dropped (output may violate it)") -> None:
+        """Strict: raise. Lenient: note it (schema_to_term warns); the caller drops the
+        keyword (or does `instead`)."""
         if self.strict:
             raise SchemaError(message + " (strict=False drops it with a warning)", keyword, self.ptr(node))
-        text = f"{keyword!r} at {self.ptr(node)}: {message}; dropped (output may violate it)"
+        text = f"{keyword!r} at {self.ptr(node)}: {message}; {instead}"
         self.relaxed.append(text)  # (warned once the schema compiled: schema_to_term)
 
     # -- universe --------------------------------------------------------------------
@@ -1006,12 +1009,12 @@ class _Compiler:
         return self._meet(node, "/".join(k for k in _PARTS_KW if k in node) or "allOf", tb.intersect(parts),
                           lambda: next(p for p in parts if _marker_index(p, self._marker_memo) is not None))
 
-    def _meet(self, node: dict, keyword: str, t: Term, relaxed) -> Term:
+    def _meet(self, node: dict, keyword: str, t: Term, relaxed, instead: str | None = None) -> Term:
         """t, an intersection or complement made for `keyword` of node (or a union of
         them: oneOf). One that holds a recursive reference, which the grammar path
         cannot intersect (_RecursiveRules), is refused naming the keyword, the node and
         the recursive schema; lenient mode warns and takes `relaxed()`, a superset
-        (oneOf as anyOf, the node without `not`...)."""
+        (oneOf as anyOf, the node without `not`...), or what `instead` says it is."""
         if not self.nonterminals:
             return t
         for b in t.args if t.kind == ALT else (t,):
@@ -1020,7 +1023,7 @@ class _Compiler:
                 target = next(i for i, j in self.nonterminals.items() if j == k)
                 self.refuse(node, keyword, f"recursive schema: {keyword} intersects the recursive reference to "
                             f"{self.ptr_of.get(target, '?')} (a recursive reference under an intersection "
-                            "or complement is not supported)")
+                            "or complement is not supported)", *([instead] if instead else []))
                 return relaxed()
         return t
 
@@ -1684,7 +1687,46 @@ class _Compiler:
             finally:
                 self._negated -= 1
             parts += [tb.intersect([t] + [c for j, c in enumerate(comps) if j != i]) for i, t in enumerate(terms)]
+        apart = self._apart_by_keys(node, subs)
+        if apart is not None:
+            return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in apart]),
+                              "narrowed: each branch without a key that another requires (output stays valid; "
+                              "such instances are not written)")
         return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in subs]))
+
+    def _apart_by_keys(self, node: dict, subs: list) -> list | None:
+        """Lenient mode's oneOf where branches overlap and a recursive reference stands
+        under the complements: each branch without (`properties: false`) a key that each
+        other one it may share a value with requires and it does not (objects: no
+        non-object value in common), so no value holds two. A subset of the oneOf (an
+        object holding such a key may hold one branch only, a value of the key failing
+        the other), and the output stays valid, where the superset (anyOf) would not
+        (CKAN's relationships: a name, or an any_of list of them). None where a pair
+        of branches has no such key."""
+        if self.strict:
+            return None
+        types = [types_of(self, x) for x in subs]
+        targets = [deref(self, x) for x in subs]
+        required = [set(x.get("required", ())) if isinstance(x, dict) and isinstance(x.get("required"), list)
+                    else set() for x in targets]
+        if None in types:
+            return None
+        out = []
+        for i, x in enumerate(subs):
+            drop = []
+            for j in range(len(subs)):
+                if j == i or not types[i] & types[j]:
+                    continue
+                keys = sorted(required[j] - required[i])
+                if types[i] & types[j] - {"object"} or not keys:
+                    return None
+                drop.append(keys[0])
+            if drop:
+                x = {"allOf": [x, {"properties": dict.fromkeys(drop, False)}]}
+                self._adopt(x, node)
+                self._keep.append(x)
+            out.append(x)
+        return out
 
     # -- const / enum ----------------------------------------------------------------
     def _enum(self, values: list, d: int) -> Term:

@@ -1077,6 +1077,43 @@ def test_recursive_intersections_relax_in_lenient_mode():
         _walks_validate(cs, relaxed, seed=i)
 
 
+def test_recursive_overlapping_oneof_narrows_in_lenient_mode():
+    """An overlapping oneOf of open objects told apart by their required keys, one of
+    them recursive (CKAN's relationships: a name, or an any_of list of them): strict
+    mode refuses (a value of any_of failing the list would make the other branch the
+    one that holds); lenient mode narrows each branch to objects without the key the
+    other requires (_Compiler._apart_by_keys), a subset: every walk validates against
+    the oneOf itself, and instances without the other's key agree with jsonschema."""
+    item = {"oneOf": [
+        {"type": "object", "properties": {"name": {"type": "string", "maxLength": 2}, "help": {"type": "string"}},
+         "required": ["name"]},
+        {"type": "object", "properties": {"any_of": {"$ref": "#/$defs/rel"}, "help": {"type": "string"}},
+         "required": ["any_of"]}]}
+    schema = {"$defs": {"rel": {"type": "array", "items": item, "maxItems": 3}}, "$ref": "#/$defs/rel"}
+    with pytest.raises(SchemaError, match="oneOf"):
+        schema_to_term(schema)
+    with pytest.warns(SchemaWarning, match="narrowed"):
+        cs = schema_to_term(schema, strict=False)
+    _walks_validate(cs, schema)
+    rng = random.Random(9)
+
+    def node(depth):
+        out = []
+        for _ in range(rng.randint(0, 3)):
+            o = {}
+            if rng.random() < 0.5:
+                o["name"] = rng.choice(["a", "abc", 1])
+            elif depth < 3:
+                o["any_of"] = node(depth + 1) if rng.random() < 0.9 else "x"
+            if rng.random() < 0.3:
+                o["help"] = rng.choice(["h", 2])
+            out.append(o)
+        return out
+    _instances_agree(cs, schema, node, 300, 60)
+    both = [{"name": "a", "any_of": "x"}]  # valid (only the first branch holds), not written
+    assert _validator(schema).is_valid(both) and not cs.accepts(cs.canonical(both))
+
+
 def test_pydantic_recursive_model():
     with pytest.raises(Exception, match="recursive"):
         schema_to_term(Tree, recursion="refuse")
