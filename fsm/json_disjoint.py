@@ -192,7 +192,7 @@ def _apart(comp, x: tuple, y: tuple, objects: bool) -> bool:
 def _values_apart(comp, a, b) -> bool:
     """Whether an object of a has a required property whose values (listed, or their
     types) b's property excludes: none of them listed by b, all of them under b's `not`,
-    or none of their types b's."""
+    none of their types b's, or b's property is false."""
     a, b = deref(comp, a), deref(comp, b)
     if not isinstance(a, dict) or not isinstance(b, dict) or not isinstance(a.get("required", []), list):
         return False
@@ -201,6 +201,8 @@ def _values_apart(comp, a, b) -> bool:
         return False
     for k in a.get("required", []):
         va, other = comp._listed_values(pa.get(k, True)), deref(comp, pb.get(k, True))
+        if other is False:  # (b has no such key)
+            return True
         if not isinstance(other, dict):
             continue
         ta, tb = types_of(comp, pa.get(k, True)), types_of(comp, other)

@@ -1592,15 +1592,32 @@ class _Compiler:
         out = None
         rest = {k: v for k, v in node.items() if k != kws[0]}
         alts = [deref(self, a) for a in node[kws[0]]]  # (no union inside: a $ref back to node, nested anyOf)
+        if types_of(self, rest) == {"object"}:
+            alts = [self._absent_keys(a, node) for a in alts]
         if all(isinstance(a, dict) and {"anyOf", "oneOf", "allOf"}.isdisjoint(a) for a in alts) \
                 and _schema_keys(rest) - _ANNOTATIONS \
-                and (kws[0] == "anyOf" or disjoint(self, node, node["oneOf"])):
+                and (kws[0] == "anyOf" or disjoint(self, node, alts)):
             self._adopt(rest, node)
-            out = self._distributed([rest, {"anyOf": node[kws[0]]}], node, self.MAX_UNION_DISTRIBUTED)
+            out = self._distributed([rest, {"anyOf": alts}], node, self.MAX_UNION_DISTRIBUTED)
             if out is not None:
                 self._adopt(out, node)
                 self._keep += [rest, out]
         self._unions[mk] = out
+        return out
+
+    def _absent_keys(self, a, node: dict):
+        """Branch a of a union beside object keywords, its `not: {required: [k]}` (k is
+        absent: mutually exclusive keys, CKAN's `download` and `kind`) written as
+        `properties: {k: false}`, the same on objects, which merges where a `not` would
+        not; a as it is otherwise."""
+        if not (isinstance(a, dict) and isinstance(a.get("not"), dict) and set(a["not"]) == {"required"}
+                and isinstance(a["not"]["required"], list) and len(a["not"]["required"]) == 1
+                and isinstance(a.get("properties", {}), dict)):
+            return a
+        out = {k: v for k, v in a.items() if k != "not"}
+        out["properties"] = {**a.get("properties", {}), a["not"]["required"][0]: False}
+        self._adopt(out, a if id(a) in self.base_of else node)
+        self._keep.append(out)
         return out
 
     def _merged_objects(self, branches: list):

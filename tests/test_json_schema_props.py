@@ -1077,6 +1077,41 @@ def test_recursive_intersections_relax_in_lenient_mode():
         _walks_validate(cs, relaxed, seed=i)
 
 
+def test_recursive_object_beside_mutually_exclusive_keys_is_exact():
+    """CKAN's root: an object whose properties recurse, beside `oneOf: [{required:
+    [download]}, {required: [kind], properties: {kind: enum}, not: {required:
+    [download]}}]`. On objects the `not` says download is absent (properties false:
+    _Compiler._absent_keys), so the branches are apart (one requires a key the other
+    forbids) and merge with the object one by one, with no intersection: strict mode
+    compiles it exactly (instances agree with jsonschema, walks validate)."""
+    schema = {"$defs": {"r": {"type": "array", "maxItems": 2, "items": {
+        "type": "object", "properties": {"k": {"$ref": "#/$defs/r"}}, "additionalProperties": False}}},
+        "type": "object", "properties": {"download": {"type": "string", "maxLength": 2},
+                                         "kind": {"type": "string"}, "deps": {"$ref": "#/$defs/r"}},
+        "additionalProperties": False,
+        "oneOf": [{"required": ["download"]},
+                  {"properties": {"kind": {"enum": ["m", "d"]}}, "not": {"required": ["download"]},
+                   "required": ["kind"]}]}
+    cs = _exact_on_grammar_path(schema)
+    rng = random.Random(10)
+
+    def deps(depth):
+        return [{"k": deps(depth + 1)} if depth < 2 and rng.random() < 0.5 else {}
+                for _ in range(rng.randint(0, 2))]
+
+    def node(_):
+        o = {}
+        if rng.random() < 0.6:
+            o["download"] = rng.choice(["u", "url"])
+        if rng.random() < 0.6:
+            o["kind"] = rng.choice(["m", "x"])
+        if rng.random() < 0.7:
+            o["deps"] = deps(0)
+        return o
+    _instances_agree(cs, schema, node, 300, 60)
+    _walks_validate(cs, schema)
+
+
 def test_recursive_overlapping_oneof_narrows_in_lenient_mode():
     """An overlapping oneOf of open objects told apart by their required keys, one of
     them recursive (CKAN's relationships: a name, or an any_of list of them): strict
