@@ -1344,7 +1344,8 @@ class _Compiler:
         name, $ref: R}` (_typed_copies takes it), not an intersection of R with itself,
         which the grammar path cannot take where R recurses (minecraft's `min` of a
         number provider, declared in two branches). None for other nodes."""
-        if _beside_ref(node) != {"allOf"} or not isinstance(node["allOf"], list) or not node["allOf"]:
+        if _beside_ref(node) != {"allOf"} or not isinstance(node["allOf"], list) \
+                or not any(isinstance(b, dict) and "type" in b for b in node["allOf"]):  # (no type: a plain merge)
             return None
         types, holder, target = _TYPES, None, None
         for b in node["allOf"]:
@@ -1704,7 +1705,7 @@ class _Compiler:
             finally:
                 self._negated -= 1
             parts += [tb.intersect([t] + [c for j, c in enumerate(comps) if j != i]) for i, t in enumerate(terms)]
-        apart = self._apart_by_keys(node, subs)
+        apart = self._apart_by_keys(node, subs) if self.nonterminals else None  # (lenient, recursive only)
         if apart is not None:
             return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in apart]),
                               "narrowed: each branch without a key that another requires (output stays valid; "
