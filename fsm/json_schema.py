@@ -200,8 +200,8 @@ from .json_recursive import _RecursiveRules, _marker_index
 from .json_unique import MIN_UNIQUE_DOMAIN, plan_unique_items, without_unique_items
 from .json_source import JsonTermBuilder, JsonTermSource
 from .json_strings import StringTerms, encode_string, string_text
-from .json_variants import (CONDITIONS_MAX, _holds, _named, _own_keys, _presence, _presence_parts,
-                            _value_conditions)
+from .json_variants import (CONDITIONS_MAX, CONDITIONS_ONE_KEY_MAX, _holds, _named, _own_keys, _presence,
+                            _presence_parts, _value_conditions)
 from .terms import ALT, AND, BYTES, CONCAT, NOT, STR, Term, TermBuilder, paused_gc
 
 DEFAULT_MAX_DEPTH = 20
@@ -1210,24 +1210,28 @@ class _Compiler:
 
     def _outcomes(self, conds: list, rest: dict) -> list | None:
         """The sets of conditions (indexes into conds, _value_conditions) that may hold
-        together, at most CONDITIONS_MAX of them; None where there are more. Tests of one
-        key that is always there (objects only, the key required by the `if` or by rest)
-        for values apart hold one at a time: github-issue-forms' form items, five `if`s on their `type`, are six
-        outcomes, not 32."""
-        groups: dict = {}  # key -> indexes of tests of it that exclude each other
+        together, at most CONDITIONS_MAX of them (or CONDITIONS_ONE_KEY_MAX + 2 for the
+        tests of one key); None where there are more. Tests of one key of an object for
+        values apart hold one at a time where the key is always there (required by the
+        `if` or by rest: github-issue-forms' form items, five `if`s on their `type`, are six
+        outcomes, not 32), and also all at once where it may be absent (minecraft's
+        predicates: 17 `if`s on an optional `conditions`, 19 outcomes)."""
+        groups: dict = {}  # (key, always there) -> indexes of tests of it that exclude each other
         lone = []
         objects = types_of(self, rest) == {"object"}  # (every `if` holds on other values)
         for i, (key, test, required, _, _) in enumerate(conds):
             vals = self._listed_values(test)
-            here = objects and (required or key in rest.get("required", ()))
-            g = groups.setdefault(key, []) if here and vals is not None else None
+            here = required or key in rest.get("required", ())
+            g = groups.setdefault((key, here), []) if objects and vals is not None else None
             if g is not None and all(not _common_values([vals, self._listed_values(conds[j][1])]) for j in g):
                 g.append(i)
             else:
                 lone.append(i)
-        choices = [[frozenset()] + [frozenset([i]) for i in g] for g in groups.values() if g]
+        choices = [[frozenset()] + [frozenset([i]) for i in g] + ([] if here or len(g) < 2 else [frozenset(g)])
+                   for (_, here), g in groups.items() if g]
         choices += [[frozenset(), frozenset([i])] for i in lone]
-        if math.prod(map(len, choices)) > CONDITIONS_MAX:
+        n = math.prod(map(len, choices))
+        if n > CONDITIONS_MAX and not (len(choices) == 1 and n <= CONDITIONS_ONE_KEY_MAX + 2):
             return None
         return [frozenset().union(*c) for c in product(*choices)]
 
@@ -1303,7 +1307,8 @@ class _Compiler:
         if "type" in node and _well_typed(node["type"]):
             types, _, target = self._ref_chain(node, node["type"])
             if isinstance(target, dict) and "$ref" not in target and _well_typed(target.get("type")):
-                out = {"anyOf": [self._typed_copy(node, target, t) for t in _types_meet(types, target.get("type", _TYPES))]
+                both = _types_meet(types, target.get("type", _TYPES))
+                out = {"anyOf": [self._typed_copy(node, target, t) for t in both]
                        or [False]}  # (no type in common: no value holds both)
                 self._adopt(out, node)
                 self._ref_targets.add(id(node))  # (its recursion runs through the copies)

@@ -117,6 +117,8 @@ def _presence_parts(node: dict):
 
 CONDITIONS_MAX = 16  # value conditions of one schema written as variants (16 outcomes at most:
 # 2^4 for tests apart, or one per value where they test one required key for values apart)
+CONDITIONS_ONE_KEY_MAX = 64  # but tests of one key for values apart: one outcome per test
+# (and two more: none holds, and all where the key may be absent), so up to this many
 
 
 def _condition(part):
@@ -182,6 +184,6 @@ def _value_conditions(node: dict):
             rest["allOf"] = keep
             if not keep:
                 del rest["allOf"]
-    if not found or len(found) > CONDITIONS_MAX:  # (the outcomes are counted by the compiler)
+    if not found or len(found) > CONDITIONS_ONE_KEY_MAX:  # (the outcomes are counted by the compiler)
         return None
     return found, rest

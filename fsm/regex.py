@@ -471,7 +471,8 @@ class _Converter:
                 x = out[i]
                 width += x[1][1] if x[0] == _TERM else P.SubPattern(self.root.state, [x]).getwidth()[0]
             if width < need and not (i == 0 and at_start):
-                what = "a lookbehind that may look before its group or pattern starts (or past an anchor or a lookahead)"
+                what = ("a lookbehind that may look before its group or pattern starts "
+                        "(or past an anchor or a lookahead)")
                 if at:
                     self._fail_at((op, av), what.replace("a lookbehind", "a `^` or word boundary"))
                 self._fail_look(av, what)
@@ -499,7 +500,8 @@ class _Converter:
     def _fail_at(self, item, what: str) -> None:
         """RegexError at the anchor or word boundary `item` (its place among the pattern's)."""
         kind = "boundary" if item[1] in _BOUNDS else "anchor"
-        order = [id(x) for x in _in_order(self.root, lambda op, av: op == C.AT and (av in _BOUNDS) == (kind == "boundary"))]
+        same = lambda op, av: op == C.AT and (av in _BOUNDS) == (kind == "boundary")  # noqa: E731
+        order = [id(x) for x in _in_order(self.root, same)]
         self.fail(what, kind, order.index(id(item)) if id(item) in order else 0)
 
     def _fail_look(self, av, what: str) -> None:

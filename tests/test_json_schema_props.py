@@ -1112,6 +1112,31 @@ def test_recursive_object_beside_mutually_exclusive_keys_is_exact():
     _walks_validate(cs, schema)
 
 
+def test_recursive_conditions_on_an_optional_key_are_variants():
+    """minecraft's predicates: an object whose optional `c` picks one of many if/then
+    (17 there), each `then` holding properties that recurse. The tests are of one key
+    for values apart, so they hold one at a time where `c` is there, and all at once
+    where it is not: one variant per outcome (_Compiler._outcomes), no intersection, so
+    strict mode compiles it exactly (instances agree with jsonschema, walks validate)."""
+    vals = [f"v{i}" for i in range(18)]
+    branches = [{"if": {"properties": {"c": {"const": v}}},
+                 "then": {"properties": {f"p{i}": {"type": "array", "maxItems": 2, "items": {"$ref": "#"}}}}}
+                for i, v in enumerate(vals[:17])]
+    schema = {"type": "object", "properties": {"c": {"enum": vals}}, "allOf": branches}
+    cs = _exact_on_grammar_path(schema)
+    rng = random.Random(11)
+
+    def node(depth):
+        o = {}
+        if rng.random() < 0.8:
+            o["c"] = rng.choice(vals[:3] + vals[16:] + ["w", 5])
+        for i in rng.sample([0, 1, 2, 16], rng.randint(0, 2)):
+            o[f"p{i}"] = [node(depth + 1) for _ in range(rng.randint(0, 2))] if depth < 2 else rng.choice([[], 1])
+        return o
+    _instances_agree(cs, schema, node, 300, 60)
+    _walks_validate(cs, schema)
+
+
 def test_recursive_overlapping_oneof_narrows_in_lenient_mode():
     """An overlapping oneOf of open objects told apart by their required keys, one of
     them recursive (CKAN's relationships: a name, or an any_of list of them): strict
