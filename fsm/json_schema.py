@@ -532,13 +532,14 @@ class _Compiler:
         self._unions: dict[tuple, dict | None] = {}  # (id(node), negated) -> _union_distributed
         self._ref_branch: dict[int, dict] = {}  # id(node) -> node with its $ref as an allOf branch (_conjunction)
         self._copies: dict[int, dict | None] = {}  # id(node) -> _typed_copies(node)
+        self._type_vars: dict[int, list | None] = {}  # id(node) -> _type_variants(node)
         self._variants: dict[int, list | None] = {}  # id(node) -> _presence_variants
         self._cond_variants: dict[int, list | None] = {}  # id(node) -> _condition_variants
         self._key_matches: dict[tuple, bool] = {}  # (term id, key text) -> _matches
         self._marker_memo: dict[int, int | None] = {}  # term id -> _marker_index
         self._unresolved: set = set()  # (node id, $ref) of references to other documents
         self._resolved: dict = {}  # (base URI, $ref) -> its target (_resolve)
-        self._key_merges: dict = {}  # (node id, key) -> _key_schemas
+        self._key_merges: dict = {}  # ids of a key's property and pattern schemas -> _key_schemas
         self._keep: list = []  # merged schemas stay alive (memo keys are ids)
         self._uneval: dict = {}  # id(node) -> _unevaluated_written(node)
         self._negated = 0
@@ -1036,6 +1037,9 @@ class _Compiler:
         `oneOf: [{type: object}, ${{...}}]` beside object keywords whose values are
         recursive, needs no intersection so, nor circle-ci's jobs, a oneOf of three ways to
         name an executor beside recursive steps. None where node is not of that form."""
+        if id(node) in self._type_vars:  # (once per node: the variants' ids key the memos below them)
+            return self._type_vars[id(node)]
+        self._type_vars[id(node)] = out = None
         kws = [k for k in ("oneOf", "anyOf") if isinstance(node.get(k), list) and node[k]]
         rest = {k: v for k, v in node.items() if k not in _ANNOTATIONS and k not in kws}
         if len(kws) != 1 or not rest or not set(rest) <= _TYPED_KW - {"unevaluatedProperties", "unevaluatedItems"}:
@@ -1050,7 +1054,11 @@ class _Compiler:
             own = {k: v for k, v in rest.items() if any(k in _FAMILIES.get(t, ()) for t in ts)}
             v = {"allOf": [b, own]} if own else {"allOf": [b]}
             self._adopt(v, node)
+            if own:
+                self._adopt(own, node)
             out.append(v)
+        self._type_vars[id(node)] = out
+        self._keep.append(out)
         return out
 
     def _presence_variants(self, node: dict) -> list | None:
@@ -1507,11 +1515,16 @@ class _Compiler:
 
     def _key_schemas(self, node: dict, key: str, matched: list) -> dict:
         """`{allOf: [node's property key, the patternProperties it matches]}`, once per
-        node and key (its id keys the merge's memo)."""
-        out = self._key_merges.get((id(node), key))
+        set of those schemas (its id keys the merge's memo: where a merged object holds
+        the same key again, one level down, the merge is the same schema, whose
+        recursion is then seen, not unrolled with a new copy per level: package.json's
+        exports, >300 s)."""
+        props = node.get("properties", {})
+        parts = ([props[key]] if key in props else []) + matched
+        memo = tuple(map(id, parts))
+        out = self._key_merges.get(memo)
         if out is None:
-            props = node.get("properties", {})
-            out = self._key_merges[(id(node), key)] = {"allOf": ([props[key]] if key in props else []) + matched}
+            out = self._key_merges[memo] = {"allOf": parts}
             self._adopt(out, node)
             self._keep.append(out)
         return out

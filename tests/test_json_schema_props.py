@@ -965,6 +965,36 @@ def test_recursive_ref_beside_a_type_list_is_exact():
     _walks_validate(cs, schema)
 
 
+def test_recursive_property_beside_its_pattern_recurses_through_the_merge():
+    """A recursive property that its own patternProperties key matches: the merge of the
+    two is one schema for every level (_Compiler._key_schemas is keyed by the schemas it
+    merges, not by the object), so the recursion through it is a rule of the grammar.
+    Keyed by the object, each level made a new copy: the recursion was unrolled to
+    max_depth (an instance 30 deep was refused) and, where the copies branch
+    (package.json's exports), the compile ran past 300 s."""
+    n = {"type": "object", "properties": {"kid": {"$ref": "#/$defs/n"}, "v": {"type": "integer"}},
+         "patternProperties": {"^k": {"type": "object", "maxProperties": 2}}, "additionalProperties": False}
+    schema = {"$defs": {"n": n}, "$ref": "#/$defs/n"}
+    cs = _exact_on_grammar_path(schema)
+    deep = {}
+    for _ in range(30):
+        deep = {"kid": deep, "v": 1}
+    assert cs.accepts(cs.canonical(deep), cs.dfa())
+    rng = random.Random(12)
+
+    def node(depth):
+        o = {}
+        if rng.random() < 0.5:
+            o["v"] = rng.choice([1, "x"])
+        if depth < 4 and rng.random() < 0.7:
+            o["kid"] = node(depth + 1)
+        if rng.random() < 0.15:
+            o["kx"] = {}
+        return o
+    _instances_agree(cs, schema, node, 300, 60)
+    _walks_validate(cs, schema)
+
+
 def test_recursive_ref_beside_a_type_is_a_copy_per_type():
     """minecraft's number providers: `type: [integer, object]` beside a $ref to an
     untyped schema whose if/then branches recurse, which does not merge with the type.
