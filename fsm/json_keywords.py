@@ -60,6 +60,7 @@ def _beside_ref(node: dict) -> set:
 def _idle_keywords(types) -> frozenset:
     """The type-specific keywords that assert nothing of values of `types` (type names,
     integer as number): `items` beside `type: object` (renovate's managers)."""
+    types = {"number" if t == "integer" else t for t in types}
     return frozenset(k for t, kws in _FAMILIES.items() if t not in types for k in kws)
 
 

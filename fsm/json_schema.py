@@ -533,6 +533,7 @@ class _Compiler:
         self._ref_branch: dict[int, dict] = {}  # id(node) -> node with its $ref as an allOf branch (_conjunction)
         self._copies: dict[int, dict | None] = {}  # id(node) -> _typed_copies(node)
         self._type_vars: dict[int, list | None] = {}  # id(node) -> _type_variants(node)
+        self._apart: dict[int, list | None] = {}  # id(node) -> _apart_by_keys(node, its oneOf)
         self._variants: dict[int, list | None] = {}  # id(node) -> _presence_variants
         self._cond_variants: dict[int, list | None] = {}  # id(node) -> _condition_variants
         self._key_matches: dict[tuple, bool] = {}  # (term id, key text) -> _matches
@@ -1328,7 +1329,7 @@ class _Compiler:
         """_typed_copies' schema for type t: target's keywords (none where it asserts
         nothing of t: an integer beside an object schema), type t, and node's own
         keywords that assert something of t."""
-        idle = _idle_keywords({"number" if t == "integer" else t})
+        idle = _idle_keywords({t})
         own = {k: node[k] for k in _beside_ref(node) - {"type"} - idle}
         if self._idle_of(target, t):
             v = {**own, "type": t}
@@ -1384,7 +1385,7 @@ class _Compiler:
         if not isinstance(s, dict) or id(s) in seen:
             return False
         seen = seen | {id(s)}
-        idle = _idle_keywords({"number" if t == "integer" else t})
+        idle = _idle_keywords({t})
         for k in _schema_keys(s) - _ANNOTATIONS - idle:
             if k == "$ref":
                 ok = self._idle_of(self._resolve(s, s["$ref"]), t, seen)
@@ -1540,7 +1541,7 @@ class _Compiler:
             return None
         parts = []
         for t in branches[listed[0]]["type"]:
-            idle = _idle_keywords({"number" if t == "integer" else t})
+            idle = _idle_keywords({t})
             each = [{k: v for k, v in b.items() if k not in idle} for b in branches]
             each[listed[0]]["type"] = t
             self._keep.append(each)
@@ -1741,6 +1742,9 @@ class _Compiler:
         of branches has no such key."""
         if self.strict:
             return None
+        if id(node) in self._apart:  # (once per node: its wrappers' ids key the memos below them)
+            return self._apart[id(node)]
+        self._apart[id(node)] = None
         types = [types_of(self, x) for x in subs]
         targets = [deref(self, x) for x in subs]
         required = [set(x.get("required", ())) if isinstance(x, dict) and isinstance(x.get("required"), list)
@@ -1760,8 +1764,9 @@ class _Compiler:
             if drop:
                 x = {"allOf": [x, {"properties": dict.fromkeys(drop, False)}]}
                 self._adopt(x, node)
-                self._keep.append(x)
             out.append(x)
+        self._apart[id(node)] = out
+        self._keep.append(out)
         return out
 
     # -- const / enum ----------------------------------------------------------------

@@ -278,12 +278,25 @@ def _in_order(items, want) -> list:
     """The parse items (op, av) of a tree for which want(op, av) holds, in the order
     their groups open (the source's)."""
     out = []
-    for op, av in items:
+    for item in items:
+        op, av = item
         if want(op, av):
-            out.append((op, av))
+            out.append(item)
         for x in _inner(op, av):
             out += _in_order(x, want)
     return out
+
+
+def _own_ats(items) -> None:
+    """Give each anchor and word boundary of a parse tree a tuple of its own, in place
+    (re's parser shares one `(AT, AT_BOUNDARY)` among all `\\b`), so that an error finds
+    its place among them by identity (_Converter._fail_at). Idempotent: a tree shared
+    by compilations (json_strings._parse) reads the same after it."""
+    for k, (op, av) in enumerate(items):
+        if op == C.AT:
+            items[k] = (op, av)
+        for x in _inner(op, av):
+            _own_ats(x)
 
 
 def _looks_in_order(items) -> list:
@@ -319,6 +332,8 @@ class _Converter:
         self.tb, self.pattern = tb, pattern
         self.root = root  # the whole parse tree (for a lookaround's position)
         self.looks = _may_look(pattern)  # (else the tree holds nothing that looks around)
+        if self.looks:
+            _own_ats(root)
         self._seen: dict[str, int] = {}
 
     def visit(self, kind: str) -> int:
@@ -455,10 +470,11 @@ class _Converter:
         (`at_start`: the items begin the input) all of them."""
         tb = self.tb
         out: list = []
-        for op, av in items:
+        for item in items:
+            op, av = item
             at = op == C.AT and (av in _BOUNDS or av in _BEGIN)  # a `^` or a word boundary: one character back
             if not at and (op not in _LOOKS or av[0] != -1):
-                out.append((op, av))
+                out.append(item)
                 continue
             if not at and _has_look(av[1], ends=True):  # (what it would see lies before the input's end)
                 self._fail_look(av, "a lookaround or `$` inside a lookbehind")
@@ -474,7 +490,7 @@ class _Converter:
                 what = ("a lookbehind that may look before its group or pattern starts "
                         "(or past an anchor or a lookahead)")
                 if at:
-                    self._fail_at((op, av), what.replace("a lookbehind", "a `^` or word boundary"))
+                    self._fail_at(item, what.replace("a lookbehind", "a `^` or word boundary"))
                 self._fail_look(av, what)
             kept = self._then(out[i:], flags, at_start and i == 0, False, tb.empty)
             if op in _LOOKS:
@@ -501,8 +517,8 @@ class _Converter:
         """RegexError at the anchor or word boundary `item` (its place among the pattern's)."""
         kind = "boundary" if item[1] in _BOUNDS else "anchor"
         same = lambda op, av: op == C.AT and (av in _BOUNDS) == (kind == "boundary")  # noqa: E731
-        order = [id(x) for x in _in_order(self.root, same)]
-        self.fail(what, kind, order.index(id(item)) if id(item) in order else 0)
+        order = [id(x) for x in _in_order(self.root, same)]  # (item is the tree's own tuple)
+        self.fail(what, kind, order.index(id(item)))
 
     def _fail_look(self, av, what: str) -> None:
         """RegexError at the lookaround `av` (its place among the pattern's lookarounds)."""

@@ -234,7 +234,8 @@ def test_lookarounds_of_real_patterns(pattern):
     (r"(a)\1", "backreference", 3), ("(?:a(?=b))*b", "lookahead inside a repeat", 4),
     ("x|a(?!c)b|(?:b(?!a)){9}c", "lookahead inside a repeat of more than 8", 14),
     ("x(?:(?<=a)b)*", "lookbehind that may look before", 4), ("xa(?:b(?<!ab))*", "lookbehind", 6),
-    (r"(\b-|a)+", "word boundary that may look before", 1), ("(?:a|(?:^b))+", "`^` or word boundary", 8),
+    (r"(\b-|a)+", "word boundary that may look before", 1), (r"x\b|y(?:c|\bd)", "word boundary", 10),
+    (r"^x|y(?:c|^d)", "`^` or word boundary", 9), ("(?:a|(?:^b))+", "`^` or word boundary", 8),
     ("(?:a$|bc)*x", "`$` inside a repeat", 4), ("(?<=a$)b", "`$` inside a lookbehind", 0), ("(?P<x>a)(?P=x)", "backreference", 8), ("(a)?(?(1)b|c)", "conditional", 4),
     ("(?>ab)", "atomic", 0), ("a*+", "possessive", 2),
 ])
