@@ -1,11 +1,15 @@
 """Context-free constraints: Lark grammars (and plain BNF with regular terminals).
 
-Supported class: context-free grammars whose BNF (after Lark's EBNF expansion,
-templates, `?rule`/`_rule` inlining and `%import`s) is LALR(1) without conflicts.
-A shift/reduce or reduce/reduce conflict raises `GrammarError` naming the rule and
-the terminal (Lark's own analysis, run in strict mode: resolving a conflict as
-Lark's LALR parser does would silently shrink the language; that includes the
-reduce/reduce conflicts Lark resolves by rule priority even in strict mode).
+Supported class: context-free grammars (Lark's EBNF after expansion, templates,
+`?rule`/`_rule` inlining and `%import`s), ambiguous ones included. The parser is
+LALR(1) where the grammar is; where its tables have a conflict (shift/reduce or
+reduce/reduce, at a terminal or at the end of input) the parse forks, GLR-style: each
+action goes on as a stack of its own, and stacks that meet again are one (they are
+interned), so two readings of one value are one stack once their union is reduced.
+Resolving a conflict as Lark's LALR parser does (shift, or rule priority) would
+silently shrink the language; forking keeps it whole. A grammar whose readings grow
+without bound at one point (a right-recursive rule over a nullable one) stops at
+MAX_FORKS (4096) stacks for one terminal with GrammarError, when the parse gets there.
 
 The language: a string is a sentence iff it splits into terminal lexemes, with lexemes
 of `%ignore`d terminals anywhere between (and around) them, such that the grammar
@@ -140,6 +144,11 @@ _LARK_FLAGS = {"i": re.IGNORECASE, "s": re.DOTALL, "m": re.MULTILINE, "x": re.VE
 # ---------------------------------------------------------------------------------
 # LR tables
 # ---------------------------------------------------------------------------------
+# Where a conflict forks the parse, at most this many LR stacks are explored for one
+# terminal (or the end of input): past it, GrammarError (ambiguity that grows at a point)
+MAX_FORKS = 4096
+
+
 class _Stack:
     """An interned persistent LR stack node: equal stacks are the same object."""
     __slots__ = ("state", "parent", "height", "feed", "starts", "end", "kids")
@@ -155,21 +164,31 @@ class _Stack:
 
 class _Tables:
     """LALR(1) tables in plain dicts: action[state][terminal index] is
-    (True, next_state) for a shift or (False, (lhs, length)) for a reduction;
-    end_action[state] the reduction on end of input; goto[state][lhs] the next state;
-    end_state the state after the start symbol (the input is a sentence there)."""
+    (True, next_state) for a shift, (False, (lhs, length)) for a reduction, or
+    (None, (action, action, ...)) where the grammar has a conflict there (the parser
+    forks: GrammarSource.feed_low); end_action[state] the reduction on end of input
+    (or such a fork); goto[state][lhs] the next state; end_state the state after the
+    start symbol (the input is a sentence there); `conflicts` how many (state,
+    terminal) cells fork."""
 
     def __init__(self, action: dict, end_action: dict, goto: dict, start_state: int,
-                 end_state: int):
+                 end_state: int, conflicts: int = 0):
         self.action, self.end_action, self.goto = action, end_action, goto
         self.start_state, self.end_state = start_state, end_state
+        self.conflicts = conflicts
 
 
-def _lalr_tables(rules, start: str, term_index: dict[str, int]):
-    """The LALR(1) tables of `rules` (lark Rule objects), or the first conflict found
-    as a message. Lark's analysis, with its items and symbols as Python objects, took
-    20 ms of SQL's compile; this is the same algorithm (LR(0) states, then DeRemer
-    and Pennello's lookaheads, as lark computes them) over integers and bit sets."""
+def _fork(old: tuple, new: tuple) -> tuple:
+    """A table cell holding both `old` (an action or a fork) and the action `new`."""
+    return (None, old[1] + (new,)) if old[0] is None else (None, (old, new))
+
+
+def _lalr_tables(rules, start: str, term_index: dict[str, int]) -> _Tables:
+    """The LALR(1) tables of `rules` (lark Rule objects); a conflict is a cell holding
+    every action (a fork). Lark's analysis, with its items and symbols as Python
+    objects, took 20 ms of SQL's compile; this is the same algorithm (LR(0) states,
+    then DeRemer and Pennello's lookaheads, as lark computes them) over integers and
+    bit sets."""
     nts = {"$root_" + start: 0}
     for r in rules:
         nts.setdefault(r.origin.name, len(nts))
@@ -317,11 +336,11 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]):
         return out
     follow = closure_of(closure_of(reads_from, reads), includes)
 
-    names = {i: n for n, i in term_index.items()}
     nt_names = list(nts)
     action, end_action, goto = {}, {}, {}
     end_bit = 1 << (end - nnt)
     bit_lists: dict = {}  # lookahead set -> its terminals (JSON's: hundreds of keys, shared)
+    conflicts = 0
     for p, t in enumerate(trans):
         a = {x - nnt: (True, q) for x, q in t.items() if x >= nnt}
         g = {nt_names[x]: q for x, q in t.items() if x < nnt}
@@ -335,13 +354,19 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]):
             lhs, rhs = prods[k]
             red = (False, (nt_names[lhs], len(rhs)))
             at_end, la = la & end_bit, la & ~end_bit
-            if la & taken:  # (the lowest terminal first, then the end of input, as before)
-                j = (la & taken & -(la & taken)).bit_length() - 1
-                return f"conflict on terminal {names[j]} in rule {nt_names[lhs]}"
             if at_end:
                 if p in end_action:
-                    return f"reduce/reduce conflict at the end of input in rule {nt_names[lhs]}"
-                end_action[p] = red
+                    conflicts += 1
+                    end_action[p] = _fork(end_action[p], red)
+                else:
+                    end_action[p] = red
+            both, la = la & taken, la & ~taken
+            while both:  # conflicts: the cell forks
+                low = both & -both
+                both ^= low
+                j = low.bit_length() - 1
+                a[j] = _fork(a[j], red)
+                conflicts += 1
             taken |= la
             js = bit_lists.get(la)
             if js is None:
@@ -353,14 +378,15 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]):
                 bit_lists[la] = js
             a.update(dict.fromkeys(js, red))
         action[p], goto[p] = a, g
-    return _Tables(action, end_action, goto, 0, trans[0][prods[0][1][0]])
+    return _Tables(action, end_action, goto, 0, trans[0][prods[0][1][0]], conflicts)
 
 
 # ---------------------------------------------------------------------------------
 # The state source
 # ---------------------------------------------------------------------------------
 class GrammarSource:
-    """A `StateSource` (fsm/dfa.py) for an LALR(1) grammar over regular terminals.
+    """A `StateSource` (fsm/dfa.py) for a grammar over regular terminals, parsed by its
+    LALR(1) tables (forking at their conflicts).
 
     `terms[i]` is terminal i's term, `ignored[i]` whether it is %ignore'd, `names[i]`
     its name. Keys are frozensets of (stack, terminal, lexeme) elements; terminal -1 is
@@ -409,7 +435,9 @@ class GrammarSource:
         return self._push(self.t.goto[stack.state][lhs], stack)
 
     def feed(self, stack: _Stack, term: int):
-        """The stack after shifting terminal `term` (reductions first); None on error."""
+        """The stack after shifting terminal `term` (reductions first); None on error;
+        a tuple of stacks where a conflict forks the parse and more than one way
+        shifts (`_stacks` reads all three as a tuple)."""
         hit = stack.feed.get(term)
         return (hit if hit is not None else self.feed_low(stack, term))[0]
 
@@ -428,6 +456,9 @@ class GrammarSource:
                 if act[0]:
                     out = self._push(act[1], s)
                     break
+                if act[0] is None:  # a conflict: every way on
+                    out, low = self._forked(s, term, low)
+                    break
                 lhs, n = act[1]
                 for _ in range(n):
                     s = s.parent
@@ -441,17 +472,61 @@ class GrammarSource:
             stack.feed[term] = hit
         return hit
 
+    def _forked(self, stack: _Stack, term: int, low: int) -> tuple:
+        """feed_low from `stack`, whose cell for `term` forks: every way of reducing
+        and shifting, each a stack of its own (interned: ways that meet again are one
+        stack, as two readings of one value are once their union is reduced)."""
+        action, goto = self.t.action, self.t.goto
+        outs: dict = {}
+        seen, todo = {stack}, [stack]
+        while todo:
+            s = todo.pop()
+            act = action[s.state].get(term)
+            if act is None:
+                continue
+            for a in act[1] if act[0] is None else (act,):
+                if a[0]:
+                    outs[self._push(a[1], s)] = None
+                    continue
+                lhs, n = a[1]
+                x = s
+                for _ in range(n):
+                    x = x.parent
+                if x.height < low:
+                    low = x.height
+                y = self._push(goto[x.state][lhs], x)
+                if y not in seen:
+                    self._check_forks(seen, self.names[term])
+                    seen.add(y)
+                    todo.append(y)
+        out = tuple(outs)
+        return (None if not out else out[0] if len(out) == 1 else out), low
+
+    def _check_forks(self, seen: set, where: str) -> None:
+        if len(seen) >= MAX_FORKS:
+            raise GrammarError(
+                f"the parse forks into more than {MAX_FORKS} LR stacks at {where} (an ambiguous "
+                "grammar whose readings grow without bound, such as a right-recursive rule over "
+                "a nullable one, `a: b a |` with `b: |`): make the grammar less ambiguous")
+
     def accepts_end(self, stack: _Stack) -> bool:
         if stack.end is None:
-            s, ok = stack, False
-            while True:
-                act = self.t.end_action.get(s.state)
-                if act is None or act[0]:
-                    break
-                s = self._reduce(s, *act[1])
-                if s.state == self.t.end_state:
-                    ok = True
-                    break
+            end_action, end_state = self.t.end_action, self.t.end_state
+            ok, seen, todo = False, {stack}, [stack]
+            while todo and not ok:
+                s = todo.pop()
+                act = end_action.get(s.state)
+                if act is None:
+                    continue
+                for a in act[1] if act[0] is None else (act,):
+                    y = self._reduce(s, *a[1])
+                    if y.state == end_state:
+                        ok = True
+                        break
+                    if y not in seen:
+                        self._check_forks(seen, "the end of input")
+                        seen.add(y)
+                        todo.append(y)
             stack.end = ok
         return stack.end
 
@@ -509,7 +584,11 @@ class GrammarSource:
                     if seg and r:
                         r = _subtract(r, seg)
                 else:
-                    r = self._start_row(self.feed(stack, i))
+                    for nxt in _stacks(self.feed(stack, i)):
+                        r = self._start_row(nxt)
+                        if r:
+                            parts.append(r)
+                    continue
                 if r:
                     parts.append(r)
         return _merge(parts)
@@ -537,16 +616,17 @@ class GrammarSource:
                     starting = self._starting.get(c)
                     if starting is None:
                         starting = self._starting[c] = row_target(self.template(self._all), c) or ()
-                for j, z in starting:  # as _start_row(nxt) at c, without the whole row
-                    if ignored[j] or feed(nxt, j) is not None:
-                        out.add((nxt, j, z))
+                for nxt in nxt if nxt.__class__ is tuple else (nxt,):
+                    for j, z in starting:  # as _start_row(nxt) at c, without the whole row
+                        if ignored[j] or feed(nxt, j) is not None:
+                            out.add((nxt, j, z))
         return frozenset(out)
 
     def accepting(self, key) -> bool:
         for stack, i, x in key:
             if x.nullable:
                 nxt = stack if i < 0 or self.ignored[i] else self.feed(stack, i)
-                if self.accepts_end(nxt):
+                if any(self.accepts_end(n) for n in _stacks(nxt)):
                     return True
         return False
 
@@ -555,6 +635,11 @@ class GrammarSource:
         # (so the stack is a viable prefix of a productive grammar: completable) and
         # lexemes with an empty language are dropped in `_lift`.
         return not key
+
+
+def _stacks(out) -> tuple:
+    """feed's outcome (None, a stack, or a tuple of them) as a tuple."""
+    return () if out is None else out if out.__class__ is tuple else (out,)
 
 
 class GrammarAutomaton(TokenAutomaton):
@@ -715,40 +800,6 @@ def _merge2(a: tuple, b: tuple) -> tuple:
 # ---------------------------------------------------------------------------------
 # Building
 # ---------------------------------------------------------------------------------
-def _lalr(rules, start: str):
-    """Lark's LALR(1) analysis in strict mode, run where `_lalr_tables` found a conflict:
-    its GrammarError names the rules and the terminal."""
-    from lark.common import ParserConf
-    from lark.exceptions import GrammarError as LarkGrammarError
-    from lark.parsers.lalr_analysis import LALR_Analyzer
-    try:
-        analyzer = LALR_Analyzer(ParserConf(rules, None, [start]), strict=True)
-        analyzer.compute_lr0_states()
-        analyzer.compute_reads_relations()
-        analyzer.compute_includes_lookback()
-        analyzer.compute_lookaheads()
-        _refuse_reduce_reduce(analyzer)
-        analyzer.compute_lalr1_states()
-    except LarkGrammarError as e:
-        msg = str(e).replace("[strict-mode]", "").strip()
-        raise GrammarError(f"grammar is not LALR(1) (only conflict-free LALR(1) grammars are "
-                           f"supported): {msg}") from None
-
-
-def _refuse_reduce_reduce(analyzer) -> None:
-    """Lark resolves a reduce/reduce conflict by rule priority even in strict mode;
-    that drops one reading, so the language would shrink: refuse it like any other."""
-    from lark.exceptions import GrammarError as LarkGrammarError
-    msgs = []
-    for itemset in analyzer.lr0_itemsets:
-        for la, rules in itemset.lookaheads.items():
-            if len(rules) > 1:
-                msgs.append(f"Reduce/Reduce collision in {la} between the following rules: "
-                            + "".join(f"\n\t- {r}" for r in sorted(rules, key=str)))
-    if msgs:
-        raise LarkGrammarError("\n\n".join(sorted(set(msgs))))
-
-
 def _productive(rules, terminals: set) -> set:
     """Nonterminals that derive some string of `terminals`: a worklist, each rule
     counting the nonterminals on its right not yet known productive (a rule with
@@ -915,10 +966,6 @@ def _build(tb, rules, term_names: list, terms: list, ignored: list, start: str,
     rules = _prune(rules, start, live)
     index = {n: i for i, n in enumerate(term_names)}
     tables = _lalr_tables(rules, start, index)
-    if isinstance(tables, str):
-        _lalr(rules, start)  # lark's analysis names the conflicting rules
-        raise GrammarError(f"grammar is not LALR(1) (only conflict-free LALR(1) grammars "
-                           f"are supported): {tables}")
     ign = [ig and n in live for n, ig in zip(term_names, ignored)]
     return GrammarSource(tb, tables, term_names, terms, ign, max_states, source)
 
@@ -1056,7 +1103,7 @@ def grammar_source(grammar: str, start: str = "start", tb: TermBuilder | None = 
     tb = tb or TermBuilder()
     try:
         return _source(tb, *load_lark(grammar, start, hoist=True), start, max_states)
-    except GrammarError:  # errors (conflicts above all) name the rules as written
+    except GrammarError:  # errors name the rules as written
         return _source(tb, *load_lark(grammar, start), start, max_states)
 
 
@@ -1101,7 +1148,7 @@ def compile_cfg(rules: dict, terminals: dict, start: str, vocab: Vocabulary, tb:
     `rules`: {nonterminal: [alternative, ...]}, an alternative a list of symbol names
     ([] is empty); `terminals`: {name: Term} (non-nullable); `ignore`: names of terminals
     allowed anywhere between (and around) lexemes. Same language and exactness as
-    `compile_grammar`; LALR(1) conflicts raise GrammarError. Not cached (terms are not
+    `compile_grammar` (conflicts fork the parse). Not cached (terms are not
     hashable across builders): cache the result yourself."""
     from lark.grammar import NonTerminal, Rule, Terminal
     ms = max_states or DEFAULT_MAX_STATES

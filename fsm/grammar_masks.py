@@ -62,6 +62,7 @@ import numpy as np
 
 from .automaton import TrieWalker, _char_class, _first_bytes, made_of, walk_columns
 from .dfa import DEFAULT_MAX_STATES, LazyDFA
+from .grammar import _stacks
 from .terms import CONCAT, REPEAT, paused_gc, row_target
 from .vocabulary import ascending_set
 
@@ -127,9 +128,10 @@ class LexerSource:
         n = len(g.terms)
         follows = [set() for _ in range(n)]
         for st, acts in g.t.action.items():
-            for i, (shift, arg) in acts.items():
-                if shift:
-                    follows[i].update(g.t.action[arg])
+            for i, act in acts.items():
+                for shift, arg in act[1] if act[0] is None else (act,):  # (a fork: each action)
+                    if shift:
+                        follows[i].update(g.t.action[arg])
         ign = {i for i in range(n) if g.ignored[i]}
         self.follows = [frozenset(f | ign) for f in follows]
         self._items: list = []        # item number -> item
@@ -726,7 +728,35 @@ class GrammarMasks:
             if x is None:
                 k = skip[k]  # nor does it take any longer sequence with this prefix
                 continue
+            if x.__class__ is tuple:  # the parse forks (a grammar with conflicts)
+                return self._met_forked(plan, stack)
             st[k] = x
+            met[k] = 1
+            k += 1
+        return np.frombuffer(met, dtype=bool), low
+
+    def _met_forked(self, plan: _Plan, stack) -> tuple:
+        """_met where feeding a terminal may fork the stack: a node is met where any of
+        the stacks its parent node reached takes its terminal."""
+        feed_low = self.g.feed_low
+        parent, term, skip = plan.parent, plan.term, plan.skip
+        n = len(parent)
+        st: list = [()] * n
+        st[0] = (stack,)
+        met = bytearray(n + 1)
+        met[0] = 1
+        k, low = 1, stack.height
+        while k < n:
+            outs: dict = {}
+            for x in st[parent[k]]:
+                h = x.feed.get(term[k]) or feed_low(x, term[k])
+                if h[1] < low:
+                    low = h[1]
+                outs.update(dict.fromkeys(_stacks(h[0])))
+            if not outs:
+                k = skip[k]
+                continue
+            st[k] = tuple(outs)
             met[k] = 1
             k += 1
         return np.frombuffer(met, dtype=bool), low
@@ -864,7 +894,10 @@ class GrammarMasks:
         if x.nullable:
             nxt = stack if g.ignored[t] else g.feed(stack, t)
             if nxt is not None:
-                after = self.boundary_bits(nxt)
+                if nxt.__class__ is tuple:  # (a forked parse)
+                    after = np.bitwise_or.reduce([self.boundary_bits(n) for n in nxt])
+                else:
+                    after = self.boundary_bits(nxt)
                 if g.ignored[t] and seg:
                     after = after & self._not_first(x, seg)
                 b = after if b is None else (b | after)

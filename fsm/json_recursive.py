@@ -16,8 +16,9 @@ class _RecursiveRules:
     (concatenation: a sequence, alternation: alternatives, repeat: list rules); every
     maximal marker-free piece becomes one terminal (nullable pieces: an optional
     non-nullable terminal). A union's alternatives that start with the same part are
-    merged (_factored). A marker under an intersection or complement (allOf, not,
-    oneOf with overlapping branches, contains...) raises SchemaError."""
+    merged (_factored); the rest of a union's ambiguity forks the parse (fsm/grammar.py).
+    A marker under an intersection or complement (allOf, not, oneOf with overlapping
+    branches, contains...) raises SchemaError."""
 
     MAX_REPEAT_UNROLL = 64  # bounds up to this are alternatives of each length; above, a chain of rules
     MAX_REPEAT_RULES = 4096
@@ -58,7 +59,7 @@ class _RecursiveRules:
                           [False] * len(names), "start", max_states,
                           JsonTermSource(self.tb, max_states))
         except ConstraintError as e:
-            raise SchemaError(f"recursive schema does not fit the LALR(1) grammar path: {e}",
+            raise SchemaError(f"recursive schema does not fit the grammar path: {e}",
                               "$ref") from None
 
     # -- helpers -----------------------------------------------------------------------
@@ -168,8 +169,9 @@ class _RecursiveRules:
         for another nullable part N), to be merged again one level down. Two objects of
         a recursive anyOf (or a lenient oneOf) both allow `{}`: as `{ N1 }` and `{ N2 }`
         their empty bodies are two empty rules the parser must choose between at `}`
-        (a reduce/reduce conflict); merged, `}` is one alternative, and so is a key that
-        both declare, up to where their values differ."""
+        (a reduce/reduce conflict: the parse forks, at a cost per step); merged, `}` is
+        one alternative, and so is a key that both declare, up to where their values
+        differ."""
         tb = self.tb
         groups: dict = {}
         for c in alts:

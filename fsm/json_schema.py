@@ -107,10 +107,11 @@ it: github-issue-forms' dropdown options); otherwise refused (strict), or not
 enforced for Pydantic sources (python_sets, below).
 Recursive $ref: exact, through the context-free path (fsm/grammar.py; recursion=
 "grammar", the default), or unrolled with `max_recursion_depth=N`: each recursive
-reference is then followed at most N times along any path. The rules must be LALR(1):
-a union's branches that start alike are merged (two objects' `{}`), but branches that
-stay ambiguous further on (two objects that both declare a key) are refused, naming
-the conflict. The grammar has at most _RecursiveRules.MAX_RULES (50,000) nonterminals,
+reference is then followed at most N times along any path. The rules are parsed by
+LALR(1) tables: a union's branches that start alike are merged (two objects' `{}`);
+where branches stay ambiguous further on (two objects of an anyOf that both declare a
+key, a value two branches both allow) the parse forks there (fsm/grammar.py: exact,
+each reading a stack of its own until they meet again). The grammar has at most _RecursiveRules.MAX_RULES (50,000) nonterminals,
 and a bound around a recursive reference spans at most MAX_REPEAT_RULES (4096) items:
 past either, SchemaError.
 

@@ -622,27 +622,83 @@ def test_bad_grammar_text_names_line():
         compile_grammar('start: X\n%import nothere.X\n', small_vocab([b"a"]))
 
 
-def test_lalr_conflict_names_rule():
-    ambiguous = 'start: e\ne: e "+" e | "1"\n'
-    with pytest.raises(GrammarError, match=r"not LALR\(1\).*Shift/Reduce.*PLUS[\s\S]*<e : e PLUS e>"):
-        compile_grammar(ambiguous, small_vocab([b"1", b"+"]))
-    rr = 'start: a "x" | b "x"\na: "y"\nb: "y"\n'
-    with pytest.raises(GrammarError, match=r"Reduce/Reduce[\s\S]*<a : Y>[\s\S]*<b : Y>|"
-                                           r"Reduce/Reduce[\s\S]*<b : Y>[\s\S]*<a : Y>"):
-        compile_grammar(rr, small_vocab([b"y", b"x"]))
-    # 3+ optionals: compiled with the tail as a fresh rule, reported as written
-    tail = 'start: "a" ["b"] ["c"] ["d"] x\nx: "d" |\n'
-    with pytest.raises(GrammarError, match=r"<x : D>") as e:
-        compile_grammar(tail, small_vocab([b"a", b"b", b"c", b"d"]))
-    assert "tail" not in str(e.value)
+# -- grammars with conflicts: the parse forks (GLR) ----------------------------------------
+# name -> (grammar, alphabet); one-character terminals, so that a brute-force oracle can
+# list every sentence up to a length (8): any prefix of a sentence here up to 5
+# characters long completes within 3 more (nested: up to 3 long, within 5)
+AMBIGUOUS = {
+    "sum": ('start: e\ne: e "+" e | "1"\n', "1+"),                       # shift/reduce
+    "reduce_reduce": ('start: a "x" | b "x"\na: "y"\nb: "y"\n', "xy"),
+    "priority": ('start: a "x" | b "x" "x"\na.2: "y"\nb: "y"\n', "xy"),  # lark drops b's reading
+    "two_ahead": ('start: a "x" "y" | b "x" "z"\na: "w"\nb: "w"\n', "wxyz"),  # LR(2), unambiguous
+    "at_end": ('start: a | b | c "q"\na: "y"\nb: "y"\nc: "y"\n', "yq"),  # reduce/reduce at $END
+    "dangling_else": ('start: s\ns: "i" s | "i" s "e" s | "x"\n', "iex"),
+    "nullable": ('start: a b "z"\na: "x" |\nb: "x" |\n', "xz"),
+    "left_nullable_cycle": ('start: l "z"\nl: l a | a\na: "x" |\n', "xz"),
+    "nested": ('start: v\nv: "[" v "]" | "[" w "]" | "1"\nw: v | "2" | "1"\n', "[]12"),
+}
 
 
-def test_reduce_reduce_conflict_resolved_by_priority_is_refused():
-    """Lark picks the higher-priority rule of a reduce/reduce conflict even in strict
-    mode, silently dropping the other reading: we refuse, naming both rules."""
-    rr = 'start: a "x" | b "x"\na.2: "y"\nb: "y"\n'
-    with pytest.raises(GrammarError, match=r"Reduce/Reduce[\s\S]*<a : Y>[\s\S]*<b : Y>"):
-        compile_grammar(rr, small_vocab([b"y", b"x"]))
+def _brute_force(grammar: str, alphabet: str, n: int):
+    """(sentences, prefixes) over `alphabet` up to length n, by lark's Earley parser."""
+    import itertools
+    earley = Lark(grammar, parser="earley", lexer="dynamic_complete")
+    sentences = set()
+    for k in range(n + 1):
+        for t in itertools.product(alphabet, repeat=k):
+            text = "".join(t)
+            try:
+                earley.parse(text)
+            except LarkError:
+                continue
+            sentences.add(text)
+    prefixes = {s[:i] for s in sentences for i in range(len(s) + 1)}
+    return sentences, prefixes
+
+
+@pytest.mark.parametrize("name", sorted(AMBIGUOUS))
+def test_conflicts_fork_the_parse_exactly(name):
+    """A grammar with LALR(1) conflicts compiles, and its language is Earley's: every
+    string up to a length is accepted iff it is a sentence, live iff it is a prefix of
+    one; masks along random walks are exactly the tokens that keep a prefix."""
+    grammar, alpha = AMBIGUOUS[name]
+    n, longest = 8, 3 if name == "nested" else 5  # (prefixes the oracle decides: see AMBIGUOUS)
+    sentences, prefixes = _brute_force(grammar, alpha, n)
+    assert sentences  # (the oracle sees the grammar)
+    toks = sorted({c.encode() for c in alpha} | {(a + b).encode() for a in alpha for b in alpha})
+    vocab = small_vocab(toks)
+    auto = compile_grammar(grammar, vocab)
+    assert auto.source.t.conflicts > 0
+    dfa = auto.dfa
+    import itertools
+    for k in range(longest + 1):
+        for t in itertools.product(alpha, repeat=k):
+            text = "".join(t)
+            s = dfa.walk(dfa.start, text.encode())
+            assert bool(s and dfa.accepting[s]) == (text in sentences), text
+            assert (s != 0) == (text in prefixes), text
+    rng = random.Random(5)
+    for _ in range(30):
+        m, text = auto.matcher(), ""
+        while len(text) + 2 <= longest:  # (text and a token: prefixes the oracle decides)
+            ids = allowed_ids(m.next_token_mask(), vocab.size)
+            want = {i for i, tok in enumerate(toks) if text + tok.decode() in prefixes}
+            assert ids - set(vocab.eos_ids) == want, text
+            assert bool(ids & set(vocab.eos_ids)) == (text in sentences), text
+            if not want:
+                break
+            tid = rng.choice(sorted(want))
+            assert m.accept_token(tid)
+            text += toks[tid].decode()
+
+
+def test_unbounded_forks_are_refused():
+    """A right-recursive rule over a nullable one reads the empty string in ever more
+    ways: the parse stops at MAX_FORKS stacks with GrammarError, never hangs."""
+    g = 'start: r "z"\nr: a r |\na: "x" |\n'
+    vocab = small_vocab([b"x", b"z"])
+    with pytest.raises(GrammarError, match=r"forks into more than \d+ LR stacks"):
+        compile_grammar(g, vocab).matcher().next_token_mask()
 
 
 LALR_EXTRA = {

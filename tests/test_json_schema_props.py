@@ -835,6 +835,58 @@ def test_recursive_union_of_objects_with_the_empty_object_in_common():
     _walks_validate(cs, schema)
 
 
+AMBIGUOUS_TREE = {"$defs": {
+    "n": {"anyOf": [{"$ref": "#/$defs/leaf"}, {"type": "string", "maxLength": 2},
+                    {"type": "array", "items": {"$ref": "#/$defs/n"}, "maxItems": 2},
+                    {"type": "array", "items": {"$ref": "#/$defs/leaf"}}]},
+    "leaf": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {
+        "k": {"$ref": "#/$defs/n"}, "v": {"type": "integer"}}, "additionalProperties": False}]}},
+    "$ref": "#/$defs/n"}
+
+
+def _ambiguous_tree_node(rng, depth):
+    r = rng.random()
+    if depth >= 3 or r < 0.3:
+        return rng.choice(["", "ab", "abc", 1, {}, {"v": 2}, {"v": "x"}, None])
+    if r < 0.65:
+        return [_ambiguous_tree_node(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return {k: _ambiguous_tree_node(rng, depth + 1) for k in sorted(rng.sample("kv", rng.randint(1, 2)))}
+
+
+def test_recursive_union_with_ambiguous_branches_is_exact():
+    """anyOf branches that stay ambiguous past their first part: a short string is both
+    a leaf's string and the short-string branch, an array of up to two leaves is both
+    array branches (two readings through each item, nested). Their rules have LALR(1)
+    conflicts (refused before); the parse forks there and is exact: instances accepted
+    iff jsonschema says valid, walks validate."""
+    cs = _exact_on_grammar_path(AMBIGUOUS_TREE)
+    rng = random.Random(2)
+    _instances_agree(cs, AMBIGUOUS_TREE, lambda d: _ambiguous_tree_node(rng, d), 400, 80)
+    _walks_validate(cs, AMBIGUOUS_TREE)
+
+
+def test_recursive_union_with_ambiguous_branches_token_level(smol_vocab, smol_tokenizer):
+    """The same schema's token masks (the forked parse in the mask's parser steps):
+    documents written out token by token are allowed at each step, EOS only at the
+    end; token walks that end validate."""
+    import numpy as np
+
+    from fsm.json_schema import compile_json_schema
+    auto = compile_json_schema(AMBIGUOUS_TREE, smol_vocab)
+    assert auto.source.t.conflicts
+    v, row, eos = _validator(AMBIGUOUS_TREE), np.zeros(smol_vocab.num_words, dtype=np.int32), smol_vocab.eos_ids[0]
+    for doc in (["ab", [["a", {"k": ["xy", "z"]}], {"k": {"k": "q"}}]], [[["ab"]], {"v": 3}], "x"):
+        assert v.is_valid(doc)
+        m = auto.matcher()
+        for tid in smol_tokenizer.encode(json.dumps(doc, separators=(",", ":")), add_special_tokens=False):
+            m.fill_next_token_bitmask(row)
+            assert row[tid // 32] >> (tid % 32) & 1 and not row[eos // 32] >> (eos % 32) & 1, doc
+            assert m.accept_token(tid)
+        assert m.accept_token(eos)
+    assert _token_walks(auto, smol_vocab, lambda text: v.is_valid(json.loads(text)), seed=3, steps=200,
+                        closing=(b"]", b"}", b'"'), p_close=0.6) >= 6
+
+
 def test_recursive_union_beside_type_specific_keywords_is_exact():
     """github-workflow's matrix: `oneOf: [{type: object}, an expression string]` beside
     object keywords whose values are recursive. Each branch takes the keywords of its
@@ -1223,6 +1275,36 @@ def test_pydantic_recursive_model():
 
 
 @pytest.mark.slow
+def _token_walks(auto, vocab, check, seed, n=12, steps=400, closing=(b"}", b'"'), p_close=0.5,
+                 p_eos=0.7) -> int:
+    """n random walks over auto's token masks: EOS with p_eos where allowed, else with
+    p_close a token led by a byte of `closing` where there is one, else any allowed
+    token. No mask is empty, each chosen token is accepted, and check(text) holds for
+    every walk that ends; returns how many ended."""
+    import numpy as np
+    rng, row, data, done = np.random.default_rng(seed), np.zeros(vocab.num_words, dtype=np.int32), vocab.token_bytes, 0
+    for _ in range(n):
+        m, out = auto.matcher(), []
+        for _ in range(steps):
+            m.fill_next_token_bitmask(row)
+            allowed = np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")[: vocab.size])
+            assert len(allowed)
+            eos = [t for t in allowed if t in vocab.eos_ids]
+            if eos and rng.random() < p_eos:
+                assert m.accept_token(int(eos[0]))
+                break
+            closers = [t for t in allowed if (data[t] or b"")[:1] in closing]
+            t = int(rng.choice(closers if closers and rng.random() < p_close else allowed))
+            assert m.accept_token(t)
+            if t in vocab.eos_ids:
+                break
+            out.append(t)
+        if m.is_terminated():
+            assert check(b"".join(data[t] for t in out).decode("utf-8"))
+            done += 1
+    return done
+
+
 def test_token_level_random_walks(smol_vocab):
     import numpy as np
 
@@ -1258,8 +1340,6 @@ def test_token_level_random_walks_open_objects(smol_vocab):
     """Open objects (other keys allowed, masked as any key but the known ones:
     TokenAutomaton._cofinite_words): random token walks never meet an empty mask, and
     every walk that ends validates with jsonschema."""
-    import numpy as np
-
     from fsm.json_schema import compile_json_schema
     schema = {"type": "object", "properties": {
         "name": {"type": "string"}, "age": {"type": "integer"},
@@ -1267,30 +1347,7 @@ def test_token_level_random_walks_open_objects(smol_vocab):
         "required": ["name"]}
     auto = compile_json_schema(schema, smol_vocab)
     v = _validator(schema)
-    rng = np.random.default_rng(1)
-    row = np.zeros(smol_vocab.num_words, dtype=np.int32)
-    data = smol_vocab.token_bytes
-    done = 0
-    for _ in range(12):
-        m, out = auto.matcher(), []
-        for _ in range(400):
-            m.fill_next_token_bitmask(row)
-            allowed = np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")[: smol_vocab.size])
-            assert len(allowed)
-            eos = [t for t in allowed if t in smol_vocab.eos_ids]
-            if eos and rng.random() < 0.7:
-                assert m.accept_token(int(eos[0]))
-                break
-            closers = [t for t in allowed if (data[t] or b"")[:1] in (b"}", b'"')]
-            t = int(rng.choice(closers if closers and rng.random() < 0.5 else allowed))
-            assert m.accept_token(t)
-            if t in smol_vocab.eos_ids:
-                break
-            out.append(t)
-        if m.is_terminated():
-            assert v.is_valid(json.loads(b"".join(data[t] for t in out).decode("utf-8")))
-            done += 1
-    assert done >= 6
+    assert _token_walks(auto, smol_vocab, lambda text: v.is_valid(json.loads(text)), seed=1) >= 6
 
 
 @pytest.mark.slow
