@@ -62,8 +62,9 @@ Strict mode (default): what cannot be enforced exactly raises `SchemaError` nami
 keyword and the JSON pointer of the subschema. `strict=False` warns (SchemaWarning)
 and drops that keyword instead: the output may then violate it. Where a recursive
 reference sits under an intersection (see Emptiness below), lenient mode relaxes to a
-superset: an overlapping oneOf to anyOf, `not` dropped, if/then/else to then or else,
-the parts beside the one holding the reference dropped; a `$ref` to another document
+superset: an overlapping oneOf to anyOf (beside `type` and type-specific keywords: each
+branch with them), `not` dropped, if/then/else to then or else, the parts beside the
+one holding the reference dropped; a `$ref` to another document
 (not fetched) takes any value. An overlapping oneOf of objects that each require a key
 the others do not is narrowed instead, to a subset that keeps the output valid: each
 branch without the keys the others require.
@@ -703,8 +704,9 @@ class _Compiler:
         keyword (or does `instead`)."""
         if self.strict:
             raise SchemaError(message + " (strict=False drops it with a warning)", keyword, self.ptr(node))
-        text = f"{keyword!r} at {self.ptr(node)}: {message}; {instead}"
-        self.relaxed.append(text)  # (warned once the schema compiled: schema_to_term)
+        head = f"{keyword!r} at {self.ptr(node)}: "
+        if not any(t.startswith(head) and t.endswith(instead) for t in self.relaxed):  # (one note per relaxation)
+            self.relaxed.append(f"{head}{message}; {instead}")  # (warned once the schema compiled: schema_to_term)
 
     # -- universe --------------------------------------------------------------------
     def any(self, d: int) -> Term:
@@ -1033,7 +1035,8 @@ class _Compiler:
     def _type_variants(self, node: dict) -> list | None:
         """node = {oneOf|anyOf: branches, type-specific keywords} as one schema per
         branch, each with the keywords of the types it may have (`{type: object}` takes
-        patternProperties, a string branch none: they assert nothing of strings). The
+        patternProperties, a string branch none: they assert nothing of strings), and
+        node's `type` (every branch takes it: cmake-presets' root, an object). The
         union of these is node where a oneOf's branches are disjoint (their types known:
         json_disjoint.types_of, and apart, or json_disjoint.disjoint); github-workflow's matrix,
         `oneOf: [{type: object}, ${{...}}]` beside object keywords whose values are
@@ -1044,16 +1047,25 @@ class _Compiler:
         self._type_vars[id(node)] = out = None
         kws = [k for k in ("oneOf", "anyOf") if isinstance(node.get(k), list) and node[k]]
         rest = {k: v for k, v in node.items() if k not in _ANNOTATIONS and k not in kws}
-        if len(kws) != 1 or not rest or not set(rest) <= _TYPED_KW - {"unevaluatedProperties", "unevaluatedItems"}:
+        if len(kws) != 1 or not rest \
+                or not set(rest) - {"type"} <= _TYPED_KW - {"unevaluatedProperties", "unevaluatedItems"}:
             return None
         branches = node[kws[0]]
-        types = [types_of(self, b) for b in branches]
-        if None in types or (kws[0] == "oneOf" and sum(map(len, types)) != len(set().union(*types))
-                             and not disjoint(self, node, branches)):
-            return None
+        types = [types_of(self, b) for b in branches]  # (None: not known, the branch takes all of rest)
+        if ("type" in rest or None in types) and any(isinstance(b, dict) and "$ref" in b for b in branches):
+            return None  # (a $ref branch merged with them may reach node again: a new copy per level)
+        apart = None not in types and sum(map(len, types)) == len(set().union(*types))
+        if kws[0] == "oneOf" and not apart and not disjoint(self, node, branches):
+            if self.strict:
+                return None
+            # lenient: the branches as an anyOf, each with the node's keywords of its
+            # types (which the node's intersection, taken instead, would drop)
+            self.refuse(node, "oneOf", "recursive schema: oneOf branches that overlap beside keywords "
+                        "that hold a recursive reference", "taken as anyOf (an output may match more than one branch)")
         out = []
         for b, ts in zip(branches, types):
-            own = {k: v for k, v in rest.items() if any(k in _FAMILIES.get(t, ()) for t in ts)}
+            own = {k: v for k, v in rest.items()
+                   if ts is None or k == "type" or any(k in _FAMILIES.get(t, ()) for t in ts)}
             v = {"allOf": [b, own]} if own else {"allOf": [b]}
             self._adopt(v, node)
             if own:
@@ -1730,7 +1742,8 @@ class _Compiler:
             return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in apart]),
                               "narrowed: each branch without a key that another requires (output stays valid; "
                               "such instances are not written)")
-        return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in subs]))
+        return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in subs]),
+                          "taken as anyOf (an output may match more than one branch)")
 
     def _apart_by_keys(self, node: dict, subs: list) -> list | None:
         """Lenient mode's oneOf where branches overlap and a recursive reference stands

@@ -887,6 +887,47 @@ def test_recursive_union_with_ambiguous_branches_token_level(smol_vocab, smol_to
                         closing=(b"]", b"}", b'"'), p_close=0.6) >= 6
 
 
+def test_type_beside_recursive_union_of_untyped_branches_is_exact():
+    """`type` and minProperties beside a oneOf whose branches say no type (cmake-presets'
+    root: objects told apart by a const, values that recurse): exact in strict mode,
+    instances accepted iff jsonschema says valid, walks validate."""
+    ref = {"$ref": "#/$defs/n"}
+    schema = {"$defs": {"n": {"type": "object", "minProperties": 1, "oneOf": [
+        {"properties": {"id": {"const": 1}, "kids": {"type": "array", "items": ref, "maxItems": 3}},
+         "required": ["id"], "additionalProperties": False},
+        {"properties": {"id": {"const": 2}, "next": ref}, "required": ["id"], "additionalProperties": False}]}},
+        "$ref": "#/$defs/n"}
+    cs = _exact_on_grammar_path(schema)
+    rng = random.Random(4)
+
+    def node(depth):
+        if depth >= 3 or rng.random() < 0.15:
+            return rng.choice([{"id": 1}, {"id": 2}, {"id": 3}, {}, "x", 1, {"id": 1, "next": {"id": 2}}])
+        out = {"id": rng.choice([1, 1, 2, 2, 3])} if rng.random() < 0.9 else {}
+        for k in rng.sample(["kids", "next"], rng.randint(0, 2)):
+            out[k] = [node(depth + 1) for _ in range(rng.randint(0, 2))] if k == "kids" else node(depth + 1)
+        return out
+    _instances_agree(cs, schema, node, 400, 80)
+    _walks_validate(cs, schema)
+
+
+def test_lenient_overlapping_oneof_beside_type_keeps_the_type():
+    """Lenient: a oneOf whose branches overlap beside `type` and keywords that recurse
+    is taken as an anyOf of the branches, each with `type` (said in the warning); the
+    type is kept (it was dropped with the intersection: a string came out at the root
+    of an object schema). Every walk validates against the schema with anyOf."""
+    ref = {"$ref": "#/$defs/n"}
+    branches = [{"properties": {"a": ref, "v": {"type": "integer"}}, "additionalProperties": False},
+                {"properties": {"a": ref, "w": {"type": "boolean"}}, "additionalProperties": False}]
+    schema = {"$defs": {"n": {"type": "object", "oneOf": branches}}, "$ref": "#/$defs/n"}
+    with pytest.warns(UserWarning, match="taken as anyOf"):
+        cs = schema_to_term(schema, strict=False)
+    assert cs.rules is not None and len(cs.relaxed) == 1, cs.relaxed
+    as_any = {"$defs": {"n": {"type": "object", "anyOf": branches}}, "$ref": "#/$defs/n"}
+    texts = _walks_validate(cs, as_any)
+    assert all(t.startswith(b"{") for t in texts)
+
+
 def test_recursive_union_beside_type_specific_keywords_is_exact():
     """github-workflow's matrix: `oneOf: [{type: object}, an expression string]` beside
     object keywords whose values are recursive. Each branch takes the keywords of its
