@@ -535,6 +535,7 @@ class _Compiler:
         self._ref_branch: dict[int, dict] = {}  # id(node) -> node with its $ref as an allOf branch (_conjunction)
         self._copies: dict[int, dict | None] = {}  # id(node) -> _typed_copies(node)
         self._type_vars: dict[int, list | None] = {}  # id(node) -> _type_variants(node)
+        self._distributing: set[tuple] = set()  # (pointer, depth) of the variants being compiled (_value)
         self._apart: dict[int, list | None] = {}  # id(node) -> _apart_by_keys(node, its oneOf)
         self._variants: dict[int, list | None] = {}  # id(node) -> _presence_variants
         self._cond_variants: dict[int, list | None] = {}  # id(node) -> _condition_variants
@@ -1007,9 +1008,17 @@ class _Compiler:
         if len(parts) == 1:
             return parts[0]
         if self.nonterminals and any(_marker_index(p, self._marker_memo) is not None for p in parts):
-            variants = self._type_variants(node)  # (the grammar path cannot intersect them)
+            # (the grammar path cannot intersect them.) Not again for the same place at
+            # the same depth: a branch that leads back to node without entering a value
+            # (`anyOf: [..., {$ref: itself}]`) would make a new merged copy per round
+            place = (self.ptr(node), d)
+            variants = None if place in self._distributing else self._type_variants(node)
             if variants is not None:
-                return tb.alt([self.value(v, d, budget) for v in variants])
+                self._distributing.add(place)
+                try:
+                    return tb.alt([self.value(v, d, budget) for v in variants])
+                finally:
+                    self._distributing.discard(place)
         # lenient, where a part holds a recursive reference: that part alone (the first)
         return self._meet(node, "/".join(k for k in _PARTS_KW if k in node) or "allOf", tb.intersect(parts),
                           lambda: next(p for p in parts if _marker_index(p, self._marker_memo) is not None))
@@ -1052,8 +1061,6 @@ class _Compiler:
             return None
         branches = node[kws[0]]
         types = [types_of(self, b) for b in branches]  # (None: not known, the branch takes all of rest)
-        if ("type" in rest or None in types) and any(isinstance(b, dict) and "$ref" in b for b in branches):
-            return None  # (a $ref branch merged with them may reach node again: a new copy per level)
         apart = None not in types and sum(map(len, types)) == len(set().union(*types))
         if kws[0] == "oneOf" and not apart and not disjoint(self, node, branches):
             if self.strict:

@@ -911,6 +911,57 @@ def test_type_beside_recursive_union_of_untyped_branches_is_exact():
     _walks_validate(cs, schema)
 
 
+def test_type_beside_union_with_a_recursive_ref_branch_is_exact():
+    """`type` beside an anyOf whose branch is a $ref to a recursive schema that says no
+    type (skaffold v2beta22's root): the branch takes the type, exact in strict mode (an
+    intersection with the recursive reference before); a branch that leads back to
+    the node itself at the same depth is not distributed again (that recursion has no
+    end: test_recursive_intersections_relax_in_lenient_mode)."""
+    t = {"properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/t"}, "maxItems": 3},
+                        "name": {"type": "string", "maxLength": 3}}, "additionalProperties": False}
+    schema = {"$defs": {"t": t}, "type": "object", "anyOf": [{"$ref": "#/$defs/t"}]}
+    cs = _exact_on_grammar_path(schema)
+    rng = random.Random(6)
+
+    def node(depth):
+        if depth >= 3 or rng.random() < 0.2:
+            return rng.choice([{}, {"name": "ab"}, {"name": "abcd"}, {"z": 1}, {"z": "x"}, "x", []])
+        out = {}
+        for k in rng.sample(["kids", "name", "z"], rng.randint(0, 2)):
+            out[k] = [node(depth + 1) for _ in range(rng.randint(0, 2))] if k == "kids" else \
+                rng.choice(["a", "abcd", 1]) if k == "name" else rng.choice([1, "1"])
+        return out
+    _instances_agree(cs, schema, node, 400, 50)
+    _walks_validate(cs, schema)
+
+
+def test_recursive_union_reads_its_plain_branches_as_one_terminal():
+    """A union of many objects without a recursive reference beside one with it (SAM's
+    resources: ~900 objects told apart by their Type): the plain branches are one
+    terminal (their union, one lexeme going on), not one terminal each (a lexeme per
+    branch going on at once, a lexer item each per byte: seconds per token). Exact:
+    instances agree with jsonschema, walks validate."""
+    kinds = [f"K{i}" for i in range(40)]
+    plain = [{"type": "object", "properties": {"Type": {"const": k}, "n": {"type": "integer"}},
+              "required": ["Type"], "additionalProperties": False} for k in kinds]
+    rec = {"type": "object", "properties": {"Type": {"const": "Group"}, "items": {"type": "array", "items": {
+        "$ref": "#/$defs/r"}, "maxItems": 3}}, "required": ["Type"], "additionalProperties": False}
+    schema = {"$defs": {"r": {"anyOf": plain + [rec]}}, "$ref": "#/$defs/r"}
+    cs = _exact_on_grammar_path(schema)
+    assert len(cs.rules.terminals) < 10, len(cs.rules.terminals)
+    rng = random.Random(8)
+
+    def node(depth):
+        if depth < 3 and rng.random() < 0.4:
+            return {"Type": "Group", "items": [node(depth + 1) for _ in range(rng.randint(0, 2))]}
+        out = {"Type": rng.choice(kinds + ["K99", "Group"])}
+        if rng.random() < 0.5:
+            out["n"] = rng.choice([1, "x"])
+        return out
+    _instances_agree(cs, schema, node, 400, 80)
+    _walks_validate(cs, schema)
+
+
 def test_lenient_overlapping_oneof_beside_type_keeps_the_type():
     """Lenient: a oneOf whose branches overlap beside `type` and keywords that recurse
     is taken as an anyOf of the branches, each with `type` (said in the warning); the
