@@ -31,13 +31,21 @@ Supported (assertion semantics; each a regular language written from its RFC):
   period in the domain, its last label ending with a letter, no special-use name),
   and name-email (NameEmail: that email, or a display name and it in <>).
 Others (idn-*, unknown names) raise KeyError: the caller refuses them (strict)
-or drops them (lenient).
+or drops them (lenient), or, for names outside SPEC_FORMATS with
+custom_formats='ignore', reads them as annotations.
 """
 from __future__ import annotations
 
 import re
 
 from .terms import LAZY, Term
+
+# The formats the JSON Schema specification defines (drafts 4 to 2020-12): any other
+# name is a custom format (json_schema's custom_formats option)
+SPEC_FORMATS = frozenset((
+    "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname",
+    "ipv4", "ipv6", "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template",
+    "json-pointer", "relative-json-pointer", "regex"))
 
 _YEAR = r"[0-9]{4}"
 _LEAP = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"

@@ -73,7 +73,9 @@ Enforced exactly: type, enum, const, properties, required, additionalProperties,
 patternProperties, propertyNames, min/maxProperties, dependentRequired,
 dependentSchemas, dependencies (draft-07), items, prefixItems, additionalItems,
 contains, min/maxContains, min/maxItems, minLength/maxLength (code points), pattern
-(ECMA search semantics), format (see fsm/json_formats.py), minimum, maximum,
+(ECMA search semantics), format (see fsm/json_formats.py; a custom format, one the
+specification does not define, is refused unless custom_formats='ignore' takes it as
+an annotation), minimum, maximum,
 exclusiveMinimum, exclusiveMaximum (also draft-04's boolean flags on minimum/maximum),
 multipleOf (any decimal divisor: a residue automaton over the digits,
 json_numbers.NumberTerms.multiple_of), allOf, anyOf, oneOf, not,
@@ -188,7 +190,7 @@ from urllib.parse import unquote, urldefrag, urljoin
 
 from .dfa import DEFAULT_MAX_STATES, LazyDFA
 from .errors import RegexError, SchemaError, SchemaWarning
-from .json_formats import PYDANTIC_ANY_STRING
+from .json_formats import PYDANTIC_ANY_STRING, SPEC_FORMATS
 from .json_disjoint import deref, disjoint, overlaps, scalar_overlaps, types_of
 from .json_dynamic import DynamicRefs
 from .json_keywords import (_ANNOTATIONS, _ARRAY_KW, _FAMILIES, _NUMBER_KW, _OBJECT_KW, _STRING_KW, _SUB_LIST,
@@ -448,7 +450,7 @@ class _Compiler:
     def __init__(self, root, tb: TermBuilder, whitespace: str = "compact", strict: bool = True,
                  max_depth: int = DEFAULT_MAX_DEPTH, max_whitespace: int = DEFAULT_MAX_WHITESPACE,
                  max_recursion_depth: int | None = None, assert_formats: bool = True,
-                 allow_extra_properties: bool = True, python_dates: bool = False,
+                 custom_formats: str = "refuse", allow_extra_properties: bool = True, python_dates: bool = False,
                  python_sets: bool = False, documents: dict | None = None,
                  recursion: str = "grammar", all_meet: bool = False):
         if whitespace not in ("compact", "flexible"):
@@ -457,6 +459,9 @@ class _Compiler:
         self.max_depth = max_depth
         self.max_recursion_depth = max_recursion_depth
         self.assert_formats = assert_formats
+        if custom_formats not in ("refuse", "ignore"):
+            raise SchemaError(f"custom_formats must be 'refuse' or 'ignore', not {custom_formats!r}")
+        self.custom_formats = custom_formats
         self.allow_extra = allow_extra_properties
         self.python_dates = python_dates
         self.python_sets = python_sets
@@ -1864,13 +1869,18 @@ class _Compiler:
             return tb.seq([self.open_obj] + items + [self.close_obj])
         raise SchemaError(f"not a JSON value: {v!r}", "const")
 
+    def _asserts(self, name) -> bool:
+        """Whether format `name` is asserted (assert_formats; custom_formats='ignore'
+        takes a format the specification does not define as an annotation)."""
+        return bool(self.assert_formats) and (self.custom_formats == "refuse" or name in SPEC_FORMATS)
+
     # -- typed parts -----------------------------------------------------------------
     def _typed(self, node: dict, d: int, budget: int) -> Term | None:
         tb = self.tb
         ty = node.get("type")
         has = {
             "string": any(k in node for k in _STRING_KW if k != "format") or (
-                "format" in node and self.assert_formats),
+                "format" in node and self._asserts(node["format"])),
             "number": any(k in node for k in _NUMBER_KW),
             "object": any(k in node for k in _OBJECT_KW),
             "array": any(k in node for k in _ARRAY_KW),
@@ -1926,13 +1936,15 @@ class _Compiler:
             parts[0] = run
         elif bounds:
             parts.append(st.length(*bounds))
-        if "format" in node and self.assert_formats and not (
+        if "format" in node and self._asserts(node["format"]) and not (
                 self.python_dates and node["format"] in PYDANTIC_ANY_STRING):
             from .json_formats import format_term
             try:
                 parts.append(format_term(st, node["format"], self.python_dates))
             except KeyError:
-                self.refuse(node, "format", f"format {node['format']!r} is not supported")
+                custom = "" if node["format"] in SPEC_FORMATS else (
+                    " (a custom format: custom_formats='ignore' takes it as an annotation)")
+                self.refuse(node, "format", f"format {node['format']!r} is not supported{custom}")
         content = tb.intersect(parts) if len(parts) > 1 else parts[0] if parts else st.any_chars
         return st.quoted(content)
 
@@ -2449,7 +2461,10 @@ def compile_json_schema(schema, vocab, max_states: int | None = None, **options)
     max_whitespace (20), recursion ("grammar": recursive $ref enforced exactly through
     fsm/grammar.py, the default; "refuse": SchemaError), max_recursion_depth (None; N:
     unroll recursion to depth N instead),
-    assert_formats (True), allow_extra_properties (True: undeclared keys allowed where
+    assert_formats (True), custom_formats ("refuse": a format that the specification
+    does not define and fsm/json_formats.py does not know is refused, strict, or dropped
+    with a warning; "ignore": it is an annotation, as JSON Schema's format-annotation
+    vocabulary reads every format), allow_extra_properties (True: undeclared keys allowed where
     the schema allows them; False treats a missing additionalProperties as false, outside
     `not`; default False for Pydantic models, whose extra fields are ignored anyway),
     python_dates (default True for Pydantic models: no year 0000 and no leap seconds,

@@ -1577,6 +1577,30 @@ def test_unsupported_keywords_name_pointer():
     assert any(issubclass(x.category, SchemaWarning) for x in w)
 
 
+def test_custom_formats_refused_or_annotations():
+    """A format the specification does not define (SchemaStore's color, cron,
+    mime-type...) is refused naming it and the option; custom_formats='ignore' reads it
+    as an annotation (any string, and the other keywords still hold), while a standard
+    format it cannot enforce (idn-hostname) is still refused, and known ones still
+    hold. Against jsonschema, which asserts no format."""
+    schema = {"type": "object", "properties": {"c": {"type": "string", "format": "color", "maxLength": 4},
+                                               "d": {"type": "string", "format": "date"}}, "required": ["c"]}
+    with pytest.raises(SchemaError, match="'color' is not supported .*custom_formats='ignore'") as e:
+        schema_to_term(schema)
+    assert e.value.pointer == "#/properties/c"
+    with pytest.raises(SchemaError, match="'idn-hostname' is not supported \\(strict"):
+        schema_to_term({"type": "string", "format": "idn-hostname"}, custom_formats="ignore")
+    with pytest.raises(SchemaError, match="custom_formats must be"):
+        schema_to_term(schema, custom_formats="yes")
+    acc, cs = compiled(schema, custom_formats="ignore")
+    v = jsonschema.Draft202012Validator(schema)
+    for inst in [{"c": "red"}, {"c": "#fff"}, {"c": "blue!"}, {"c": 3}, {"d": "2024-01-01"}, {"c": "", "d": "2024-01-01"}]:
+        assert acc(cs.canonical(inst)) == v.is_valid(inst), inst
+    assert not acc('{"c":"red","d":"2024-13-01"}')  # (date still asserted)
+    acc, cs = compiled({"format": "color"}, custom_formats="ignore")
+    assert acc('"red"') and acc("1") and acc("{}")
+
+
 def test_closed_objects_reopen_under_not():
     # with allow_extra_properties=False a missing additionalProperties reads as false, but
     # not under `not` (its complement would accept invalid instances)
