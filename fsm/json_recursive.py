@@ -26,8 +26,13 @@ class _RecursiveRules:
     # 3.1's unions of objects factored on their common keys passed 400k (a minute, no end)
     MAX_RULES = 50_000
 
-    def __init__(self, tb: TermBuilder, root: Term, bodies: dict[int, Term], marked: dict):
+    def __init__(self, tb: TermBuilder, root: Term, bodies: dict[int, Term], marked: dict,
+                 relaxed: list | None = None):
+        """`relaxed`: lenient mode's notes (the compiler's), where an intersection that
+        the compiler did not relax holds a marker: it is relaxed here to one of its
+        parts (a superset); None: strict, SchemaError."""
         self.tb = tb
+        self._relaxed = relaxed
         self.rules: dict[str, list] = {}
         self.terminals: dict[str, Term] = {}
         self._term_names: dict[int, str] = {}
@@ -90,8 +95,7 @@ class _RecursiveRules:
             return self._minus_empty(tb.body(t))
         if k in (AND, NOT) and not self._has_marker(t):  # (a terminal: intersected with non-empty texts)
             return tb.intersect([t, tb.repeat(tb.any_byte, 1, None)])
-        raise SchemaError("recursive schema: an intersection/complement next to a recursive "
-                          "reference is not supported", "$ref")
+        return self._minus_empty(self._one_part(t))
 
     def _terminal(self, t: Term) -> list:
         """Symbols for a marker-free term: [] / [T] / [opt_T]."""
@@ -244,9 +248,20 @@ class _RecursiveRules:
                 self.rules[name] = [[], item + more]
                 more = [name]
             return [item * lo + more]
-        raise SchemaError("recursive schema: a recursive reference under an intersection or "
-                          "complement (allOf with siblings, not, overlapping oneOf, contains, "
-                          "if/then/else...) is not supported", "$ref")
+        return self._alts(self._one_part(t))
+
+    def _one_part(self, t: Term) -> Term:
+        """Lenient: an intersection holding a marker as one of its parts that is no
+        complement (a superset), the first with a marker if any; else SchemaError."""
+        parts = [c for c in t.args if c.kind != NOT] if t.kind == AND else []
+        message = ("recursive schema: a recursive reference under an intersection or complement (allOf "
+                   "with siblings, not, overlapping oneOf, contains, dependencies, if/then/else...) is not supported")
+        if self._relaxed is None or not parts:
+            raise SchemaError(message, "$ref")
+        note = f"'$ref' at #: {message}; relaxed to one of its parts (output may violate the others)"
+        if note not in self._relaxed:
+            self._relaxed.append(note)
+        return next((c for c in parts if self._has_marker(c)), parts[0])
 
 
 def _marker_index(t: Term, memo: dict) -> int | None:

@@ -64,13 +64,17 @@ and drops that keyword instead: the output may then violate it. Where a recursiv
 reference sits under an intersection (see Emptiness below), lenient mode relaxes to a
 superset: an overlapping oneOf to anyOf (beside `type` and type-specific keywords: each
 branch with them), `not` dropped, if/then/else to then or else, the parts beside the
-one holding the reference dropped; a `$ref` to another document
+one holding the reference dropped (and any other intersection that holds one, such as
+`contains` or `dependencies` of a recursive schema: one of its parts, in the grammar's
+rules, _RecursiveRules._one_part); a `$ref` to another document
 (not fetched) takes any value. An overlapping oneOf of objects that each require a key
 the others do not is narrowed instead, to a subset that keeps the output valid: each
 branch without the keys the others require.
 
 Enforced exactly: type, enum, const, properties, required, additionalProperties,
-patternProperties, propertyNames, min/maxProperties, dependentRequired,
+patternProperties (every set of patterns an undeclared key may match, up to
+MAX_PATTERN_PROPERTIES_PARTITION = 5 patterns; past that, the sets whose patterns meet,
+at most MAX_PATTERN_SUBSETS = 64), propertyNames, min/maxProperties, dependentRequired,
 dependentSchemas, dependencies (draft-07), items, prefixItems, additionalItems,
 contains, min/maxContains, min/maxItems, minLength/maxLength (code points), pattern
 (ECMA search semantics), format (see fsm/json_formats.py; a custom format, one the
@@ -211,7 +215,8 @@ from .terms import ALT, AND, BYTES, CONCAT, NOT, STR, Term, TermBuilder, paused_
 DEFAULT_MAX_DEPTH = 20
 DEFAULT_MAX_WHITESPACE = 20
 MAX_UNIQUE_DOMAIN = 16
-MAX_PATTERN_PROPERTIES_PARTITION = 5
+MAX_PATTERN_PROPERTIES_PARTITION = 5  # patterns whose every subset is a way a key may match
+MAX_PATTERN_SUBSETS = 64  # past that many patterns, the subsets whose patterns meet (_pattern_subsets)
 
 _PARTS_KW = ("type", "const", "enum", "$ref", "allOf", "anyOf", "oneOf", "not", "if")  # (_value's parts)
 _OPEN = {"additionalProperties": True}
@@ -1280,6 +1285,30 @@ class _Compiler:
             return {"not": test}
         return {"enum": [v for v in has if not any(_json_equal(v, b) for b in bad)]}
 
+    def _pattern_subsets(self, node: dict, pats: list) -> list:
+        """The sets of patterns (indices into pats, string-content terms) an undeclared
+        key may match, all of them and no other: every subset, up to
+        MAX_PATTERN_PROPERTIES_PARTITION patterns; past that, only those whose patterns'
+        languages meet (a search pruned where their intersection is empty: disjoint
+        patterns, appsettings' 8 names or pyrseas' 6 prefixes, make n + 1 sets), at
+        most MAX_PATTERN_SUBSETS of them."""
+        n = len(pats)
+        if n <= MAX_PATTERN_PROPERTIES_PARTITION:
+            return [tuple(i for i in range(n) if mask >> i & 1) for mask in range(1 << n)]
+        tb, src = self.tb, JsonTermSource(self.tb, DEFAULT_MAX_STATES)
+        out, todo = [], [((), None)]  # (a set, the intersection of its patterns)
+        while todo:
+            sub, both = todo.pop()
+            out.append(sub)
+            if len(out) > MAX_PATTERN_SUBSETS:
+                raise SchemaError(f"{n} patternProperties whose patterns a key may match in more than "
+                                  f"{MAX_PATTERN_SUBSETS} combinations", "patternProperties", self.ptr(node))
+            for i in range(sub[-1] + 1 if sub else 0, n):
+                t = pats[i] if both is None else tb.intersect([both, pats[i]])
+                if not src.is_empty(t):
+                    todo.append((sub + (i,), t))
+        return out
+
     def _matches(self, t: Term, key: bytes) -> bool:
         """tb.matches, remembered: every object of a document with intersections slots
         all its keys, and checks each against the same patterns (docker-compose's `^x-`
@@ -2137,13 +2166,7 @@ class _Compiler:
         others = []
         if pat_terms or addl is not False:
             not_known = st.not_in(k for k, _ in gkeys)  # (deferred trie nodes: interned by words)
-            subsets = [()]
-            if pat_terms:
-                if len(pat_terms) > MAX_PATTERN_PROPERTIES_PARTITION:
-                    raise SchemaError(f"more than {MAX_PATTERN_PROPERTIES_PARTITION} patternProperties",
-                                      "patternProperties", self.ptr(node))
-                subsets = [tuple(i for i in range(len(pat_terms)) if mask >> i & 1)
-                           for mask in range(1 << len(pat_terms))]
+            subsets = self._pattern_subsets(node, [t for _, t, _ in pat_terms]) if pat_terms else [()]
             for sub in subsets:
                 if not sub and addl is False:
                     continue
@@ -2418,17 +2441,18 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
         except _MixedOrders:
             comp = _Compiler(root, tb, all_meet=True, **options)
             term = comp.value(comp.entry, comp.max_depth)
-    for text in comp.relaxed:  # (those of a compilation begun again are not repeated)
-        warnings.warn(text, SchemaWarning, stacklevel=2)
     ws = comp.ws
     if ws is not tb.empty:
         term = tb.seq([ws, term, ws])
+    rules = (_RecursiveRules(tb, term, comp.rule_bodies, comp._marker_memo, None if comp.strict else comp.relaxed)
+             if comp.rule_bodies else None)
+    for text in comp.relaxed:  # (those of a compilation begun again are not repeated)
+        warnings.warn(text, SchemaWarning, stacklevel=2)
     cs = CompiledSchema(tb, term, comp.key_order, options, comp.relaxed)
     cs.unique = unique and unique[0]
     if not comp._meeting:
         cs.own_slots = (comp.entry, comp)
-    cs.rules = (_RecursiveRules(tb, term, comp.rule_bodies, comp._marker_memo)
-                if comp.rule_bodies else None)
+    cs.rules = rules
     return cs
 
 

@@ -1577,6 +1577,36 @@ def test_unsupported_keywords_name_pointer():
     assert any(issubclass(x.category, SchemaWarning) for x in w)
 
 
+def test_many_pattern_properties_partitioned_by_their_overlaps():
+    """Past MAX_PATTERN_PROPERTIES_PARTITION (5) patternProperties, only the sets of
+    patterns a key can match together are compiled (appsettings' 8 names, pyrseas' 6
+    prefixes: more than 5 was refused): 7 patterns, two of which overlap, exact
+    against jsonschema on random objects; patterns that all overlap past
+    MAX_PATTERN_SUBSETS ways are refused naming the keyword and place."""
+    from fsm.json_schema import MAX_PATTERN_SUBSETS
+    pats = {"^a": {"type": "integer"}, "^ab": {"minimum": 5}, "^c$": {"type": "string"},
+            "^d": {"type": "boolean"}, "^e": {"type": "null"}, "^f": {"type": "string", "maxLength": 1},
+            "^g": {"type": "array"}}
+    schema = {"type": "object", "properties": {"z": {"type": "integer"}}, "patternProperties": pats,
+              "additionalProperties": False}
+    acc, cs = compiled(schema)
+    v = jsonschema.Draft202012Validator(schema)
+    rng = random.Random(11)
+    values = [1, 7, "x", "xy", True, None, [], 2.5]
+    seen = {True: 0, False: 0}
+    for _ in range(400):
+        keys = rng.sample(["a", "ab1", "abc", "c", "cc", "d1", "e", "f", "g", "h", "z"], rng.randint(0, 3))
+        inst = {k: rng.choice(values) for k in keys}
+        ok = v.is_valid(inst)
+        seen[ok] += 1
+        assert acc(cs.canonical(inst)) == ok, inst
+    assert min(seen.values()) > 50, seen
+    wide = {f"^{'x' * i}": {"type": "integer"} for i in range(1, 8)}  # (each a prefix of the next: 128 ways)
+    with pytest.raises(SchemaError, match=f"more than {MAX_PATTERN_SUBSETS} combinations") as e:
+        schema_to_term({"type": "object", "properties": {"q": {"patternProperties": wide}}})
+    assert e.value.keyword == "patternProperties" and e.value.pointer == "#/properties/q"
+
+
 def test_custom_formats_refused_or_annotations():
     """A format the specification does not define (SchemaStore's color, cron,
     mime-type...) is refused naming it and the option; custom_formats='ignore' reads it

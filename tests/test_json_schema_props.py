@@ -1251,6 +1251,27 @@ def test_recursive_intersections_relax_in_lenient_mode():
         _walks_validate(cs, relaxed, seed=i)
 
 
+def test_recursive_intersection_the_compiler_left_relaxes_in_the_rules():
+    """An intersection holding a recursive reference that no keyword's own relaxation
+    caught (`contains` of a recursive schema; swagger-2.0's and tmLanguage's were
+    errors in lenient mode too): strict mode refuses it, lenient mode takes one of its
+    parts that is no complement (a superset), says so, and its walks validate against
+    the schema without `contains`."""
+    ref = {"$ref": "#/$defs/n"}
+
+    def tree(extra):
+        return {"$defs": {"n": {"type": "object", "properties": {"v": {"type": "integer"}, "kids": {
+            "type": "array", "items": ref, "maxItems": 2, **extra}}, "additionalProperties": False}},
+            "$ref": "#/$defs/n"}
+    schema = tree({"contains": {"$ref": "#/$defs/n", "required": ["v"]}})
+    with pytest.raises(SchemaError, match="intersection or complement"):
+        schema_to_term(schema)
+    with pytest.warns(SchemaWarning, match="relaxed to one of its parts"):
+        cs = schema_to_term(schema, strict=False)
+    assert cs.rules is not None and cs.relaxed
+    _walks_validate(cs, tree({}))
+
+
 def test_recursive_object_beside_mutually_exclusive_keys_is_exact():
     """CKAN's root: an object whose properties recurse, beside `oneOf: [{required:
     [download]}, {required: [kind], properties: {kind: enum}, not: {required:
