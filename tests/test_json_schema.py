@@ -279,7 +279,8 @@ def test_leap_seconds_exhaustive_offsets(fmt):
     ("uuid", ["123e4567-e89b-12d3-a456-426614174000"], ["123e4567e89b12d3a456426614174000"]),
     ("ipv4", ["0.0.0.0", "255.255.255.255"], ["256.1.1.1", "01.1.1.1"]),
     ("ipv6", ["::1", "1:2:3:4:5:6:7:8", "::ffff:1.2.3.4"], ["1:2:3", ":::", "1::2::3"]),
-    ("email", ["a.b@example.com", '"x y"@e.org'], ["a..b@e.com", "@e.com"]),
+    ("email", ["a.b@example.com", '"x y"@e.org', "a@[127.0.0.1]", "a@[IPv6:::1]", "a@[IPv6:1:2:3:4:5:6:7:8]"],
+     ["a..b@e.com", "@e.com", "a@[1.2.3]", "a@[::1]", "a@[IPv6:1.2.3.4]", "a@[127.0.0.1"]),
     ("duration", ["P1Y2M", "PT1M2S", "P2W"], ["P1Y2D", "PT", "P1W1D"]),
     ("uri", ["http://a.b/c?d#e", "urn:x:y"], ["/abc", "a b:c"]),
     # ucschar in the authority, path, query and fragment; iprivate in the query only; the
