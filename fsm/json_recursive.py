@@ -18,7 +18,8 @@ class _RecursiveRules:
     non-nullable terminal). A union's alternatives that start with the same part are
     merged (_factored); the rest of a union's ambiguity forks the parse (fsm/grammar.py).
     A marker under an intersection or complement (allOf, not, oneOf with overlapping
-    branches, contains...) raises SchemaError."""
+    branches, contains...) raises SchemaError; lenient mode takes one of its parts
+    (_one_part)."""
 
     MAX_REPEAT_UNROLL = 64  # bounds up to this are alternatives of each length; above, a chain of rules
     MAX_REPEAT_RULES = 4096

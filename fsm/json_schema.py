@@ -118,9 +118,9 @@ reference is then followed at most N times along any path. The rules are parsed 
 LALR(1) tables: a union's branches that start alike are merged (two objects' `{}`);
 where branches stay ambiguous further on (two objects of an anyOf that both declare a
 key, a value two branches both allow) the parse forks there (fsm/grammar.py: exact,
-each reading a stack of its own until they meet again). The grammar has at most _RecursiveRules.MAX_RULES (50,000) nonterminals,
-and a bound around a recursive reference spans at most MAX_REPEAT_RULES (4096) items:
-past either, SchemaError.
+each reading a stack of its own until they meet again). The grammar has at most
+_RecursiveRules.MAX_RULES (50,000) nonterminals, and a bound around a recursive
+reference spans at most MAX_REPEAT_RULES (4096) items: past either, SchemaError.
 
 Sources: a dict, JSON text, or a Pydantic model class / type (`model_json_schema()`).
 For Pydantic sources three defaults change, to what the model parses back: objects are

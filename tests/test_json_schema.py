@@ -1625,7 +1625,8 @@ def test_custom_formats_refused_or_annotations():
         schema_to_term(schema, custom_formats="yes")
     acc, cs = compiled(schema, custom_formats="ignore")
     v = jsonschema.Draft202012Validator(schema)
-    for inst in [{"c": "red"}, {"c": "#fff"}, {"c": "blue!"}, {"c": 3}, {"d": "2024-01-01"}, {"c": "", "d": "2024-01-01"}]:
+    for inst in [{"c": "red"}, {"c": "#fff"}, {"c": "blue!"}, {"c": 3}, {"d": "2024-01-01"},
+                 {"c": "", "d": "2024-01-01"}]:
         assert acc(cs.canonical(inst)) == v.is_valid(inst), inst
     assert not acc('{"c":"red","d":"2024-13-01"}')  # (date still asserted)
     acc, cs = compiled({"format": "color"}, custom_formats="ignore")
