@@ -275,8 +275,10 @@ def _build(st, name: str, python: bool) -> Term:
     elif name == "email":
         local = st.fullmatch(rf"(?:{_ATEXT}+(?:\.{_ATEXT}+)*|{_QUOTED})")
         # the address literal (82 of the email's 135 program entries) loads only where the
-        # output reaches its `[`, not on the step entering the email
-        literal = _piece(st, "email-address-literal", lambda: st.fullmatch(rf"\[(?:{IPV4}|IPv6:{IPV6})\]"))
+        # output goes past its `[`: not on the step entering the email, nor on the one
+        # after `@`, whose row reads the `[` alone
+        literal = tb.concat(st.fullmatch(r"\["), _piece(st, "email-address-literal", lambda: st.fullmatch(
+            rf"(?:{IPV4}|IPv6:{IPV6})\]")))
         domain = tb.alt([_build(st, "hostname", python), literal])
         t = tb.seq([local, st.fullmatch("@"), domain])
     elif name == "ipv4":
