@@ -582,19 +582,13 @@ class GrammarSource:
                 parts.append(self._lift(seg, stack, i))
             if x.nullable:
                 if i < 0:
-                    r = self._start_row(stack)
+                    rows = [self._start_row(stack)]
                 elif self.ignored[i]:  # longest match: no lexeme starts where it goes on
                     r = self._start_row(stack)
-                    if seg and r:
-                        r = _subtract(r, seg)
+                    rows = [_subtract(r, seg) if seg and r else r]
                 else:
-                    for nxt in _stacks(self.feed(stack, i)):
-                        r = self._start_row(nxt)
-                        if r:
-                            parts.append(r)
-                    continue
-                if r:
-                    parts.append(r)
+                    rows = [self._start_row(nxt) for nxt in _stacks(self.feed(stack, i))]
+                parts += [r for r in rows if r]
         return _merge(parts)
 
     def step(self, key, c: int) -> frozenset:
@@ -620,7 +614,7 @@ class GrammarSource:
                     starting = self._starting.get(c)
                     if starting is None:
                         starting = self._starting[c] = row_target(self.template(self._all), c) or ()
-                for nxt in nxt if nxt.__class__ is tuple else (nxt,):
+                for nxt in _stacks(nxt):
                     for j, z in starting:  # as _start_row(nxt) at c, without the whole row
                         if ignored[j] or feed(nxt, j) is not None:
                             out.add((nxt, j, z))

@@ -892,12 +892,11 @@ class GrammarMasks:
         if seg:
             b = self._position_bits(self._position_plan(t, x), stack, elem)
         if x.nullable:
-            nxt = stack if g.ignored[t] else g.feed(stack, t)
-            if nxt is not None:
-                if nxt.__class__ is tuple:  # (a forked parse)
-                    after = np.bitwise_or.reduce([self.boundary_bits(n) for n in nxt])
-                else:
-                    after = self.boundary_bits(nxt)
+            nxts = _stacks(stack if g.ignored[t] else g.feed(stack, t))  # (several: a forked parse)
+            if nxts:
+                after = self.boundary_bits(nxts[0])
+                for nxt in nxts[1:]:
+                    after = after | self.boundary_bits(nxt)
                 if g.ignored[t] and seg:
                     after = after & self._not_first(x, seg)
                 b = after if b is None else (b | after)

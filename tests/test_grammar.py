@@ -7,6 +7,7 @@ interactive parser, sharing no code with fsm/grammar.py.
 """
 from __future__ import annotations
 
+import itertools
 import random
 
 import numpy as np
@@ -641,7 +642,6 @@ AMBIGUOUS = {
 
 def _brute_force(grammar: str, alphabet: str, n: int):
     """(sentences, prefixes) over `alphabet` up to length n, by lark's Earley parser."""
-    import itertools
     earley = Lark(grammar, parser="earley", lexer="dynamic_complete")
     sentences = set()
     for k in range(n + 1):
@@ -670,7 +670,6 @@ def test_conflicts_fork_the_parse_exactly(name):
     auto = compile_grammar(grammar, vocab)
     assert auto.source.t.conflicts > 0
     dfa = auto.dfa
-    import itertools
     for k in range(longest + 1):
         for t in itertools.product(alpha, repeat=k):
             text = "".join(t)
