@@ -31,6 +31,8 @@ class StateSource(Protocol):
 
     def row(self, key) -> tuple: ...
     # optional: def derive(self, key, byte) -> key: the row's target at byte (dead if none)
+    # optional: def first(self, key) -> int: a 256-bit mask of the bytes its members may
+    # start with (a superset; LazyDFA.fill leaves the row of a walk's other bytes unbuilt)
     def accepting(self, key) -> bool: ...
     def is_empty(self, key) -> bool: ...  # may be expensive; called once per new key
 
@@ -69,6 +71,9 @@ class TermSource:
 
     def row(self, t: Term) -> tuple:
         return self.tb.row(t)
+
+    def first(self, t: Term) -> int:
+        return self.tb.first(t)
 
     def release(self) -> None:
         """Break the builder's reference cycles (TermBuilder.release): it will not be used
@@ -428,6 +433,7 @@ class LazyDFA:
                  sparse: bool = False):
         self.source, self.max_states = source, max_states
         self._derive = getattr(source, "derive", None)  # optional (see StateSource)
+        self._first = getattr(source, "first", None)  # optional: a key's first bytes, a superset
         self.sparse = sparse and self._derive is not None
         self._cells: dict = {}  # state -> cells computed one by one (sparse)
         self.keys: list = []
@@ -501,7 +507,12 @@ class LazyDFA:
 
     def fill(self, s: int, cells) -> None:
         """Compute the UNKNOWN cells `cells` of row s: one by one while the row's
-        budget lasts (sparse), else the whole row."""
+        budget lasts (sparse), else the whole row; none where no member of s starts
+        with those bytes (they are DEAD: the row is left to a walk that needs it)."""
+        if self._first is not None and not any(self._first(self.keys[s]) >> c & 1 for c in cells):
+            for c in cells:
+                self.table[s, c] = DEAD
+            return
         if self.sparse:
             n = self._cells.get(s, 0) + len(cells)
             if n <= SPARSE_CELLS:

@@ -78,7 +78,7 @@ UUID = rf"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
 _A, _D = "[A-Za-z0-9]", "[A-Za-z0-9-]"
 # LDH characters, letters/digits at both ends, not "--" in positions 3-4 (1-63 of them:
 # a length bound beside it, see format_term)
-_LABEL = rf"{_A}(?:{_A}|{_D}{_A}|{_D}{_D}{_A}|{_D}(?:{_A}{_D}|-{_A}){_D}*{_A})?"
+_LABEL = rf"{_A}(?:{_A}|{_D}(?:{_A}|-{_A})(?:{_D}*{_A})?)?"
 _ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
 # email-validator's special-use and reserved domains (its SPECIAL_USE_DOMAIN_NAMES)
 _SPECIAL_USE = ("arpa", "invalid", "local", "localhost", "onion", "test")

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import fsm
-from fsm.dfa import LazyDFA, TermSource
+from fsm.dfa import DEAD, LazyDFA, TermSource
 from fsm.regex import regex_to_term
 from fsm.terms import TermBuilder
 
@@ -108,6 +108,28 @@ def test_export_load_keeps_the_language(p1, p2, seed):
         assert dfa_fullmatch(loaded, text) == want, (p1, p2, text)
         assert dfa_fullmatch(deferred, text + "!") == want, (p1, p2, text)
         assert dfa_fullmatch(late, text) == want, (p1, p2, text)
+
+
+def test_a_walk_does_not_load_a_lazy_term_at_bytes_it_cannot_start_with():
+    """A lazy term's first bytes are read off its program (TermBuilder.first), and
+    LazyDFA.fill leaves a state's row unbuilt where a walk meets it only at bytes that no
+    member starts with: the lazy term there stays unloaded (an email's address literal
+    after `@`, which the tokens `["`, `[[`... meet)."""
+    tb = TermBuilder()
+    prog = tb.export(regex_to_term(tb, r"(?:[0-9]+|IPv6:[0-9a-f:]+)\]"))
+    other, third = TermBuilder(), TermBuilder()
+    lazy = other.lazy("test:first-bytes", prog)
+    assert other.first(lazy) == third.first(third.load(prog)) == sum(1 << c for c in b"0123456789I")
+    assert other.derive(lazy, ord("[")) is other.nothing
+    dfa = LazyDFA(TermSource(other), other.seq([other.literal(b"["), lazy, other.literal(b'"')]))
+    s = dfa.step(dfa.start, ord("["))
+    dfa.fill(s, (ord('"'), ord("[")))
+    assert dfa.table[s, ord('"')] == dfa.table[s, ord("[")] == DEAD and not dfa.expanded[s]
+    assert "test:first-bytes" not in other._loaded
+    dfa.fill(s, (ord("1"),))  # a byte it starts with: the row, and the term, are built
+    assert dfa.expanded[s] and dfa.table[s, ord("1")] > DEAD
+    for text, want in [('[12]"', True), ('[IPv6:ff::1]"', True), ('["', False), ('[1"', False), ("[]", False)]:
+        assert dfa_fullmatch(dfa, text) == want, text
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
