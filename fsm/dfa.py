@@ -509,10 +509,12 @@ class LazyDFA:
         """Compute the UNKNOWN cells `cells` of row s: one by one while the row's
         budget lasts (sparse), else the whole row; none where no member of s starts
         with those bytes (they are DEAD: the row is left to a walk that needs it)."""
-        if self._first is not None and not any(self._first(self.keys[s]) >> c & 1 for c in cells):
-            for c in cells:
-                self.table[s, c] = DEAD
-            return
+        if self._first is not None:
+            first = self._first(self.keys[s])
+            if not any(first >> c & 1 for c in cells):
+                for c in cells:
+                    self.table[s, c] = DEAD
+                return
         if self.sparse:
             n = self._cells.get(s, 0) + len(cells)
             if n <= SPARSE_CELLS:

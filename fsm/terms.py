@@ -130,34 +130,42 @@ class Term:
 _NAMES = ["NOTHING", "EMPTY", "BYTES", "CONCAT", "ALT", "REPEAT", "AND", "NOT", "STR", "LAZY"]
 
 
+def _first_bits(kind: int, args: tuple, first_of, nullable_of) -> int:
+    """TermBuilder.first of a term of `kind` and `args`, from its parts' (`first_of(a)`,
+    `nullable_of(a)` of an argument a: a Term, or an entry of an `export`ed program)."""
+    if kind == BYTES:
+        return (1 << (args[1] + 1)) - (1 << args[0])
+    if kind == STR:
+        return 1 << args[0][0]
+    if kind == CONCAT:
+        a, c = args
+        return first_of(a) | (first_of(c) if nullable_of(a) else 0)
+    if kind == ALT:
+        f = 0
+        for c in args:
+            f |= first_of(c)
+        return f
+    if kind == REPEAT:
+        return first_of(args[0])
+    if kind == AND:
+        f = _ALL_BYTES
+        for c in args:
+            f &= first_of(c)
+        return f
+    if kind in (NOTHING, EMPTY):
+        return 0
+    if kind == LAZY and args[0] in _LAZY_PROGRAMS:
+        return _lazy_first(args[0])
+    return _ALL_BYTES  # NOT, a deferred LAZY
+
+
 def _program_first(prog: tuple) -> int:
     """TermBuilder.first of an `export`ed program's term, read off the program (its
     entries come children first) without loading it."""
     firsts: list[int] = []
-    for kind, args, nullable, _boolean, _size in prog:
-        if kind == BYTES:
-            f = (1 << (args[1] + 1)) - (1 << args[0])
-        elif kind == STR:
-            f = 1 << args[0][0]
-        elif kind == CONCAT:
-            f = firsts[args[0]] | (firsts[args[1]] if prog[args[0]][2] else 0)
-        elif kind == ALT:
-            f = 0
-            for i in args:
-                f |= firsts[i]
-        elif kind == REPEAT:
-            f = firsts[args[0]]
-        elif kind == AND:
-            f = _ALL_BYTES
-            for i in args:
-                f &= firsts[i]
-        elif kind in (NOTHING, EMPTY):
-            f = 0
-        elif kind == LAZY and args[0] in _LAZY_PROGRAMS:
-            f = _lazy_first(args[0])
-        else:  # NOT, a deferred LAZY
-            f = _ALL_BYTES
-        firsts.append(f)
+    nullable_of = lambda i: prog[i][2]  # noqa: E731
+    for kind, args, _nullable, _boolean, _size in prog:
+        firsts.append(_first_bits(kind, args, firsts.__getitem__, nullable_of))
     return firsts[-1]
 
 
@@ -167,6 +175,10 @@ def _lazy_first(name: str) -> int:
     if f is None:
         f = _LAZY_FIRST[name] = _program_first(_LAZY_PROGRAMS[name])
     return f
+
+
+def _is_nullable(t: Term) -> bool:
+    return t.nullable
 
 
 def _children(t: Term) -> tuple:
@@ -596,31 +608,7 @@ class TermBuilder:
         byte for complements and lazy terms), memoized by term id."""
         f = self._first.get(t.id)
         if f is None:
-            k = t.kind
-            if k == BYTES:
-                f = (1 << (t.args[1] + 1)) - (1 << t.args[0])
-            elif k == STR:
-                f = 1 << t.args[0][0]
-            elif k == CONCAT:
-                a, c = t.args
-                f = self.first(a) | (self.first(c) if a.nullable else 0)
-            elif k == ALT:
-                f = 0
-                for c in t.args:
-                    f |= self.first(c)
-            elif k == REPEAT:
-                f = self.first(t.args[0])
-            elif k == AND:
-                f = _ALL_BYTES
-                for c in t.args:
-                    f &= self.first(c)
-            elif k in (NOTHING, EMPTY):
-                f = 0
-            elif k == LAZY and t.args[0] in _LAZY_PROGRAMS:
-                f = _lazy_first(t.args[0])
-            else:  # NOT, a deferred LAZY
-                f = _ALL_BYTES
-            self._first[t.id] = f
+            f = self._first[t.id] = _first_bits(t.kind, t.args, self.first, _is_nullable)
         return f
 
     def _union(self, rows: Sequence[Row]) -> Row:
