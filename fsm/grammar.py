@@ -188,21 +188,20 @@ def _fork(old: tuple, new: tuple) -> tuple:
 
 
 def _lalr_tables(rules, start: str, term_index: dict[str, int]) -> _Tables:
-    """The LALR(1) tables of `rules` (lark Rule objects); a conflict is a cell holding
+    """The LALR(1) tables of `rules` ((left side, right side's symbols) pairs of names:
+    the terminals those `term_index` numbers, see _rule_pairs); a conflict is a cell holding
     every action (a fork). Lark's analysis, with its items and symbols as Python
     objects, took 20 ms of SQL's compile; this is the same algorithm (LR(0) states,
     then DeRemer and Pennello's lookaheads, as lark computes them) over integers and
     bit sets."""
     nts = {"$root_" + start: 0}
-    for r in rules:
-        nts.setdefault(r.origin.name, len(nts))
+    for lhs, _ in rules:
+        nts.setdefault(lhs, len(nts))
     nnt = len(nts)
     end = nnt + len(term_index)  # the end-of-input terminal
     prods = [(0, (nts[start],))]  # (lhs, rhs): symbols < nnt are nonterminals
-    for r in rules:
-        prods.append((nts[r.origin.name],
-                      tuple(nnt + term_index[s.name] if s.is_term else nts[s.name]
-                            for s in r.expansion)))
+    for lhs, syms in rules:
+        prods.append((nts[lhs], tuple(nts[x] if x in nts else nnt + term_index[x] for x in syms)))
     by_lhs: list = [[] for _ in range(nnt)]
     for k, (a, _) in enumerate(prods):
         by_lhs[a].append(k)
@@ -799,23 +798,24 @@ def _merge2(a: tuple, b: tuple) -> tuple:
 # Building
 # ---------------------------------------------------------------------------------
 def _productive(rules, terminals: set) -> set:
-    """Nonterminals that derive some string of `terminals`: a worklist, each rule
-    counting the nonterminals on its right not yet known productive (a rule with
-    another terminal never fires). Passes over every rule until nothing changed cost
-    package.json's recursive schema ~25 ms."""
+    """Nonterminals (left sides of `rules`, name pairs) that derive some string of
+    `terminals`: a worklist, each rule counting the nonterminals on its right not yet
+    known productive (a rule with another symbol never fires). Passes over every rule
+    until nothing changed cost package.json's recursive schema ~25 ms."""
+    nts = {lhs for lhs, _ in rules}
     left, uses, todo = [], {}, []
-    for k, r in enumerate(rules):
+    for k, (lhs, syms) in enumerate(rules):
         n = 0
-        for s in r.expansion:
-            if not s.is_term:
+        for x in syms:
+            if x in nts:
                 n += 1
-                uses.setdefault(s.name, []).append(k)
-            elif s.name not in terminals:
-                n = -1 - len(r.expansion)  # below zero for good
+                uses.setdefault(x, []).append(k)
+            elif x not in terminals:
+                n = -1 - len(syms)  # below zero for good
                 break
         left.append(n)
         if not n:
-            todo.append(r.origin.name)
+            todo.append(lhs)
     prod: set = set()
     while todo:
         o = todo.pop()
@@ -825,7 +825,7 @@ def _productive(rules, terminals: set) -> set:
         for k in uses.get(o, ()):
             left[k] -= 1
             if not left[k]:
-                todo.append(rules[k].origin.name)
+                todo.append(rules[k][0])
     return prod
 
 
@@ -835,8 +835,14 @@ def _prune(rules, start: str, live_terminals: set):
     prod = _productive(rules, live_terminals)
     if start not in prod:
         raise GrammarError(f"start rule {start!r} derives no finite string of terminals")
-    return [r for r in rules if r.origin.name in prod and
-            all(s.name in live_terminals if s.is_term else s.name in prod for s in r.expansion)]
+    return [(lhs, syms) for lhs, syms in rules if lhs in prod and
+            all(x in prod or x in live_terminals for x in syms)]
+
+
+def _rule_pairs(rules) -> list[tuple]:
+    """Lark's Rule objects as the (left side, right side's symbols) name pairs that
+    _build reads."""
+    return [(r.origin.name, tuple(x.name for x in r.expansion)) for r in rules]
 
 
 def _has_lazy(pattern: str, flags: int) -> bool:
@@ -947,7 +953,8 @@ def _terminal_term(tb: TermBuilder, tdef, rules=()) -> Term:
 
 def _build(tb, rules, term_names: list, terms: list, ignored: list, start: str,
            max_states: int, lexemes: TermSource | None = None, label=str) -> GrammarSource:
-    """The GrammarSource of `rules` (lark Rules); `lexemes` decides the emptiness of
+    """The GrammarSource of `rules` ((left side, symbols) name pairs: _rule_pairs;
+    a symbol that no rule defines is a terminal); `lexemes` decides the emptiness of
     terminals and their derivatives (recursive JSON Schemas pass their own: structural,
     where a plain TermSource guesses members of big intersections); `label(name)` names
     a terminal in errors."""
@@ -1120,7 +1127,7 @@ def _source(tb, rules, terminals, ignore, start, max_states) -> GrammarSource:
                            "(%declare'd terminals cannot be generated)")
     ignored = [n in ignore for n in names]
     defs = dict(zip(names, terminals))
-    return _build(tb, rules, names, terms, ignored, start, max_states,
+    return _build(tb, _rule_pairs(rules), names, terms, ignored, start, max_states,
                   label=lambda name: _terminal_label(defs[name], rules))
 
 
@@ -1148,32 +1155,26 @@ def compile_cfg(rules: dict, terminals: dict, start: str, vocab: Vocabulary, tb:
     allowed anywhere between (and around) lexemes. Same language and exactness as
     `compile_grammar` (conflicts fork the parse). Not cached (terms are not
     hashable across builders): cache the result yourself."""
-    from lark.grammar import NonTerminal, Rule, Terminal
     ms = max_states or DEFAULT_MAX_STATES
     if start not in rules:
         raise GrammarError(f"start symbol {start!r} has no rules")
     for name in ignore:
         if name not in terminals:
             raise GrammarError(f"ignored terminal {name!r} is not defined")
-    lark_rules = []
+    pairs = []
     for lhs, alts in rules.items():
         if lhs in terminals:
             raise GrammarError(f"{lhs!r} is both a rule and a terminal")
-        for k, alt in enumerate(alts):
-            syms = []
-            for s in alt:
-                if s in rules:
-                    syms.append(NonTerminal(s))
-                elif s in terminals:
-                    syms.append(Terminal(s))
-                else:
-                    raise GrammarError(f"rule {lhs!r} uses undefined symbol {s!r}")
-            lark_rules.append(Rule(NonTerminal(lhs), syms, k))
-    return _cfg_automaton(tb, lark_rules, list(terminals), terminals, ignore, start, vocab, ms)
+        for alt in alts:
+            for x in alt:
+                if x not in rules and x not in terminals:
+                    raise GrammarError(f"rule {lhs!r} uses undefined symbol {x!r}")
+            pairs.append((lhs, tuple(alt)))
+    return _cfg_automaton(tb, pairs, list(terminals), terminals, ignore, start, vocab, ms)
 
 
-def _cfg_automaton(tb, lark_rules, names, terminals, ignore, start, vocab, ms):
+def _cfg_automaton(tb, rules, names, terminals, ignore, start, vocab, ms):
     ign = set(ignore)
-    src = _build(tb, lark_rules, names, [terminals[n] for n in names],
+    src = _build(tb, rules, names, [terminals[n] for n in names],
                  [n in ign for n in names], start, ms)
     return GrammarAutomaton(src, vocab, f"cfg (start={start!r})", ms)

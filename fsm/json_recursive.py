@@ -51,17 +51,11 @@ class _RecursiveRules:
             self.rules[self._sym[x.id]] = self._alts(x)
 
     def grammar_source(self, max_states: int):
-        from lark.grammar import NonTerminal, Rule, Terminal
-
         from .grammar import _build
-        lark_rules = []
-        for lhs, alts in self.rules.items():
-            for i, alt in enumerate(alts):
-                syms = [NonTerminal(x) if x in self.rules else Terminal(x) for x in alt]
-                lark_rules.append(Rule(NonTerminal(lhs), syms, i))
+        pairs = [(lhs, tuple(alt)) for lhs, alts in self.rules.items() for alt in alts]
         names = list(self.terminals)
         try:
-            return _build(self.tb, lark_rules, names, [self.terminals[n] for n in names],
+            return _build(self.tb, pairs, names, [self.terminals[n] for n in names],
                           [False] * len(names), "start", max_states,
                           JsonTermSource(self.tb, max_states))
         except ConstraintError as e:

@@ -712,10 +712,10 @@ def test_lalr_tables_match_lark(name):
     from lark.common import ParserConf
     from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 
-    from fsm.grammar import _lalr_tables, load_lark
+    from fsm.grammar import _lalr_tables, _rule_pairs, load_lark
     rules, terminals, _ = load_lark({**GRAMMARS, **LALR_EXTRA}[name])
     index = {t.name: i for i, t in enumerate(terminals)}
-    ours = _lalr_tables(rules, "start", index)
+    ours = _lalr_tables(_rule_pairs(rules), "start", index)
     analyzer = LALR_Analyzer(ParserConf(rules, None, ["start"]), strict=True)
     analyzer.compute_lalr()
     table = analyzer.parse_table
@@ -796,7 +796,7 @@ def test_productive_equals_fixpoint():
     test_lalr_tables_match_lark checks that one)."""
     from lark.grammar import NonTerminal, Rule, Terminal
 
-    from fsm.grammar import _productive
+    from fsm.grammar import _productive, _rule_pairs
     rng = random.Random(7)
     for _ in range(300):
         nts, ts = [f"n{i}" for i in range(rng.randint(1, 7))], ["A", "B", "C"]
@@ -813,7 +813,7 @@ def test_productive_equals_fixpoint():
                             x.name in live if x.is_term else x.name in want for x in r.expansion):
                         want.add(r.origin.name)
                         changed = True
-            assert _productive(rules, live) == want
+            assert _productive(_rule_pairs(rules), live) == want
 
 
 # -- compile_cfg -----------------------------------------------------------------------
