@@ -104,7 +104,7 @@ def sweep_file(path: pathlib.Path, vocab, args, closing: np.ndarray) -> list[str
                 warnings.simplefilter("always")
                 t0 = time.perf_counter()
                 auto = build_automaton(schema, vocab, strict=strict)
-                auto.mask(auto.start)
+                auto.matcher().fill_next_token_bitmask(np.zeros(vocab.num_words, dtype=np.int32))
                 ttfm = time.perf_counter() - t0
             line = f"TTFM {1e3 * ttfm:7.1f} ms, {len(relaxed)} relaxed"
             if not strict:
@@ -139,7 +139,7 @@ def sweep_file(path: pathlib.Path, vocab, args, closing: np.ndarray) -> list[str
                          f"{1e6 * s[len(s) // 2]:.0f} us, p99 {1e3 * s[int(0.99 * (len(s) - 1))]:.1f} ms, "
                          f"slowest {1e3 * s[-1]:.1f} ms (after "
                          f"{b''.join(vocab.token_bytes[x] for x in slowest[1])[-40:]!r}); "
-                         f"{auto.dfa.num_states} states")
+                         f"{sum(a.dfa.num_states for a in getattr(auto, 'automata', [auto]))} states")
                 if problems:
                     line += " | " + "; ".join(problems[:3])
         except ConstraintError as e:

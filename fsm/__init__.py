@@ -65,8 +65,10 @@ def compile_choice(options, vocab: Vocabulary) -> TokenAutomaton:
     return _cached(vocab, ("choice", options), build)
 
 
-def compile_json_schema(schema, vocab: Vocabulary, **options) -> TokenAutomaton:
-    """Compile a JSON Schema (dict, JSON text, or Pydantic model class); see fsm/json_schema.py."""
+def compile_json_schema(schema, vocab: Vocabulary, **options):
+    """Compile a JSON Schema (dict, JSON text, or Pydantic model class) to a TokenAutomaton,
+    or where a root anyOf is split (uniqueItems that its branches set apart: tsconfig's) a
+    UnionAutomaton with the same `.matcher()` contract; see fsm/json_schema.py."""
     from .json_schema import compile_json_schema as compile_
     return compile_(schema, vocab, **options)
 

@@ -110,7 +110,9 @@ values; a slot of literals only where its place is below their number), checked 
 array is unique must not hang on a not, contains, dependentSchemas, an anyOf/oneOf whose
 array branches disagree, or an if/then/else other than one whose `if` tests a key's
 value against a string const, which the tracker reads before the keys that come after
-it: github-issue-forms' dropdown options); otherwise refused (strict), or not
+it: github-issue-forms' dropdown options); where the anyOf that applies to the whole
+instance has branches that disagree (tsconfig's), an automaton per branch, run side by
+side (fsm/json_union.py); otherwise refused (strict), or not
 enforced for Pydantic sources (python_sets, below).
 Recursive $ref: exact, through the context-free path (fsm/grammar.py; recursion=
 "grammar", the default), or unrolled with `max_recursion_depth=N`: each recursive
@@ -193,7 +195,7 @@ from typing import NamedTuple
 from urllib.parse import unquote, urldefrag, urljoin
 
 from .dfa import DEFAULT_MAX_STATES, LazyDFA
-from .errors import RegexError, SchemaError, SchemaWarning
+from .errors import ConstraintError, RegexError, SchemaError, SchemaWarning
 from .json_formats import PYDANTIC_ANY_STRING, SPEC_FORMATS
 from .json_disjoint import deref, disjoint, overlaps, scalar_overlaps, types_of
 from .json_dynamic import DynamicRefs
@@ -205,6 +207,7 @@ from .json_merge import (_TYPED_ENUM_KEYS, _common_values, _finite_values, _has_
 from .json_numbers import NumberTerms, integer_texts, number_text_term, to_decimal
 from .json_pydantic import _pydantic_defaults, _pydantic_generator
 from .json_recursive import _RecursiveRules, _marker_index
+from .json_union import UnionAutomaton, UnionSchema, branch_schemas, root_unions
 from .json_unique import MIN_UNIQUE_DOMAIN, plan_unique_items, without_unique_items
 from .json_source import JsonTermBuilder, JsonTermSource
 from .json_strings import StringTerms, encode_string, string_text
@@ -428,6 +431,15 @@ class _MixedOrders(Exception):
     known key slotted everywhere."""
 
 
+# the keywords _Compiler._index reads, in the order it reads them: those the node tells
+# of itself ($anchor... enum, in this order among themselves) and its subschemas
+# (_SUB_ONE, items, _SUB_MAP, _SUB_LIST), one order that keeps both
+_INDEXED = {k: i for i, k in enumerate((
+    "$anchor", "$dynamicAnchor", "$dynamicRef", "uniqueItems", "$ref", *_SUB_ONE, "items", "properties",
+    "required", "dependentRequired", "patternProperties", "$defs", "definitions", "dependentSchemas",
+    "dependencies", "const", "enum", *_SUB_LIST))}
+
+
 def _escape_ptr(k: str) -> str:
     return str(k).replace("~", "~0").replace("/", "~1")
 
@@ -526,7 +538,6 @@ class _Compiler:
         self._rule_meets: dict[int, bool] = {}  # id(node) of a recursive schema -> its order
         self._meet_memo: dict[tuple, bool] = {}  # (id(node), negated) -> _meets
         self._checked: set[int] = set()  # id(node) of schemas whose values _check_values read
-        self._gkeys = [(k, tb.literal(string_text(k))) for k in self.key_order]
         self._gkey_index = {k: i for i, k in enumerate(self.key_order)}
         self._memo: dict = {}
         self._free: dict = {}
@@ -564,10 +575,31 @@ class _Compiler:
             self.entry = DynamicRefs(self).entry(root)
 
     @functools.cached_property
+    def _gkeys(self) -> list[tuple]:
+        """(key, its literal) for every key of the key order (objects below a schema
+        that meets slot them all), made when the first such object is."""
+        return [(k, self.tb.literal(string_text(k))) for k in self._gkey_index]
+
+    def plain_number(self, integer: bool) -> Term:
+        """The integers, or the numbers, without bounds: a program made once per process,
+        loaded when the output first reaches one (NumberTerms' ~30 terms took a fifth of
+        a small schema's compile)."""
+        name = f"json:{'integer' if integer else 'number'}:{self.nt_fraction}"
+        prog = _NUMBERS.get(name)
+        if prog is None:
+            prog = _NUMBERS[name] = self.tb.export(self.nt.integer if integer else self.nt.number)
+        return self.tb.lazy(name, prog)
+
+    @property
+    def nt_fraction(self) -> bool:
+        """NumberTerms' integral_fraction: integers may be written 1.0."""
+        return not (self.python_dates or self._draft4)
+
+    @functools.cached_property
     def nt(self) -> NumberTerms:
         """Number terms, made for the first number (a schema without one skips ~30 terms);
         for Pydantic sources (python_dates) and draft-04 integers without a fraction part."""
-        return NumberTerms(self.tb, integral_fraction=not (self.python_dates or self._draft4))
+        return NumberTerms(self.tb, integral_fraction=self.nt_fraction)
 
     # -- indexing: $id / $anchor / key order ---------------------------------------
     def _add_key(self, k) -> None:
@@ -597,53 +629,63 @@ class _Compiler:
                 self.resources[base] = node
         if not self.resources.get(base) and ptr == "#":
             self.resources[base] = node
-        for a in ("$anchor", "$dynamicAnchor"):
-            if isinstance(node.get(a), str):
-                self.anchors.setdefault((base, node[a]), node)
-                if a == "$dynamicAnchor":
-                    self.dynamic_anchors.setdefault((base, node[a]), node)
+        # the keywords read here that node has, in _INDEXED's order (a schema has a few:
+        # asking for each of ~35 was most of a small schema's indexing); first what the
+        # node itself tells, then its subschemas, so the key order has this node's keys
+        # before those below it
+        kws = sorted(_INDEXED.keys() & node.keys(), key=_INDEXED.__getitem__)
+        for k in kws:
+            v = node[k]
+            if k == "$anchor" or k == "$dynamicAnchor":
+                if isinstance(v, str):
+                    self.anchors.setdefault((base, v), node)
+                    if k == "$dynamicAnchor":
+                        self.dynamic_anchors.setdefault((base, v), node)
+            elif k == "$dynamicRef":
+                self._dynamic = True
+            elif k == "unevaluatedProperties" or k == "unevaluatedItems":
+                self._unevaluated = True
+            elif k == "uniqueItems":
+                if v is True:
+                    self._uniques.append(node)
+            elif k == "$ref":
+                if isinstance(v, str):
+                    self._refs.append(node)
+            elif k == "properties":
+                if isinstance(v, dict):
+                    for name in v:
+                        self._add_key(name)
+            elif k == "required":
+                if isinstance(v, list):
+                    for name in v:
+                        self._add_key(name)
+            elif k in ("dependentRequired", "dependentSchemas", "dependencies"):
+                if isinstance(v, dict):
+                    for name, d in v.items():
+                        self._add_key(name)
+                        if isinstance(d, list):
+                            for n in d:
+                                self._add_key(n)
+            elif k == "const" or k == "enum" and isinstance(v, list):
+                self._value_keys(v)
         self.base_of[id(node)] = base
         self.ptr_of.setdefault(id(node), ptr)
-        self._dynamic = self._dynamic or "$dynamicRef" in node
-        self._unevaluated = self._unevaluated or "unevaluatedProperties" in node or "unevaluatedItems" in node
-        if node.get("uniqueItems") is True:
-            self._uniques.append(node)
-        if isinstance(node.get("$ref"), str):
-            self._refs.append(node)
-        for k in ("properties",):
-            if isinstance(node.get(k), dict):
-                for name in node[k]:
-                    self._add_key(name)
-        for name in node.get("required", []) if isinstance(node.get("required"), list) else []:
-            self._add_key(name)
-        for k in ("dependentRequired", "dependentSchemas", "dependencies"):
-            if isinstance(node.get(k), dict):
-                for name, v in node[k].items():
-                    self._add_key(name)
-                    if isinstance(v, list):
-                        for n in v:
-                            self._add_key(n)
-        if "const" in node:
-            self._value_keys(node["const"])
-        if isinstance(node.get("enum"), list):
-            self._value_keys(node["enum"])
-        for k in _SUB_ONE:
-            if k in node:
-                self._index(node[k], base, f"{ptr}/{k}")
-        if "items" in node:
-            it = node["items"]
-            if isinstance(it, list):
-                for i, s in enumerate(it):
-                    self._index(s, base, f"{ptr}/items/{i}")
-            else:
-                self._index(it, base, f"{ptr}/items")
-        for k in _SUB_MAP:
-            if isinstance(node.get(k), dict):
-                for name, s in node[k].items():
-                    self._index(s, base, f"{ptr}/{k}/{_escape_ptr(name)}")
-        for k in _SUB_LIST:
-            if isinstance(node.get(k), list):
-                for i, s in enumerate(node[k]):
+        for k in kws:
+            v = node[k]
+            if k in _SUB_ONE:
+                self._index(v, base, f"{ptr}/{k}")
+            elif k == "items":
+                if isinstance(v, list):
+                    for i, s in enumerate(v):
+                        self._index(s, base, f"{ptr}/items/{i}")
+                else:
+                    self._index(v, base, f"{ptr}/items")
+            elif k in _SUB_MAP:
+                if isinstance(v, dict):
+                    for name, s in v.items():
+                        self._index(s, base, f"{ptr}/{k}/{_escape_ptr(name)}")
+            elif k in _SUB_LIST and isinstance(v, list):
+                for i, s in enumerate(v):
                     self._index(s, base, f"{ptr}/{k}/{i}")
 
     def _index_targets(self) -> None:
@@ -666,7 +708,10 @@ class _Compiler:
         """(the document or resource that `ref` at `node` points into, or None; its URI;
         the fragment)."""
         base = self.base_of.get(id(node), "")
-        uri, frag = urldefrag(_join(base, ref))
+        if ref.startswith("#"):  # (bases are URIs without a fragment, as urldefrag leaves them)
+            uri, frag = base, ref[1:]
+        else:
+            uri, frag = urldefrag(_join(base, ref))
         res = self.resources.get(uri)
         if res is None and uri == "" and base == "":
             res = self.root
@@ -737,7 +782,7 @@ class _Compiler:
             t = self._any[(d, canon)] = self.tb.lazy(f"universe:{prog_key!r}", _UNIVERSES[prog_key])
         if t is None:
             tb = self.tb
-            parts = [self.null, self.boolean, self.nt.number, self.st.any_string]
+            parts = [self.null, self.boolean, self.plain_number(False), self.st.any_string]
             if d >= 1:
                 inner = self.any(d - 1)
                 if not canon:  # a level's program names the next one: ~120 entries, not ~500
@@ -1979,7 +2024,7 @@ class _Compiler:
 
     # -- numbers ---------------------------------------------------------------------
     def _number(self, node: dict, integer: bool) -> Term:
-        tb, nt = self.tb, self.nt
+        tb = self.tb
         lo = hi = None  # (Decimal, exclusive)
         for kw, excl in (("minimum", node.get("exclusiveMinimum") is True), ("exclusiveMinimum", True)):
             if kw in node:
@@ -2014,9 +2059,9 @@ class _Compiler:
         if integer or (mult is not None and mult == mult.to_integral_value() and mult >= 1):
             # integers only (a number that is a multiple of an integer is an integer)
             if ilo is None and ihi is None:
-                base = nt.integer  # (int_range(None, None)'s language, already built)
+                base = self.plain_number(True)  # (int_range(None, None)'s language)
             elif ilo is None or ihi is None or ilo <= ihi:  # (not empty: deferred terms are not)
-                base = self._range(("int", ilo, ihi), lambda: nt.int_range(ilo, ihi))
+                base = self._range(("int", ilo, ihi), lambda: self.nt.int_range(ilo, ihi))
             else:
                 base = tb.nothing
             if mult is not None and mult != 1:
@@ -2025,15 +2070,15 @@ class _Compiler:
                 num = int(mult * (Decimal(10) ** j))
                 m = num // math.gcd(num, 10 ** j)  # integer x: k | x  <=>  m | x
                 if m != 1:
-                    base = tb.intersect([base, nt.multiple_of(m, 0)])
+                    base = tb.intersect([base, self.nt.multiple_of(m, 0)])
             return base
         if lo is not None and hi is not None and (lo[0] > hi[0] or (lo[0] == hi[0] and (lo[1] or hi[1]))):
             return tb.nothing  # (deferred terms are not empty)
-        parts = [nt.number if lo is None and hi is None else
-                 self._range(("interval", lo, hi), lambda: nt.interval(lo, hi))]
+        parts = [self.plain_number(False) if lo is None and hi is None else
+                 self._range(("interval", lo, hi), lambda: self.nt.interval(lo, hi))]
         if mult is not None:
             _, _, exp = mult.normalize().as_tuple()
-            parts.append(nt.multiple_of(int(mult.scaleb(-exp)), -exp))
+            parts.append(self.nt.multiple_of(int(mult.scaleb(-exp)), -exp))
         return tb.intersect(parts)
 
     def _range(self, name: tuple, build) -> Term:
@@ -2122,10 +2167,12 @@ class _Compiler:
         # among the other keys: a Kubernetes manifest's objects hold a few slots each
         # instead of one per key of the document (CompiledSchema.canonical writes that order).
         canon = self._negated > 0 or self._meeting > 0
-        gkeys = self._gkeys
-        if not canon:  # (its own keys in key order: not a scan of every key, azure-pipelines' 1536)
+        if canon:
+            gkeys = self._gkeys
+        else:  # (its own keys in key order: not a scan of every key, azure-pipelines' 1536)
             index = self._gkey_index
-            gkeys = [gkeys[i] for i in sorted(index[k] for k in _own_keys(node) if k in index)]
+            gkeys = [(k, tb.literal(string_text(k))) for k in sorted((k for k in _own_keys(node) if k in index),
+                                                                     key=index.__getitem__)]
         slots = []
         for k, lit in gkeys:
             mode = modes.get(k)
@@ -2407,6 +2454,7 @@ def _pointer(doc, frag: str):
 # universe `_Compiler.any` builds (the values of free positions: every schema that
 # allows extra properties needs one ~20 levels deep)
 _UNIVERSES: dict[tuple, tuple] = {}
+_NUMBERS: dict[str, tuple] = {}  # _Compiler.plain_number's programs
 
 
 def _literal_text(t: Term) -> bytes | None:
@@ -2418,58 +2466,137 @@ def _literal_text(t: Term) -> bytes | None:
     return None
 
 
-def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> CompiledSchema:
-    """Compile a schema to a byte-level term (no vocabulary needed)."""
+def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> CompiledSchema | UnionSchema:
+    """Compile a schema to a byte-level term (no vocabulary needed); a root anyOf that
+    uniqueItems sets apart, to a term per branch (fsm/json_union.py)."""
+    cs = _schema_to_term(schema, tb, True, **options)
+    for text in cs.relaxed:  # (those of a compilation begun again are not repeated)
+        warnings.warn(text, SchemaWarning, stacklevel=2)
+    return cs
+
+
+def _schema_to_term(schema, tb: TermBuilder | None, split: bool, counts: dict | None = None,
+                    **options) -> CompiledSchema | UnionSchema:
+    """schema_to_term, without its warnings; `split`: a root anyOf may be split;
+    `counts`: the uniqueItems planner's, shared by a split's branches."""
     tb = tb or JsonTermBuilder()
     root = load_schema(schema)
     _pydantic_defaults(schema, options)
     if isinstance(options.get("documents"), dict):  # (loaded once: json_unique copies them)
         options = dict(options, documents={u: load_schema(d) for u, d in options["documents"].items()})
+    given = (root, options.get("documents"))
+    if split:  # (the counts of unique arrays' items, for a split's branches too)
+        counts = {}
     with paused_gc():
-        comp = _Compiler(root, tb, **options)
+        comp = first = _Compiler(root, tb, **options)
 
         def make_compiler(edit):  # (the planner's helper: of a copy that edit makes)
             r, docs = edit(root, options.get("documents"))
             return _Compiler(r, tb, **(dict(options, documents=docs) if "documents" in options else options))
-        unique = plan_unique_items(comp, make_compiler)
+        unique = plan_unique_items(comp, make_compiler, counts)
         if unique is not None:  # (those uniqueItems are checked beside the automaton; vacuous anyOfs go)
             root, docs = without_unique_items(root, options.get("documents"), *unique[1:])
             options = dict(options, documents=docs) if "documents" in options else options
             comp = _Compiler(root, tb, **options)
         try:
-            term = comp.value(comp.entry, comp.max_depth)
-        except _MixedOrders:
-            comp = _Compiler(root, tb, all_meet=True, **options)
-            term = comp.value(comp.entry, comp.max_depth)
+            try:
+                term = comp.value(comp.entry, comp.max_depth)
+            except _MixedOrders:
+                comp = _Compiler(root, tb, all_meet=True, **options)
+                term = comp.value(comp.entry, comp.max_depth)
+        except SchemaError as e:
+            if not split or e.keyword != "uniqueItems" or \
+                    (union := _split_union(first, given, options, [e.pointer], counts)) is None:
+                raise
+            return union
     ws = comp.ws
     if ws is not tb.empty:
         term = tb.seq([ws, term, ws])
     rules = (_RecursiveRules(tb, term, comp.rule_bodies, comp._marker_memo, None if comp.strict else comp.relaxed)
              if comp.rule_bodies else None)
-    for text in comp.relaxed:  # (those of a compilation begun again are not repeated)
-        warnings.warn(text, SchemaWarning, stacklevel=2)
     cs = CompiledSchema(tb, term, comp.key_order, options, comp.relaxed)
     cs.unique = unique and unique[0]
     if not comp._meeting:
         cs.own_slots = (comp.entry, comp)
     cs.rules = rules
+    head = "'uniqueItems' at "  # (lenient: uniqueItems relaxed, which a split may enforce)
+    if split and (relaxed := [n[len(head):].split(": ", 1)[0] for n in comp.relaxed if n.startswith(head)]):
+        return _split_union(first, given, options, relaxed, counts) or cs
     return cs
 
 
+def _split_union(comp, given: tuple, options: dict, pointers: list[str], counts: dict) -> UnionSchema | None:
+    """The root anyOf of the schema `comp` indexed (given: its root and documents) split
+    into a compiled schema per branch, where a uniqueItems at `pointers` (refused, or
+    relaxed) lies below one of its branches, and no branch refuses or relaxes a
+    uniqueItems; else None (fsm/json_union.py). `counts`: the planner's of the whole schema."""
+    targets = [t for p in pointers if p.startswith("#/") and (t := _pointer(comp.root, p[1:])) is not _NOWHERE]
+    if not targets or comp._dynamic or comp._unevaluated:  # (unevaluated*: what every branch that
+        return None  # holds evaluates counts, and one branch alone evaluates less)
+    root, docs = given
+    below = functools.partial(_below, comp)
+    for union in root_unions(comp, below):
+        if not below(union["anyOf"]).intersection(map(id, targets)):
+            continue
+        try:  # (the branches are copies: their unique arrays' item counts are the whole schema's)
+            branches = [_schema_to_term(r, None, False, counts, **(dict(options, documents=d) if "documents" in options
+                                                                   else options))
+                        for r, d in branch_schemas(root, docs, union)]
+        except ConstraintError:
+            continue
+        if not any(n.startswith("'uniqueItems' at ") for b in branches for n in b.relaxed):
+            return UnionSchema(branches, comp.key_order, options)
+    return None
+
+
+def _below(comp, schemas) -> set[int]:
+    """The ids of `schemas` and of the schemas below them: their subschemas, and what
+    their $refs point to (read without a word where that is nowhere: an error or a
+    lenient note is the compilation's to make)."""
+    seen, todo = set(), list(schemas)
+    while todo:
+        x = todo.pop()
+        if isinstance(x, list):
+            todo.extend(x)
+        if not isinstance(x, dict) or id(x) in seen:
+            continue
+        seen.add(id(x))
+        for k, v in x.items():
+            if k in _SUB_ONE or k in _SUB_LIST or k == "items":
+                todo.append(v)
+            elif k in _SUB_MAP and isinstance(v, dict):
+                todo.extend(v.values())
+        if isinstance(ref := x.get("$ref"), str):
+            res, uri, frag = comp._ref_document(x, ref)
+            if res is not None:
+                todo.append(res if not frag else _pointer(res, frag) if frag.startswith("/") else
+                            comp.anchors.get((uri, frag)))
+    return seen
+
+
 def build_automaton(schema, vocab, max_states: int | None = None, **options):
-    """Compile to a TokenAutomaton without the cache (see compile_json_schema)."""
-    from .automaton import TokenAutomaton
-    tb = JsonTermBuilder()
+    """Compile to a TokenAutomaton (a UnionAutomaton where a root anyOf is split:
+    fsm/json_union.py) without the cache (see compile_json_schema)."""
+    ms = max_states or DEFAULT_MAX_STATES
     with paused_gc():
-        cs = schema_to_term(schema, tb, **options)
-        ms = max_states or DEFAULT_MAX_STATES
-        if cs.rules is not None:
-            from .grammar import GrammarAutomaton
-            auto = GrammarAutomaton(cs.rules.grammar_source(ms), vocab, "json schema (recursive)",
-                                    ms, ahead=False)
+        cs = schema_to_term(schema, JsonTermBuilder(), **options)
+        if isinstance(cs, UnionSchema):
+            auto = UnionAutomaton([_automaton(b, vocab, ms) for b in cs.branches], cs)
         else:
-            auto = TokenAutomaton(JsonTermSource(tb, ms), cs.term, vocab, "json schema", ms)
+            auto = _automaton(cs, vocab, ms)
         paused_gc().collect_young()
+    return auto
+
+
+def _automaton(cs: CompiledSchema, vocab, max_states: int):
+    """The automaton of a compiled schema, its term (or rules) and uniqueItems plan."""
+    if cs.rules is not None:
+        from .grammar import GrammarAutomaton
+        auto = GrammarAutomaton(cs.rules.grammar_source(max_states), vocab, "json schema (recursive)",
+                                max_states, ahead=False)
+    else:
+        from .automaton import TokenAutomaton
+        auto = TokenAutomaton(JsonTermSource(cs.tb, max_states), cs.term, vocab, "json schema", max_states)
     auto.owns_source()
     auto.key_order = cs.key_order
     auto.relaxed = cs.relaxed
@@ -2479,7 +2606,9 @@ def build_automaton(schema, vocab, max_states: int | None = None, **options):
 
 
 def compile_json_schema(schema, vocab, max_states: int | None = None, **options):
-    """Compile a schema (dict, JSON text or Pydantic model class) to a TokenAutomaton.
+    """Compile a schema (dict, JSON text or Pydantic model class) to a TokenAutomaton
+    (a UnionAutomaton, of the same Matcher contract, where a root anyOf is split:
+    fsm/json_union.py).
 
     Options: whitespace ("compact" | "flexible"), strict (True), max_depth (20),
     max_whitespace (20), recursion ("grammar": recursive $ref enforced exactly through

@@ -68,7 +68,8 @@ items:
   place is below their number (the second of two booleans: one is left), and an array
   of literals only is a finite set, which the compiler keeps distinct.
 Numbers with bounds, multipleOf or an enum are refused: a finite or sparse set, which
-refusing repeats might corner.
+refusing repeats might corner. A `not` that lists values (`not: {enum: [0]}`) takes
+out a few, and the numbers stay endless: checked.
 
 The table (`UniquePlan`) is built before compiling, from the schema: the *frames* of the
 instance's containers. A frame is what applies to a value of one kind (object, array)
@@ -631,16 +632,19 @@ def unique_plan_of(schema, **options) -> UniquePlan | None:
     return found and found[0]
 
 
-def plan_unique_items(comp, make_compiler=None) -> tuple[UniquePlan | None, set, set] | None:
+def plan_unique_items(comp, make_compiler=None,
+                      counts: dict | None = None) -> tuple[UniquePlan | None, set, set] | None:
     """(the plan or None where it checks nothing, ids of the uniqueItems schemas it
     checks, ids of the schemas whose anyOf it reads as absent: _Planner.vacuous) for the
     schema `comp` indexed, or None where there are neither. `make_compiler(edit)` makes another
     compiler, of the copies of the schema and its documents that `edit(root, documents)` returns,
-    to count bounded strings and closed objects with (None: only open strings)."""
+    to count bounded strings and closed objects with (None: only open strings). `counts`:
+    the counts of other plans of copies of the schema to share (a split anyOf's branches:
+    fsm/json_union.py), by the schemas' JSON text."""
     if not comp._uniques or comp._dynamic:  # ($dynamicRef copies are made per compiler)
         return None
     try:
-        return _Planner(comp, make_compiler).run()
+        return _Planner(comp, make_compiler, counts).run()
     except _TooManyFrames:
         return None
 
@@ -684,7 +688,7 @@ class _TooManyWays(Exception):
 
 
 class _Planner:
-    def __init__(self, comp, make_compiler=None):
+    def __init__(self, comp, make_compiler=None, counts: dict | None = None):
         # (a compiler of a copy of the schema with unique arrays of one item, {id: copy}: _domain_size)
         self.comp, self.make_compiler, self.helper = comp, make_compiler, None
         self.frames: list = []
@@ -693,8 +697,12 @@ class _Planner:
         self.tables: dict = {}  # pattern -> _pattern_table
         self.endless: dict = {}  # pattern -> _endless
         self.marks: dict = {}  # id(schema) -> its if/then/else branches, marked (_if_branches)
+        # ids of `not` schemas that only list values (winget's `not: {enum: [0]}` on its
+        # exit codes): they take out a few values of numbers, which stay endless
+        self.excluded: set = set()
         self.types: dict = {}  # id(schema) -> types_of
         self.domains: dict = {}  # ids of item schemas -> _domain_size
+        self.counts = counts  # (kind, JSON text and bases of item schemas) -> _domain_size, shared
         self.limits: dict = {}  # array frame -> how many listed strings its items are (UniquePlan.limits)
         self.targets: dict = {}  # id(schema) -> its $ref's target
         self.reaches = self._reaching(comp)
@@ -800,6 +808,9 @@ class _Planner:
                 else:
                     todo.extend((b, is_sure and len(fit) == 1) for b in fit)
             branch = self._if_branches(s, kind) if is_sure and split else None
+            n = s.get("not")
+            if isinstance(n, dict) and n.keys() - _ANNOTATIONS and n.keys() - _ANNOTATIONS <= {"enum", "const"}:
+                self.excluded.add(id(n))
             if branch is None:
                 todo.extend((s[kw], False) for kw in ("not", "if", "then", "else") if kw in s)
             else:
@@ -1216,13 +1227,16 @@ class _Planner:
 
     def _number_kind(self, items: list) -> int:
         """INTEGERS where the numbers the schemas `items` allow are the integers, NUMBERS
-        where they are all numbers, else 0 (bounds, multipleOf, an enum: a finite or
-        sparse set, which refusing repeats might corner). From an integer's "0" or "5."
-        the only ways on are texts of the same value; from a number's, endlessly many."""
+        where they are all numbers, but for a few values that a `not` lists, else 0
+        (bounds, multipleOf, an enum: a finite or sparse set, which refusing repeats
+        might corner). From an integer's "0" or "5." the only ways on are texts of the
+        same value; from a number's, endlessly many; a prefix of more digits than any
+        value listed has endlessly many ways on."""
         ways = self._alternatives(items, "number")
         if not all(_only(x, _NUMBER_OK) for sure, maybe in ways for x in sure.values()):
             return 0
-        if any(not _only(x, _NUMBER_OK) or _integral(x) for sure, maybe in ways for x in maybe.values()):
+        if any(not _only(x, _NUMBER_OK) or _integral(x) for sure, maybe in ways for x in maybe.values()
+               if id(x) not in self.excluded):
             return 0  # (a maybe schema that may narrow the numbers to integers or to a range)
         return INTEGERS if all(any(_integral(x) for x in sure.values()) for sure, maybe in ways) else NUMBERS
 
@@ -1235,11 +1249,17 @@ class _Planner:
         compiler of their own, of a copy of the schema
         whose unique arrays hold one item at most (_one_item: where an item holds some,
         no value counted repeats an item there, so the count is a lower bound; elsewhere
-        the copy is the schema). Remembered per schemas."""
+        the copy is the schema). Remembered per schemas (and in `counts`, by their text)."""
         key = (kind, *(id(x) for x in schemas))
         listed = [len(v) for x in schemas if (v := self.comp._listed_values(x)) is not None]
         if listed and min(listed) < MIN_UNIQUE_DOMAIN:  # (an enum: no more strings than it lists)
             return min(listed)
+        text = None
+        if key not in self.domains and self.counts is not None:
+            text = (kind, json.dumps(schemas, sort_keys=True, default=repr),
+                    tuple(self.comp.base_of.get(id(x), "") for x in schemas))
+            if text in self.counts:
+                self.domains[key] = self.counts[text]
         if key not in self.domains:
             if self.helper is None:  # ({id: copy} maps the schemas)
                 copies: dict = {}
@@ -1261,6 +1281,8 @@ class _Planner:
                                                    MIN_UNIQUE_DOMAIN, DOMAIN_LEVELS if kind == "string" else 0)
             except (SchemaError, TooLargeError):
                 self.domains[key] = 0
+            if text is not None:
+                self.counts[text] = self.domains[key]
         return self.domains[key]
 
 
