@@ -48,13 +48,14 @@ def valid(schema, inst) -> bool:
 
 
 def _branches_by_hand(schema: dict) -> list[dict]:
-    """TWO's and TSCONFIG's branch schemas, written out here (not by json_union)."""
+    """TWO's and TSCONFIG's branch schemas, written out here (not by json_union): the
+    anyOf replaced by its branch, as an allOf branch."""
     if schema is TWO:
-        return [{"anyOf": [b]} for b in copy.deepcopy(TWO["anyOf"])]
+        return [{"allOf": [b]} for b in copy.deepcopy(TWO["anyOf"])]
     out = []
     for ref in ("files", "include", "references"):
         s = copy.deepcopy(TSCONFIG)
-        s["allOf"][1] = {"anyOf": [{"$ref": f"#/definitions/{ref}"}]}
+        s["allOf"][1] = {"allOf": [{"$ref": f"#/definitions/{ref}"}]}
         out.append(s)
     return out
 
@@ -119,8 +120,9 @@ def _allowed(m, width) -> set:
     (TSCONFIG, [b'{"', b'files', b'":', b'["', b'a', b'",', b'"a"'])])
 def test_masks_are_the_union_of_the_branches(schema, start):
     """Along random walks, the mask is the union of the masks of the branches (compiled
-    from schemas written out by hand) that took every token so far; walks that end
-    are valid, and some pass a repeat that only some branches allow."""
+    from schemas written out by hand) that took every token so far, and the forced
+    token the one it allows where it allows one; walks that end are valid, and some
+    pass a repeat that only some branches allow."""
     pieces = [b'{"', b'"', b'a', b'b', b'x', b'y', b'":', b'["', b'",', b'"]', b',"', b'}', b']', b'[', b'{',
               b'files', b'include', b'references', b'strict', b'path', b'true', b'1', b'"a"', b'"x"', b',',
               b':', b'"}', b'"}]', b'"]}']
@@ -128,13 +130,16 @@ def test_masks_are_the_union_of_the_branches(schema, start):
     auto = compile_json_schema(schema, vocab)
     assert isinstance(auto, UnionAutomaton)
     hand = [compile_json_schema(b, vocab) for b in _branches_by_hand(schema)]
-    rng, ended, narrowed = random.Random(7), 0, 0
+    rng, ended, narrowed, hits = random.Random(7), 0, 0, 0
     index = {b: t for t, b in enumerate(vocab.token_bytes)}
     for _ in range(60):
         m, alive, text = auto.matcher(), [h.matcher() for h in hand], b""
         for k in range(40):
             allowed = _allowed(m, vocab.num_words)
             assert allowed == set().union(*(_allowed(h, vocab.num_words) for h in alive))
+            forced = m.forced_tokens(limit=1)  # (the one token allowed, where it is only one and no end)
+            hits += bool(forced)
+            assert forced == (sorted(allowed) if len(allowed) == 1 and not m.is_accepting() else [])
             t = index[start[k]] if k < len(start) else rng.choice(sorted(allowed))
             assert m.accept_token(t)
             before = len(alive)
@@ -145,32 +150,35 @@ def test_masks_are_the_union_of_the_branches(schema, start):
                 assert valid(schema, json.loads(text)), text
                 break
             text += vocab.token_bytes[t]
-    assert ended and narrowed
+    assert ended and narrowed and hits
 
 
 def test_matcher_contract(smol_tokenizer, smol_vocab):
-    """accept_tokens refuses a text no branch takes and changes nothing; rollback and
-    copy restore the branches alive; forced bytes are those every live branch starts
-    with, forced tokens the only ones allowed."""
+    """accept_tokens refuses a text no branch takes and changes nothing; the branches
+    alive are those (compiled from schemas written out by hand) that take the text so
+    far, after rollback and in a copy too; forced bytes are those every live branch
+    starts with, forced tokens the only ones allowed."""
     auto = compile_json_schema(TSCONFIG, smol_vocab)
+    hand = [compile_json_schema(b, smol_vocab) for b in _branches_by_hand(TSCONFIG)]
     enc = lambda s: smol_tokenizer.encode(s, add_special_tokens=False)  # noqa: E731
+
+    def alive(text: str) -> int:
+        return sum(h.matcher().accept_tokens(enc(text)) for h in hand)
     m = auto.matcher()
     assert isinstance(m, UnionMatcher) and m.forced_bytes() == b"{"
     bad = '{"files":["a","a"],"include":["b","b"],"references":[{"path":"p"},{"path":"p"}]}'
-    assert not m.accept_tokens(enc(bad)) and len(m.live) == 3
-    assert m.accept_tokens(enc('{"files":["a","a"]'))
-    assert len(m.live) == 2
+    assert not m.accept_tokens(enc(bad)) and len(m.live) == 3 and alive(bad) == 0
+    start = '{"files":["a","a"]'
+    assert m.accept_tokens(enc(start)) and len(m.live) == alive(start) == 2
     c = m.copy()
-    more = enc(',"include":["b","b"]')
-    assert m.accept_tokens(more) and len(m.live) == 1
+    more = ',"include":["b","b"]'
+    assert m.accept_tokens(enc(more)) and len(m.live) == alive(start + more) == 1
     assert not m.accept_tokens(enc(',"references":[{"path":"p"},{"path":"p"}]'))
-    m.rollback(len(more))
+    m.rollback(len(enc(more)))
     assert len(m.live) == 2 and m.accept_tokens(enc(',"include":["b"]}')) and m.is_accepting()
-    assert c.accept_tokens(enc(',"references":[{"path":"p"},{"')) and len(c.live) == 2
-    assert c.forced_bytes() == b"" and c.forced_tokens() == []  # (in include's branch, any key)
-    d = auto.matcher()  # (the branch of references alone: its item's one key)
-    assert d.accept_tokens(enc('{"files":["a","a"],"include":["b","b"],"references":[{"')) and len(d.live) == 1
-    assert d.forced_bytes() == b'path":"'
-    assert d.forced_tokens() == d.matchers[d.live[0]].forced_tokens()  # (UniqueMatcher's, the one branch)
-    assert d.accept_tokens(enc('path":"'))
-    assert d.accept_tokens(enc('q"}]}')) and d.accept_token(smol_vocab.eos_ids[0]) and d.is_terminated()
+    assert len(m.live) == alive(start + ',"include":["b"]}')
+    assert c.accept_tokens(enc('}')) and c.is_accepting() and len(c.live) == alive(start + "}") == 2
+    d = auto.matcher()  # (an item of references: its one key in that branch, any key in the others)
+    assert d.accept_tokens(enc('{"references":[{"')) and len(d.live) == alive('{"references":[{"') == 3
+    assert d.forced_bytes() == b"" and d.forced_tokens() == []
+    assert d.accept_tokens(enc('path":"q"}]}')) and d.accept_token(smol_vocab.eos_ids[0]) and d.is_terminated()
