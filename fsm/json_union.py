@@ -6,8 +6,8 @@ tsconfig's root is `allOf: [..., {anyOf: [{properties: {files: F}}, {properties:
 any value; so `files` may repeat an item as long as some other branch holds, which is
 not known until the object ends. The uniqueItems tracker (fsm/json_unique.py) checks
 an array only where every way to it holds uniqueItems, and refuses the rest. Here each
-branch is exact on its own: the root with its anyOf cut to that branch compiles, its
-arrays reached in one way each. The instances are the union of the branches', so the
+branch is exact on its own: the root with that anyOf replaced by the branch (as an
+allOf branch) compiles, its arrays reached in one way each. The instances are the union of the branches', so the
 output is valid where any branch's automaton accepts it: a UnionMatcher keeps a matcher
 per branch, masks with the union of the masks of those still alive, and a token leaves
 alive those that take it.
@@ -59,7 +59,7 @@ def root_unions(comp, below) -> list[dict]:
 
 
 # keywords of the chain's schemas that do not apply their subschemas elsewhere: the chain
-# itself, and definitions (reached only by a $ref, which `reaches` follows)
+# itself, and definitions (reached only by a $ref, which `below` follows)
 _CHAIN_KEYWORDS = frozenset(("$ref", "allOf", "$defs", "definitions"))
 
 
@@ -69,7 +69,8 @@ def branch_schemas(root, documents: dict | None, union: dict) -> list[tuple]:
     anyOf of one branch beside it did not, and its objects were intersections: masks
     at tsconfig's keys ~100 ms each)."""
     def cut(node: dict, i: int) -> None:
-        node["allOf"] = [*node.get("allOf", ()), node.pop("anyOf")[i]]
+        kept = node.get("allOf")
+        node["allOf"] = [*(kept if isinstance(kept, list) else ()), node.pop("anyOf")[i]]
     return [_edited(root, documents, [(id(union), functools.partial(cut, i=i))])[:2]
             for i in range(len(union["anyOf"]))]
 
