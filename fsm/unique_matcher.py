@@ -15,6 +15,7 @@ the tracker.
 """
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_left
 
@@ -163,8 +164,10 @@ def _drop(words: np.ndarray, t: int) -> None:
     words[t >> 5] &= np.uint32(~(1 << (t & 31)) & 0xFFFFFFFF)
 
 
+@functools.lru_cache(maxsize=512)
 def _rests(items: tuple, done: bytes) -> tuple:
-    """What is left of the (sorted) items that begin with `done`."""
+    """What is left of the (sorted) items that begin with `done` (remembered: a step asks
+    it of the same items and prefix several times, for candidates, echoes, viability)."""
     lo = bisect_left(items, done)
     hi = bisect_left(items, done + b"\xff", lo)  # (UTF-8 has no 0xFF: past every item done begins)
     return tuple(x[len(done):] for x in items[lo:hi])
