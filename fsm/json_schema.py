@@ -211,7 +211,7 @@ from .json_merge import (_TYPED_ENUM_KEYS, _common_values, _finite_values, _has_
 from .json_numbers import NumberTerms, integer_texts, number_text_term, to_decimal
 from .json_pydantic import _pydantic_defaults, _pydantic_generator
 from .json_recursive import _RecursiveRules, _marker_index
-from .json_union import UnionAutomaton, UnionSchema, branch_schemas, root_unions
+from .json_union import UnionAutomaton, UnionSchema, branch_schemas, root_unions, schemas_below
 from .json_unique import MIN_UNIQUE_DOMAIN, plan_unique_items, without_unique_items
 from .json_source import JsonTermBuilder, JsonTermSource
 from .json_strings import StringTerms, encode_string, string_text
@@ -588,7 +588,7 @@ class _Compiler:
         """The integers, or the numbers, without bounds: a program made once per process,
         loaded when the output first reaches one (NumberTerms' ~30 terms took a fifth of
         a small schema's compile)."""
-        name = f"json:{'integer' if integer else 'number'}:{self.nt_fraction}"
+        name = f"json:integer:{self.nt_fraction}" if integer else "json:number"  # (numbers keep fractions)
         prog = _NUMBERS.get(name)
         if prog is None:
             prog = _NUMBERS[name] = self.tb.export(self.nt.integer if integer else self.nt.number)
@@ -754,6 +754,16 @@ class _Compiler:
             raise SchemaError(f"unknown anchor in reference {ref!r}", "$ref", self.ptr(node))
         self._ref_targets.add(id(hit))
         return hit
+
+    def _peek(self, node: dict):
+        """What node's $ref points to, as _find reads it, but without a word where that is
+        nowhere (None: the error or the lenient note is the compilation's to make) and
+        without indexing it (fsm/json_union.py's reachability)."""
+        ref = node["$ref"]
+        res, uri, frag = self._ref_document(node, ref) if isinstance(ref, str) else (None, "", "")
+        if res is None or not frag:
+            return res
+        return _pointer(res, frag) if frag.startswith("/") else self.anchors.get((uri, frag))
 
     def ptr(self, node) -> str:
         return self.ptr_of.get(id(node), "#")
@@ -2538,9 +2548,8 @@ def _split_union(comp, given: tuple, options: dict, pointers: list[str], counts:
     if not targets or comp._dynamic or comp._unevaluated:  # (unevaluated*: what every branch that
         return None  # holds evaluates counts, and one branch alone evaluates less)
     root, docs = given
-    below = functools.partial(_below, comp)
-    for union in root_unions(comp, below):
-        if not below(union["anyOf"]).intersection(map(id, targets)):
+    for union in root_unions(comp):
+        if not schemas_below(comp, union["anyOf"]).intersection(map(id, targets)):
             continue
         try:  # (the branches are copies: their unique arrays' item counts are the whole schema's)
             branches = [_schema_to_term(r, None, False, counts, **(dict(options, documents=d) if "documents" in options
@@ -2551,31 +2560,6 @@ def _split_union(comp, given: tuple, options: dict, pointers: list[str], counts:
         if not any(n.startswith("'uniqueItems' at ") for b in branches for n in b.relaxed):
             return UnionSchema(branches, comp.key_order, options)
     return None
-
-
-def _below(comp, schemas) -> set[int]:
-    """The ids of `schemas` and of the schemas below them: their subschemas, and what
-    their $refs point to (read without a word where that is nowhere: an error or a
-    lenient note is the compilation's to make)."""
-    seen, todo = set(), list(schemas)
-    while todo:
-        x = todo.pop()
-        if isinstance(x, list):
-            todo.extend(x)
-        if not isinstance(x, dict) or id(x) in seen:
-            continue
-        seen.add(id(x))
-        for k, v in x.items():
-            if k in _SUB_ONE or k in _SUB_LIST or k == "items":
-                todo.append(v)
-            elif k in _SUB_MAP and isinstance(v, dict):
-                todo.extend(v.values())
-        if isinstance(ref := x.get("$ref"), str):
-            res, uri, frag = comp._ref_document(x, ref)
-            if res is not None:
-                todo.append(res if not frag else _pointer(res, frag) if frag.startswith("/") else
-                            comp.anchors.get((uri, frag)))
-    return seen
 
 
 def build_automaton(schema, vocab, max_states: int | None = None, **options):

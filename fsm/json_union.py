@@ -26,21 +26,23 @@ without relaxing one. oneOf is not split (its branches must exclude each other).
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 
+from .dfa import DEFAULT_MAX_STATES
 from .errors import ConstraintError
-from .json_unique import _edited
+from .json_unique import _edited, _subschemas
 from .matcher import Matcher
 
 MAX_BRANCHES = 8
 
 
-def root_unions(comp, below) -> list[dict]:
+def root_unions(comp) -> list[dict]:
     """The anyOf schemas (of 2 to MAX_BRANCHES branches) that apply to the whole
     instance of the schema `comp` compiles, and nowhere else: reached from its entry
     through $ref and allOf (the chain), in that order, and from no other keyword of the
-    chain's schemas (`below(schemas)`: the ids of those schemas and of those below them)."""
+    chain's schemas."""
     out, chain, todo = [], {}, [comp.entry]
     while todo:
         s = todo.pop(0)
@@ -50,17 +52,25 @@ def root_unions(comp, below) -> list[dict]:
         branches = s.get("anyOf")
         if isinstance(branches, list) and 2 <= len(branches) <= MAX_BRANCHES:
             out.append(s)
-        if isinstance(s.get("$ref"), str):
-            todo.append(comp._resolve(s, s["$ref"]))
+        if "$ref" in s:
+            todo.append(comp._peek(s))
         if isinstance(s.get("allOf"), list):
             todo.extend(s["allOf"])
-    elsewhere = below([{k: v for k, v in s.items() if k not in _CHAIN_KEYWORDS} for s in chain.values()])
+    rest = [{k: v for k, v in s.items() if k not in ("$ref", "allOf")} for s in chain.values()]
+    elsewhere = schemas_below(comp, rest)
     return [u for u in out if id(u) not in elsewhere]
 
 
-# keywords of the chain's schemas that do not apply their subschemas elsewhere: the chain
-# itself, and definitions (reached only by a $ref, which `below` follows)
-_CHAIN_KEYWORDS = frozenset(("$ref", "allOf", "$defs", "definitions"))
+def schemas_below(comp, schemas: list) -> set[int]:
+    """The ids of `schemas` and of the schemas they apply somewhere, and so on
+    (json_unique._subschemas: $ref targets as _Compiler._peek reads them)."""
+    seen, todo = set(), list(schemas)
+    while todo:
+        x = todo.pop()
+        if isinstance(x, dict) and id(x) not in seen:
+            seen.add(id(x))
+            todo.extend(_subschemas(x, comp._peek))
+    return seen
 
 
 def branch_schemas(root, documents: dict | None, union: dict) -> list[tuple]:
@@ -85,9 +95,9 @@ class UnionSchema:
         self.branches, self.key_order, self.options = branches, key_order, options
         self.relaxed = list(dict.fromkeys(n for b in branches for n in b.relaxed))
 
-    def dfa(self, max_states: int | None = None) -> list:
+    def dfa(self, max_states: int = DEFAULT_MAX_STATES) -> list:
         """The branches' byte-level DFAs (CompiledSchema.dfa), for `accepts`."""
-        return [b.dfa(max_states) if max_states else b.dfa() for b in self.branches]
+        return [b.dfa(max_states) for b in self.branches]
 
     def accepts(self, text, dfa: list | None = None) -> bool:
         return any(b.accepts(text, d) for b, d in zip(self.branches, dfa or [None] * len(self.branches)))
@@ -95,11 +105,10 @@ class UnionSchema:
     def canonical(self, instance, indent: int | None = None) -> str:
         """The canonical text of the first branch that accepts the instance's (the first
         branch's where none does: an invalid instance)."""
-        texts = [b.canonical(instance, indent) for b in self.branches]
-        for b, text in zip(self.branches, texts):
-            if b.accepts(text if indent is None else b.canonical(instance)):
-                return text
-        return texts[0]
+        for b in self.branches:
+            if b.accepts(b.canonical(instance)):
+                return b.canonical(instance, indent)
+        return self.branches[0].canonical(instance, indent)
 
 
 class UnionAutomaton:
@@ -187,18 +196,7 @@ class UnionMatcher:
 
     def forced_bytes(self, limit: int = 4096) -> bytes:
         """The bytes every live branch's completions start with."""
-        out = None
-        for i in self.live:
-            b = self.matchers[i].forced_bytes(limit)
-            k = 0
-            if out is not None:
-                while k < min(len(b), len(out)) and b[k] == out[k]:
-                    k += 1
-                b = b[:k]
-            out = b
-            if not out:
-                break
-        return out or b""
+        return os.path.commonprefix([self.matchers[i].forced_bytes(limit) for i in self.live])
 
     def forced_tokens(self, limit: int = 256) -> list[int]:
         """Tokens that are the only way forward (as Matcher.forced_tokens)."""

@@ -733,7 +733,7 @@ class _Planner:
             if not isinstance(s, dict) or id(s) in nodes:
                 continue
             nodes[id(s)] = s
-            for t in _subschemas(s, self):
+            for t in _subschemas(s, self._target):
                 if isinstance(t, dict):
                     into.setdefault(id(t), []).append(id(s))
                     todo.append(t)
@@ -809,7 +809,7 @@ class _Planner:
                     todo.extend((b, is_sure and len(fit) == 1) for b in fit)
             branch = self._if_branches(s, kind) if is_sure and split else None
             n = s.get("not")
-            if isinstance(n, dict) and n.keys() - _ANNOTATIONS and n.keys() - _ANNOTATIONS <= {"enum", "const"}:
+            if isinstance(n, dict) and (said := n.keys() - _ANNOTATIONS) and said <= {"enum", "const"}:
                 self.excluded.add(id(n))
             if branch is None:
                 todo.extend((s[kw], False) for kw in ("not", "if", "then", "else") if kw in s)
@@ -1230,8 +1230,8 @@ class _Planner:
         where they are all numbers, but for a few values that a `not` lists, else 0
         (bounds, multipleOf, an enum: a finite or sparse set, which refusing repeats
         might corner). From an integer's "0" or "5." the only ways on are texts of the
-        same value; from a number's, endlessly many; a prefix of more digits than any
-        value listed has endlessly many ways on."""
+        same value; from a number's, endlessly many. The values a `not` lists take out
+        a few of the endlessly many, never all."""
         ways = self._alternatives(items, "number")
         if not all(_only(x, _NUMBER_OK) for sure, maybe in ways for x in sure.values()):
             return 0
@@ -1419,10 +1419,10 @@ def _prefix(s: dict) -> tuple:
 
 
 
-def _subschemas(s: dict, planner):
-    """The schemas `s` applies somewhere (its $ref's target too; not its $defs)."""
+def _subschemas(s: dict, target):
+    """The schemas `s` applies somewhere (its $ref's target too, `target(s)`; not its $defs)."""
     if "$ref" in s:
-        yield planner._target(s)
+        yield target(s)
     for k in _SUB_ONE + ("items",):
         if isinstance(s.get(k), dict):
             yield s[k]
