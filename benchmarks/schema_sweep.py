@@ -8,8 +8,8 @@ writes them; a project's tool definitions): per
 file, strict mode's result (time to first mask, or the SchemaError naming keyword and
 pointer), lenient mode's (time to first mask, keywords relaxed), then --walks walks
 that pick uniformly among the allowed tokens (SmolLM2 tokenizer) for at most
---max-tokens steps: how many ended, how many of those `jsonschema` accepts (it must be
-all), the median / p99 / slowest step and the DFA states made. Uniform walks of big
+--max-tokens steps: how many ended, how many of those `jsonschema` accepts and hold no
+key twice in one object (it must be all), the median / p99 / slowest step and the DFA states made. Uniform walks of big
 schemas seldom end (a free string takes its closing quote with p ~1/49k): `--close P`
 picks, with probability P, among the allowed tokens that close most (EOS, then a
 quote with `}` and `]` after it, then `}` and `]`), so that more walks end and are
@@ -57,6 +57,19 @@ def closing_levels(vocab) -> np.ndarray:
             r[i] = 2 if b[:1] == b'"' else 1
     r[[i for i in vocab.eos_ids if i < len(r)]] = 3
     return r
+
+
+class _Repeated(Exception):
+    pass
+
+
+def _distinct(pairs: list) -> dict:
+    """json.loads' object_pairs_hook: the object, or _Repeated where a key comes twice
+    (a parser would keep the last: not the object the output spells)."""
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        raise _Repeated(sorted(k for k in out if sum(k == x for x, _ in pairs) > 1)[:3])
+    return out
 
 
 def walk(auto, vocab, rng: random.Random, max_tokens: int, slowest: list,
@@ -121,7 +134,9 @@ def sweep_file(path: pathlib.Path, vocab, args, closing: np.ndarray) -> list[str
                     if text is not None:
                         ended += 1
                         try:
-                            errors = list(check.iter_errors(json.loads(text)))
+                            errors = list(check.iter_errors(json.loads(text, object_pairs_hook=_distinct)))
+                        except _Repeated as e:
+                            errors = [f"a key twice in one object: {e}"]
                         except ValueError:
                             errors = ["not JSON"]
                         except referencing.exceptions.Unresolvable as e:  # (another document)

@@ -99,6 +99,7 @@ class TokenAutomaton:
         return cls(TermSource(tb, max_states), root, vocab, description, max_states)
 
     unique = None  # json_unique.UniquePlan: uniqueItems checked beside the automaton
+    keys = None  # json_keys.KeyPlan: objects' keys kept distinct beside the automaton
 
     def owns_source(self) -> "TokenAutomaton":
         """Declare the state source (its term builder, a grammar's parser stacks) this
@@ -114,8 +115,13 @@ class TokenAutomaton:
         from .matcher import Matcher
         if self.unique is not None:
             from .unique_matcher import UniqueMatcher
-            return UniqueMatcher(self)
-        return Matcher(self)
+            m = UniqueMatcher(self)
+        else:
+            m = Matcher(self)
+        if self.keys is not None:
+            from .json_keys import KeyMatcher
+            return KeyMatcher(m, self.keys)
+        return m
 
     def require_output(self) -> "TokenAutomaton":
         """self, or ConstraintError if no output can begin: the first mask (needed anyway)

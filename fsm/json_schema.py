@@ -172,9 +172,12 @@ universe: objects with any keys in any order. Complement operands (`not`, `if` a
 `else`, overlapping `oneOf` branches, `contains`, `uniqueItems`) are built in canonical
 mode (the key order above everywhere), which keeps complements exact.
 
-Known limits: undeclared property names cannot be forced to be distinct (not a regular
-language): `{"x":1,"x":2}` can be produced where any key is allowed (and at free
-positions for any key). Not read: `$schema`
+An object's keys are distinct: declared ones have a slot each; undeclared ones (not a
+regular language: a repeated part) are kept apart while decoding (fsm/json_keys.py: the
+compiler notes where objects take them and whether they are bounded, `_free_keys`, and
+where fewer exist than minProperties needs, takes no more of them).
+
+Known limits: not read: `$schema`
 vocabularies, `$ref`s to documents not passed in `documents`, 2019-09's `$recursiveRef`.
 Numbers are produced without exponent.
 
@@ -199,7 +202,7 @@ from typing import NamedTuple
 from urllib.parse import unquote, urldefrag, urljoin
 
 from .dfa import DEFAULT_MAX_STATES, LazyDFA
-from .errors import ConstraintError, RegexError, SchemaError, SchemaWarning
+from .errors import ConstraintError, RegexError, SchemaError, SchemaWarning, TooLargeError
 from .json_formats import PYDANTIC_ANY_STRING, SPEC_FORMATS
 from .json_disjoint import deref, disjoint, overlaps, scalar_overlaps, types_of
 from .json_dynamic import DynamicRefs
@@ -212,7 +215,8 @@ from .json_numbers import NumberTerms, integer_texts, number_text_term, to_decim
 from .json_pydantic import _pydantic_defaults, _pydantic_generator
 from .json_recursive import _RecursiveRules, _marker_index
 from .json_union import UnionAutomaton, UnionSchema, branch_schemas, root_unions, schemas_below
-from .json_unique import MIN_UNIQUE_DOMAIN, plan_unique_items, without_unique_items
+from .json_keys import KeyPlan, key_language
+from .json_unique import MIN_UNIQUE_DOMAIN, _count_strings, plan_unique_items, without_unique_items
 from .json_source import JsonTermBuilder, JsonTermSource
 from .json_strings import StringTerms, encode_string, string_text
 from .json_variants import (CONDITIONS_MAX, CONDITIONS_ONE_KEY_MAX, _holds, _named, _own_keys, _presence,
@@ -224,6 +228,7 @@ DEFAULT_MAX_WHITESPACE = 20
 MAX_UNIQUE_DOMAIN = 16
 MAX_PATTERN_PROPERTIES_PARTITION = 5  # patterns whose every subset is a way a key may match
 MAX_PATTERN_SUBSETS = 64  # past that many patterns, the subsets whose patterns meet (_pattern_subsets)
+MAX_KEY_STATES = 4096  # DFA states of an object's undeclared keys read to tell if they are bounded (_free_keys)
 
 _PARTS_KW = ("type", "const", "enum", "$ref", "allOf", "anyOf", "oneOf", "not", "if")  # (_value's parts)
 _OPEN = {"additionalProperties": True}
@@ -245,6 +250,7 @@ class CompiledSchema:
 
     rules = None  # _RecursiveRules for recursive schemas
     unique = None  # json_unique.UniquePlan: the uniqueItems checked beside the automaton
+    keys = None  # json_keys.KeyPlan: objects' keys kept distinct beside the automaton
     own_slots = None  # (root schema, its _Compiler: _meets, _resolve...) where objects may slot own keys only
     MAX_ARRANGEMENTS = 256
 
@@ -344,7 +350,8 @@ class CompiledSchema:
         dfa = dfa or self.dfa()
         data = text.encode("utf-8") if isinstance(text, str) else text
         s = dfa.walk(dfa.start, data)  # walk first: it may grow dfa.accepting
-        return bool(dfa.accepting[s]) and (self.unique is None or self.unique.accepts(data))
+        return bool(dfa.accepting[s]) and (self.unique is None or self.unique.accepts(data)) \
+            and (self.keys is None or self.keys.accepts(data))
 
 
 def _container_parts(node: dict) -> int:
@@ -572,6 +579,10 @@ class _Compiler:
         self._keep: list = []  # merged schemas stay alive (memo keys are ids)
         self._uneval: dict = {}  # id(node) -> _unevaluated_written(node)
         self._negated = 0
+        # objects that take keys no slot writes (kept distinct while decoding:
+        # fsm/json_keys.py), and whether some of those keys are bounded
+        self.free_keys = self.walk_keys = False
+        self._key_languages: dict = {}  # term id -> _free_keys' verdict
         # the schema to compile: root, or where it has $dynamicRefs, its copy with them
         # resolved (fsm/json_dynamic.py)
         self.entry = root
@@ -789,6 +800,7 @@ class _Compiler:
         term drops them; only complements need the canonical one, and complement operands
         and their universes are always built in canonical mode."""
         self._uses_depth()
+        self.free_keys |= d >= 1  # (its objects take any keys: fsm/json_keys.py)
         canon = self._negated > 0
         t = self._any.get((d, canon))
         prog_key = (d, self.ws_options)
@@ -2224,7 +2236,7 @@ class _Compiler:
                 continue
             slots.append((tb.seq([lit, self.colon, vt]), req))
         # other keys: not among the known ones
-        others = []
+        others, keys, bare = [], [], []  # (bare: the keys' languages without not_known)
         if pat_terms or addl is not False:
             not_known = st.not_in(k for k, _ in gkeys)  # (deferred trie nodes: interned by words)
             subsets = self._pattern_subsets(node, [t for _, t, _ in pat_terms]) if pat_terms else [()]
@@ -2235,21 +2247,26 @@ class _Compiler:
                            for i in range(len(pat_terms))]
                 content.append(not_known)
                 key = st.quoted(tb.intersect(content) if len(content) > 1 else content[0])
-                kparts = [key]
-                if names_t is not None:
-                    kparts.append(names_t)
-                key = tb.intersect(kparts) if len(kparts) > 1 else kparts[0]
                 if sub:
                     vs = [self.value(pat_terms[i][2], d - 1, budget) for i in sub]
                     v = tb.intersect(vs) if len(vs) > 1 else vs[0]
                 else:
                     v = addl_t
-                if v is not tb.nothing:
-                    others.append(tb.seq([key, self.colon, v]))
+                if v is tb.nothing:
+                    continue
+                if names_t is not None:
+                    key = tb.intersect([key, names_t])
+                if pat_terms or names_t is not None:
+                    b = st.quoted(tb.intersect(content[:-1]) if len(content) > 2 else content[0]) \
+                        if len(content) > 1 else st.any_string
+                    bare.append(b if names_t is None else tb.intersect([b, names_t]))
+                keys.append(key)
+                others.append(tb.seq([key, self.colon, v]))
         other = tb.alt(others) if others else None
         lo = int(node.get("minProperties", 0))
         hi = node.get("maxProperties")
         hi = None if hi is None else int(hi)
+        limit = self._free_keys(keys, bare, lo) if others else None
         cap = max(1, lo, (hi + 1) if hi is not None else 0)
         n = len(slots)
         if n * cap > 200_000:
@@ -2261,7 +2278,9 @@ class _Compiler:
         def tail(c: int) -> Term:
             rlo = max(0, lo - c)
             rhi = None if hi is None else hi - c
-            if rhi is not None and rhi < 0:
+            if limit is not None:  # (fewer other keys than minProperties asks: json_keys)
+                rhi = limit if rhi is None else min(rhi, limit)
+            if rhi is not None and rhi < rlo:
                 return tb.nothing
             if other is None:
                 return tb.empty if rlo == 0 else tb.nothing
@@ -2286,6 +2305,34 @@ class _Compiler:
                 take = tb.seq([comma if c else tb.empty, pair, memo[i + 1, min(c + 1, cap)]])
                 memo[i, c] = take if req else tb.alt([take, memo[i + 1, c]])
         return tb.seq([self.open_obj, memo[0, 0], self.close_obj])
+
+    def _free_keys(self, keys: list, bare: list, lo: int) -> int | None:
+        """Notes that an object takes keys no slot writes (`keys`: their quoted
+        languages; `bare`: the same without the declared keys taken out, where patterns
+        or propertyNames bound them, else empty), which the matcher keeps distinct
+        (fsm/json_keys.py), and whether some are bounded: not endless from every
+        beginning, or meeting others where objects are intersected or complemented
+        (the matcher then walks). Returns how many such keys there are where fewer
+        than minProperties `lo`, else None: the object then takes no more of them."""
+        self.free_keys = True
+        if not bare:  # (any key but the declared ones: endless from every beginning)
+            return None
+        tb = self.tb
+        k = (id(keys[0]), len(keys), id(bare[0]), lo)
+        if k not in self._key_languages:
+            self._keep.append((keys, bare))
+            count = None
+            try:
+                endless, finite = key_language(LazyDFA(JsonTermSource(tb), tb.alt(bare), MAX_KEY_STATES))
+                if finite and lo:
+                    count = _count_strings(LazyDFA(JsonTermSource(tb), tb.alt(keys), MAX_KEY_STATES), lo)
+            except TooLargeError:
+                endless = False
+            self._key_languages[k] = (endless, count if count is not None and count < lo else None)
+        endless, limit = self._key_languages[k]
+        if not endless or self._negated or self._meeting:
+            self.walk_keys = True
+        return limit
 
     def _slot_chain(self, slots: list, first_tail: Term, tail: Term) -> Term:
         """An object's members: `slots` ((key: value term, required) in order) then the
@@ -2530,6 +2577,7 @@ def _schema_to_term(schema, tb: TermBuilder | None, split: bool, counts: dict | 
              if comp.rule_bodies else None)
     cs = CompiledSchema(tb, term, comp.key_order, options, comp.relaxed)
     cs.unique = unique and unique[0]
+    cs.keys = KeyPlan(comp.walk_keys) if comp.free_keys else None
     if not comp._meeting:
         cs.own_slots = (comp.entry, comp)
     cs.rules = rules
@@ -2590,6 +2638,7 @@ def _automaton(cs: CompiledSchema, vocab, max_states: int):
     auto.relaxed = cs.relaxed
     auto.canonical = cs.canonical
     auto.unique = cs.unique
+    auto.keys = cs.keys
     return auto
 
 

@@ -89,7 +89,7 @@ class UnionSchema:
     """The compiled branches (json_schema.CompiledSchema each) of a split anyOf: the
     CompiledSchema contract (accepts, dfa, canonical, key_order, relaxed)."""
 
-    rules = unique = None
+    rules = unique = keys = None
 
     def __init__(self, branches: list, key_order: list[str], options: dict):
         self.branches, self.key_order, self.options = branches, key_order, options
@@ -115,7 +115,7 @@ class UnionAutomaton:
     """One automaton per branch (json_schema._automaton's); `matcher()` runs them side
     by side. Immutable, shared by requests as a TokenAutomaton is."""
 
-    unique = None
+    unique = keys = None
 
     def __init__(self, automata: list, cs: UnionSchema):
         self.automata = automata

@@ -440,23 +440,7 @@ class UniquePlan:
             return VALUE_MARK + _normal_text(buf)[0], stack[-1][3]
         if mode & 7 != 3 or dead:  # (mode 3 after a backslash too: buf ends with it, an escape cut short)
             return None
-        seen = stack[-1][3]
-        if 0x5C not in buf:  # (raw bytes are their UTF-8 bytes: the usual case)
-            return buf, seen
-        cut = k = len(buf)
-        while k > 0 and cut - k < 3 and buf[k - 1] & 0xC0 == 0x80:
-            k -= 1
-        if k > 0 and buf[k - 1] >= 0xC0:  # (a character cut short is left as its bytes)
-            lead = buf[k - 1]
-            if cut - k + 1 < (2 if lead < 0xE0 else 3 if lead < 0xF0 else 4):
-                cut = k - 1
-        try:
-            text = json.loads(b'"' + buf[:cut] + b'"')
-        except ValueError:  # (an escape cut short)
-            return None, seen
-        if text and "\ud800" <= text[-1] <= "\udbff":  # (the first half of a surrogate pair)
-            return None, seen
-        return text.encode("utf-8", "surrogatepass") + buf[cut:], seen
+        return decoded_prefix(buf), stack[-1][3]
 
     def capture(self, state: tuple):
         """Where `state` is inside a closed object item read with its frames (CLOSED,
@@ -516,6 +500,28 @@ class UniquePlan:
         items, or in a number item)."""
         stack, dead, mode, _ = state
         return not dead and mode in (0, 4) and bool(stack) and stack[-1][0] == "a" and stack[-1][3] is not None
+
+
+def decoded_prefix(buf: bytes) -> bytes | None:
+    """A string's bytes so far (`buf`: raw, after its opening quote) as UTF-8 bytes of
+    its characters, a character cut short left as its bytes; None while an escape is
+    unfinished (a backslash last, `\\u00`, the first half of a surrogate pair)."""
+    if 0x5C not in buf:  # (raw bytes are their UTF-8 bytes: the usual case)
+        return buf
+    cut = k = len(buf)
+    while k > 0 and cut - k < 3 and buf[k - 1] & 0xC0 == 0x80:
+        k -= 1
+    if k > 0 and buf[k - 1] >= 0xC0:  # (a character cut short is left as its bytes)
+        lead = buf[k - 1]
+        if cut - k + 1 < (2 if lead < 0xE0 else 3 if lead < 0xF0 else 4):
+            cut = k - 1
+    try:
+        text = json.loads(b'"' + buf[:cut] + b'"')
+    except ValueError:  # (an escape cut short)
+        return None
+    if text and "\ud800" <= text[-1] <= "\udbff":  # (the first half of a surrogate pair)
+        return None
+    return text.encode("utf-8", "surrogatepass") + buf[cut:]
 
 
 def _close_capture(stack: list, frames: list, starts: dict, data: bytes) -> bool:

@@ -221,6 +221,17 @@ def ends_new(dfa, plan, state: int, track: tuple, capture: bool = False) -> bool
     return False
 
 
+def tracked_prefix(plan, track, tokens: list, token_bytes) -> list:
+    """The longest beginning of `tokens` that the tracker `plan` (json_unique.UniquePlan,
+    json_keys.KeyPlan) reads from its state `track` without a refusal: forced tokens
+    stop before one it would refuse."""
+    for k, t in enumerate(tokens):
+        track = plan.feed(track, token_bytes[t])
+        if track is None:
+            return tokens[:k]
+    return tokens
+
+
 def _path_tokens(trie, data: bytes) -> np.ndarray:
     """The tokens that are beginnings of `data` (those along its path in the trie)."""
     path = trie.path(data)
@@ -534,12 +545,7 @@ class UniqueMatcher(Matcher):
         return out if not out or self._holds(out) else b""
 
     def forced_tokens(self, limit: int = 256) -> list[int]:
-        out, track, data = super().forced_tokens(limit), self.track, self.automaton.vocab.token_bytes
-        for k, t in enumerate(out):
-            track = self.plan.feed(track, data[t])
-            if track is None:
-                return out[:k]
-        return out
+        return tracked_prefix(self.plan, self.track, super().forced_tokens(limit), self.automaton.vocab.token_bytes)
 
     def copy(self) -> "UniqueMatcher":
         m = UniqueMatcher(self.automaton)
