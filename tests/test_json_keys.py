@@ -28,6 +28,8 @@ TREE = {"$ref": "#/$defs/n", "$defs": {"n": {"type": "object", "properties": {
     "kids": {"type": "array", "items": {"$ref": "#/$defs/n"}, "maxItems": 2}}, "additionalProperties": {"type": "integer"}}}}
 # bounded: few enough valid documents to list them all
 NAMES = {"type": "object", "propertyNames": {"enum": ["ab", "ac", "b"]}, "additionalProperties": {"type": "boolean"}}
+NAMED_STRINGS = {"type": "object", "propertyNames": {"enum": ["ab", "ac", "b"]}, "additionalProperties": {
+    "enum": ["x", "y,"]}}  # (string values: tokens that close one and begin a key, `","`)
 SHORT = {"type": "object", "patternProperties": {"^[ab]{1,2}$": {"type": "null"}}, "additionalProperties": False,
          "maxProperties": 3}
 FEWER_THAN_MIN = {"type": "object", "properties": {"x": {"type": "null"}}, "propertyNames": {"enum": ["x", "a", "b"]},
@@ -139,6 +141,7 @@ def _documents(declared: list, others: list, values: list, lo: int = 0, hi: int 
 
 @pytest.mark.parametrize("schema, docs", [
     (NAMES, _documents([], ["ab", "ac", "b"], [True, False])),
+    (NAMED_STRINGS, _documents([], ["ab", "ac", "b"], ["x", "y,"])),
     (SHORT, _documents([], ["a", "b", "aa", "ab", "ba", "bb"], [None], hi=3)),
     (FEWER_THAN_MIN, _documents(["x"], ["a", "b"], [None], lo=3)),
 ])
