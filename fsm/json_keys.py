@@ -239,7 +239,8 @@ class KeyMatcher:
         inner, track = self.inner, self.track
         if not inner.accept_token(token_id):
             return False
-        if self._tokens.plain[token_id] and not track[1] & ESCAPED:  # (the usual step)
+        plain = self._tokens.plain
+        if (token_id >= len(plain) or plain[token_id]) and not track[1] & ESCAPED:  # (the usual step; EOS)
             self._tracks.append(track)
             if track[1] == IN_KEY:  # (a key's bytes, no quote among them)
                 self.track = nxt = (track[0], IN_KEY, track[2] + self.automaton.vocab.token_bytes[token_id])

@@ -582,7 +582,7 @@ class _Compiler:
         # objects that take keys no slot writes (kept distinct while decoding:
         # fsm/json_keys.py), and whether some of those keys are bounded
         self.free_keys = self.walk_keys = False
-        self._key_languages: dict = {}  # term id -> _free_keys' verdict
+        self._key_languages: dict = {}  # ids of the key terms, minProperties -> _free_keys' verdict
         # the schema to compile: root, or where it has $dynamicRefs, its copy with them
         # resolved (fsm/json_dynamic.py)
         self.entry = root
@@ -2318,7 +2318,7 @@ class _Compiler:
         if not bare:  # (any key but the declared ones: endless from every beginning)
             return None
         tb = self.tb
-        k = (id(keys[0]), len(keys), id(bare[0]), lo)
+        k = (*map(id, keys), None, *map(id, bare), lo)
         if k not in self._key_languages:
             self._keep.append((keys, bare))
             count = None
