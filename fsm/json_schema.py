@@ -108,7 +108,8 @@ values), of closed objects of at least
 65536 values (additionalProperties false all the way down: travis' {"secure": ...},
 citation's authors; an item may not end as an earlier one; with unique arrays below
 whose items hold none: travis' notifications, citation's references), of numbers or
-integers without bounds (set[int], set[float]; compared as values: 1 repeats 1.0), or
+integers without bounds or above a bound of 0 or more (set[int], set[float],
+set[conint(ge=0)]; compared as values: 1 repeats 1.0), or
 of several of these, with true, false and null too (`{"uniqueItems": true}`: any
 values; a slot of literals only where its place is below their number), checked while decoding beside the automaton (fsm/json_unique.py: whether the
 array is unique must not hang on a not, contains, dependentSchemas, an anyOf/oneOf whose
@@ -140,7 +141,7 @@ ASCII text, and integers without a fraction part (`1`, not `1.0`, which
 Pydantic's strict ints refuse; floats, and an enum's or a const's values, which
 Pydantic takes as 1.0 too, keep theirs) (python_dates=True); and the
 uniqueItems of a set that is neither checked while decoding nor over a finite set
-(`set[conint(ge=0)]`, `set[tuple[int, int]]`) is not enforced (python_sets=True):
+(`set[conint(le=9999)]`, `set[tuple[int, int]]`) is not enforced (python_sets=True):
 Pydantic reads an array with a repeated item into the set, so the text may repeat an
 item while the object is valid (`set[Literal[...]]` stays exact, and `set[str]`,
 `set[int]` wherever fsm/json_unique.py checks them). Where
@@ -2443,8 +2444,8 @@ class _Compiler:
                             f"or are strings (any, listed by an enum, of at least {MIN_UNIQUE_DOMAIN} values, or "
                             "counted, in an array of one way), "
                             "lists of strings or of any values, open objects, closed objects of at least that "
-                            "many values (whose unique arrays below hold none), or numbers without bounds (any, or "
-                            "integers), with true, false and null beside them, in an "
+                            "many values (whose unique arrays below hold none), or numbers without bounds or above one "
+                            "of 0 or more (any, or integers), with true, false and null beside them, in an "
                             "array whose place every valid instance decides (fsm/json_unique.py)")
             elif dom is not None:
                 self._negated += 1
@@ -2664,7 +2665,7 @@ def compile_json_schema(schema, vocab, max_states: int | None = None, **options)
     address whose host bits are zero; uuid1-uuid8 that version; base64 and base64url
     padded base64 of ASCII text; integers without a fraction part), python_sets (default True
     for Pydantic models: uniqueItems over items outside a finite set, where it is not
-    checked while decoding (fsm/json_unique.py: strings, numbers without bounds), is not enforced,
+    checked while decoding (fsm/json_unique.py: strings, numbers without bounds or above 0), is not enforced,
     as Pydantic reads repeats into a set; False refuses it, or drops it with a warning
     when not strict), documents ({uri: schema}: the other documents that `$ref`s reach,
     by URI, relative ones as the root's base resolves them: `{"$ref": "defs.json#/$defs/a"}`

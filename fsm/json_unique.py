@@ -56,9 +56,9 @@ items:
   object's along its normal rests, in which the tracker refuses the bytes that repeat
   an item below, and where that walk leaves every rest, the item below must still be
   able to end as a new value (ends_new's `capture`);
-- numbers without bounds (NUMBERS): from every prefix of one, appending a digit makes
-  a new value, so nothing corners them;
-- integers without bounds (INTEGERS): once an integer's digits are all there ("0", or
+- numbers without bounds (NUMBERS), or above one of 0 or more: from every prefix of
+  one, appending a digit makes a new value, so nothing corners them;
+- integers without bounds (INTEGERS), or above one of 0 or more: once an integer's digits are all there ("0", or
   "5." in the automaton's universe, whose integers may be written 5.0) it can only end
   as that value, so the tracker refuses those bytes where the value came before;
 - *literals* (LITERALS: true, false, null, beside the kinds above, so `{"uniqueItems":
@@ -67,9 +67,10 @@ items:
   endless kind too; an item of literals only (a prefix item) is checked where its
   place is below their number (the second of two booleans: one is left), and an array
   of literals only is a finite set, which the compiler keeps distinct.
-Numbers with bounds, multipleOf or an enum are refused: a finite or sparse set, which
-refusing repeats might corner. A `not` that lists values (`not: {enum: [0]}`) takes
-out a few, and the numbers stay endless: checked.
+Numbers with an upper or negative bound, multipleOf or an enum are refused: a finite or
+sparse set, which refusing repeats might corner. A `not` that lists values (`not: {enum:
+[0]}`) takes out a few, and a lower bound of 0 or more (`set[conint(ge=0)]`,
+PositiveInt) the ones below it, and the numbers stay endless: checked.
 
 The table (`UniquePlan`) is built before compiling, from the schema: the *frames* of the
 instance's containers. A frame is what applies to a value of one kind (object, array)
@@ -182,6 +183,7 @@ _LISTED_OK = _QUIET | frozenset(_ARRAY_KW + _NUMBER_KW + _OBJECT_KW) | {"type", 
 _LITERAL_OK = _QUIET | frozenset(_STRING_KW + _NUMBER_KW + _OBJECT_KW + _ARRAY_KW) | {"type"}
 # numbers without bounds (sure or maybe schemas alike: a bound says where the numbers are)
 _NUMBER_OK = _QUIET | frozenset(_ARRAY_KW + _STRING_KW + _OBJECT_KW) | {"type"}
+_NUMBER_FROM_ZERO_OK = _NUMBER_OK | {"minimum", "exclusiveMinimum"}  # (sure schemas: a bound of 0 or more, _from_zero)
 
 
 class UniquePlan:
@@ -1233,13 +1235,15 @@ class _Planner:
 
     def _number_kind(self, items: list) -> int:
         """INTEGERS where the numbers the schemas `items` allow are the integers, NUMBERS
-        where they are all numbers, but for a few values that a `not` lists, else 0
-        (bounds, multipleOf, an enum: a finite or sparse set, which refusing repeats
-        might corner). From an integer's "0" or "5." the only ways on are texts of the
-        same value; from a number's, endlessly many. The values a `not` lists take out
-        a few of the endlessly many, never all."""
+        where they are all numbers, but for a few values that a `not` lists or a lower
+        bound of 0 or more takes out, else 0 (an upper or negative bound, multipleOf, an
+        enum: a finite or sparse set, which refusing repeats might corner: `-1.5` ends
+        there above -1.5). From an integer's "0" or "5." the only ways on are texts of
+        the same value; from a number's, endlessly many (above a bound of 0 or more, a
+        beginning of a number goes on to ever greater values, `0.5` to `0.51`). The
+        values a `not` lists take out a few of the endlessly many, never all."""
         ways = self._alternatives(items, "number")
-        if not all(_only(x, _NUMBER_OK) for sure, maybe in ways for x in sure.values()):
+        if not all(_only(x, _NUMBER_FROM_ZERO_OK) and _from_zero(x) for sure, maybe in ways for x in sure.values()):
             return 0
         if any(not _only(x, _NUMBER_OK) or _integral(x) for sure, maybe in ways for x in maybe.values()
                if id(x) not in self.excluded):
@@ -1387,6 +1391,19 @@ def _normal_texts(tb):
 def _min_items_fit(alts: list, n: int) -> bool:
     """Whether no way of an array (`alts`) asks for more than n items."""
     return all(isinstance(lo := x.get("minItems", 0), int) and lo <= n for sure, _ in alts for x in sure.values())
+
+
+def _from_zero(s: dict) -> bool:
+    """Whether the lower bounds of s, if any, are 0 or more (draft-04's boolean
+    exclusiveMinimum qualifies its minimum)."""
+    for k in ("minimum", "exclusiveMinimum"):
+        v = s.get(k, 0)
+        if isinstance(v, bool):
+            if k == "minimum":
+                return False
+        elif not isinstance(v, (int, float)) or v < 0:
+            return False
+    return True
 
 
 def _integral(s: dict) -> bool:

@@ -56,6 +56,9 @@ INTS = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
 NUMS = {"type": "array", "items": {"type": "number"}, "uniqueItems": True}
 # winget's success codes: integers but for a few that a `not` lists
 INTS_BUT = {"type": "array", "items": {"type": "integer", "not": {"enum": [0, 1, 10]}}, "uniqueItems": True}
+# a lower bound of 0 or more leaves them endless (set[conint(ge=0)], PositiveInt)
+NATURALS = {"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True}
+POSITIVE = {"type": "array", "items": {"type": "number", "exclusiveMinimum": 0.5}, "uniqueItems": True}
 # compose-spec's `expose`: strings and numbers, kept apart ("1" is not 1)
 PORTS = {"type": "object", "properties": {"expose": {"type": "array", "items": {"type": ["string", "integer"]},
                                                      "uniqueItems": True}, "n": {"type": "number"}}}
@@ -263,6 +266,8 @@ def test_texts_agree_with_jsonschema(schema, instances):
 @pytest.mark.parametrize("schema, texts", [
     (INTS, ['[1,1.0]', '[5.0,5]', '[0,0.00]', '[10,1.0,10.0]', '[1,2.0]', '[-3,-3.0]']),
     (INTS_BUT, ['[2,2.0]', '[2,3]', '[0,2]', '[2,1]', '[100,10]', '[100,100.0]', '[-1,-1]', '[11,101]']),
+    (NATURALS, ['[0,0]', '[0,0.0]', '[0,1]', '[12,3,12]', '[5,5.0]', '[1,10,100]']),
+    (POSITIVE, ['[1,1.0]', '[0.6,0.60]', '[0.6,0.61]', '[1.5,15]', '[0.51,0.510]']),
     (NUMS, ['[1.5,1.50]', '[2,2.0]', '[0.10,0.1]', '[1.05,1.5]', '[0,0.0]', '[-0.5,-0.50]']),
     (PORTS, ['{"expose":[1,"1",1.0]}', '{"expose":["1.0",1]}', '{"expose":[8,"8",8.00]}']),
     (PAIRS, ['[{"s":"a","n":1},{"s":"a","n":1.0}]', '[{"s":"a","n":1.00},{"s":"a","n":1}]',
@@ -613,6 +618,8 @@ def test_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schema, uniq
     (INTS, lambda p: p == (), "[", "integer", "compact"),
     (INTS, lambda p: p == (), "[", "integer", "flexible"),
     (INTS_BUT, lambda p: p == (), "[", "integer", "compact"),
+    (NATURALS, lambda p: p == (), "[", "integer", "compact"),
+    (POSITIVE, lambda p: p == (), "[", "number", "flexible"),
     (NUMS, lambda p: p == (), "[", "number", "compact"),
     (PORTS, lambda p: p == ("expose",), '{"expose":[', "integer", "compact"),
     (TUPLE_NUMS, lambda p: p == (), '["a",', "integer", "flexible"),
@@ -943,7 +950,10 @@ def test_mask_after_a_backslash(smol_vocab):
     # literals that a maybe schema may narrow; a third boolean (the first two may take both)
     {"type": "array", "items": {"type": ["string", "boolean"], "not": {"const": "a"}}, "uniqueItems": True},
     {"type": "array", "prefixItems": [{"type": "boolean"}] * 3, "uniqueItems": True},
-    {"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True},  # (bounds: maybe cornered)
+    # bounds that may corner: above -1 an item "-1" has no way on but -1; below 100, "10" but 10 and 100
+    {"type": "array", "items": {"type": "integer", "minimum": -1}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 100}, "uniqueItems": True},
+    {"type": "array", "items": {"type": "number", "exclusiveMaximum": 5}, "uniqueItems": True},
     {"type": "array", "items": {"type": "number", "multipleOf": 0.5}, "uniqueItems": True},
     {"type": "array", "items": {"enum": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]}, "uniqueItems": True},
     {"type": "array", "items": {"type": "number", "not": {"type": "integer"}}, "uniqueItems": True},
