@@ -73,7 +73,7 @@ class KeyPlan:
         of its object."""
         stack, mode, buf = state
         esc, mode = mode & ESCAPED, mode & ~ESCAPED
-        stack = list(stack)
+        owned = False  # (stack a list of this call's, once it changes)
         i, n = 0, len(data)
         while i < n:
             if mode & 3:
@@ -83,23 +83,27 @@ class KeyPlan:
                     esc, i = 0, i + 1
                     continue
                 m = _STRING_STOP.search(data, i)
-                j = n if m is None else m.start()
-                if mode == IN_KEY:
-                    buf += data[i:j + (m is not None and data[j] == 0x5C)]
                 if m is None:
+                    if mode == IN_KEY:
+                        buf += data[i:]
                     break
-                i = j + 1
-                if data[j] == 0x5C:
-                    esc = ESCAPED
+                j = m.start()
+                if data[j] == 0x5C:  # (a backslash: the next byte is escaped)
+                    if mode == IN_KEY:
+                        buf += data[i:j + 1]
+                    esc, i = ESCAPED, j + 1
                     continue
                 if mode == IN_KEY:
+                    buf += data[i:j]
                     keys = stack[-1]
                     key = buf if 0x5C not in buf else json.loads(b'"' + buf + b'"').encode("utf-8", "surrogatepass")
                     at = bisect_left(keys, key)
                     if at < len(keys) and keys[at] == key:
                         return None
+                    if not owned:
+                        stack, owned = list(stack), True
                     stack[-1] = (*keys[:at], key, *keys[at:])
-                mode, buf = OUTSIDE, b""
+                mode, buf, i = OUTSIDE, b"", j + 1
                 continue
             m = _STRUCTURE.search(data, i)
             if m is None:
@@ -107,18 +111,21 @@ class KeyPlan:
             c, i = data[m.start()], m.start() + 1
             if c == 0x22:  # "
                 mode = IN_KEY if mode == KEY_NEXT else IN_VALUE_STRING
-            elif c == 0x7B:  # {
-                stack.append(())
-                mode = KEY_NEXT
-            elif c == 0x5B:  # [
-                stack.append(None)
-                mode = OUTSIDE
             elif c == 0x2C:  # ,
                 mode = OUTSIDE if stack[-1] is None else KEY_NEXT
-            else:  # } ]
-                stack.pop()
-                mode = OUTSIDE
-        return tuple(stack), mode | esc, buf
+            else:
+                if not owned:
+                    stack, owned = list(stack), True
+                if c == 0x7B:  # {
+                    stack.append(())
+                    mode = KEY_NEXT
+                elif c == 0x5B:  # [
+                    stack.append(None)
+                    mode = OUTSIDE
+                else:  # } ]
+                    stack.pop()
+                    mode = OUTSIDE
+        return (tuple(stack) if owned else stack), mode | esc, buf
 
     def accepts(self, text) -> bool:
         """Whether a whole text (valid for the automaton) repeats no key of an object."""
@@ -321,20 +328,28 @@ class KeyMatcher:
         stack, mode, buf = self.track
         if stack is not self._stack and stack != self._stack:
             self._stack, self._held = stack, self._held_tokens(stack)
-        if self._held is None:
+        held = self._held
+        if held is None:
             return []
-        kt = self._tokens
-        if mode & ESCAPED or (mode == IN_KEY and (done := decoded_prefix(buf)) is None):
-            return self._allowed("quoted", kt.quoted, words)  # (an escape cut short: rare)
-        ids = self._held[mode & 3 != OUTSIDE]
         if mode == IN_KEY:
-            ids = [*ids, *(t for r in _rests(stack[-1], done) for t in kt.heads.get(r, ()))]
-        return [t for t in ids if words[t >> 5] >> (t & 31) & 1]
+            done = decoded_prefix(buf)
+            if done is None:  # (an escape cut short: rare)
+                return self._allowed("quoted", self._tokens.quoted, words)
+            ids = held[1]
+            closing = held[2].get(done)
+            if closing:
+                ids = ids + closing
+        elif mode & ESCAPED:
+            return self._allowed("quoted", self._tokens.quoted, words)
+        else:
+            ids = held[mode & 3 != OUTSIDE]
+        return [t for t in ids if words[t >> 5] >> (t & 31) & 1] if ids else []
 
     def _held_tokens(self, stack: tuple) -> tuple:
         """(the tokens that hold a key of an object in `stack` whole when they begin
-        outside a string, the same when they begin inside one), the odd ones in both;
-        None where no object holds a key."""
+        outside a string, the same when they begin inside one, the odd ones in both;
+        {a key's beginning: the tokens that end it as an earlier key of the innermost
+        object}); None where no object holds a key. Remembered per object's keys."""
         if not any(stack):
             return None
         kt, memo = self._tokens, self.automaton.matcher_memo.setdefault("keys_held", {})
@@ -343,9 +358,16 @@ class KeyMatcher:
             if keys:
                 got = memo.get(keys)
                 if got is None:
-                    got = memo[keys] = tuple(tuple(t for k in keys for t in table.get(k, ())) for table in kt.whole)
+                    closing: dict = {}
+                    for k in keys:
+                        for h, ids in kt.heads.items():
+                            if k.endswith(h):
+                                closing.setdefault(k[:len(k) - len(h)], []).extend(ids)
+                    got = memo[keys] = (*(tuple(t for k in keys for t in table.get(k, ())) for table in kt.whole),
+                                        {d: tuple(v) for d, v in closing.items()})
                 parts.append(got)
-        return tuple(tuple(t for p in parts for t in p[side]) + kt.odd for side in (0, 1))
+        return (*(tuple(t for p in parts for t in p[side]) + kt.odd for side in (0, 1)),
+                parts[-1][2] if stack[-1] else {})
 
     def _walk_candidates(self, words: np.ndarray) -> list:
         """Where some keys are bounded: the tokens `words` allows after which a key of an

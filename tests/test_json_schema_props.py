@@ -513,15 +513,16 @@ class Tagged(BaseModel):
     tags: set[str]
     ids: frozenset[int] = frozenset()
     marks: set[Literal["a", "b"]] = set()
-    counts: set[Annotated[int, Field(ge=0)]] = set()
+    counts: set[Annotated[int, Field(le=100)]] = set()
+    naturals: set[Annotated[int, Field(ge=0)]] = set()  # (above a bound of 0: kept distinct)
     blob: bytes = b""  # format binary
     secret: SecretStr = SecretStr("")  # format password
     where: pathlib.Path = pathlib.Path(".")  # format path
 
 
 def test_pydantic_sets_of_free_items():
-    """set[str] and frozenset[int]: their items are kept distinct while decoding
-    (fsm/json_unique.py); set[int] with a bound: Pydantic reads an array with repeats
+    """set[str], frozenset[int] and set[int] above a bound of 0: their items are kept
+    distinct while decoding (fsm/json_unique.py); set[int] with an upper bound: Pydantic reads an array with repeats
     into the set, so for Pydantic sources that uniqueItems is not enforced
     (python_sets); a finite item set stays exact, a dict schema still refuses it
     (strict), and so does python_sets=False. Pydantic's formats for bytes, SecretStr and
@@ -538,6 +539,8 @@ def test_pydantic_sets_of_free_items():
     assert not cs.accepts(cs.canonical({"tags": ["x", "y", "x"]}), dfa)
     assert not cs.accepts(cs.canonical({"tags": [], "marks": ["a", "a"]}), dfa)
     assert not cs.accepts(cs.canonical({"tags": [], "ids": [3, 3]}), dfa)
+    assert not cs.accepts(cs.canonical({"tags": [], "naturals": [0, 0]}), dfa)
+    assert cs.accepts(cs.canonical({"tags": [], "naturals": [0, 10, 1]}), dfa)
     texts, _ = random_walks(cs, n=40, seed=4)
     assert len(texts) > 20
     for t in texts:
@@ -545,7 +548,7 @@ def test_pydantic_sets_of_free_items():
         assert len(tagged.tags) == len(raw["tags"]) and len(tagged.ids) == len(raw.get("ids", ())), t
     with pytest.raises(SchemaError, match="'binary' is not supported"):
         schema_to_term(Tagged, python_dates=False)
-    for schema, opts in [(Tagged, {"python_sets": False}), ({"type": "array", "items": {"type": "integer", "minimum": 0},
+    for schema, opts in [(Tagged, {"python_sets": False}), ({"type": "array", "items": {"type": "integer", "maximum": 100},
                                                               "uniqueItems": True}, {}),
                          ({"not": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
                           {"python_sets": True})]:  # (under `not`, dropping it would shrink the language)
@@ -1393,7 +1396,7 @@ def _token_walks(auto, vocab, check, seed, n=12, steps=400, closing=(b"}", b'"')
     """n random walks over auto's token masks: EOS with p_eos where allowed, else with
     p_close a token led by a byte of `closing` where there is one, else any allowed
     token. No mask is empty, each chosen token is accepted, and check(text) holds for
-    every walk that ends; returns how many ended."""
+    every walk that ends, which holds no key twice in one object; returns how many ended."""
     import numpy as np
     rng, row, data, done = np.random.default_rng(seed), np.zeros(vocab.num_words, dtype=np.int32), vocab.token_bytes, 0
     for _ in range(n):
@@ -1413,9 +1416,16 @@ def _token_walks(auto, vocab, check, seed, n=12, steps=400, closing=(b"}", b'"')
                 break
             out.append(t)
         if m.is_terminated():
-            assert check(b"".join(data[t] for t in out).decode("utf-8"))
+            text = b"".join(data[t] for t in out).decode("utf-8")
+            assert check(text)
+            json.loads(text, object_pairs_hook=_distinct_keys)
             done += 1
     return done
+
+
+def _distinct_keys(pairs: list) -> dict:
+    assert len({k for k, _ in pairs}) == len(pairs), pairs
+    return dict(pairs)
 
 
 def test_token_level_random_walks(smol_vocab):
