@@ -9,8 +9,8 @@ file, strict mode's result (time to first mask, or the SchemaError naming keywor
 pointer), lenient mode's (time to first mask, keywords relaxed), then --walks walks
 that pick uniformly among the allowed tokens (SmolLM2 tokenizer) for at most
 --max-tokens steps: how many ended, how many of those `jsonschema` accepts and hold no
-key twice in one object (it must be all), the median / p99 / slowest step and the DFA states made. Uniform walks of big
-schemas seldom end (a free string takes its closing quote with p ~1/49k): `--close P`
+key twice in one object (it must be all), the median / p99 / slowest step and the DFA
+states made. Uniform walks of big schemas seldom end (a free string takes its closing quote with p ~1/49k): `--close P`
 picks, with probability P, among the allowed tokens that close most (EOS, then a
 quote with `}` and `]` after it, then `}` and `]`), so that more walks end and are
 validated. Step times are fill + accept (the walk's own choice is not counted). A crash or an invalid

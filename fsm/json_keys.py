@@ -314,6 +314,8 @@ class KeyMatcher:
         a, feed, track, s = self.automaton, self.plan.feed, self.track, self.inner.state
         data = a.vocab.token_bytes
         for t in ids:
+            if not words[t >> 5] >> (t & 31) & 1:  # (dropped by the inner matcher)
+                continue
             nxt = feed(track, data[t])
             if nxt is None:
                 _drop(words, t)
@@ -334,13 +336,13 @@ class KeyMatcher:
         if mode == IN_KEY:
             done = decoded_prefix(buf)
             if done is None:  # (an escape cut short: rare)
-                return self._allowed("quoted", self._tokens.quoted, words)
+                return self._allowed("quoted", self._tokens.quoted)
             ids = held[1]
             closing = held[2].get(done)
             if closing:
                 ids = ids + closing
         elif mode & ESCAPED:
-            return self._allowed("quoted", self._tokens.quoted, words)
+            return self._allowed("quoted", self._tokens.quoted)
         else:
             ids = held[mode & 3 != OUTSIDE]
         return [t for t in ids if words[t >> 5] >> (t & 31) & 1] if ids else []
@@ -382,24 +384,25 @@ class KeyMatcher:
             return []
         kt = self._tokens
         if mode == KEY_NEXT:
-            return self._allowed("quoted", kt.quoted, words)
+            return self._allowed("quoted", kt.quoted)
         if mode == OUTSIDE:
-            return self._allowed("commas", kt.commas, words)
-        out = self._allowed("quote_commas", kt.quote_commas, words)
+            return self._allowed("commas", kt.commas)
+        out = self._allowed("quote_commas", kt.quote_commas)
         p = self.plan.pending(self.track)
         if p is not None and mode & 3 == IN_KEY and p[0] is not None:
             trie = self.automaton.vocab.trie
             out = out + [t for r in p[1] for t in _among(_path_tokens(trie, r), words).tolist()]
         return out
 
-    def _allowed(self, name: str, ids: np.ndarray, words: np.ndarray) -> list:
-        """The tokens of `ids` that the current state's mask `words` allows (remembered
-        per automaton state: the mask is the state's)."""
+    def _allowed(self, name: str, ids: np.ndarray) -> list:
+        """The tokens of `ids` that the automaton's mask of the current state allows
+        (remembered per state; not the row being filled, which the inner matcher may
+        have narrowed by its own tracker's state: a superset, stepped through ours)."""
         memo = self.automaton.matcher_memo.setdefault("keys_" + name, {})
         s = self.inner.state
         out = memo.get(s)
         if out is None:
-            out = memo[s] = _among(ids, words).tolist()
+            out = memo[s] = _among(ids, self.automaton.mask(s)).tolist()
         return out
 
     def _viable(self, state: int, track: tuple) -> bool:

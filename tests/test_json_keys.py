@@ -30,6 +30,9 @@ TREE = {"$ref": "#/$defs/n", "$defs": {"n": {"type": "object", "properties": {
 NAMES = {"type": "object", "propertyNames": {"enum": ["ab", "ac", "b"]}, "additionalProperties": {"type": "boolean"}}
 NAMED_STRINGS = {"type": "object", "propertyNames": {"enum": ["ab", "ac", "b"]}, "additionalProperties": {
     "enum": ["x", "y,"]}}  # (string values: tokens that close one and begin a key, `","`)
+# with a unique array inside (the uniqueItems tracker's matcher within the keys')
+NAMED_SETS = {"type": "object", "propertyNames": {"enum": ["a", "b"]}, "additionalProperties": {
+    "type": "array", "items": {"enum": ["x", "y"]}, "uniqueItems": True}}
 SHORT = {"type": "object", "patternProperties": {"^[ab]{1,2}$": {"type": "null"}}, "additionalProperties": False,
          "maxProperties": 3}
 FEWER_THAN_MIN = {"type": "object", "properties": {"x": {"type": "null"}}, "propertyNames": {"enum": ["x", "a", "b"]},
@@ -142,6 +145,7 @@ def _documents(declared: list, others: list, values: list, lo: int = 0, hi: int 
 @pytest.mark.parametrize("schema, docs", [
     (NAMES, _documents([], ["ab", "ac", "b"], [True, False])),
     (NAMED_STRINGS, _documents([], ["ab", "ac", "b"], ["x", "y,"])),
+    (NAMED_SETS, _documents([], ["a", "b"], [[], ["x"], ["y"], ["x", "y"], ["y", "x"]])),
     (SHORT, _documents([], ["a", "b", "aa", "ab", "ba", "bb"], [None], hi=3)),
     (FEWER_THAN_MIN, _documents(["x"], ["a", "b"], [None], lo=3)),
 ])
@@ -233,3 +237,25 @@ def test_plan_reads_escapes():
     assert not plan.accepts(b'{"\\"":1,"\\u0022":2}')
     assert plan.accepts(b'{"a\\"":1,"a":2,"\\\\":[1,{"\\\\":2}]}')
     assert not plan.accepts('{"é":1,"\\u00e9":2}'.encode())
+
+
+def test_inner_tracker_does_not_narrow_the_candidates(smol_tokenizer, smol_vocab):
+    """Inside a unique array's item, the uniqueItems tracker drops `"],` where it would
+    close a repeat ("x" after "x"); in the same automaton state of another array it is
+    allowed by that tracker, and the keys' one must still check it: after `"],` both
+    keys `a`, `b` came, so no key can follow (the candidates the keys' matcher remembers
+    per state are the automaton's, not a row the inner matcher narrowed first)."""
+    schema = {"type": "object", "propertyNames": {"enum": ["a", "b"]}, "additionalProperties": {
+        "type": "array", "items": {"type": "string"}, "uniqueItems": True}}
+    auto = compile_json_schema(schema, smol_vocab)
+    t = smol_vocab.token_bytes.index(b'"],')
+
+    def at(text):
+        m = auto.matcher()
+        assert m.accept_tokens(smol_tokenizer.encode(text, add_special_tokens=False)), text
+        return m
+    first, second = at('{"a":["x","x'), at('{"a":[],"b":["x')
+    assert first.state == second.state  # (the automaton cannot tell them apart)
+    assert t not in _bits(first.next_token_mask())
+    assert t not in _bits(second.next_token_mask()) and not second.accept_token(t)
+    assert second.accept_tokens(smol_tokenizer.encode('"]}', add_special_tokens=False))
