@@ -25,7 +25,8 @@ NESTED = {"type": "object", "properties": {"m": {"type": "object", "additionalPr
     "type": "object", "additionalProperties": {"type": "boolean"}}}}, "required": ["m"], "additionalProperties": False}
 X_KEYS = {"type": "object", "patternProperties": {"^x-": {"type": "integer"}}, "additionalProperties": False}
 TREE = {"$ref": "#/$defs/n", "$defs": {"n": {"type": "object", "properties": {
-    "kids": {"type": "array", "items": {"$ref": "#/$defs/n"}, "maxItems": 2}}, "additionalProperties": {"type": "integer"}}}}
+    "kids": {"type": "array", "items": {"$ref": "#/$defs/n"}, "maxItems": 2}},
+    "additionalProperties": {"type": "integer"}}}}
 # bounded: few enough valid documents to list them all
 NAMES = {"type": "object", "propertyNames": {"enum": ["ab", "ac", "b"]}, "additionalProperties": {"type": "boolean"}}
 NAMED_STRINGS = {"type": "object", "propertyNames": {"enum": ["ab", "ac", "b"]}, "additionalProperties": {
@@ -94,7 +95,7 @@ def test_endless_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, sche
     rng, dropped, ended = random.Random(5), 0, 0
     for walk in range(10):
         m = auto.matcher()
-        assert m.accept_tokens(smol_tokenizer.encode(start, add_special_tokens=False))
+        assert isinstance(m, KeyMatcher) and m.accept_tokens(smol_tokenizer.encode(start, add_special_tokens=False))
         text = start.encode()
         for _ in range(30):
             got = _bits(m.next_token_mask())
