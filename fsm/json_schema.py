@@ -47,10 +47,8 @@ exactly the same texts of it. The texts of a value (its canonical forms):
   cycle through a meeting schema) takes the key order everywhere (_MixedOrders).
   `CompiledSchema.canonical` writes it (it walks the instance with the schema). Other
   keys are masked as any string but the slotted ones (TokenAutomaton._cofinite_words).
-  Known limit: the other keys are not kept apart, so a text may write one twice (each
-  value valid where it stands; JSON parsers keep the last). Where minProperties (2 or
-  more) is met by counting other keys, a repeat counts twice: the parsed object may have
-  fewer properties (a key tracker, as uniqueItems has, would close this).
+  The other keys are a repeated part, which cannot keep them apart: the matcher does,
+  while decoding (fsm/json_keys.py), so no text holds a key twice in one object.
 - numbers: plain decimal without exponent and without negative zero; an integral value
   may carry `.0`, `.00`... (see fsm/json_numbers.py). Integers are written as integers.
 - strings: one encoding per character (fsm/json_strings.py).
