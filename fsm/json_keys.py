@@ -354,7 +354,7 @@ class KeyMatcher:
         object}); None where no object holds a key. Remembered per object's keys."""
         if not any(stack):
             return None
-        kt, memo = self._tokens, self.automaton.matcher_memo.setdefault("keys_held", {})
+        kt, memo = self._tokens, _bounded_memo(self.automaton, "keys_held")
         parts = []
         for keys in stack:
             if keys:
@@ -413,7 +413,7 @@ class KeyMatcher:
         p = self.plan.pending(track)
         if p is None:
             return True
-        memo = self.automaton.matcher_memo.setdefault("keys_viable", {})
+        memo = _bounded_memo(self.automaton, "keys_viable")
         key = (state, track[1] & 3, *p) if p[0] is not None else None
         got = memo.get(key) if key else None
         if got is None:
@@ -421,6 +421,18 @@ class KeyMatcher:
             if key:
                 memo[key] = got
         return got
+
+
+MAX_MEMO = 1 << 14  # entries of a memo keyed by outputs' keys (those grow with requests): then it starts afresh
+
+
+def _bounded_memo(automaton, name: str) -> dict:
+    """automaton.matcher_memo[name], emptied once it holds MAX_MEMO entries: its keys
+    are the outputs' own (their objects' keys), which a server's requests keep adding."""
+    memo = automaton.matcher_memo.setdefault(name, {})
+    if len(memo) >= MAX_MEMO:
+        memo.clear()
+    return memo
 
 
 def _ends_new(dfa, plan: KeyPlan, state: int, track: tuple) -> bool:

@@ -260,3 +260,16 @@ def test_inner_tracker_does_not_narrow_the_candidates(smol_tokenizer, smol_vocab
     assert t not in _bits(first.next_token_mask())
     assert t not in _bits(second.next_token_mask()) and not second.accept_token(t)
     assert second.accept_tokens(smol_tokenizer.encode('"]}', add_special_tokens=False))
+
+
+def test_memos_of_outputs_keys_stay_bounded(smol_tokenizer, smol_vocab, monkeypatch):
+    """The memos keyed by the outputs' own keys (a server's requests keep adding them)
+    start afresh at MAX_MEMO entries."""
+    import fsm.json_keys as jk
+    monkeypatch.setattr(jk, "MAX_MEMO", 8)
+    auto = compile_json_schema(FREE, smol_vocab)
+    for i in range(30):
+        m = auto.matcher()
+        assert m.accept_tokens(smol_tokenizer.encode('{"k%d":1,"j%d":{"a":2,"' % (i, i), add_special_tokens=False))
+        m.next_token_mask()
+        assert len(auto.matcher_memo["keys_held"]) <= 8
