@@ -45,7 +45,7 @@ from bisect import bisect_left
 import numpy as np
 
 from .json_unique import MAX_VIABLE_STEPS, decoded_prefix
-from .unique_matcher import _among, _drop, _index_of, _path_tokens, _rests, tracked_prefix
+from .unique_matcher import _among, _bounded_memo, _drop, _index_of, _path_tokens, _rests, tracked_prefix
 
 _STRUCTURE = re.compile(rb'["{}\[\],]')
 _STRING_STOP = re.compile(rb'["\\]')
@@ -421,18 +421,6 @@ class KeyMatcher:
             if key:
                 memo[key] = got
         return got
-
-
-MAX_MEMO = 1 << 14  # entries of a memo keyed by outputs' keys (those grow with requests): then it starts afresh
-
-
-def _bounded_memo(automaton, name: str) -> dict:
-    """automaton.matcher_memo[name], emptied once it holds MAX_MEMO entries: its keys
-    are the outputs' own (their objects' keys), which a server's requests keep adding."""
-    memo = automaton.matcher_memo.setdefault(name, {})
-    if len(memo) >= MAX_MEMO:
-        memo.clear()
-    return memo
 
 
 def _ends_new(dfa, plan: KeyPlan, state: int, track: tuple) -> bool:

@@ -221,6 +221,19 @@ def ends_new(dfa, plan, state: int, track: tuple, capture: bool = False) -> bool
     return False
 
 
+MAX_MEMO = 1 << 14  # entries of a memo keyed by the outputs' own items or keys: then it starts afresh
+
+
+def _bounded_memo(automaton, name: str) -> dict:
+    """automaton.matcher_memo[name], emptied once it holds MAX_MEMO entries: where its
+    keys are the outputs' own (earlier items' rests, objects' keys), which a server's
+    requests keep adding to an automaton that lives in the compile cache."""
+    memo = automaton.matcher_memo.setdefault(name, {})
+    if len(memo) >= MAX_MEMO:
+        memo.clear()
+    return memo
+
+
 def tracked_prefix(plan, track, tokens: list, token_bytes) -> list:
     """The longest beginning of `tokens` that the tracker `plan` (json_unique.UniquePlan,
     json_keys.KeyPlan) reads from its state `track` without a refusal: forced tokens
@@ -383,7 +396,7 @@ class UniqueMatcher(Matcher):
                 memo[(self.state, "all")] = self.automaton.allowed_tokens(self.state).tolist()
             return memo[(self.state, "all")]
         where = (in_string, in_number)
-        memo, out = self.automaton.matcher_memo["echoes"], []
+        memo, out = _bounded_memo(self.automaton, "echoes"), []
         for rest in rests:
             got = memo.get((self.state, rest, where))
             if got is None:
@@ -496,7 +509,7 @@ class UniqueMatcher(Matcher):
             return []
         done, seen = inside
         trie, out = self.automaton.vocab.trie, []
-        memo = self.automaton.matcher_memo["echoes"]  # (per state and rest: `words` is the state's mask)
+        memo = _bounded_memo(self.automaton, "echoes")  # (per state and rest: `words` is the state's mask)
         for rest in _rests(seen, done):
             got = memo.get((self.state, rest))
             if got is None:
@@ -517,7 +530,7 @@ class UniqueMatcher(Matcher):
             rests = _rests(seen, done)
             if not rests:
                 return True
-            memo = self.automaton.matcher_memo["viable"]
+            memo = _bounded_memo(self.automaton, "viable")
             key = (state, rests, self.plan.held(track)) if done[:1] == VALUE_MARK else (state, rests)
             if key not in memo:
                 memo[key] = ends_new(self.automaton.dfa, self.plan, state, track)
@@ -531,7 +544,7 @@ class UniqueMatcher(Matcher):
         cap = self.plan.capture(track)
         if cap is None or not _rests(cap[1], cap[0]):
             return True
-        memo = self.automaton.matcher_memo["viable_capture"]
+        memo = _bounded_memo(self.automaton, "viable_capture")
         key = (state, track)
         if key not in memo:
             memo[key] = ends_new(self.automaton.dfa, self.plan, state, track, capture=True)

@@ -265,8 +265,8 @@ def test_inner_tracker_does_not_narrow_the_candidates(smol_tokenizer, smol_vocab
 def test_memos_of_outputs_keys_stay_bounded(smol_tokenizer, smol_vocab, monkeypatch):
     """The memos keyed by the outputs' own keys (a server's requests keep adding them)
     start afresh at MAX_MEMO entries."""
-    import fsm.json_keys as jk
-    monkeypatch.setattr(jk, "MAX_MEMO", 8)
+    import fsm.unique_matcher as um
+    monkeypatch.setattr(um, "MAX_MEMO", 8)
     auto = compile_json_schema(FREE, smol_vocab)
     for i in range(30):
         m = auto.matcher()
