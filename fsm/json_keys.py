@@ -38,13 +38,13 @@ without the walks.
 """
 from __future__ import annotations
 
-import json
 import re
 from bisect import bisect_left
 
 import numpy as np
 
-from .json_unique import MAX_VIABLE_STEPS, decoded_prefix
+from .json_unique import MAX_VIABLE_STEPS, decoded_prefix, string_value
+from .matcher import Matcher
 from .unique_matcher import _among, _bounded_memo, _drop, _index_of, _path_tokens, _rests, tracked_prefix
 
 _STRUCTURE = re.compile(rb'["{}\[\],]')
@@ -96,7 +96,7 @@ class KeyPlan:
                 if mode == IN_KEY:
                     buf += data[i:j]
                     keys = stack[-1]
-                    key = buf if 0x5C not in buf else json.loads(b'"' + buf + b'"').encode("utf-8", "surrogatepass")
+                    key = string_value(buf)
                     at = bisect_left(keys, key)
                     if at < len(keys) and keys[at] == key:
                         return None
@@ -199,9 +199,6 @@ def _strings(b: bytes, inside: bool) -> tuple:
     """(the characters before the first quote, where `b` begins inside a string, else
     None; the strings `b` holds whole), as UTF-8 bytes; ValueError for an escape that
     does not read."""
-    def text(raw):
-        return json.loads(b'"' + raw + b'"').encode("utf-8", "surrogatepass")
-
     def end(i):  # (the closing quote of a string whose bytes begin at i, or -1)
         while i < len(b):
             if b[i] == 0x5C:
@@ -217,9 +214,9 @@ def _strings(b: bytes, inside: bool) -> tuple:
         j = end(0)
         if j < 0:  # (only escaped quotes: the string goes on)
             return None, out
-        head, i = text(b[:j]), j + 1
+        head, i = string_value(b[:j]), j + 1
     while (q := b.find(b'"', i)) >= 0 and (j := end(q + 1)) >= 0:
-        out.append(text(b[q + 1:j]))
+        out.append(string_value(b[q + 1:j]))
         i = j + 1
     return head, out
 
@@ -265,7 +262,6 @@ class KeyMatcher:
         return True
 
     def accept_tokens(self, token_ids) -> bool:
-        from .matcher import Matcher
         return Matcher.accept_tokens(self, token_ids)
 
     def rollback(self, n: int) -> None:

@@ -581,7 +581,7 @@ class _Compiler:
         # objects that take keys no slot writes (kept distinct while decoding:
         # fsm/json_keys.py), and whether some of those keys are bounded
         self.free_keys = self.walk_keys = False
-        self._key_languages: dict = {}  # ids of the key terms, minProperties -> _free_keys' verdict
+        self._key_languages: dict = {}  # (key terms' ids, bare ones', minProperties) -> _free_keys' verdict
         # the schema to compile: root, or where it has $dynamicRefs, its copy with them
         # resolved (fsm/json_dynamic.py)
         self.entry = root
@@ -2256,8 +2256,7 @@ class _Compiler:
                 if names_t is not None:
                     key = tb.intersect([key, names_t])
                 if pat_terms or names_t is not None:
-                    b = st.quoted(tb.intersect(content[:-1]) if len(content) > 2 else content[0]) \
-                        if len(content) > 1 else st.any_string
+                    b = st.quoted(tb.intersect(content[:-1])) if pat_terms else st.any_string
                     bare.append(b if names_t is None else tb.intersect([b, names_t]))
                 keys.append(key)
                 others.append(tb.seq([key, self.colon, v]))
@@ -2317,9 +2316,8 @@ class _Compiler:
         if not bare:  # (any key but the declared ones: endless from every beginning)
             return None
         tb = self.tb
-        k = (*map(id, keys), None, *map(id, bare), lo)
+        k = (tuple(t.id for t in keys), tuple(t.id for t in bare), lo)
         if k not in self._key_languages:
-            self._keep.append((keys, bare))
             count = None
             try:
                 endless, finite = key_language(LazyDFA(JsonTermSource(tb), tb.alt(bare), MAX_KEY_STATES))

@@ -310,7 +310,7 @@ class UniquePlan:
                     else:
                         stack[-1] = ("o", f, 2, top[3])
                 elif mode == 3:
-                    item = buf[:-1] if 0x5C not in buf else json.loads(b'"' + buf).encode("utf-8", "surrogatepass")
+                    item = string_value(buf[:-1])
                     _, f, k, seen, nums = stack[-1]
                     at = bisect_left(seen, item)
                     if at < len(seen) and seen[at] == item:
@@ -502,6 +502,14 @@ class UniquePlan:
         items, or in a number item)."""
         stack, dead, mode, _ = state
         return not dead and mode in (0, 4) and bool(stack) and stack[-1][0] == "a" and stack[-1][3] is not None
+
+
+def string_value(raw: bytes) -> bytes:
+    """A whole string's characters as UTF-8 bytes (`raw`: its bytes between the quotes,
+    escapes and all)."""
+    if 0x5C not in raw:  # (raw bytes are their UTF-8 bytes: the usual case)
+        return raw
+    return json.loads(b'"' + raw + b'"').encode("utf-8", "surrogatepass")
 
 
 def decoded_prefix(buf: bytes) -> bytes | None:

@@ -88,6 +88,12 @@ def small_vocab(tokens, eos=True) -> fsm.Vocabulary:
     return fsm.Vocabulary(toks, (len(toks) - 1,) if eos else (), len(toks) + 5)  # padded width
 
 
+def distinct_keys(pairs: list) -> dict:
+    """json.loads' object_pairs_hook that asserts no key comes twice in one object."""
+    assert len({k for k, _ in pairs}) == len(pairs), pairs
+    return dict(pairs)
+
+
 def live_tokens_brute_force(a, s) -> set:
     """Token ids whose bytes keep state s of automaton a's DFA alive, one token at a time
     (the oracle masks are compared with)."""

@@ -18,6 +18,8 @@ import pytest
 from fsm.json_keys import KeyMatcher, KeyPlan, key_language
 from fsm.json_schema import compile_json_schema, schema_to_term
 
+from .conftest import distinct_keys
+
 FREE = {"type": "object"}  # (any keys, any values: the universe's objects)
 DICT = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "integer"},
         "minProperties": 3}
@@ -111,7 +113,7 @@ def test_endless_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, sche
             assert m.accept_token(t)
             if t in eos:
                 ended += 1
-                doc = json.loads(text, object_pairs_hook=_no_repeats)
+                doc = json.loads(text, object_pairs_hook=distinct_keys)
                 jsonschema.validate(doc, schema)
                 break
             text += data[t]
@@ -119,12 +121,6 @@ def test_endless_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, sche
 
 
 _KEYISH = {b"a", b"b", b"p", b"q", b"x", b"-", b"x-", b'":', b',"', b'"'}
-
-
-def _no_repeats(pairs):
-    keys = [k for k, _ in pairs]
-    assert len(keys) == len(set(keys)), keys
-    return dict(pairs)
 
 
 def _documents(declared: list, others: list, values: list, lo: int = 0, hi: int | None = None) -> set:

@@ -39,6 +39,8 @@ from fsm.json_schema import SchemaError, SchemaWarning, canonical_json, schema_t
 from fsm.json_source import JsonTermSource
 from fsm.unique_matcher import ends_new
 
+from .conftest import distinct_keys
+
 SCHEMAS = [
     {"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 8},
                                       "age": {"type": "integer", "minimum": 0, "maximum": 130},
@@ -1418,14 +1420,10 @@ def _token_walks(auto, vocab, check, seed, n=12, steps=400, closing=(b"}", b'"')
         if m.is_terminated():
             text = b"".join(data[t] for t in out).decode("utf-8")
             assert check(text)
-            json.loads(text, object_pairs_hook=_distinct_keys)
+            json.loads(text, object_pairs_hook=distinct_keys)
             done += 1
     return done
 
-
-def _distinct_keys(pairs: list) -> dict:
-    assert len({k for k, _ in pairs}) == len(pairs), pairs
-    return dict(pairs)
 
 
 def test_token_level_random_walks(smol_vocab):
