@@ -20,14 +20,25 @@ from .json_merge import _common_values, _json_type, _well_typed
 from .json_strings import string_text
 
 
-def scalar_overlaps(comp, subs) -> bool:
-    """Whether the oneOf branches that share types (overlaps) hold no objects or
-    arrays: their complements meet no container, so nothing below needs every key
+def scalar_overlaps(comp, node, subs) -> bool:
+    """Whether the oneOf branches that may share a value (overlapping) hold no objects
+    or arrays: their complements meet no container, so nothing below needs every key
     slotted."""
-    groups = overlaps(comp, subs)
+    groups = overlapping(comp, node, subs)
     return groups is not None and all(
-        len(g) == 1 or not {"object", "array"} & set().union(*(types_of(comp, subs[i]) for i in g))
-        for g in groups)
+        not {"object", "array"} & set().union(*(types_of(comp, subs[i]) for i in g)) for g in groups)
+
+
+def overlapping(comp, node, subs) -> list | None:
+    """The groups of node's oneOf branches (overlaps) that need complements of each
+    other: more than one branch, not disjoint among themselves. Exactly one branch
+    holds iff exactly one of its group does, so a group whose branches are apart is a
+    union whatever the other groups are (avro's types: two strings that overlap beside
+    recursive objects told apart by their `type`). None where some branch's types are
+    unknown."""
+    groups = overlaps(comp, subs)
+    return None if groups is None else [
+        g for g in groups if len(g) > 1 and not disjoint(comp, node, [subs[i] for i in g])]
 
 
 def overlaps(comp, subs) -> list | None:
@@ -90,15 +101,17 @@ def types_of(comp, s, seen: frozenset = frozenset()) -> set | None:
     return out
 
 
-def _disc_values(comp, s, prop) -> set | None:
+def _disc_values(comp, s, prop, given: bool = False) -> set | None:
+    """The values branch s lists for its property `prop`, where its objects have it
+    (s requires it, or the schema beside the oneOf does: `given`), else None."""
     s = deref(comp, s)
     if not isinstance(s, dict):
         return None
     if "$ref" in s:
-        inner = _disc_values(comp, comp._resolve(s, s["$ref"]), prop)
+        inner = _disc_values(comp, comp._resolve(s, s["$ref"]), prop, given)
         if inner is not None:
             return inner
-    if prop not in s.get("required", []) or s.get("type", "object") != "object":
+    if not given and prop not in s.get("required", []) or s.get("type", "object") != "object":
         return None
     p = deref(comp, s.get("properties", {}).get(prop))
     if not isinstance(p, dict):
@@ -112,9 +125,9 @@ def _disc_values(comp, s, prop) -> set | None:
 
 def disjoint(comp, node, subs) -> bool:
     """Whether no value holds two of the branches `subs` of node's oneOf (or anyOf):
-    their types apart, a discriminator (a required property whose listed values are
-    apart), or pairs apart (_apart). Tests on an object's properties hold on every
-    value of another type: they tell branches apart only where node, or each branch,
+    their types apart, a discriminator (a property that each branch, or node,
+    requires, whose listed values are apart), or pairs apart (_apart). Tests on an
+    object's properties hold on every value of another type: they tell branches apart only where node, or each branch,
     holds objects only (an untyped `{required: [k], properties: {k: {const: 1}}}`
     holds on 5)."""
     types = [types_of(comp, s) for s in subs]
@@ -138,8 +151,13 @@ def disjoint(comp, node, subs) -> bool:
             first = comp._resolve(first, first["$ref"])
         if isinstance(first, dict):
             cands += [k for k in first.get("required", []) if k not in cands]
+    # (a key the schema beside the oneOf requires: cmake-presets' `version`, whose
+    # value picks one of five closed branches)
+    given = node.get("required") if isinstance(node.get("required"), list) else []
+    given = [k for k in given if isinstance(k, str)]
+    cands += [k for k in given if k not in cands]
     for prop in cands if objects else ():
-        vals = [_disc_values(comp, s, prop) for s in subs]
+        vals = [_disc_values(comp, s, prop, prop in given) for s in subs]
         if all(v is not None for v in vals):
             seen = set()
             ok = True
@@ -169,9 +187,10 @@ def _branches(comp, s, depth: int = 0) -> list:
 
 def _apart(comp, x: tuple, y: tuple, objects: bool) -> bool:
     """Whether schemas a and b (x, y: (schema, its types (_types_of), _closed_object))
-    hold no value in common: types apart, or closed objects one of which requires a key the other
-    does not allow, or a closed object that holds a key (required, minProperties)
-    beside an object schema that allows none of its keys (circle-ci's logic: one
+    hold no value in common: types apart, or a schema that requires a key beside a
+    closed object that does not allow it (vega's field: a closed datum, group or parent
+    reference beside an open `{signal}`), or a closed object that holds a key
+    (required, minProperties) beside an object schema that allows none of its keys (circle-ci's logic: one
     operator key, or any keys but the operators by propertyNames); where only
     objects count (`objects`, or a and b hold objects only), a required property's
     listed values or types that the other excludes (gitlab-ci's jobs: `when: {enum:
@@ -181,12 +200,19 @@ def _apart(comp, x: tuple, y: tuple, objects: bool) -> bool:
     if ta is not None and tb is not None and not ta & tb:
         return True
     objects = objects or (ta is not None and tb is not None and ta | tb <= {"object"})  # (a value of both is one)
-    if ca is not None and cb is not None and (any(k not in cb[1] for k in ca[0]) or
-                                              any(k not in ca[1] for k in cb[0])):
-        return True
+    if ca is not None and any(k not in ca[1] for k in (cb[0] if cb is not None else _required(comp, b))) \
+            or cb is not None and any(k not in cb[1] for k in (ca[0] if ca is not None else _required(comp, a))):
+        return True  # (a value of the closed one is an object, without the key)
     if any(c is not None and c[2] and _allows_none(comp, o, c[1]) for c, o in ((ca, b), (cb, a))):
         return True
     return objects and (_values_apart(comp, a, b) or _values_apart(comp, b, a))
+
+
+def _required(comp, s) -> list:
+    """The keys schema s requires of its objects (its own `required`, through $refs)."""
+    s = deref(comp, s)
+    r = s.get("required", []) if isinstance(s, dict) else []
+    return r if isinstance(r, list) else []
 
 
 def _values_apart(comp, a, b) -> bool:

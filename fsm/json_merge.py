@@ -7,7 +7,7 @@ functions of schema dicts; the object merge, which reads the compiler's patterns
 options, is _Compiler._merged_objects (fsm/json_schema.py)."""
 from __future__ import annotations
 
-from .json_keywords import _ANNOTATIONS, _KEYWORDS, _NUMBER_KW, _STRING_KW, _TYPES, _schema_keys
+from .json_keywords import _ANNOTATIONS, _FAMILIES, _KEYWORDS, _NUMBER_KW, _STRING_KW, _TYPED_KW, _TYPES, _schema_keys
 from .json_numbers import to_decimal
 
 # keywords that may stand beside `type` and `enum` for the enum to be filtered by type
@@ -141,8 +141,13 @@ _TIGHTER = {"minimum": max, "exclusiveMinimum": max, "minLength": max,
 
 def _finite_values(s) -> list | None:
     """The values a schema (dereferenced) accepts when it lists them: const, enum
-    (beside `type` at most) or the type boolean / null; None for any other schema."""
-    if not isinstance(s, dict) or not _schema_keys(s) <= _TYPED_ENUM_KEYS | {"const"}:
+    (beside `type` at most, and keywords of types none of them has: yippee-ki-json's
+    `additionalItems` beside an enum of strings) or the type boolean / null; None for
+    any other schema."""
+    if not isinstance(s, dict):
+        return None
+    stray = _schema_keys(s) - _TYPED_ENUM_KEYS - {"const"}
+    if stray and not ("const" in s or "enum" in s) or not stray <= _TYPED_KW:
         return None
     ty = s.get("type")
     if not _well_typed(ty):
@@ -155,4 +160,7 @@ def _finite_values(s) -> list | None:
         vals = [True, False, None]
     else:
         return None
-    return [v for v in vals if _has_type(v, ty)]
+    vals = [v for v in vals if _has_type(v, ty)]
+    if any(k in _FAMILIES[_json_type(v)] for v in vals if _json_type(v) in _FAMILIES for k in stray):
+        return None
+    return vals

@@ -203,7 +203,7 @@ from urllib.parse import unquote, urldefrag, urljoin
 from .dfa import DEFAULT_MAX_STATES, LazyDFA
 from .errors import ConstraintError, RegexError, SchemaError, SchemaWarning, TooLargeError
 from .json_formats import PYDANTIC_ANY_STRING, SPEC_FORMATS
-from .json_disjoint import deref, disjoint, overlaps, scalar_overlaps, types_of
+from .json_disjoint import deref, disjoint, overlapping, scalar_overlaps, types_of
 from .json_dynamic import DynamicRefs
 from .json_keywords import (_ANNOTATIONS, _ARRAY_KW, _FAMILIES, _NUMBER_KW, _OBJECT_KW, _STRING_KW, _SUB_LIST,
                             _SUB_MAP, _SUB_ONE, _TYPED_KW, _TYPES, _UNSUPPORTED, _beside_ref, _check_values,
@@ -219,7 +219,7 @@ from .json_unique import MIN_UNIQUE_DOMAIN, _count_strings, plan_unique_items, w
 from .json_source import JsonTermBuilder, JsonTermSource
 from .json_strings import StringTerms, encode_string, string_text
 from .json_variants import (CONDITIONS_MAX, CONDITIONS_ONE_KEY_MAX, _holds, _named, _own_keys, _presence,
-                            _presence_parts, _value_conditions)
+                            _presence_parts, _presence_sets, _value_conditions)
 from .terms import ALT, AND, BYTES, CONCAT, NOT, STR, Term, TermBuilder, paused_gc
 
 DEFAULT_MAX_DEPTH = 20
@@ -300,8 +300,11 @@ class CompiledSchema:
             return
         if "allOf" in node or "$ref" in node:  # (as _Compiler._value: merged if it merges; else presence parts)
             node = comp._conjunction(node) or node
-        if (parts := _presence_parts(node)) is not None:  # (variants of node: its slots)
-            node = parts[2]
+        if _presence_parts(node) is not None:  # (the variant of node with v's keys: its slots)
+            keys = set(v) if isinstance(v, dict) else set()
+            node = next((x for x in comp._presence_variants(node) if "object" in x["type"]
+                         and set(x["required"]) <= keys and not any(x["properties"][k] is False and k in keys
+                                                                   for k in x["properties"])), node)
         node = comp._union_distributed(node) or node
         for kw in ("anyOf", "oneOf"):  # (no other part of node accepts objects; a oneOf here
             if kw in node:           # is a union: _Compiler._meets)
@@ -369,16 +372,28 @@ def _container_parts(node: dict) -> int:
     return typed + const + enum + ("anyOf" in node)
 
 
+def _conjuncts(node: dict) -> list:
+    """node and its allOf branches that are schema objects: each holds on every value of
+    node (where node requires a key, or lists a property's values, one of them says so)."""
+    more = node.get("allOf") if isinstance(node.get("allOf"), list) else []
+    return [node] + [x for x in more if isinstance(x, dict)]
+
+
 def _meet_reasons(node: dict) -> set:
     """Why the compiler may intersect or complement values for schema `node`: its
     keywords of _MEETS, a $ref beside other keywords, two parts that may hold
     containers (presence parts do not count). _Compiler._meets decides."""
     parts = _presence_parts(node)
-    taken = parts[0] if parts else ()
-    out = {k for k in node if k in _MEETS and (k not in taken or k == "allOf" and "allOf" in parts[2])}
+    rest = node if parts is None else parts[2]  # (allOf, dependencies: some may be left)
+    out = {k for k in rest if k in _MEETS}
+    for k in ("dependentSchemas", "dependencies"):  # (lists of keys, `{required}`: unions, _object)
+        if k in out and isinstance(rest[k], dict) and all(
+                isinstance(v, list) or (f := _presence(v)) is not None and len(f[1]) <= 1
+                and all(x[0] == "req" for x in f[1]) for v in rest[k].values()):
+            out.discard(k)
     if "$ref" in node and _beside_ref(node):
         out.add("$ref beside")
-    if _container_parts(node if parts is None else parts[2]) > 1:
+    if _container_parts(rest) > 1:
         out.add("containers beside")
     return out
 
@@ -919,7 +934,7 @@ class _Compiler:
             if "oneOf" in why and not _container_parts(node) \
                     and not {"$ref", "allOf", "not", "if"} & node.keys() \
                     and (len(node["oneOf"]) <= 1 or disjoint(self, node, node["oneOf"])
-                         or scalar_overlaps(self, node["oneOf"])):
+                         or scalar_overlaps(self, node, node["oneOf"])):
                 why.discard("oneOf")
             if "patternProperties" in why and self._patterns_apart(node):
                 why.discard("patternProperties")
@@ -1177,10 +1192,7 @@ class _Compiler:
             _, f, rest = got
             keys = sorted(_named(f))
             out = []
-            for bits in range(1 << len(keys)):
-                have = frozenset(k for i, k in enumerate(keys) if bits >> i & 1)
-                if not _holds(f, have):
-                    continue
+            for have in _presence_sets(f, tuple(keys)):
                 v = dict(rest)
                 v["required"] = sorted(set(rest.get("required", ())) | have)
                 v["properties"] = {**rest.get("properties", {}), **{k: False for k in keys if k not in have}}
@@ -1330,7 +1342,7 @@ class _Compiler:
         objects = types_of(self, rest) == {"object"}  # (every `if` holds on other values)
         for i, (key, test, required, _, _) in enumerate(conds):
             vals = self._listed_values(test)
-            here = required or key in rest.get("required", ())
+            here = required or any(key in x.get("required", ()) for x in _conjuncts(rest))
             g = groups.setdefault((key, here), []) if objects and vals is not None else None
             if g is not None and all(not _common_values([vals, self._listed_values(conds[j][1])]) for j in g):
                 g.append(i)
@@ -1348,8 +1360,8 @@ class _Compiler:
         """A schema for node's property `key` failing `test`: the values the property
         declares less the test's where both list theirs (no complement to search at
         every state), else {"not": test}."""
-        props = node.get("properties")
-        has = _finite_values(deref(self, props.get(key, True))) if isinstance(props, dict) else None
+        has = next((v for x in _conjuncts(node) if isinstance(x.get("properties"), dict)
+                    and (v := _finite_values(deref(self, x["properties"].get(key, True)))) is not None), None)
         bad = _finite_values(deref(self, test))
         if has is None or bad is None:
             return {"not": test}
@@ -1481,9 +1493,16 @@ class _Compiler:
         beside it, all to one schema R (through such $refs): `{type: the types they all
         name, $ref: R}` (_typed_copies takes it), not an intersection of R with itself,
         which the grammar path cannot take where R recurses (minecraft's `min` of a
-        number provider, declared in two branches). None for other nodes."""
-        if _beside_ref(node) != {"allOf"} or not isinstance(node["allOf"], list) \
-                or not any(isinstance(b, dict) and "type" in b for b in node["allOf"]):  # (no type: a plain merge)
+        number provider, declared in two branches); one plain $ref beside branches of
+        notes only: that branch. None for other nodes."""
+        if _beside_ref(node) != {"allOf"} or not isinstance(node["allOf"], list):
+            return None
+        asserting = [b for b in node["allOf"]
+                     if b is not True and not (isinstance(b, dict) and _schema_keys(b) <= _ANNOTATIONS)]
+        if len(asserting) == 1 and "$ref" not in node and isinstance(b := asserting[0], dict) and "$ref" in b \
+                and not _beside_ref(b):
+            return b  # (a $ref beside notes: yippee-ki-json's suppliers, whose if/then recurse)
+        if not any(isinstance(b, dict) and "type" in b for b in node["allOf"]):  # (no type: a plain merge)
             return None
         types, holder, target = _TYPES, None, None
         for b in node["allOf"]:
@@ -1836,11 +1855,12 @@ class _Compiler:
         subs = node["oneOf"]
         if len(subs) <= 1 or disjoint(self, node, subs):
             return tb.alt([self.value(s, d, budget) for s in subs])
-        parts = []
-        for group in overlaps(self, subs) or [list(range(len(subs)))]:
-            if len(group) == 1:  # (its types are no other branch's: no complement needed)
-                parts.append(self.value(subs[group[0]], d, budget))
-                continue
+        groups = overlapping(self, node, subs)
+        if groups is None:
+            groups = [list(range(len(subs)))]
+        # (the branches of no group: each holds a value of its own)
+        parts = [self.value(s, d, budget) for i, s in enumerate(subs) if not any(i in g for g in groups)]
+        for group in groups:
             self._negated += 1
             try:
                 terms = [self.value(subs[i], d, budget) for i in group]

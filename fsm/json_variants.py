@@ -5,6 +5,8 @@ that tests one property's value (_value_conditions). Found here, on schema dicts
 _Compiler._presence_variants and _condition_variants make the variants."""
 from __future__ import annotations
 
+import functools
+
 from .json_keywords import _ANNOTATIONS, _schema_keys
 
 def _own_keys(node: dict) -> set:
@@ -22,7 +24,9 @@ def _own_keys(node: dict) -> set:
 # a property listed beside them must allow any value and be required there.
 _PRESENCE_KW = frozenset(("required", "allOf", "anyOf", "oneOf", "not", "properties", "title",
                           "description", "$comment"))
-PRESENCE_MAX_KEYS = 6  # keys whose presence patterns are enumerated (2^6 variants at most)
+PRESENCE_MAX_KEYS = 16  # keys of presence parts written as variants, and
+PRESENCE_MAX_VARIANTS = 64  # the sets of them that satisfy the parts, at most (comet's root:
+# exactly one of 8 keys, 8 variants; `anyOf` of 8 `required`, 255, is an intersection)
 
 
 def _presence(s):
@@ -63,6 +67,51 @@ def _holds(f, keys: frozenset) -> bool:
     return n == len(arg) if op == "all" else n >= 1 if op == "any" else n == 1
 
 
+def _partial(f, have: frozenset, lack: frozenset):
+    """f on an object known to have the keys `have` and to lack those in `lack`: True,
+    False, or None where the other keys decide."""
+    op, arg = f
+    if op == "req":
+        return True if arg <= have else False if arg & lack else None
+    if op == "not":
+        r = _partial(arg, have, lack)
+        return None if r is None else not r
+    got = [_partial(x, have, lack) for x in arg]
+    yes, unknown = got.count(True), got.count(None)
+    if op == "all":
+        return False if False in got else None if unknown else True
+    if op == "any":
+        return True if yes else None if unknown else False
+    return False if yes > 1 else None if unknown else yes == 1  # one
+
+
+@functools.lru_cache(maxsize=1024)
+def _presence_sets(f, keys: tuple) -> tuple | None:
+    """The sets of `keys` (those formula f names, sorted) with which an object satisfies
+    f, found depth first and pruned where f is already decided false; None past
+    PRESENCE_MAX_VARIANTS of them."""
+    out: list = []
+
+    def visit(i: int, have: frozenset, lack: frozenset) -> bool:
+        r = _partial(f, have, lack)
+        if r is False:
+            return True
+        if i == len(keys):
+            out.append(have)
+            return len(out) <= PRESENCE_MAX_VARIANTS
+        return visit(i + 1, have, lack | {keys[i]}) and visit(i + 1, have | {keys[i]}, lack)
+    return tuple(out) if visit(0, frozenset(), frozenset()) else None
+
+
+def _dependency(v):
+    """A dependency's value (a list of keys, a schema) as a formula over which keys the
+    object has where its key is present; None where it says more than that, or nothing."""
+    if isinstance(v, list):
+        return ("req", frozenset(v)) if v and all(isinstance(k, str) for k in v) else None
+    f = ("any", ()) if v is False else _presence(v)
+    return None if f == ("all", ()) else f
+
+
 def _named(f) -> set:
     """The keys formula f names."""
     op, arg = f
@@ -75,14 +124,16 @@ def _named(f) -> set:
 
 def _presence_parts(node: dict):
     """The parts of an object schema (`type: object`, or no `type`) that only say which
-    of its own keys it has (anyOf / oneOf / not / allOf branches that are presence
-    schemas, at most PRESENCE_MAX_KEYS keys): (those keywords, the formula they make
+    keys it has (anyOf / oneOf / not / allOf branches that are presence schemas, and
+    dependencies that are; at most PRESENCE_MAX_KEYS keys, and PRESENCE_MAX_VARIANTS
+    sets of them that satisfy the parts): (those keywords, the formula they make
     together, node without them); None where there are none. _Compiler writes the node
     as the alternation of its variants, one per allowed set of those keys (required /
     forbidden), not as an intersection with complements: dependabot's `oneOf: [{required:
     [directory]}, {required: [directories]}]`, an emptiness search at each new state."""
     if not isinstance(node, dict) or node.get("type", "object") != "object" \
-            or not ("anyOf" in node or "oneOf" in node or "not" in node or "allOf" in node):
+            or not ("anyOf" in node or "oneOf" in node or "not" in node or "allOf" in node
+                    or "dependentRequired" in node or "dependentSchemas" in node or "dependencies" in node):
         return None
     taken, parts, rest = [], [], dict(node)
     for kw, op in (("anyOf", "any"), ("oneOf", "one")):
@@ -106,11 +157,34 @@ def _presence_parts(node: dict):
                 rest["allOf"] = others
             else:
                 del rest["allOf"]
+    # dependencies that say which keys the object has: "its key absent, or the keys
+    # present / the presence schema holding" (tmLanguage's rules: `match` without
+    # `begin`, `begin` with `end` or `while`...). Lists of keys alone, five keys or fewer,
+    # are unions already (_Compiler._object); with more, or beside other presence parts,
+    # variants here too
+    deps: dict = {}  # kw -> {key: formula}
+    for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
+        if isinstance(node.get(kw), dict):
+            got = {k: _dependency(v) for k, v in node[kw].items()}
+            deps[kw] = {k: f for k, f in got.items() if f is not None}
+    plain = all(f[0] == "req" or len(f[1]) == 1 and f[1][0][0] == "req" for d in deps.values() for f in d.values())
+    if not plain or (parts and any(deps.values())) or len({k for d in deps.values() for k in d}) > 5:
+        for kw, got in deps.items():
+            if got:
+                taken.append(kw)
+                parts += [("any", (("not", ("req", frozenset([k]))), f)) for k, f in got.items()]
+                left = {k: v for k, v in node[kw].items() if k not in got}
+                if left:
+                    rest[kw] = left
+                else:
+                    del rest[kw]
     if not parts:
         return None
     f = ("all", tuple(parts))
     keys = _named(f)
-    if len(keys) > PRESENCE_MAX_KEYS or not keys <= _own_keys(node):
+    if len(keys) > PRESENCE_MAX_KEYS or _presence_sets(f, tuple(sorted(keys))) is None \
+            or node.get("unevaluatedProperties", True) is not True and not keys <= _own_keys(node):
+        # (a key of a branch's own, not node's, is evaluated by that branch only)
         return None
     return taken, f, rest
 
@@ -121,13 +195,16 @@ CONDITIONS_ONE_KEY_MAX = 64  # but tests of one key for values apart: one outcom
 # (and two more: none holds, and all where the key may be absent), so up to this many
 
 
-def _condition(part):
+def _condition(part, objects: bool = False):
     """An if/then/else whose `if` tests one property's value: {"if": {"properties": {k:
     test}, "required": [k]?}, "then": ..., "else": ...} -> (k, test, required, then,
-    else); None for any other `if`, or none."""
+    else); None for any other `if`, or none. Where the schema holds objects only
+    (`objects`), the `if` may say `type: object` too (yippee-ki-json's suppliers)."""
     c = part.get("if") if isinstance(part, dict) else None
     if isinstance(c, dict) and _schema_keys(c) - _ANNOTATIONS == {"anyOf"}:
         c = _absent_or(c["anyOf"]) or c
+    if objects and isinstance(c, dict) and _is_object_type(c.get("type")):
+        c = {k: v for k, v in c.items() if k != "type"}
     if not isinstance(c, dict) or not ("then" in part or "else" in part) \
             or not _schema_keys(c) <= {"properties", "required"} | _ANNOTATIONS:
         return None
@@ -138,6 +215,10 @@ def _condition(part):
     if not set(req) <= {key}:
         return None
     return key, test, bool(req), part.get("then", True), part.get("else", True)
+
+
+def _is_object_type(t) -> bool:
+    return t == "object" or t == ["object"]
 
 
 def _absent_or(branches) -> dict | None:
@@ -170,7 +251,9 @@ def _value_conditions(node: dict):
     if not isinstance(node, dict) or ("if" not in node and "allOf" not in node):
         return None
     found, rest = [], dict(node)
-    if (c := _condition(node)) is not None:
+    objects = _is_object_type(node.get("type")) or isinstance(node.get("allOf"), list) and any(
+        isinstance(b, dict) and _is_object_type(b.get("type")) for b in node["allOf"])
+    if (c := _condition(node, objects)) is not None:
         found.append(c)
         for k in ("if", "then", "else"):
             rest.pop(k, None)
@@ -178,7 +261,7 @@ def _value_conditions(node: dict):
         keep = []
         for b in node["allOf"]:
             plain = isinstance(b, dict) and _schema_keys(b) <= {"if", "then", "else"} | _ANNOTATIONS
-            c = _condition(b) if plain else None
+            c = _condition(b, objects) if plain else None
             (keep if c is None else found).append(b if c is None else c)
         if len(keep) < len(node["allOf"]):
             rest["allOf"] = keep

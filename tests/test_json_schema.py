@@ -2209,6 +2209,154 @@ def test_oneof_complements_only_branches_that_share_types():
     _agrees_on(pool, cs, dfa, check, least=4)
 
 
+def test_oneof_apart_within_each_type_group():
+    """avro's types: a oneOf of two strings that overlap (a name may be a primitive
+    one) beside objects told apart by a required `type` whose fields recurse. Exactly one
+    branch holds iff exactly one of its type group does (json_disjoint.overlapping):
+    the strings take complements of each other, the objects, apart among themselves,
+    none, so the recursion takes the grammar path (refused before: the objects were
+    complemented too). Instances against jsonschema, names of both strings among them."""
+    field = {"type": "object", "required": ["name", "type"], "additionalProperties": False,
+             "properties": {"name": {"type": "string", "maxLength": 3}, "type": {"$ref": "#/$defs/t"}}}
+    t = {"oneOf": [
+        {"enum": ["int", "null"]},
+        {"type": "string", "pattern": "^[a-z]{1,4}$"},
+        {"type": "object", "required": ["type"], "properties": {
+            "type": {"const": "record"}, "fields": {"type": "array", "maxItems": 2, "items": field}}},
+        {"type": "object", "required": ["type", "items"], "properties": {
+            "type": {"const": "array"}, "items": {"$ref": "#/$defs/t"}}},
+        {"type": "object", "required": ["type"], "properties": {"type": {"enum": ["int", "null"]}}}]}
+    schema = {"$defs": {"t": t}, "$ref": "#/$defs/t"}
+    cs, dfa, check, _ = _on_the_grammar_path(schema, seed=0)
+    assert not cs.relaxed
+    leaves = ["int", "null", "abc", "Abc", "abcde", 3, {"type": "int"}, {"type": "null", "x": 1}, {"type": "bad"}]
+    pool = leaves + [{"type": "array", "items": x} for x in leaves] + [
+        {"type": "record", "fields": [{"name": "a", "type": x}]} for x in leaves] + [
+        {"type": "record"}, {"type": "record", "fields": [{"name": "abcd", "type": "int"}]},
+        {"type": "array", "items": {"type": "record", "fields": []}, "fields": 1}, {"type": "array"}]
+    _agrees_on(pool, cs, dfa, check, least=10)
+
+
+def test_oneof_closed_branch_apart_from_one_requiring_a_key_it_lacks():
+    """vega's field references: an open `{signal}` (required) beside closed `{datum}` and
+    `{group, level}` objects whose values recurse. No value holds two: an object of a
+    closed branch has no `signal` (json_disjoint._apart, one side closed; both closed
+    before), so the oneOf is a union and takes the grammar path (refused before).
+    Instances against jsonschema, objects with `signal` and `datum` both among them."""
+    f = {"oneOf": [
+        {"type": "string"},
+        {"type": "object", "required": ["signal"], "properties": {"signal": {"type": "string"}}},
+        {"type": "object", "required": ["datum"], "additionalProperties": False,
+         "properties": {"datum": {"$ref": "#/$defs/f"}}},
+        {"type": "object", "required": ["group"], "additionalProperties": False,
+         "properties": {"group": {"$ref": "#/$defs/f"}, "level": {"type": "integer"}}}]}
+    schema = {"$defs": {"f": f}, "$ref": "#/$defs/f"}
+    cs, dfa, check, _ = _on_the_grammar_path(schema, seed=0)
+    assert not cs.relaxed
+    leaves = ["x", 3, {}, {"signal": "s"}, {"signal": 1}, {"signal": "s", "datum": "x"}, {"signal": "s", "z": None}]
+    pool = leaves + [{"datum": x} for x in leaves] + [{"group": x, "level": 2} for x in leaves] + [
+        {"group": {"datum": {"signal": "s"}}}, {"datum": "x", "level": 1}, {"group": "x", "level": "1"}]
+    _agrees_on(pool, cs, dfa, check, least=10)
+
+
+@pytest.mark.parametrize("recursive", [False, True])
+def test_oneof_discriminator_required_beside_it(recursive):
+    """cmake-presets' root: `required: [version]` beside a oneOf of closed, untyped
+    branches, each listing its versions. Every object of the node has a version, which
+    picks one branch (json_disjoint.disjoint reads node's required keys too), so the
+    oneOf is a union; around a recursion it takes the grammar path (refused before).
+    Non-objects hold every branch: the oneOf refuses them, and so does `type`."""
+    kids = {"type": "array", "maxItems": 2, "items": {"$ref": "#"}} if recursive else {"type": "array"}
+    schema = {"type": "object", "required": ["version"], "oneOf": [
+        {"additionalProperties": False, "properties": {"version": {"enum": [1, 2]}, "a": {"type": "integer"}}},
+        {"additionalProperties": False, "properties": {"version": {"const": 3}, "a": {}, "kids": kids}}]}
+    cs = schema_to_term(schema)
+    assert (cs.rules is not None) == recursive and not cs.relaxed
+    leaves = [{"version": v, **extra} for v in (1, 2, 3, 4) for extra in ({}, {"a": 1}, {"a": "s"}, {"kids": []})]
+    pool = leaves + [{}, {"a": 1}, 3, "s"] + [{"version": 3, "kids": [x, y]} for x in leaves[:8] for y in leaves[8:]]
+    _agrees_on(pool, cs, cs.dfa(), jsonschema.Draft202012Validator(schema), least=10)
+
+
+@pytest.mark.parametrize("recursive", [False, True])
+def test_presence_of_many_keys_is_variants(recursive):
+    """comet's root: exactly one of eight keys, one of them not declared (a oneOf of
+    `required` alone), beside properties whose values recurse; and tmLanguage's rules:
+    dependencies that say which keys a rule has (`include` without `match` or `begin`,
+    `begin` with `end` or `while`, `captures` with `match` or `begin`) beside more than
+    five dependentRequired keys. Both are presence parts: variants, one per set of the
+    keys they name that satisfies them (json_variants._presence_sets: 8 and 36 of 2^8
+    and 2^10), not intersections (more than 6 keys, or a key of a branch's own, was
+    refused around a recursion before). Every set of the keys against jsonschema."""
+    import itertools
+    kid = {"type": "array", "maxItems": 1, "items": {"$ref": "#"}} if recursive else {"type": "integer"}
+    one = {"type": "object", "properties": {k: kid for k in "abcdefg"},
+           "oneOf": [{"required": [k]} for k in "abcdefgh"]}
+    keys = ["include", "match", "begin", "end", "while", "applyEnd", "captures", "beginCaptures", "endCaptures",
+            "whileCaptures"]
+    rule = {"type": "object", "additionalProperties": False,
+            "properties": {**{k: {"type": "integer"} for k in keys}, "patterns": kid},
+            "dependentSchemas": {"include": {"allOf": [{"not": {"required": ["match"]}},
+                                                       {"not": {"required": ["begin"]}}]},
+                                 "match": {"not": {"required": ["begin"]}},
+                                 "begin": {"oneOf": [{"required": ["end"]}, {"required": ["while"]}]},
+                                 "captures": {"oneOf": [{"required": ["match"]}, {"required": ["begin"]}]}},
+            "dependentRequired": {"end": ["begin"], "while": ["begin"], "applyEnd": ["begin"],
+                                  "beginCaptures": ["begin"], "endCaptures": ["end"], "whileCaptures": ["while"]}}
+    for schema, names in ((one, "abcdefgh"), (rule, keys)):
+        cs = schema_to_term(schema)
+        assert (cs.rules is not None) == recursive and not cs.relaxed
+        dfa, check = cs.dfa(), jsonschema.Draft202012Validator(schema)
+        seen = {True: 0, False: 0}
+        for n in range(len(names) + 1):
+            for have in itertools.combinations(names, n):
+                inst = {k: ([] if recursive and k in "abcdefg" else 1) for k in have}
+                ok = check.is_valid(inst)
+                seen[ok] += 1
+                assert cs.accepts(cs.canonical(inst), dfa) == ok, inst
+        assert seen[True] >= 8 and seen[False] >= 100, seen
+        if recursive:  # (below: the same parts hold)
+            deep = [{"a": [{"b": [{"h": 0}]}]}, {"a": [{"b": [{"h": 0, "c": []}]}]}] if schema is one else [
+                {"match": 1, "patterns": [{"begin": 2, "end": 3}]}, {"match": 1, "patterns": [{"begin": 2}]}]
+            got = [cs.accepts(cs.canonical(x), dfa) for x in deep]
+            assert got == [check.is_valid(x) for x in deep] == [True, False]
+
+
+@pytest.mark.parametrize("recursive", [False, True])
+def test_value_conditions_whose_if_says_type_object(recursive):
+    """yippee-ki-json's suppliers: an object with a required `name` (an enum beside a
+    stray `additionalItems`, which asserts nothing of strings) and an allOf of `if:
+    {type: object, properties: {name: {const: X}}}, then: X's schema`, reached through
+    `allOf: [{$ref}, {description}]`. The objects-only node makes `type: object` in the
+    `if` idle, so the `if`s are value conditions: variants, one per name (the required
+    key takes one value: json_variants._condition, _Compiler._outcomes), not
+    intersections; around a recursion the grammar path (refused before)."""
+    inner = {"allOf": [{"$ref": "#/$defs/any"}, {"description": "the source"}]} if recursive else {"type": "string"}
+    defs = {
+        "any": {"allOf": [
+            {"type": "object", "required": ["name"],
+             "properties": {"name": {"type": "string", "enum": ["conv", "static", "file"], "additionalItems": False}}},
+            {"if": {"type": "object", "properties": {"name": {"type": "string", "const": "conv"}}},
+             "then": {"$ref": "#/$defs/conv"}},
+            {"if": {"type": "object", "properties": {"name": {"const": "static"}}},
+             "then": {"$ref": "#/$defs/static"}}]},
+        "conv": {"type": "object", "additionalProperties": False, "required": ["name", "source"],
+                 "properties": {"name": {"const": "conv"}, "source": inner}},
+        "static": {"type": "object", "additionalProperties": False, "required": ["name"],
+                   "properties": {"name": {"const": "static"}, "value": {"type": "integer"}}}}
+    schema = {"$defs": defs, "$ref": "#/$defs/any"}
+    cs = schema_to_term(schema)
+    assert (cs.rules is not None) == recursive and not cs.relaxed
+    leaves = [{"name": "static"}, {"name": "static", "value": 1}, {"name": "static", "value": "x"},
+              {"name": "static", "source": "s"}, {"name": "file"}, {"name": "file", "other": [1]}, {"name": "zip"},
+              {"value": 1}, {}, "static", 3]
+    sources = leaves if recursive else ["s", 3]
+    pool = leaves + [{"name": "conv", "source": x} for x in sources] + [
+        {"name": "conv"}, {"name": "conv", "source": "s", "value": 1}]
+    if recursive:
+        pool += [{"name": "conv", "source": {"name": "conv", "source": x}} for x in leaves[:6]]
+    _agrees_on(pool, cs, cs.dfa(), jsonschema.Draft202012Validator(schema), least=5)
+
+
 def test_absent_or_value_conditions_are_variants():
     """circle-ci's jobs of type build: `if: {anyOf: [{not: {required: [type]}},
     {required: [type], properties: {type: {const: build}}}]}` is the value condition
