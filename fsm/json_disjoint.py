@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import json
 
-from .json_keywords import _ANNOTATIONS, _beside_ref, _schema_keys
+from .errors import RegexError
+from .json_keywords import _ANNOTATIONS, _OBJECT_KW, _beside_ref, _schema_keys
 from .json_merge import _common_values, _json_type, _well_typed
-from .json_strings import string_text
+from .json_source import JsonTermSource
+from .json_strings import encode_string, string_text
 
 
 def scalar_overlaps(comp, node, subs) -> bool:
@@ -34,11 +36,58 @@ def overlapping(comp, node, subs) -> list | None:
     other: more than one branch, not disjoint among themselves. Exactly one branch
     holds iff exactly one of its group does, so a group whose branches are apart is a
     union whatever the other groups are (avro's types: two strings that overlap beside
-    recursive objects told apart by their `type`). None where some branch's types are
-    unknown."""
+    recursive objects told apart by their `type`). Where some branch's types are
+    unknown, none if the branches' keys are apart (keys_apart), else None."""
     groups = overlaps(comp, subs)
-    return None if groups is None else [
-        g for g in groups if len(g) > 1 and not disjoint(comp, node, [subs[i] for i in g])]
+    if groups is None:
+        return [] if keys_apart(comp, subs) else None  # (untyped closed objects: GCP workflows' except)
+    return [g for g in groups if len(g) > 1 and not disjoint(
+        comp, node, x := [subs[i] for i in g]) and not keys_apart(comp, x)]
+
+
+def keys_apart(comp, subs) -> bool:
+    """Whether the branches `subs` are objects that take only keys they name
+    (closed_keys) and no key two of them allow: then a value of two is `{}` or a
+    non-object (where both are untyped), which the compiler narrows each branch
+    against (_Compiler._keys_narrowed), so that the oneOf is a union: snapcraft's
+    grammar items (`on ...`, `to ...`, `try`, `else` keys as patterns), GCP
+    workflows' `except` (a step, or `{as, steps}`)."""
+    ks = [closed_keys(comp, s) for s in subs]
+    if None in ks:
+        return False
+    src = None
+    for i, (da, pa, _, _) in enumerate(ks):
+        for db, pb, _, _ in ks[i + 1:]:
+            if da & db or any(comp._matches(t, encode_string(k)) for d, ps in ((da, pb), (db, pa))
+                              for k in d for t in ps):
+                return False
+            for p in pa:
+                for q in pb:
+                    src = src or JsonTermSource(comp.tb)
+                    if not src.is_empty(comp.tb.intersect([p, q])):
+                        return False
+    return True
+
+
+def closed_keys(comp, s) -> tuple | None:
+    """(its declared keys, its key patterns' terms, whether it holds `{}`, whether it
+    holds every non-object (untyped)) of a schema of object keywords whose objects take
+    no other key (additionalProperties false); None for another schema, or a pattern
+    the compiler cannot read (refused where it compiles)."""
+    s = deref(comp, s)
+    if not isinstance(s, dict) or s.get("additionalProperties") is not False \
+            or not _schema_keys(s) - _ANNOTATIONS <= set(_OBJECT_KW) | {"type"} \
+            or s.get("type", "object") not in ("object", ["object"]):
+        return None
+    props, pats, req = s.get("properties", {}), s.get("patternProperties", {}), s.get("required", [])
+    if not isinstance(props, dict) or not isinstance(pats, dict) or not isinstance(req, list):
+        return None
+    try:
+        terms = [comp.st.search(p) for p in pats]
+    except RegexError:
+        return None
+    return ({k for k, v in props.items() if v is not False}, terms, not req and not s.get("minProperties"),
+            "type" not in s)
 
 
 def overlaps(comp, subs) -> list | None:

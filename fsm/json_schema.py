@@ -71,7 +71,9 @@ one holding the reference dropped (and any other intersection that holds one, su
 rules, _RecursiveRules._one_part); a `$ref` to another document
 (not fetched) takes any value. An overlapping oneOf of objects that each require a key
 the others do not is narrowed instead, to a subset that keeps the output valid: each
-branch without the keys the others require.
+branch without the keys the others require; where no such keys exist but every branch
+lists its values of one property, apart from the others', each branch with that
+property required (argo's manifests and their `kind`).
 
 Enforced exactly: type, enum, const, properties, required, additionalProperties,
 patternProperties (every set of patterns an undeclared key may match, up to
@@ -203,7 +205,7 @@ from urllib.parse import unquote, urldefrag, urljoin
 from .dfa import DEFAULT_MAX_STATES, LazyDFA
 from .errors import ConstraintError, RegexError, SchemaError, SchemaWarning, TooLargeError
 from .json_formats import PYDANTIC_ANY_STRING, SPEC_FORMATS
-from .json_disjoint import deref, disjoint, overlapping, scalar_overlaps, types_of
+from .json_disjoint import _disc_values, closed_keys, deref, disjoint, keys_apart, overlaps, scalar_overlaps, types_of
 from .json_dynamic import DynamicRefs
 from .json_keywords import (_ANNOTATIONS, _ARRAY_KW, _FAMILIES, _NUMBER_KW, _OBJECT_KW, _STRING_KW, _SUB_LIST,
                             _SUB_MAP, _SUB_ONE, _TYPED_KW, _TYPES, _UNSUPPORTED, _beside_ref, _check_values,
@@ -583,6 +585,8 @@ class _Compiler:
         self._type_vars: dict[int, list | None] = {}  # id(node) -> _type_variants(node)
         self._distributing: set[tuple] = set()  # (pointer, depth) of the variants being compiled (_value)
         self._apart: dict[int, list | None] = {}  # id(node) -> _apart_by_keys(node, its oneOf)
+        self._narrowed_keys: dict[tuple, list] = {}  # (id(node), indexes) -> _keys_narrowed
+        self._apart_value: dict[int, tuple | None] = {}  # id(node) -> _apart_by_value(node, its oneOf)
         self._variants: dict[int, list | None] = {}  # id(node) -> _presence_variants
         self._cond_variants: dict[int, list | None] = {}  # id(node) -> _condition_variants
         self._key_matches: dict[tuple, bool] = {}  # (term id, key text) -> _matches
@@ -1160,10 +1164,18 @@ class _Compiler:
         if kws[0] == "oneOf" and not apart and not disjoint(self, node, branches):
             if self.strict:
                 return None
-            # lenient: the branches as an anyOf, each with the node's keywords of its
+            # lenient: the branches narrowed apart where they can be (_apart_by_keys,
+            # _apart_by_value), else as an anyOf, each with the node's keywords of its
             # types (which the node's intersection, taken instead, would drop)
+            named = self._apart_by_value(node, branches)
+            narrowed = self._apart_by_keys(node, branches) or (named and named[1])
             self.refuse(node, "oneOf", "recursive schema: oneOf branches that overlap beside keywords "
-                        "that hold a recursive reference", "taken as anyOf (an output may match more than one branch)")
+                        "that hold a recursive reference", "narrowed apart (output stays valid; values of "
+                        "two branches are not written)" if narrowed else
+                        "taken as anyOf (an output may match more than one branch)")
+            if narrowed:
+                branches = narrowed
+                types = [types_of(self, b) for b in branches]
         out = []
         for b, ts in zip(branches, types):
             own = {k: v for k, v in rest.items()
@@ -1855,12 +1867,16 @@ class _Compiler:
         subs = node["oneOf"]
         if len(subs) <= 1 or disjoint(self, node, subs):
             return tb.alt([self.value(s, d, budget) for s in subs])
-        groups = overlapping(self, node, subs)
-        if groups is None:
-            groups = [list(range(len(subs)))]
-        # (the branches of no group: each holds a value of its own)
-        parts = [self.value(s, d, budget) for i, s in enumerate(subs) if not any(i in g for g in groups)]
-        for group in groups:
+        parts = []
+        for group in overlaps(self, subs) or [list(range(len(subs)))]:
+            # (exactly one branch holds iff exactly one of its type group does)
+            x = [subs[i] for i in group]
+            if len(group) == 1 or disjoint(self, node, x):
+                parts += [self.value(s, d, budget) for s in x]
+                continue
+            if keys_apart(self, x):
+                parts += [self.value(s, d, budget) for s in self._keys_narrowed(node, group)]
+                continue
             self._negated += 1
             try:
                 terms = [self.value(subs[i], d, budget) for i in group]
@@ -1873,8 +1889,64 @@ class _Compiler:
             return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in apart]),
                               "narrowed: each branch without a key that another requires (output stays valid; "
                               "such instances are not written)")
+        named = self._apart_by_value(node, subs) if self.nonterminals else None
+        if named is not None:
+            return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in named[1]]),
+                              f"narrowed: each branch with its `{named[0]}` required (output stays valid; objects "
+                              "without it are not written)")
         return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in subs]),
                           "taken as anyOf (an output may match more than one branch)")
+
+    def _keys_narrowed(self, node: dict, group: list) -> list:
+        """node's oneOf branches `group` (indexes), closed objects whose keys are apart
+        (json_disjoint.keys_apart), each narrowed to the values no other one holds:
+        `minProperties: 1` where another holds `{}` too, `type: object` where another
+        is untyped too (a non-object holds both). Their union is the oneOf's, exactly."""
+        key = (id(node), tuple(group))
+        if key not in self._narrowed_keys:
+            subs = [node["oneOf"][i] for i in group]
+            ks = [closed_keys(self, s) for s in subs]
+            out = []
+            for i, (s, (_, _, empty, untyped)) in enumerate(zip(subs, ks)):
+                others = [k for j, k in enumerate(ks) if j != i]
+                extra = {**({"minProperties": 1} if empty and any(k[2] for k in others) else {}),
+                         **({"type": "object"} if untyped and any(k[3] for k in others) else {})}
+                if extra:
+                    s = {"allOf": [s, extra]}
+                    self._adopt(s, node)
+                out.append(s)
+            self._narrowed_keys[key] = out
+            self._keep.append(out)
+        return self._narrowed_keys[key]
+
+    def _apart_by_value(self, node: dict, subs: list) -> tuple | None:
+        """Lenient mode's oneOf where branches overlap, a recursive reference stands
+        under the complements, and _apart_by_keys finds no keys: (k, each branch an object
+        that requires k) where every branch lists values of its property k, apart from
+        the other branches' (argo's manifests: five kinds of one shape, `kind` a const
+        but not required). A subset of the oneOf that keeps the output valid: an object
+        with k holds one branch at most. None where no property does."""
+        if self.strict:
+            return None
+        if id(node) in self._apart_value:  # (once per node, as _apart_by_keys)
+            return self._apart_value[id(node)]
+        self._apart_value[id(node)] = None
+        first = deref(self, subs[0])
+        if isinstance(first, dict) and "$ref" in first:
+            first = self._resolve(first, first["$ref"])
+        for k in first.get("properties", {}) if isinstance(first, dict) else ():
+            vals = [_disc_values(self, s, k, True) for s in subs]
+            if None in vals or sum(map(len, vals)) != len(set().union(*vals)):
+                continue
+            out = []
+            for s in subs:
+                s = {"allOf": [s, {"type": "object", "required": [k]}]}
+                self._adopt(s, node)
+                out.append(s)
+            self._keep.append(out)
+            self._apart_value[id(node)] = k, out
+            break
+        return self._apart_value[id(node)]
 
     def _apart_by_keys(self, node: dict, subs: list) -> list | None:
         """Lenient mode's oneOf where branches overlap and a recursive reference stands

@@ -2357,6 +2357,37 @@ def test_value_conditions_whose_if_says_type_object(recursive):
     _agrees_on(pool, cs, cs.dfa(), jsonschema.Draft202012Validator(schema), least=5)
 
 
+@pytest.mark.parametrize("typed", [False, True])
+def test_oneof_of_closed_objects_whose_keys_are_apart(typed):
+    """GCP workflows' `except` (untyped: a closed step, or a closed `{as, steps}`) and
+    snapcraft's grammar items (a string, or closed objects of one pattern key each:
+    `^on\\s+.+$`, `^to\\s+.+$`, `^try$`), whose values recurse. No key is allowed by two
+    branches (json_disjoint.keys_apart: declared keys, patterns' intersections), so
+    they share `{}` at most, and every non-object where two are untyped: each branch
+    is narrowed (minProperties 1, type object) and the oneOf is a union on the grammar
+    path (refused before). Instances against jsonschema, `{}` and non-objects among
+    them."""
+    kids = {"type": "array", "maxItems": 2, "items": {"$ref": "#/$defs/x"}}
+    if typed:
+        x = {"oneOf": [{"type": "string"}] + [
+            {"type": "object", "additionalProperties": False, "patternProperties": {p: kids}}
+            for p in (r"^on\s+.+$", r"^to\s+.+$", "^try$")]}
+        leaves = ["s", 3, {}, {"on a": []}, {"on a": [], "to b": []}, {"try": ["s"]}, {"try": [], "else": []},
+                  {"on": []}, {"to  x": ["s", {}]}]
+    else:
+        x = {"oneOf": [{"additionalProperties": False, "properties": {"call": {"type": "string"}, "next": kids}},
+                       {"additionalProperties": False, "properties": {"as": {"type": "string"}, "steps": kids}}]}
+        leaves = ["s", 3, None, {}, {"call": "c"}, {"as": "e"}, {"as": "e", "call": "c"}, {"steps": []},
+                  {"next": [], "call": 1}, {"other": 1}]
+    schema = {"$defs": {"x": x}, "$ref": "#/$defs/x"}
+    cs, dfa, check, _ = _on_the_grammar_path(schema, seed=0)
+    assert not cs.relaxed
+    key = "try" if typed else "steps"
+    good = [a for a in leaves if check.is_valid(a)]
+    pool = leaves + [{key: [a, b]} for a in leaves for b in good] + [{key: [{key: [a]}]} for a in leaves]
+    _agrees_on(pool, cs, dfa, check, least=15)
+
+
 def test_absent_or_value_conditions_are_variants():
     """circle-ci's jobs of type build: `if: {anyOf: [{not: {required: [type]}},
     {required: [type], properties: {type: {const: build}}}]}` is the value condition
