@@ -15,9 +15,12 @@ discriminator), `not` the universe minus the subschema, `if/then/else` is
 (if & then) | (universe - if) & else, `dependentSchemas` and `dependentRequired` are
 unions of "key absent" and "key present and ..." (a dependentSchemas entry that only
 requires keys is a dependentRequired one). Parts of an object schema that only say
-which of its own keys it has (`oneOf: [{required: [a]}, {required: [b]}]`, `not:
-{required: [...]}`: _presence_parts) are no intersection either: the object is the
-union of its variants, one per allowed set of those keys. Likewise an `if` that tests one
+which keys it has (`oneOf: [{required: [a]}, {required: [b]}]`, `not: {required:
+[...]}`, dependencies of that kind, more than five dependentRequired keys:
+_presence_parts) are no intersection either: the object is the union of its variants,
+one per allowed set of those keys (at most 64 sets of 16 keys). A oneOf of closed
+objects that no key two of them allow is the union of its branches, each without the
+`{}` and non-objects another holds too (json_disjoint.keys_apart). Likewise an `if` that tests one
 property's value (`if: {properties: {kind: {const: "cron"}}}`, then/else) makes one
 variant per outcome: the test and `then`, or the other values and `else`. allOf
 branches are merged where they are plain objects (properties merged per key, some
