@@ -20,9 +20,10 @@ which keys it has (`oneOf: [{required: [a]}, {required: [b]}]`, `not: {required:
 _presence_parts) are no intersection either: the object is the union of its variants,
 one per allowed set of those keys (at most 64 sets of 16 keys). A oneOf of closed
 objects that no key two of them allow is the union of its branches, each without the
-`{}` and non-objects another holds too (json_disjoint.keys_apart). Likewise an `if` that tests one
-property's value (`if: {properties: {kind: {const: "cron"}}}`, then/else) makes one
-variant per outcome: the test and `then`, or the other values and `else`. allOf
+`{}` and non-objects another holds too (json_disjoint.keys_apart). Likewise an `if`
+that tests one property's value (`if: {properties: {kind: {const: "cron"}}}`,
+then/else) makes one variant per outcome: the test and `then`, or the other values and
+`else`. allOf
 branches are merged where they are plain objects (properties merged per key, some
 keywords of one branch carried over), plain arrays (items merged), value lists
 (common values) or string/number keywords (tightest bounds): one term, not an
@@ -1894,9 +1895,10 @@ class _Compiler:
                               "such instances are not written)")
         named = self._apart_by_value(node, subs) if self.nonterminals else None
         if named is not None:
-            return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in named[1]]),
-                              f"narrowed: each branch with its `{named[0]}` required (output stays valid; objects "
-                              "without it are not written)")
+            return self._meet(node, "oneOf", tb.alt(parts),
+                              lambda: tb.alt([self.value(s, d, budget) for s in named[1]]),
+                              f"narrowed: each branch with its `{named[0]}` required (output stays valid; "
+                              "objects without it are not written)")
         return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in subs]),
                           "taken as anyOf (an output may match more than one branch)")
 
