@@ -23,26 +23,34 @@ from .json_strings import encode_string, string_text
 
 
 def scalar_overlaps(comp, node, subs) -> bool:
-    """Whether the oneOf branches that may share a value (overlapping) hold no objects
-    or arrays: their complements meet no container, so nothing below needs every key
-    slotted."""
-    groups = overlapping(comp, node, subs)
-    return groups is not None and all(
-        not {"object", "array"} & set().union(*(types_of(comp, subs[i]) for i in g)) for g in groups)
+    """Whether the oneOf branches that need complements (group_ways) hold no objects or
+    arrays, their types known: their complements meet no container, so nothing below
+    needs every key slotted."""
+    for g, way in group_ways(comp, node, subs):
+        types = [types_of(comp, subs[i]) for i in g]
+        if way == "complement" and (None in types or {"object", "array"} & set().union(*types)):
+            return False
+    return True
 
 
-def overlapping(comp, node, subs) -> list | None:
-    """The groups of node's oneOf branches (overlaps) that need complements of each
-    other: more than one branch, not disjoint among themselves. Exactly one branch
-    holds iff exactly one of its group does, so a group whose branches are apart is a
-    union whatever the other groups are (avro's types: two strings that overlap beside
-    recursive objects told apart by their `type`). Where some branch's types are
-    unknown, none if the branches' keys are apart (keys_apart), else None."""
-    groups = overlaps(comp, subs)
-    if groups is None:
-        return [] if keys_apart(comp, subs) else None  # (untyped closed objects: GCP workflows' except)
-    return [g for g in groups if len(g) > 1 and not disjoint(
-        comp, node, x := [subs[i] for i in g]) and not keys_apart(comp, x)]
+def group_ways(comp, node, subs) -> list:
+    """node's oneOf branches `subs` by type group (overlaps; all in one where a branch's
+    types are unknown), each as (indexes, how exactly one of them holds): "union"
+    (one branch, or disjoint), "keys" (keys_apart: each narrowed, then a union) or
+    "complement". Exactly one branch holds iff exactly one of its group does, so a
+    group's way is its own whatever the other groups' (avro's types: two strings that
+    overlap beside recursive objects told apart by their `type`)."""
+    out = []
+    for g in overlaps(comp, subs) or [list(range(len(subs)))]:
+        x = [subs[i] for i in g]
+        out.append((g, "union" if len(g) == 1 or disjoint(comp, node, x) else
+                    "keys" if keys_apart(comp, x) else "complement"))
+    return out
+
+
+def pairwise_apart(sets) -> bool:
+    """Whether no two of `sets` (of types, of listed values) share a member."""
+    return sum(map(len, sets)) == len(set().union(*sets))
 
 
 def keys_apart(comp, subs) -> bool:
@@ -176,22 +184,14 @@ def disjoint(comp, node, subs) -> bool:
     """Whether no value holds two of the branches `subs` of node's oneOf (or anyOf):
     their types apart, a discriminator (a property that each branch, or node,
     requires, whose listed values are apart), or pairs apart (_apart). Tests on an
-    object's properties hold on every value of another type: they tell branches apart only where node, or each branch,
-    holds objects only (an untyped `{required: [k], properties: {k: {const: 1}}}`
-    holds on 5)."""
+    object's properties hold on every value of another type: they tell branches apart
+    only where node, or each branch, holds objects only (an untyped `{required: [k],
+    properties: {k: {const: 1}}}` holds on 5)."""
     types = [types_of(comp, s) for s in subs]
     objects = all(t is not None and t <= {"object"} for t in types) or (
         "type" in node and _well_typed(node["type"]) and types_of(comp, {"type": node["type"]}) == {"object"})
-    if all(t is not None for t in types):
-        seen: set = set()
-        ok = True
-        for t in types:
-            if seen & t:
-                ok = False
-                break
-            seen |= t
-        if ok:
-            return True
+    if None not in types and pairwise_apart(types):
+        return True
     disc = node.get("discriminator", {}).get("propertyName") if isinstance(node.get("discriminator"), dict) else None
     cands = [disc] if disc else []
     first = deref(comp, subs[0])
@@ -207,16 +207,8 @@ def disjoint(comp, node, subs) -> bool:
     cands += [k for k in given if k not in cands]
     for prop in cands if objects else ():
         vals = [_disc_values(comp, s, prop, prop in given) for s in subs]
-        if all(v is not None for v in vals):
-            seen = set()
-            ok = True
-            for v in vals:
-                if seen & v:
-                    ok = False
-                    break
-                seen |= v
-            if ok:
-                return True
+        if None not in vals and pairwise_apart(vals):
+            return True
     info = [[(b, types_of(comp, b), closed_object(comp, b)) for b in _branches(comp, s)] for s in subs]
     return all(_apart(comp, x, y, objects) for i, xs in enumerate(info) for ys in info[i + 1:]
                for x in xs for y in ys)
@@ -249,15 +241,15 @@ def _apart(comp, x: tuple, y: tuple, objects: bool) -> bool:
     if ta is not None and tb is not None and not ta & tb:
         return True
     objects = objects or (ta is not None and tb is not None and ta | tb <= {"object"})  # (a value of both is one)
-    if ca is not None and any(k not in ca[1] for k in (cb[0] if cb is not None else _required(comp, b))) \
-            or cb is not None and any(k not in cb[1] for k in (ca[0] if ca is not None else _required(comp, a))):
+    if ca is not None and any(k not in ca[1] for k in (cb[0] if cb is not None else required_keys(comp, b))) \
+            or cb is not None and any(k not in cb[1] for k in (ca[0] if ca is not None else required_keys(comp, a))):
         return True  # (a value of the closed one is an object, without the key)
     if any(c is not None and c[2] and _allows_none(comp, o, c[1]) for c, o in ((ca, b), (cb, a))):
         return True
     return objects and (_values_apart(comp, a, b) or _values_apart(comp, b, a))
 
 
-def _required(comp, s) -> list:
+def required_keys(comp, s) -> list:
     """The keys schema s requires of its objects (its own `required`, through $refs)."""
     s = deref(comp, s)
     r = s.get("required", []) if isinstance(s, dict) else []

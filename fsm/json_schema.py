@@ -209,7 +209,8 @@ from urllib.parse import unquote, urldefrag, urljoin
 from .dfa import DEFAULT_MAX_STATES, LazyDFA
 from .errors import ConstraintError, RegexError, SchemaError, SchemaWarning, TooLargeError
 from .json_formats import PYDANTIC_ANY_STRING, SPEC_FORMATS
-from .json_disjoint import _disc_values, closed_keys, deref, disjoint, keys_apart, overlaps, scalar_overlaps, types_of
+from .json_disjoint import (_disc_values, closed_keys, deref, disjoint, group_ways, pairwise_apart,
+                            required_keys, scalar_overlaps, types_of)
 from .json_dynamic import DynamicRefs
 from .json_keywords import (_ANNOTATIONS, _ARRAY_KW, _FAMILIES, _NUMBER_KW, _OBJECT_KW, _STRING_KW, _SUB_LIST,
                             _SUB_MAP, _SUB_ONE, _TYPED_KW, _TYPES, _UNSUPPORTED, _beside_ref, _check_values,
@@ -224,8 +225,8 @@ from .json_keys import KeyPlan, key_language
 from .json_unique import MIN_UNIQUE_DOMAIN, _count_strings, plan_unique_items, without_unique_items
 from .json_source import JsonTermBuilder, JsonTermSource
 from .json_strings import StringTerms, encode_string, string_text
-from .json_variants import (CONDITIONS_MAX, CONDITIONS_ONE_KEY_MAX, _holds, _named, _own_keys, _presence,
-                            _presence_parts, _presence_sets, _value_conditions)
+from .json_variants import (CONDITIONS_MAX, CONDITIONS_ONE_KEY_MAX, _holds, _named, _own_keys, _presence_parts,
+                            _presence_sets, _required_only, _value_conditions)
 from .terms import ALT, AND, BYTES, CONCAT, NOT, STR, Term, TermBuilder, paused_gc
 
 DEFAULT_MAX_DEPTH = 20
@@ -392,10 +393,8 @@ def _meet_reasons(node: dict) -> set:
     parts = _presence_parts(node)
     rest = node if parts is None else parts[2]  # (allOf, dependencies: some may be left)
     out = {k for k in rest if k in _MEETS}
-    for k in ("dependentSchemas", "dependencies"):  # (lists of keys, `{required}`: unions, _object)
-        if k in out and isinstance(rest[k], dict) and all(
-                isinstance(v, list) or (f := _presence(v)) is not None and len(f[1]) <= 1
-                and all(x[0] == "req" for x in f[1]) for v in rest[k].values()):
+    for k in ("dependentSchemas", "dependencies"):
+        if k in out and isinstance(rest[k], dict) and all(_required_only(v) is not None for v in rest[k].values()):
             out.discard(k)
     if "$ref" in node and _beside_ref(node):
         out.add("$ref beside")
@@ -1164,21 +1163,19 @@ class _Compiler:
             return None
         branches = node[kws[0]]
         types = [types_of(self, b) for b in branches]  # (None: not known, the branch takes all of rest)
-        apart = None not in types and sum(map(len, types)) == len(set().union(*types))
+        apart = None not in types and pairwise_apart(types)
         if kws[0] == "oneOf" and not apart and not disjoint(self, node, branches):
             if self.strict:
                 return None
-            # lenient: the branches narrowed apart where they can be (_apart_by_keys,
-            # _apart_by_value), else as an anyOf, each with the node's keywords of its
-            # types (which the node's intersection, taken instead, would drop)
-            named = self._apart_by_value(node, branches)
-            narrowed = self._apart_by_keys(node, branches) or (named and named[1])
+            # lenient: the branches narrowed apart where they can be, else as an anyOf,
+            # each with the node's keywords of its types (which the node's
+            # intersection, taken instead, would drop)
+            apart = self._lenient_apart(node, branches)
             self.refuse(node, "oneOf", "recursive schema: oneOf branches that overlap beside keywords "
-                        "that hold a recursive reference", "narrowed apart (output stays valid; values of "
-                        "two branches are not written)" if narrowed else
+                        "that hold a recursive reference", apart[1] if apart else
                         "taken as anyOf (an output may match more than one branch)")
-            if narrowed:
-                branches = narrowed
+            if apart:
+                branches = apart[0]
                 types = [types_of(self, b) for b in branches]
         out = []
         for b, ts in zip(branches, types):
@@ -1872,14 +1869,10 @@ class _Compiler:
         if len(subs) <= 1 or disjoint(self, node, subs):
             return tb.alt([self.value(s, d, budget) for s in subs])
         parts = []
-        for group in overlaps(self, subs) or [list(range(len(subs)))]:
-            # (exactly one branch holds iff exactly one of its type group does)
-            x = [subs[i] for i in group]
-            if len(group) == 1 or disjoint(self, node, x):
+        for group, way in group_ways(self, node, subs):
+            if way != "complement":
+                x = [subs[i] for i in group] if way == "union" else self._keys_narrowed(node, group)
                 parts += [self.value(s, d, budget) for s in x]
-                continue
-            if keys_apart(self, x):
-                parts += [self.value(s, d, budget) for s in self._keys_narrowed(node, group)]
                 continue
             self._negated += 1
             try:
@@ -1888,19 +1881,10 @@ class _Compiler:
             finally:
                 self._negated -= 1
             parts += [tb.intersect([t] + [c for j, c in enumerate(comps) if j != i]) for i, t in enumerate(terms)]
-        apart = self._apart_by_keys(node, subs) if self.nonterminals else None  # (lenient, recursive only)
-        if apart is not None:
-            return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in apart]),
-                              "narrowed: each branch without a key that another requires (output stays valid; "
-                              "such instances are not written)")
-        named = self._apart_by_value(node, subs) if self.nonterminals else None
-        if named is not None:
-            return self._meet(node, "oneOf", tb.alt(parts),
-                              lambda: tb.alt([self.value(s, d, budget) for s in named[1]]),
-                              f"narrowed: each branch with its `{named[0]}` required (output stays valid; "
-                              "objects without it are not written)")
-        return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in subs]),
-                          "taken as anyOf (an output may match more than one branch)")
+        apart = self._lenient_apart(node, subs) if self.nonterminals else None  # (recursive only)
+        branches, relaxed = apart or (subs, "taken as anyOf (an output may match more than one branch)")
+        return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in branches]),
+                          relaxed)
 
     def _keys_narrowed(self, node: dict, group: list) -> list:
         """node's oneOf branches `group` (indexes), closed objects whose keys are apart
@@ -1924,6 +1908,21 @@ class _Compiler:
             self._keep.append(out)
         return self._narrowed_keys[key]
 
+    def _lenient_apart(self, node: dict, subs: list) -> tuple | None:
+        """Lenient mode's oneOf whose branches overlap around a recursion, narrowed to a
+        subset that keeps the output valid (_apart_by_keys, else _apart_by_value): (the
+        narrowed branches, what the warning says was left out); None where neither
+        narrows them (strict mode too)."""
+        apart = self._apart_by_keys(node, subs)
+        if apart is not None:
+            return apart, ("narrowed: each branch without a key that another requires (output stays valid; "
+                           "such instances are not written)")
+        named = self._apart_by_value(node, subs)
+        if named is not None:
+            return named[1], (f"narrowed: each branch with its `{named[0]}` required (output stays valid; "
+                              "objects without it are not written)")
+        return None
+
     def _apart_by_value(self, node: dict, subs: list) -> tuple | None:
         """Lenient mode's oneOf where branches overlap, a recursive reference stands
         under the complements, and _apart_by_keys finds no keys: (k, each branch an object
@@ -1941,7 +1940,7 @@ class _Compiler:
             first = self._resolve(first, first["$ref"])
         for k in first.get("properties", {}) if isinstance(first, dict) else ():
             vals = [_disc_values(self, s, k, True) for s in subs]
-            if None in vals or sum(map(len, vals)) != len(set().union(*vals)):
+            if None in vals or not pairwise_apart(vals):
                 continue
             out = []
             for s in subs:
@@ -1968,9 +1967,7 @@ class _Compiler:
             return self._apart[id(node)]
         self._apart[id(node)] = None
         types = [types_of(self, x) for x in subs]
-        targets = [deref(self, x) for x in subs]
-        required = [set(x.get("required", ())) if isinstance(x, dict) and isinstance(x.get("required"), list)
-                    else set() for x in targets]
+        required = [set(required_keys(self, x)) for x in subs]
         if None in types:
             return None
         out = []
@@ -2220,9 +2217,8 @@ class _Compiler:
             else:
                 deps_sch[k] = v
         for k, v in list(deps_sch.items()):  # {required: [...]} alone: a dependentRequired
-            f = _presence(v)
-            if f is not None and len(f[1]) == 1:
-                deps_req[k] = sorted(set(deps_req.get(k, ())) | f[1][0][1])
+            if keys := _required_only(v):
+                deps_req[k] = sorted(set(deps_req.get(k, ())) | keys)
                 del deps_sch[k]
         dep_keys = list(dict.fromkeys(list(deps_req) + list(deps_sch)))
         if not dep_keys:

@@ -103,6 +103,16 @@ def _presence_sets(f, keys: tuple) -> tuple | None:
     return tuple(out) if visit(0, frozenset(), frozenset()) else None
 
 
+def _required_only(v) -> frozenset | None:
+    """The keys a dependency's value (a list of keys, a schema) requires where that is
+    all it says (a list, `{required: [...]}`, true); None for any other value. Such a
+    dependency is a dependentRequired one (_Compiler._object: unions, no meeting)."""
+    if isinstance(v, list):
+        return frozenset(v) if all(isinstance(k, str) for k in v) else None
+    f = _presence(v)
+    return None if f is None or len(f[1]) > 1 else f[1][0][1] if f[1] else frozenset()
+
+
 def _dependency(v):
     """A dependency's value (a list of keys, a schema) as a formula over which keys the
     object has where its key is present; None where it says more than that, or nothing."""
@@ -167,7 +177,7 @@ def _presence_parts(node: dict):
         if isinstance(node.get(kw), dict):
             got = {k: _dependency(v) for k, v in node[kw].items()}
             deps[kw] = {k: f for k, f in got.items() if f is not None}
-    plain = all(f[0] == "req" or len(f[1]) == 1 and f[1][0][0] == "req" for d in deps.values() for f in d.values())
+    plain = all(_required_only(node[kw][k]) is not None for kw, d in deps.items() for k in d)
     if not plain or (parts and any(deps.values())) or len({k for d in deps.values() for k in d}) > 5:
         for kw, got in deps.items():
             if got:
