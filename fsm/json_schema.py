@@ -1317,6 +1317,10 @@ class _Compiler:
             return self._cond_variants[id(node)]
         got = _value_conditions(node)
         out = None
+        split = None if got is None else self._objects_apart(node, *got)
+        if split is not None:
+            self._cond_variants[id(node)] = split
+            return split
         outcomes = None if got is None else self._outcomes(*got)
         if outcomes is not None:
             conds, rest = got
@@ -1341,6 +1345,25 @@ class _Compiler:
         self._cond_variants[id(node)] = out
         self._keep.append(out)
         return out
+
+    def _objects_apart(self, node: dict, conds: list, rest: dict) -> list | None:
+        """node, whose value conditions `conds` sit beside `rest` that holds objects and
+        other values, as [node on objects, rest on the others with every `then`]: an
+        `if` that tests a property holds on a value that is no object, and on objects
+        the tests of one key group (_outcomes), where 2^n outcomes of n tests would not
+        (minecraft's item modifiers: 23 `if`s on an optional `function`, untyped). None
+        where rest holds objects only, or no objects."""
+        types = types_of(self, rest) or set(_TYPES)
+        if "object" not in types or types == {"object"}:
+            return None
+        objects = {**node, "type": "object"}  # (rest holds objects: node's own type does)
+        idle = _idle_keywords(types - {"object"})
+        thens = [c[3] for c in conds if not (isinstance(c[3], dict) and _schema_keys(c[3]) <= idle | _ANNOTATIONS)]
+        others = {**rest, "allOf": list(rest.get("allOf", [])) + [{"type": sorted(types - {"object"})}] + thens}
+        for v in (objects, others, others["allOf"][-1 - len(thens)]):
+            self._adopt(v, node)
+        self._keep.append((objects, others))
+        return [objects, others]
 
     def _outcomes(self, conds: list, rest: dict) -> list | None:
         """The sets of conditions (indexes into conds, _value_conditions) that may hold
@@ -1580,6 +1603,12 @@ class _Compiler:
                 break
             branches.append({k: v for k, v in b.items() if k != "allOf"} if "allOf" in b else b)
             todo += b.get("allOf", [])
+        typed = self._ref_typed(branches) if branches is not None else None
+        if typed is not None:
+            if via_ref:
+                self._ref_targets.add(id(node))
+            self._merged[id(node)] = typed
+            return typed
         merged = None
         if branches is not None:
             merged = (self._distributed(branches, node) or self._merge_branches(branches)
@@ -1591,6 +1620,30 @@ class _Compiler:
         self._merged[id(node)] = merged
         self._keep.append(merged)
         return merged
+
+    def _ref_typed(self, branches: list):
+        """allOf branches of which one, R, holds a $ref beside other keywords and the
+        others only a `type`: R with the types they all name (minecraft's looting
+        `limit`, `{type: [integer, object], $ref: numberProvider, properties: ...}`
+        beside `{type: integer}`), which _typed_copies compiles as R's target once per
+        type, where an intersection with the target could not be taken when it recurses;
+        False where no type is in them all. None for other branches."""
+        said = [b for b in branches if _schema_keys(b) - _ANNOTATIONS]
+        refs = [b for b in said if "$ref" in b]
+        if len(refs) != 1 or id(refs[0]) not in self.base_of or any(  # (not a copy without its allOf)
+                _schema_keys(b) - _ANNOTATIONS != {"type"} or not _well_typed(b["type"]) for b in said if b is not refs[0]):
+            return None
+        types = refs[0].get("type", _TYPES)
+        if not _well_typed(types) or len(said) == 1:
+            return None
+        for b in said:
+            types = _types_meet(types, b.get("type", _TYPES))
+        if not types:
+            return False
+        out = {**refs[0], "type": types}
+        self._adopt(out, refs[0])  # (its $ref resolves from there)
+        self._keep.append(out)
+        return out
 
     def _merge_branches(self, branches: list):
         return (self._merged_values(branches) or _merged_scalars(branches) or self._merged_objects(branches)

@@ -1358,6 +1358,59 @@ def test_recursive_conditions_on_an_optional_key_are_variants():
     _walks_validate(cs, schema)
 
 
+def test_recursive_conditions_on_an_untyped_schema_split_objects_from_others():
+    """minecraft's item modifiers: an untyped schema whose optional `f` picks one of 20
+    if/then (2^20 outcomes, were each test alone), the first `then` typed object, the
+    others recursive or typed. An `if` on a property holds on a value that is no object,
+    so such a value holds every `then` (here: none, the first says object), and on
+    objects the tests of `f` group (_Compiler._objects_apart). `lim` is declared twice,
+    `{type: [integer, object], $ref: n, properties}` beside `{type: integer}`: one $ref
+    with their common type (_Compiler._ref_typed), not an intersection with a
+    recursion. Strict mode compiles it exactly: instances agree with jsonschema, walks
+    validate (the item list's own `if` too, which holds on non-objects: every `then`)."""
+    vals = [f"v{i}" for i in range(20)]
+    n = {"properties": {"t": {"enum": ["c", "u"]}}, "allOf": [
+        {"if": {"properties": {"t": {"const": "c"}}}, "then": {"properties": {"v": {"type": "integer"}}}},
+        {"if": {"properties": {"t": {"const": "u"}}},
+         "then": {"properties": {"lo": {"type": ["integer", "object"], "$ref": "#/$defs/n"}}}}]}
+    branches = [{"if": {"properties": {"f": {"const": v}}},
+                 "then": {"properties": {f"p{i}": {"type": ["integer", "object"], "$ref": "#/$defs/n"}}}}
+                for i, v in enumerate(vals)]
+    branches[0]["then"]["type"] = "object"
+    branches[1]["then"]["properties"]["lim"] = {"type": ["integer", "object"], "$ref": "#/$defs/n",
+                                                "properties": {"x": {"type": "boolean"}}}
+    branches[2]["then"]["properties"]["lim"] = {"type": "integer"}
+    item = {"properties": {"f": {"enum": vals}}, "allOf": branches}
+    schema = {"$defs": {"n": n}, "type": "array", "maxItems": 3, "items": item}
+    cs = _exact_on_grammar_path(schema)
+    rng = random.Random(12)
+
+    def provider(depth):
+        if depth > 1 or rng.random() < 0.3:
+            return rng.choice([3, 2.5, "x", None])
+        o = {"t": rng.choice(["c", "u", "z"])} if rng.random() < 0.9 else {}
+        if rng.random() < 0.4:
+            o["v"] = rng.choice([1, "a"])
+        if rng.random() < 0.5:
+            o["lo"] = provider(depth + 1)
+        if rng.random() < 0.2:
+            o["x"] = rng.choice([True, 1])
+        return o
+
+    def modifier():
+        if rng.random() < 0.15:
+            return rng.choice([5, "s", None, []])
+        o = {"f": rng.choice(vals[:4] + ["w"])} if rng.random() < 0.8 else {}
+        for k in rng.sample(["p0", "p1", "p2", "p3", "lim"], rng.randint(0, 2)):
+            o[k] = provider(0)
+        return o
+
+    def node(_):
+        return [modifier() for _ in range(rng.randint(0, 2))]
+    _instances_agree(cs, schema, node, 400, 80)
+    _walks_validate(cs, schema)
+
+
 def test_recursive_overlapping_oneof_narrows_in_lenient_mode():
     """An overlapping oneOf of open objects told apart by their required keys, one of
     them recursive (CKAN's relationships: a name, or an any_of list of them): strict
