@@ -1034,13 +1034,15 @@ class _Planner:
         how = 0
         if types & _LITERAL_TYPES:
             # a literal is its value from its first byte on; refusing one that came never
-            # corners the item where it can be of an endless kind too, or where it is the
-            # index-th item and there are more literals than the index (an earlier item
-            # or two cannot take them all); only where no maybe schema may narrow them
-            if any(maybe or not all(_only(x, _LITERAL_OK) for x in sure.values())
-                   for t in types for sure, maybe in self._alternatives(items, t)):
-                return 0
+            # corners the item where it can be of an endless kind too (whatever narrows
+            # the literals: stylelint's `[true, {...}]`, `enum: [true]` beside open
+            # objects), or where it is the index-th item and there are more literals
+            # than the index (an earlier item or two cannot take them all; only where no
+            # schema narrows them)
             if types <= _LITERAL_TYPES:
+                if any(maybe or not all(_only(x, _LITERAL_OK) for x in sure.values())
+                       for t in types for sure, maybe in self._alternatives(items, t)):
+                    return 0
                 return LITERALS if index is not None and index < 2 * ("boolean" in types) + ("null" in types) else 0
             how = LITERALS
         if "array" in types:
@@ -1054,10 +1056,9 @@ class _Planner:
                 how |= CLOSED
             else:
                 return 0
-        if "string" in types:
-            how |= self._string_kind(items)
-            if not how:
-                return 0
+        if "string" in types:  # (a string begun may be cornered, whatever else an item may be)
+            strings = self._string_kind(items)
+            how = how | strings if strings else 0
         if "number" in types:
             numbers = self._number_kind(items)
             how = how | numbers if numbers else 0

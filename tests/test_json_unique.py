@@ -152,6 +152,10 @@ NOTIFY = {"definitions": {"room": {"oneOf": [{"type": "string", "pattern": ".+:.
 ANY = {"uniqueItems": True}
 FLAGS_FIRST = {"prefixItems": [{"type": "boolean"}, {"type": "boolean"}], "uniqueItems": True}
 MIXED = {"type": "array", "items": {"type": ["boolean", "string", "null"]}, "uniqueItems": True}
+# stylelint's rule pairs: a literal narrowed (an enum of one) beside open objects
+NARROWED_LITERALS = {"type": "array", "maxItems": 3, "uniqueItems": True, "items": {
+    "type": ["boolean", "object"], "anyOf": [{"type": "boolean", "enum": [True, {}]},
+                                             {"type": "object", "properties": {"m": {"type": "string"}}}]}}
 OPEN_ITEMS = {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "integer"}}},
               "uniqueItems": True}
 XCODE = {"type": "object", "properties": {"osx": {"oneOf": [{"$ref": "#/$defs/v"}, {
@@ -666,11 +670,12 @@ def test_object_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab):
     (ANY, "[null, [1], ", "flexible"),
     (FLAGS_FIRST, "[false,", "compact"),
     (MIXED, "[", "compact"),
+    (NARROWED_LITERALS, "[true,", "compact"),
 ])
 def test_literal_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schema, start, whitespace):
     """Any values as items: the tokens that begin a literal that came before (true,
     false, null), or close a list, an object, a string or a number equal to an earlier
-    one, are dropped, and only those."""
+    one, are dropped, and only those; literals narrowed beside an endless kind too."""
     _check_walks(smol_tokenizer, smol_vocab, schema, lambda p: p == (), start, whitespace=whitespace, numbers="number")
 
 
