@@ -215,8 +215,8 @@ from .json_dynamic import DynamicRefs
 from .json_keywords import (_ANNOTATIONS, _ARRAY_KW, _FAMILIES, _NUMBER_KW, _OBJECT_KW, _STRING_KW, _SUB_LIST,
                             _SUB_MAP, _SUB_ONE, _TYPED_KW, _TYPES, _UNSUPPORTED, _beside_ref, _check_values,
                             _idle_keywords, _schema_keys)
-from .json_merge import (_TYPED_ENUM_KEYS, _common_values, _finite_values, _has_type, _json_equal, _types_meet,
-                         _merged_arrays, _merged_scalars, _well_typed)
+from .json_merge import (_TYPED_ENUM_KEYS, _common_values, _finite_values, _has_type, _json_equal, _json_type,
+                         _merged_arrays, _merged_scalars, _types_meet, _well_typed)
 from .json_numbers import NumberTerms, integer_texts, number_text_term, to_decimal
 from .json_pydantic import _pydantic_defaults, _pydantic_generator
 from .json_recursive import _RecursiveRules, _marker_index
@@ -237,6 +237,11 @@ MAX_PATTERN_SUBSETS = 64  # past that many patterns, the subsets whose patterns 
 MAX_KEY_STATES = 4096  # DFA states of an object's undeclared keys read to tell if they are bounded (_free_keys)
 
 _PARTS_KW = ("type", "const", "enum", "$ref", "allOf", "anyOf", "oneOf", "not", "if")  # (_value's parts)
+_SCALAR_TYPES = frozenset(("string", "number", "boolean", "null"))  # (types_of's names)
+# keywords that read each other within one schema: two schemas' are not one schema's
+_READ_TOGETHER = (frozenset(("properties", "patternProperties", "additionalProperties")),
+                  frozenset(("items", "prefixItems", "additionalItems")),
+                  frozenset(("contains", "minContains", "maxContains")), frozenset(("if", "then", "else")))
 _OPEN = {"additionalProperties": True}
 # Keywords under which object terms meet in intersections (complement operands are built
 # canonical anyway): a document with none of them gives its objects slots for their
@@ -585,6 +590,8 @@ class _Compiler:
         self._unions: dict[tuple, dict | None] = {}  # (id(node), negated) -> _union_distributed
         self._ref_branch: dict[int, dict] = {}  # id(node) -> node with its $ref as an allOf branch (_conjunction)
         self._copies: dict[int, dict | None] = {}  # id(node) -> _typed_copies(node)
+        self._ref_typings: dict = {}  # _ref_typed's schemas
+        self._unions_typed: dict = {}  # id(node) -> _typed_union(node)
         self._type_vars: dict[int, list | None] = {}  # id(node) -> _type_variants(node)
         self._distributing: set[tuple] = set()  # (pointer, depth) of the variants being compiled (_value)
         self._apart: dict[int, list | None] = {}  # id(node) -> _apart_by_keys(node, its oneOf)
@@ -1050,6 +1057,9 @@ class _Compiler:
         union = self._union_distributed(node)
         if union is not None:
             return self.value(union, d, budget)
+        typed = self._typed_union(node)
+        if typed is not None:
+            return self.value(typed, d, budget)
         if self._typed_ref(node):
             # `type` beside a $ref whose target has those types already (renovate's
             # {"type": "object", "$ref": "#"}): the target alone, not an intersection
@@ -1540,18 +1550,44 @@ class _Compiler:
             return b  # (a $ref beside notes: yippee-ki-json's suppliers, whose if/then recurse)
         if not any(isinstance(b, dict) and "type" in b for b in node["allOf"]):  # (no type: a plain merge)
             return None
-        types, holder, target = _TYPES, None, None
+        types, ends = _TYPES, []
         for b in node["allOf"]:
             if not (isinstance(b, dict) and "$ref" in b and _beside_ref(b) <= {"type"} and _well_typed(b.get("type"))):
                 return None
             types, holder, x = self._ref_chain(b, _types_meet(types, b.get("type", _TYPES)))
-            if target is not None and x is not target:
-                return None
-            target = x
+            ends.append((b, holder, x))
         if not types:
             return False
-        out = {"type": types, "$ref": holder["$ref"]}
-        self._adopt(out, holder)  # (its $ref resolves from there)
+        if any(x is not ends[0][2] for _, _, x in ends):
+            return self._per_type(node, types, ends)
+        out = {"type": types, "$ref": ends[-1][1]["$ref"]}
+        self._adopt(out, ends[-1][1])  # (its $ref resolves from there)
+        self._keep.append(out)
+        return out
+
+    def _per_type(self, node: dict, types: list, ends: list):
+        """_one_ref's allOf whose $refs reach different schemas (`ends`: each branch, the
+        last $ref of its chain, that schema), none a $ref and each typed, as anyOf, for
+        each type t they all name, of the allOf of their copies for t (_typed_copy):
+        minecraft's predicate `value`, an integer range or a number provider, each
+        recursive. None where a target is not such a schema."""
+        if not all(isinstance(x, dict) and "$ref" not in x and _well_typed(x.get("type")) for _, _, x in ends):
+            return None
+        out = {"anyOf": []}
+        for t in types:
+            parts = []
+            for b, _, x in ends:  # (a copy's allOf beside the others: its value conditions seen)
+                c = self._typed_copy(b, x, t)
+                if isinstance(c.get("allOf"), list):
+                    parts += c["allOf"]
+                    c = {k: v for k, v in c.items() if k != "allOf"}
+                    self._adopt(c, x)
+                parts.append(c)
+            each = {"allOf": parts}
+            self._adopt(each, node)
+            out["anyOf"].append(each)
+        self._adopt(out, node)
+        self._ref_targets.add(id(node))  # (its recursion runs through the copies)
         self._keep.append(out)
         return out
 
@@ -1622,27 +1658,48 @@ class _Compiler:
         return merged
 
     def _ref_typed(self, branches: list):
-        """allOf branches of which one, R, holds a $ref beside other keywords and the
-        others only a `type`: R with the types they all name (minecraft's looting
-        `limit`, `{type: [integer, object], $ref: numberProvider, properties: ...}`
-        beside `{type: integer}`), which _typed_copies compiles as R's target once per
-        type, where an intersection with the target could not be taken when it recurses;
-        False where no type is in them all. None for other branches."""
-        said = [b for b in branches if _schema_keys(b) - _ANNOTATIONS]
+        """allOf branches of which one, R, holds a $ref beside other keywords (or is an
+        anyOf of that one: jsonld's `anyOf: [{$ref: common}]`), and the others keywords R
+        does not hold (or, without a $ref, R holds a union and the others only types:
+        _typed_union narrows it): R with them and the types they all name (minecraft's looting
+        `limit`, `{type: [integer, object], $ref: numberProvider, properties: ...}` beside
+        `{type: integer}`; jsonld's `@graph`, an array's `additionalItems` beside an
+        untyped recursive `common`), which _typed_copies compiles as R's target once per
+        type, each with the keywords that assert something of it, where an intersection
+        with the target could not be taken when it recurses. False where no type is in
+        them all; None for other branches. Remembered, so that a recursion through it
+        meets the same schema."""
+        said = [b["anyOf"][0] if _schema_keys(b) - _ANNOTATIONS == {"anyOf"} and isinstance(b["anyOf"], list)
+                and len(b["anyOf"]) == 1 and isinstance(b["anyOf"][0], dict) else b
+                for b in branches if _schema_keys(b) - _ANNOTATIONS]
         refs = [b for b in said if "$ref" in b]
-        if len(refs) != 1 or id(refs[0]) not in self.base_of or any(  # (not a copy without its allOf)
-                _schema_keys(b) - _ANNOTATIONS != {"type"} or not _well_typed(b["type"]) for b in said if b is not refs[0]):
+        if not refs:  # (else one union beside types only: web-types' string `name` beside a recursive oneOf)
+            refs = [b for b in said if "anyOf" in b or "oneOf" in b]
+            if len(refs) == 1 and any(b is not refs[0] and _schema_keys(b) - _ANNOTATIONS != {"type"} for b in said):
+                return None
+        if len(refs) != 1 or len(said) == 1 or id(refs[0]) not in self.base_of:  # (not a copy without its allOf)
             return None
-        types = refs[0].get("type", _TYPES)
-        if not _well_typed(types) or len(said) == 1:
-            return None
+        r, extra, types = refs[0], {}, list(_TYPES)
         for b in said:
+            if not _well_typed(b.get("type")):
+                return None
             types = _types_meet(types, b.get("type", _TYPES))
+            if b is not r:
+                for k in _schema_keys(b) - _ANNOTATIONS - {"type"}:
+                    if k in extra or k in r or k == "allOf":
+                        return None
+                    extra[k] = b[k]
+        if any(r.keys() & g and extra.keys() & g for g in _READ_TOGETHER) \
+                or not (r.keys() | extra.keys()).isdisjoint(("unevaluatedProperties", "unevaluatedItems")):
+            return None  # (one's additionalProperties beside the other's properties: not one schema)
         if not types:
             return False
-        out = {**refs[0], "type": types}
-        self._adopt(out, refs[0])  # (its $ref resolves from there)
-        self._keep.append(out)
+        key = (id(r), tuple(types), tuple(sorted((k, id(v)) for k, v in extra.items())))
+        out = self._ref_typings.get(key)
+        if out is None:
+            out = self._ref_typings[key] = {**r, **extra, "type": types}
+            self._adopt(out, r)  # (its $ref resolves from there)
+            self._keep.append(out)
         return out
 
     def _merge_branches(self, branches: list):
@@ -1662,9 +1719,15 @@ class _Compiler:
         others = [b for b, vs in zip(said, lists) if vs is None]
         lists = [vs for vs in lists if vs is not None]
         scalars = _merged_scalars(others) if others else {}
-        if not lists or scalars is None:
+        if not lists:
             return None
-        check = self._scalar_check(scalars) if scalars else None
+        if scalars is None:  # (others of more keywords: where they narrow to scalars, their term)
+            check = self._scalars_of(others, _common_values(lists))
+            if check is None:
+                return None
+            scalars = {}
+        else:
+            check = self._scalar_check(scalars) if scalars else None
         vals = []
         for v in _common_values(lists):
             text = canonical_json(int(v) if self._draft4 and type(v) is float and v.is_integer() else v, None)
@@ -1675,6 +1738,35 @@ class _Compiler:
         if self._draft4 and "type" in scalars:  # (a listed 2 is also written 2.0, which is no integer there)
             return {"enum": vals, "type": scalars["type"]}
         return {"enum": vals}
+
+    def _scalars_of(self, others: list, values: list) -> Term | None:
+        """The term of allOf branches `others` beside lists of the scalars `values`,
+        each branch's oneOf/anyOf kept to the branches that take a type of those values
+        (hayson's `ver`, listed "3.0", beside a pattern's value: a oneOf of strings,
+        numbers and recursive objects, of which the string is left). None where a value
+        is a container, or a branch says more than scalar keywords and unions of scalar
+        schemas (it might reach a recursion, which has no term to match against)."""
+        if self._draft4 or any(isinstance(v, (dict, list)) for v in values):
+            return None
+        types = {_json_type(v) for v in values}
+        allowed = {"oneOf", "anyOf", "type", "enum", "const", *_STRING_KW, *_NUMBER_KW}
+        terms = []
+        for o in others:
+            o = deref(self, o)
+            if not isinstance(o, dict) or not _schema_keys(o) - _ANNOTATIONS <= allowed:
+                return None
+            n = dict(o)
+            for kw in ("oneOf", "anyOf"):
+                if kw in o:
+                    kept = [b for b in o[kw] if (t := types_of(self, b)) is None or t & types]
+                    if not all((t := types_of(self, b)) is not None and t <= _SCALAR_TYPES
+                               and isinstance(x := deref(self, b), dict) and "$ref" not in x for b in kept):
+                        return None
+                    n[kw] = kept or [False]
+            self._adopt(n, o)
+            self._keep.append(n)
+            terms.append(self.value(n, 0))
+        return self.tb.intersect(terms)
 
     def _scalar_check(self, scalars: dict) -> Term:
         """The term of a merged scalar schema (_merged_scalars' dict), built once per
@@ -1795,6 +1887,47 @@ class _Compiler:
                     w = None
                 self._narrow_memo[key] = w
             out.append(s if w is None else w)
+        return out
+
+    def _typed_union(self, node: dict):
+        """node, whose `type` names fewer types than some anyOf/oneOf branches hold, with
+        those branches narrowed to its types: left out where they hold none of them,
+        else `{type: the types both name, allOf: [branch]}` (which merges, and narrows
+        its own unions so). An instance of node's types matches a branch exactly when it
+        matches the narrowed one, so oneOf's count is unchanged; a recursive branch of
+        other types no longer meets node's type (web-types' `name`, a string, whose key
+        a pattern gives a oneOf of strings, numbers and recursive objects). None where
+        nothing narrows."""
+        if "type" not in node or not _well_typed(node["type"]) or not ("anyOf" in node or "oneOf" in node):
+            return None
+        if id(node) in self._unions_typed:
+            return self._unions_typed[id(node)]
+        own = types_of(self, {"type": node["type"]})
+        out, changed = dict(node), False
+        for kw in ("anyOf", "oneOf"):
+            if not isinstance(node.get(kw), list):
+                continue
+            kept = []
+            for b in node[kw]:
+                t = types_of(self, b)
+                if t is None or t <= own:
+                    kept.append(b)
+                    continue
+                changed = True
+                if t & own:
+                    key = ("union", id(b), frozenset(t & own))  # (_narrowed's are None where not merged)
+                    w = self._narrow_memo.get(key)
+                    if w is None:
+                        w = self._narrow_memo[key] = {"type": sorted(t & own), "allOf": [b]}
+                        self._adopt(w, b if isinstance(b, dict) else node)
+                        self._keep.append(w)
+                    kept.append(w)
+            out[kw] = kept or [False]
+        out = out if changed else None
+        if out is not None:
+            self._adopt(out, node)
+            self._keep.append(out)
+        self._unions_typed[id(node)] = out
         return out
 
     MAX_UNION_DISTRIBUTED = 1024

@@ -1188,6 +1188,142 @@ def test_recursive_ref_beside_a_type_is_a_copy_per_type():
     _walks_validate(cs, schema)
 
 
+def test_recursive_refs_to_different_schemas_beside_types_are_copies_per_type():
+    """minecraft's predicate `value`: an allOf of `{type: [integer, object], $ref: R}`
+    and the same with $ref N, two untyped schemas that recurse (N through if/then), as
+    anyOf, per common type, of the allOf of each target's copy for that type
+    (_Compiler._per_type: an integer, which neither constrains; an object, R's
+    properties beside N's conditions), not an intersection with a recursion. Strict mode
+    compiles it exactly: instances agree with jsonschema, walks validate."""
+    n = {"properties": {"type": {"enum": ["c", "u"]}}, "allOf": [
+        {"if": {"properties": {"type": {"const": "c"}}}, "then": {"properties": {"v": {"type": "integer"}}}},
+        {"if": {"properties": {"type": {"const": "u"}}},
+         "then": {"properties": {"lo": {"type": ["integer", "object"], "$ref": "#/$defs/n"}}}}]}
+    r = {"properties": {"lo": {"type": ["number", "object"], "$ref": "#/$defs/n"},
+                        "hi": {"type": ["integer", "object"], "$ref": "#/$defs/r"}}}
+    schema = {"$defs": {"n": n, "r": r}, "type": "object", "additionalProperties": False, "properties": {
+        "value": {"allOf": [{"type": ["integer", "object"], "$ref": "#/$defs/r"},
+                            {"type": ["integer", "object", "string"], "$ref": "#/$defs/n"}]}}}
+    cs = _exact_on_grammar_path(schema)
+    rng = random.Random(13)
+
+    def provider(depth):
+        if depth > 2 or rng.random() < 0.35:
+            return rng.choice([3, 2.5, "x", None])
+        o = {"type": rng.choice(["c", "u", "z"])} if rng.random() < 0.8 else {}
+        for k in ("v", "lo", "hi"):
+            if rng.random() < 0.4:
+                o[k] = rng.choice([1, "a"]) if k == "v" else provider(depth + 1)
+        return o
+
+    def node(_):
+        return {"value": provider(0)} if rng.random() < 0.9 else {}
+    _instances_agree(cs, schema, node, 400, 80)
+    _walks_validate(cs, schema)
+
+
+def test_recursive_untyped_ref_beside_keywords_of_other_branches_is_one_ref():
+    """jsonld: the root's allOf merges a `context` schema whose `@context` says only its
+    types, and whose `@graph` holds an array's `items`, with `common`, whose undeclared
+    keys hold `anyOf: [{$ref: common}]`: each key's schema is one $ref with the other
+    branch's keywords and the types both name (_Compiler._ref_typed), compiled once per
+    type, not an intersection with the recursion. Strict mode compiles it exactly:
+    instances agree with jsonschema, walks validate. A $ref whose additionalProperties
+    would read the other branch's properties is not folded so (no wrong language)."""
+    common = {"properties": {"id": {"type": "string", "maxLength": 3}},
+              "additionalProperties": {"anyOf": [{"$ref": "#/$defs/common"}]}}
+    schema = {"$defs": {"common": common}, "type": "object", "allOf": [
+        {"properties": {"ctx": {"type": ["object", "string", "null"]},
+                        "g": {"type": ["array", "object"], "items": {"type": "integer"}, "maxItems": 2}}},
+        {"$ref": "#/$defs/common"}]}
+    cs = _exact_on_grammar_path(schema)
+    rng = random.Random(15)
+
+    def value(depth):
+        r = rng.random()
+        if depth > 1 or r < 0.4:
+            return rng.choice(["ab", 2, None, True, [1], [1, 2, 3], ["a"]])
+        return {k: value(depth + 1) for k in rng.sample(["id", "ctx", "g", "x"], rng.randint(0, 2))}
+
+    def node(_):
+        return {k: value(1) for k in rng.sample(["id", "ctx", "g", "x"], rng.randint(0, 3))}
+    _instances_agree(cs, schema, node, 400, 80)
+    _walks_validate(cs, schema)
+    closed = {"$defs": {"n": {"properties": {"k": {"$ref": "#/$defs/n"}}}}, "allOf": [
+        {"$ref": "#/$defs/n", "additionalProperties": False}, {"properties": {"a": {"type": "integer"}}}]}
+    try:
+        got = schema_to_term(closed)
+    except SchemaError:
+        return
+    assert not got.accepts('{"a":1}') and got.accepts("{}")
+
+
+def test_typed_property_beside_a_recursive_union_narrows_its_branches():
+    """web-types' hosts: a declared `name` (a string) whose key a pattern also matches,
+    with a oneOf of strings, numbers and (recursively) the host object or a list of
+    them. Met with the string's type, the oneOf keeps its branches that take strings,
+    each narrowed to them (_Compiler._typed_union), so no recursion is intersected:
+    strict mode compiles it exactly (instances agree with jsonschema, walks validate)."""
+    vals = {"oneOf": [{"type": "string", "maxLength": 2}, {"type": "number"}, {"$ref": "#/$defs/host"},
+                      {"type": "array", "maxItems": 2, "items": {"$ref": "#/$defs/host"}}]}
+    host = {"type": "object", "additionalProperties": False, "properties": {
+        "name": {"type": "string"}, "n": {"type": ["integer", "boolean"]}},
+        "patternProperties": {"^[a-z]": {"$ref": "#/$defs/vals"}}}
+    schema = {"$defs": {"host": host, "vals": vals}, "$ref": "#/$defs/host"}
+    cs = _exact_on_grammar_path(schema)
+    rng = random.Random(16)
+
+    def node(depth):
+        o = {}
+        for k in rng.sample(["name", "n", "x", "Y"], rng.randint(0, 3)):
+            r = rng.random()
+            o[k] = (rng.choice(["ab", "abc", 2, 2.5, True, None]) if depth > 1 or r < 0.6 else
+                    node(depth + 1) if r < 0.8 else [node(depth + 1) for _ in range(rng.randint(0, 3))])
+        return o
+    _instances_agree(cs, schema, node, 400, 80)
+    _walks_validate(cs, schema)
+
+
+def test_listed_values_beside_a_recursive_union_keep_those_it_holds():
+    """hayson's grid meta: a declared `ver` that lists values, whose key the dict's
+    pattern matches too, so it also holds `hval`, a oneOf of scalars and recursive
+    containers. The listed scalars are matched against hval's branches of their types
+    (_Compiler._scalars_of: 3 and "3.0" are kept, null is not), not an intersection with
+    a recursion: strict mode compiles it exactly (instances agree with jsonschema, walks
+    validate)."""
+    defs = {"hval": {"oneOf": [{"type": "string", "maxLength": 3}, {"type": "number"},
+                               {"$ref": "#/$defs/dict"}, {"$ref": "#/$defs/list"}]},
+            "dict": {"type": "object", "additionalProperties": False,
+                     "patternProperties": {"^[a-z]": {"$ref": "#/$defs/hval"}}},
+            "list": {"type": "array", "maxItems": 2, "items": {"$ref": "#/$defs/hval"}}}
+    schema = {"$defs": defs, "type": "object", "additionalProperties": False, "properties": {
+        "meta": {"allOf": [{"$ref": "#/$defs/dict"}], "required": ["ver"],
+                 "properties": {"ver": {"enum": ["3.0", "3.01", 3, None]}}},
+        "data": {"$ref": "#/$defs/hval"}}}
+    cs = _exact_on_grammar_path(schema)
+    rng = random.Random(14)
+
+    def hval(depth):
+        r = rng.random()
+        if depth > 1 or r < 0.4:
+            return rng.choice(["ab", "abcd", 2, None, True])
+        if r < 0.7:
+            return [hval(depth + 1) for _ in range(rng.randint(0, 3))]
+        return {rng.choice(["a", "b", "Z"]): hval(depth + 1) for _ in range(rng.randint(0, 2))}
+
+    def node(_):
+        o = {}
+        if rng.random() < 0.8:
+            o["meta"] = {"ver": rng.choice(["3.0", "3.01", 3, None, "4"])} if rng.random() < 0.9 else {}
+            if rng.random() < 0.3:
+                o["meta"]["x"] = hval(1)
+        if rng.random() < 0.6:
+            o["data"] = hval(0)
+        return o
+    _instances_agree(cs, schema, node, 400, 80)
+    _walks_validate(cs, schema)
+
+
 def test_recursive_property_beside_its_pattern_is_merged():
     """A declared property that a patternProperties key also matches holds both schemas;
     where one is recursive they merge into one schema (_Compiler._key_schemas; the
