@@ -1363,7 +1363,8 @@ class _Compiler:
         the tests of one key group (_outcomes), where 2^n outcomes of n tests would not
         (minecraft's item modifiers: 23 `if`s on an optional `function`, untyped). None
         where rest holds objects only, or no objects."""
-        types = types_of(self, rest) or set(_TYPES)
+        types = types_of(self, rest)
+        types = set(_TYPES) if types is None else types  # (unknown: any; none: no value, nothing to split)
         if "object" not in types or types == {"object"}:
             return None
         objects = {**node, "type": "object"}  # (rest holds objects: node's own type does)
@@ -1694,10 +1695,11 @@ class _Compiler:
             return None  # (one's additionalProperties beside the other's properties: not one schema)
         if not types:
             return False
-        key = (id(r), tuple(types), tuple(sorted((k, id(v)) for k, v in extra.items())))
+        typed = any("type" in b for b in said)  # (else no type list of all six for _typed_copies to split)
+        key = (id(r), tuple(types) if typed else None, tuple(sorted((k, id(v)) for k, v in extra.items())))
         out = self._ref_typings.get(key)
         if out is None:
-            out = self._ref_typings[key] = {**r, **extra, "type": types}
+            out = self._ref_typings[key] = {**r, **extra, **({"type": types} if typed else {})}
             self._adopt(out, r)  # (its $ref resolves from there)
             self._keep.append(out)
         return out
