@@ -433,6 +433,10 @@ class _Converter:
             return tb.concat(tb.repeat(body, lo, None if hi == C.MAXREPEAT else hi), rest)
         if rest is tb.empty and (t := self._tempered(sub, flags, lo, hi)) is not None:
             return t
+        folded = self._folded(sub, flags)
+        if not _has_look(folded, behind=False, ends=True):  # (its lookaheads each saw one character)
+            body = self._then(folded, flags, at_start and hi == 1, False, tb.empty)
+            return tb.concat(tb.repeat(body, lo, None if hi == C.MAXREPEAT else hi), rest)
         if hi == C.MAXREPEAT or hi > self.MAX_LOOK_REPEAT:
             what = f"inside a repeat of more than {self.MAX_LOOK_REPEAT}"
             looks = [x for x in _looks_in_order(sub) if x[0] == 1]
@@ -446,6 +450,53 @@ class _Converter:
         for _ in range(lo):
             more = self._then(sub, flags, False, False, more)
         return more
+
+    def _folded(self, items, flags: int) -> list:
+        """`items` (a new list) where a lookahead of one character, `(?!X)` or `(?=X)`,
+        that an item of one character D follows (or a repeat of D, at least once) is
+        one with it: D less X, or D and X (exact: the lookahead sees D's character).
+        `((?!-)[a-z0-9-]+[.])+` is then a plain repeat, not one to unroll. Groups,
+        branches and repeats are folded inside."""
+        out, items, k = [], list(items), 0
+        while k < len(items):
+            op, av = items[k]
+            if op == C.SUBPATTERN:
+                out.append((op, (*av[:3], self._folded(av[3], flags))))
+            elif op == C.BRANCH:
+                out.append((op, (av[0], [self._folded(b, flags) for b in av[1]])))
+            elif op in _REPEATS:
+                out.append((op, (av[0], av[1], self._folded(av[2], flags))))
+            elif op in _LOOKS and av[0] == 1 and k + 1 < len(items) and (x := self._one_char(av[1], flags)) \
+                    is not None and (joined := self._joined(items[k + 1], flags, x, op == C.ASSERT)) is not None:
+                out += joined
+                k += 1
+            else:
+                out.append((op, av))
+            k += 1
+        return out
+
+    def _one_char(self, items, flags: int) -> Term | None:
+        """The term of `items` where they are one item of one character (a literal, a
+        class, `.`), else None."""
+        items = list(items)
+        if len(items) != 1 or items[0][0] not in (C.LITERAL, C.NOT_LITERAL, C.IN, C.ANY):
+            return None
+        return self.node(*items[0], flags, False, False)
+
+    def _joined(self, item, flags: int, look: Term, holds: bool) -> list | None:
+        """The items for `item` after a one-character lookahead `look` (_folded): its
+        first character meets the lookahead. None where item is no character, nor a
+        repeat of one taken at least once."""
+        op, av = item
+        d, after = self._one_char([item], flags), []
+        if d is None and op in _REPEATS and av[0] >= 1 and (d := self._one_char(av[2], flags)) is not None:
+            hi = av[1] if av[1] == C.MAXREPEAT else av[1] - 1
+            after = [(op, (av[0] - 1, hi, av[2]))]
+        if d is None:
+            return None
+        tb = self.tb
+        first = tb.intersect([d, look if holds else tb.complement(look)])
+        return [(_TERM, (first, 1))] + after
 
     def _tempered(self, sub, flags: int, lo: int, hi: int):
         """A repeat at the input's end whose item is one character with lookaheads

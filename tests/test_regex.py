@@ -242,7 +242,10 @@ def test_lookarounds_agree_with_re(pattern, seed):
     r"^((?!ab).)*$", r"-((?!a|b$)[ab])*", r"(?:(?!a)(?!bb).){2,}", r"((?=a|$).)*", r"a((?!-0)\w|-){1,}",
     # word boundaries, and anchors inside (`^` looks one character back, `$` ahead)
     r"\ba", r"a\b", r"\b\w+\b", r"a\b-", r"\Ba", r"\bab|ba\b", r"(?:a\b){0,3}", r"(?:a\b-?){0,4}", r"-*\B0",
-    r"(?:^a)?b", r"a^b", r"(a|^b)?-", r"a$b", r"(a$|b)", r"(?:a$|-)*", r"(?:^a|b)\b-?"])
+    r"(?:^a)?b", r"a^b", r"(a|^b)?-", r"a$b", r"(a$|b)", r"(?:a$|-)*", r"(?:^a|b)\b-?",
+    # a lookahead of one character before one, or a repeat of one, in an unbounded repeat
+    # (_Converter._folded: a domain's labels, `((?!-)[a-z0-9-]{1,63}\.)+`)
+    r"((?!-)[ab0-]{1,3}-)+", r"(?:(?!a)\w)*", r"(-(?=a)\w+)*", r"((-(?!-)a)?\w+-?)+", r"(?:(?=[a0])[^-])+b?"])
 def test_lookarounds_of_real_patterns(pattern):
     """Every string of up to 5 characters over the patterns' alphabet, against re (`a`,
     `b` and `0` are word characters, `-` is not)."""
