@@ -170,7 +170,12 @@ whose branches' types are known: each branch takes its types' keywords (_type_va
 Where schemas merge, an intersection is one schema instead: allOf branches and a $ref
 beside keywords (_conjunction), listed values beside scalar keywords (_merged_values),
 an object beside an anyOf of objects as a union of merged objects (_union_distributed),
-allOf branches compiled for the types they share (_narrowed).
+allOf branches compiled for the types they share (_narrowed). Met by types, a recursion
+is copied per type instead: a $ref with a type (_typed_copies), with other branches'
+keywords and types (_ref_typed), typed $refs to different schemas (_per_type); a type
+narrows a union's branches to it (_typed_union), listed scalars are matched against a
+union's scalar branches (_scalars_of), and value conditions on an untyped schema split
+objects from the other values, on which every `if` holds (_objects_apart).
 
 Free positions (`{}`, `true`, missing `items`/`additionalProperties` values) use a cheap
 universe: objects with any keys in any order. Complement operands (`not`, `if` and
