@@ -727,6 +727,7 @@ class _Planner:
         # ids of the schemas whose anyOf always holds (a branch of annotations only, `{}`),
         # where no unevaluated* reads which branch held: read, and compiled, without it
         # (gitlab-ci's hidden jobs, `anyOf: [job_template, {}]`, whose exit_codes are unique)
+        self.holds: dict = {}  # (id(schema), kind) -> _holds_all
         self.vacuous = set() if comp._unevaluated else {
             k for k, s in self.nodes.items() if any(_always(b) for b in _list(s, "anyOf"))}
 
@@ -816,7 +817,7 @@ class _Planner:
                 todo.append((self._target(s), is_sure))
             todo.extend((b, is_sure) for b in _list(s, "allOf"))
             for kw in ("anyOf", "oneOf"):
-                if kw == "anyOf" and id(s) in self.vacuous:
+                if kw == "anyOf" and (id(s) in self.vacuous or self._holds_all(s, kind)):
                     continue
                 fit = [b for b in _list(s, kw) if self._takes(b, kind)]
                 if is_sure and split and len(fit) > 1:
@@ -850,6 +851,18 @@ class _Planner:
         for k in sure:
             maybe.pop(k, None)
         return [(sure, maybe)]
+
+    def _holds_all(self, s: dict, kind: str) -> bool:
+        """Whether s's anyOf holds on every value of `kind` (a branch that asserts nothing
+        of them: localazy's `{items: ...}` beside object branches), where no
+        unevaluated* reads which branch held: read without it for that kind, as a
+        vacuous one (the uniqueItems in its other branches bind nothing there)."""
+        key = (id(s), kind)
+        if key not in self.holds:
+            comp = self.comp
+            self.holds[key] = not comp._unevaluated and any(
+                self._takes(b, kind) and comp._idle_of(b, kind) for b in _list(s, "anyOf"))
+        return self.holds[key]
 
     def _if_branches(self, s: dict, kind: str):
         """For a schema with an if/then/else whose `if` tests one key's value

@@ -70,6 +70,11 @@ JOB = {"type": "object", "properties": {"exit_codes": INTS, "tags": STRINGS}}
 HIDDEN = {"type": "object", "patternProperties": {"^[.]": {"anyOf": [JOB, {"title": "anything"}]}},
           "additionalProperties": JOB, "properties": {"v": {"anyOf": [True, STRINGS]}}}
 BOUNDED_CODES = {"type": "array", "items": {"type": "integer", "minimum": 0}, "uniqueItems": True}  # (refused)
+# localazy's upload files: an untyped `{items: ...}` branch takes every object, so the
+# unique features of an upload object bind nothing at `files` (they do inside its list)
+UPLOAD = {"type": "object", "properties": {"features": STRINGS}}
+FILES = {"type": "object", "properties": {"files": {"type": ["string", "array", "object"], "anyOf": [
+    {"type": "string"}, UPLOAD, {"items": {"anyOf": [{"type": "string"}, UPLOAD]}}]}}}
 # listed strings (an enum): once every value came, the comma that would begin another
 # item is refused too
 LETTERS = ["a", "ab", "b", "ba", "c"]
@@ -194,6 +199,8 @@ def valid(schema, inst) -> bool:
     (HIDDEN, [{".a": {"exit_codes": [1, 1]}}, {"b": {"exit_codes": [1, 1]}}, {"b": {"exit_codes": [1, 2]}},
               {".a": {"tags": ["x", "x"]}, "b": {"tags": ["x", "y", "x"]}}, {".a": 5, "b": {"tags": ["x"]}},
               {"v": ["x", "x"]}, {"v": 3, "c": {"exit_codes": [0, 0]}}]),
+    (FILES, [{"files": {"features": ["a", "a"]}}, {"files": ["x", {"features": ["a", "a"]}]},
+             {"files": ["x", {"features": ["a", "b"]}, {"features": ["b"]}]}, {"files": [["a"], "b"]}]),
     ({"properties": {"t": STRINGS, "c": {"anyOf": [BOUNDED_CODES, {}]}}},  # (c's anyOf read as absent)
      [{"t": ["a"], "c": [1, 1]}, {"t": ["a", "a"], "c": [1, 2]}, {"c": [0, 0, 0]}]),
     (STAGES, [{"stages": ["a", ["a"]]}, {"stages": [["a"], ["a"]]}, {"stages": [["a", "b"], ["b", "a"]]},
