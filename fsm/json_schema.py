@@ -949,6 +949,7 @@ class _Compiler:
             if node.keys().isdisjoint(_MEET_TRIGGERS):  # (most schemas: nothing to decide)
                 self._meet_memo[mk] = False
                 return False
+            self._meet_memo[mk] = True  # (a merge that leads back here: taken as meeting, the safe side)
             why = _meet_reasons(node)
             if "oneOf" in why and not _container_parts(node) \
                     and not {"$ref", "allOf", "not", "if"} & node.keys() \

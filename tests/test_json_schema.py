@@ -2476,3 +2476,20 @@ def test_draft4_boolean_exclusive_bounds():
         dfa, v = cs.dfa(), jsonschema.Draft4Validator(schema)
         for x in values:
             assert cs.accepts(cs.canonical(x), dfa) == v.is_valid(x), (schema, x)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("schema", [
+    # $refs that lead only to each other (no value at all), met by an allOf branch's keywords
+    {"$defs": {"a": {"$ref": "#/$defs/b", "type": "object"}, "b": {"$ref": "#/$defs/a", "type": "object"}},
+     "allOf": [{"$ref": "#/$defs/a", "properties": {"x": {"type": "integer"}}}, {"type": "object"}]},
+    {"$defs": {"n": {"anyOf": [{"$ref": "#/$defs/n"}]}}, "allOf": [{"anyOf": [{"$ref": "#/$defs/n"}]}, {"type": "string"}]},
+])
+def test_reference_cycles_without_values_are_refused(schema, strict):
+    """A schema whose references only lead to each other holds no value: its compile
+    ends in a SchemaError (the grammar's start derives no text), in both modes, not a
+    RecursionError (merging it once asked, forever, whether its merge meets)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(SchemaError, match="derives no finite string"):
+            schema_to_term(schema, strict=strict).dfa()
