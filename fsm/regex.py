@@ -460,8 +460,8 @@ class _Converter:
         out, items, k = [], list(items), 0
         while k < len(items):
             op, av = items[k]
-            if op == C.SUBPATTERN:
-                out.append((op, (*av[:3], self._folded(av[3], flags))))
+            if op == C.SUBPATTERN:  # (its own flags: `(?i:(?!a)[a-z])`)
+                out.append((op, (*av[:3], self._folded(av[3], (flags | int(av[1])) & ~int(av[2])))))
             elif op == C.BRANCH:
                 out.append((op, (av[0], [self._folded(b, flags) for b in av[1]])))
             elif op in _REPEATS:

@@ -245,7 +245,8 @@ def test_lookarounds_agree_with_re(pattern, seed):
     r"(?:^a)?b", r"a^b", r"(a|^b)?-", r"a$b", r"(a$|b)", r"(?:a$|-)*", r"(?:^a|b)\b-?",
     # a lookahead of one character before one, or a repeat of one, in an unbounded repeat
     # (_Converter._folded: a domain's labels, `((?!-)[a-z0-9-]{1,63}\.)+`)
-    r"((?!-)[ab0-]{1,3}-)+", r"(?:(?!a)\w)*", r"(-(?=a)\w+)*", r"((-(?!-)a)?\w+-?)+", r"(?:(?=[a0])[^-])+b?"])
+    r"((?!-)[ab0-]{1,3}-)+", r"(?:(?!a)\w)*", r"(-(?=a)\w+)*", r"((-(?!-)a)?\w+-?)+", r"(?:(?=[a0])[^-])+b?",
+    r"(?:(?i:(?!A)[a-b0]))+-"])
 def test_lookarounds_of_real_patterns(pattern):
     """Every string of up to 5 characters over the patterns' alphabet, against re (`a`,
     `b` and `0` are word characters, `-` is not)."""
