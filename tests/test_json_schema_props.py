@@ -35,6 +35,7 @@ from pydantic import (UUID1, UUID4, UUID7, AnyUrl, AwareDatetime, Base64Bytes, B
                       IPvAnyInterface, IPvAnyNetwork, Json, NaiveDatetime, NameEmail, PastDate, RedisDsn, SecretStr,
                       StrictInt, TypeAdapter, ValidationError, WebsocketUrl)
 
+from fsm.errors import ConstraintError
 from fsm.json_schema import SchemaError, SchemaWarning, canonical_json, schema_to_term
 from fsm.json_source import JsonTermSource
 from fsm.unique_matcher import ends_new
@@ -1322,6 +1323,85 @@ def test_listed_values_beside_a_recursive_union_keep_those_it_holds():
         return o
     _instances_agree(cs, schema, node, 400, 80)
     _walks_validate(cs, schema)
+
+
+class _RandomRecursive:
+    """Random schemas around one recursive definition `n`, untyped or typed, whose
+    properties and if/then branches (on `t`) hold typed $refs to it, anyOf of one $ref,
+    oneOf (typed or not) and allOf of such, and arrays of them; and random instances."""
+    TYPES = ["string", "integer", "number", "object", "array", "null", "boolean"]
+    LEAVES = [{"type": "string", "maxLength": 2}, {"type": "integer"}, {"enum": ["a", 1, None]}, {"type": "boolean"},
+              {"const": "b"}, {}, {"type": "object"}]
+    THEN_EXTRA = [{}, {"type": "object"}, {"minimum": 2}, {"maxLength": 1}, {"type": ["object", "string"]}]
+
+    def __init__(self, seed: int):
+        self.rng = random.Random(seed)
+
+    def types(self) -> list:
+        return self.rng.sample(self.TYPES, self.rng.randint(1, 3))
+
+    def sub(self, depth: int):
+        rng, r = self.rng, self.rng.random()
+        if depth > 2 or r < 0.25:
+            return rng.choice(self.LEAVES)
+        if r < 0.4:
+            return {"type": self.types(), "$ref": "#/$defs/n"}
+        if r < 0.5:
+            return {"$ref": "#/$defs/n"}
+        if r < 0.6:
+            return {"anyOf": [{"$ref": "#/$defs/n"}]}
+        if r < 0.72:
+            one = {"oneOf": [self.sub(depth + 1) for _ in range(rng.randint(1, 3))]}
+            return {**one, "type": self.types()} if rng.random() < 0.6 else one
+        if r < 0.85:
+            return {"allOf": [self.sub(depth + 1) for _ in range(2)]}
+        return {"type": "array", "maxItems": 2, "items": self.sub(depth + 1)}
+
+    def schema(self) -> dict:
+        rng = self.rng
+        n = {"properties": {k: self.sub(1) for k in rng.sample(["a", "b", "c"], rng.randint(1, 3))}}
+        if rng.random() < 0.6:
+            n["allOf"] = [{"if": {"properties": {"t": {"const": v}}},
+                           "then": {"properties": {"a": self.sub(2)}, **rng.choice(self.THEN_EXTRA)}} for v in "xy"]
+            n["properties"]["t"] = {"enum": ["x", "y"]}
+        if rng.random() < 0.3:
+            n["type"] = self.types()
+        return {"$defs": {"n": n}, **self.sub(0)}
+
+    def value(self, depth: int):
+        rng, r = self.rng, self.rng.random()
+        if depth > 2 or r < 0.45:
+            return rng.choice(["a", "b", "abc", 1, 2.5, None, True, False])
+        if r < 0.6:
+            return [self.value(depth + 1) for _ in range(rng.randint(0, 3))]
+        o = {k: self.value(depth + 1) for k in rng.sample(["a", "b", "c", "t", "z"], rng.randint(0, 3))}
+        return {**o, "t": rng.choice(["x", "y", "w"])} if rng.random() < 0.5 else o
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_random_recursive_schemas_agree_with_jsonschema(seed):
+    """Random schemas around a recursive definition met by types, unions and value
+    conditions (_RandomRecursive: the shapes _ref_typed, _per_type, _typed_union,
+    _scalars_of and _objects_apart take): each compiles exactly or is refused with a
+    ConstraintError, and on 60 random instances each accepts the canonical text exactly
+    when jsonschema says valid. (Without the `then`s on non-objects in _objects_apart,
+    3 and 4 of the two seeds' schemas disagree.)"""
+    gen, compiled = _RandomRecursive(seed), 0
+    for _ in range(80):
+        schema = gen.schema()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cs = schema_to_term(schema)
+                dfa = cs.dfa()
+        except ConstraintError:
+            continue
+        compiled += 1
+        check = _validator(schema)
+        for _ in range(60):
+            inst = gen.value(0)
+            assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), (inst, schema)
+    assert compiled >= 60
 
 
 def test_recursive_property_beside_its_pattern_is_merged():
