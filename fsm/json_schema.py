@@ -589,6 +589,7 @@ class _Compiler:
         self.rule_bodies_done: set[int] = set()
         self._merged: dict[int, object] = {}
         self._narrow_memo: dict[tuple, dict | None] = {}  # (id(branch), types) -> _narrowed's schema
+        self._wraps: dict[tuple, dict] = {}  # (id(branch), types) -> _typed_wrap
         self._narrowing: set[int] = set()  # ids of those schemas (not narrowed again)
         self._listed: dict[int, list | None] = {}  # id(anyOf schema) -> _listed_values
         self._scalar_checks: dict[str, Term] = {}  # JSON text of a merged scalar schema -> its term
@@ -1376,8 +1377,9 @@ class _Compiler:
         objects = {**node, "type": "object"}  # (rest holds objects: node's own type does)
         idle = _idle_keywords(types - {"object"})
         thens = [c[3] for c in conds if not (isinstance(c[3], dict) and _schema_keys(c[3]) <= idle | _ANNOTATIONS)]
-        others = {**rest, "allOf": list(rest.get("allOf", [])) + [{"type": sorted(types - {"object"})}] + thens}
-        for v in (objects, others, others["allOf"][-1 - len(thens)]):
+        typed = {"type": sorted(types - {"object"})}
+        others = {**rest, "allOf": list(rest.get("allOf", [])) + [typed] + thens}
+        for v in (objects, others, typed):
             self._adopt(v, node)
         self._keep.append((objects, others))
         return [objects, others]
@@ -1765,12 +1767,18 @@ class _Compiler:
                 return None
             n = dict(o)
             for kw in ("oneOf", "anyOf"):
-                if kw in o:
-                    kept = [b for b in o[kw] if (t := types_of(self, b)) is None or t & types]
-                    if not all((t := types_of(self, b)) is not None and t <= _SCALAR_TYPES
-                               and isinstance(x := deref(self, b), dict) and "$ref" not in x for b in kept):
+                if kw not in o:
+                    continue
+                kept = []
+                for b in o[kw]:
+                    t = types_of(self, b)
+                    if t is not None and not t & types:
+                        continue  # (takes none of the values)
+                    if t is None or not t <= _SCALAR_TYPES or not isinstance(x := deref(self, b), dict) \
+                            or "$ref" in x:
                         return None
-                    n[kw] = kept or [False]
+                    kept.append(b)
+                n[kw] = kept or [False]
             self._adopt(n, o)
             self._keep.append(n)
             terms.append(self.value(n, 0))
@@ -1887,15 +1895,25 @@ class _Compiler:
             key = (id(s), common)
             w = self._narrow_memo.get(key, False)
             if w is False:
-                w = {"type": sorted(common), "allOf": [s]}
-                self._adopt(w, s if isinstance(s, dict) else node)
-                self._narrowing.add(id(w))
-                self._keep.append(w)
+                w = self._typed_wrap(s, common, node)
                 if self._merged_all_of(w) is None:
                     w = None
                 self._narrow_memo[key] = w
             out.append(s if w is None else w)
         return out
+
+    def _typed_wrap(self, s, types: frozenset, node: dict) -> dict:
+        """`{type: types, allOf: [s]}` (s a subschema of node), one per (s, types): a
+        branch narrowed to types (_narrowed, _typed_union), which _narrowed does not
+        narrow again."""
+        key = (id(s), types)
+        w = self._wraps.get(key)
+        if w is None:
+            w = self._wraps[key] = {"type": sorted(types), "allOf": [s]}
+            self._adopt(w, s if isinstance(s, dict) else node)
+            self._narrowing.add(id(w))
+            self._keep.append(w)
+        return w
 
     def _typed_union(self, node: dict):
         """node, whose `type` names fewer types than some anyOf/oneOf branches hold, with
@@ -1923,13 +1941,7 @@ class _Compiler:
                     continue
                 changed = True
                 if t & own:
-                    key = ("union", id(b), frozenset(t & own))  # (_narrowed's are None where not merged)
-                    w = self._narrow_memo.get(key)
-                    if w is None:
-                        w = self._narrow_memo[key] = {"type": sorted(t & own), "allOf": [b]}
-                        self._adopt(w, b if isinstance(b, dict) else node)
-                        self._keep.append(w)
-                    kept.append(w)
+                    kept.append(self._typed_wrap(b, frozenset(t & own), node))
             out[kw] = kept or [False]
         out = out if changed else None
         if out is not None:

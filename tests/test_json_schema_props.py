@@ -1145,6 +1145,23 @@ def test_recursive_property_beside_its_pattern_recurses_through_the_merge():
     _walks_validate(cs, schema)
 
 
+def _provider(rng, key: str, nested: tuple, extra: str | None = None, deep: int = 2):
+    """A random instance near minecraft's number providers: a scalar, or an object whose
+    `key` is c, u or another value, `v` an integer or not, each key of `nested` such a
+    provider again (at most `deep` levels more), and `extra` a boolean or not."""
+    if deep < 0 or rng.random() < 0.3:
+        return rng.choice([3, 2.5, "x", None, True])
+    o = {key: rng.choice(["c", "u", "z"])} if rng.random() < 0.9 else {}
+    if rng.random() < 0.5:
+        o["v"] = rng.choice([1, 12, "a"])
+    for k in nested:
+        if rng.random() < 0.5:
+            o[k] = _provider(rng, key, nested, extra, deep - 1)
+    if extra and rng.random() < 0.2:
+        o[extra] = rng.choice([True, 1])
+    return o
+
+
 def test_recursive_ref_beside_a_type_is_a_copy_per_type():
     """minecraft's number providers: `type: [integer, object]` beside a $ref to an
     untyped schema whose if/then branches recurse, which does not merge with the type.
@@ -1170,21 +1187,8 @@ def test_recursive_ref_beside_a_type_is_a_copy_per_type():
     cs = _exact_on_grammar_path(schema)
     rng = random.Random(8)
 
-    def provider(depth):
-        if depth > 2 or rng.random() < 0.3:
-            return rng.choice([3, 2.5, None, "x", True])
-        o = {"type": rng.choice(["c", "u", "z"])} if rng.random() < 0.9 else {}
-        if rng.random() < 0.5:
-            o["v"] = rng.choice([1, 12, "a"])
-        for k in ("min", "max"):
-            if rng.random() < 0.5:
-                o[k] = provider(depth + 1)
-        if rng.random() < 0.2:
-            o["lo"] = rng.choice([True, 1])
-        return o
-
     def node(_):
-        return {k: provider(0) for k in ("a", "b") if rng.random() < 0.8}
+        return {k: _provider(rng, "type", ("min", "max"), "lo") for k in ("a", "b") if rng.random() < 0.8}
     _instances_agree(cs, schema, node, 400, 80)
     _walks_validate(cs, schema)
 
@@ -1208,17 +1212,8 @@ def test_recursive_refs_to_different_schemas_beside_types_are_copies_per_type():
     cs = _exact_on_grammar_path(schema)
     rng = random.Random(13)
 
-    def provider(depth):
-        if depth > 2 or rng.random() < 0.35:
-            return rng.choice([3, 2.5, "x", None])
-        o = {"type": rng.choice(["c", "u", "z"])} if rng.random() < 0.8 else {}
-        for k in ("v", "lo", "hi"):
-            if rng.random() < 0.4:
-                o[k] = rng.choice([1, "a"]) if k == "v" else provider(depth + 1)
-        return o
-
     def node(_):
-        return {"value": provider(0)} if rng.random() < 0.9 else {}
+        return {"value": _provider(rng, "type", ("lo", "hi"))} if rng.random() < 0.9 else {}
     _instances_agree(cs, schema, node, 400, 80)
     _walks_validate(cs, schema)
 
@@ -1601,24 +1596,12 @@ def test_recursive_conditions_on_an_untyped_schema_split_objects_from_others():
     cs = _exact_on_grammar_path(schema)
     rng = random.Random(12)
 
-    def provider(depth):
-        if depth > 1 or rng.random() < 0.3:
-            return rng.choice([3, 2.5, "x", None])
-        o = {"t": rng.choice(["c", "u", "z"])} if rng.random() < 0.9 else {}
-        if rng.random() < 0.4:
-            o["v"] = rng.choice([1, "a"])
-        if rng.random() < 0.5:
-            o["lo"] = provider(depth + 1)
-        if rng.random() < 0.2:
-            o["x"] = rng.choice([True, 1])
-        return o
-
     def modifier():
         if rng.random() < 0.15:
             return rng.choice([5, "s", None, []])
         o = {"f": rng.choice(vals[:4] + ["w"])} if rng.random() < 0.8 else {}
         for k in rng.sample(["p0", "p1", "p2", "p3", "lim"], rng.randint(0, 2)):
-            o[k] = provider(0)
+            o[k] = _provider(rng, "t", ("lo",), "x", deep=1)
         return o
 
     def node(_):
