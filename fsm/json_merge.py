@@ -1,13 +1,15 @@
 """allOf branches merged into one schema (their common values, the tightest string and
-number bounds, array items: _merged_scalars, _merged_arrays; a merge of listed values,
-which matches them against terms, is _Compiler._merged_values), the
-values a schema lists (_finite_values), and the tests on JSON values they read: a
-value's type, membership of a `type`, equality as JSON Schema compares values. Plain
-functions of schema dicts; the object merge, which reads the compiler's patterns and
-options, is _Compiler._merged_objects (fsm/json_schema.py)."""
+number bounds, array items: _merged_scalars, _merged_arrays), the values a schema lists
+(_finite_values), and the tests on JSON values they read: a value's type, membership of
+a `type`, equality as JSON Schema compares values; a value's canonical text
+(canonical_json). Plain functions of schema dicts and values; the merges that read the
+compiler are fsm/json_allof.py's."""
 from __future__ import annotations
 
 from .json_keywords import _ANNOTATIONS, _FAMILIES, _KEYWORDS, _NUMBER_KW, _STRING_KW, _TYPED_KW, _TYPES, _schema_keys
+import json
+from decimal import Decimal
+
 from .json_numbers import to_decimal
 
 # keywords that may stand beside `type` and `enum` for the enum to be filtered by type
@@ -164,3 +166,51 @@ def _finite_values(s) -> list | None:
     if any(k in _FAMILIES[_json_type(v)] for v in vals if _json_type(v) in _FAMILIES for k in stray):
         return None
     return vals
+
+
+def _number_text(v) -> str:
+    if isinstance(v, int):
+        return str(v)
+    if v != v or v in (float("inf"), float("-inf")):
+        raise ValueError("NaN and infinity are not JSON")
+    if v == 0:
+        return "0.0"  # -0.0 is 0 (JSON Schema compares numbers mathematically)
+    if v.is_integer() and abs(v) < 1e16:
+        return repr(v)
+    return format(Decimal(repr(v)), "f")
+
+
+def canonical_json(value, key_order, indent: int | None = None) -> str:
+    """The canonical text of a JSON value with object keys in `key_order` (None: as
+    they are; see the module notes, and CompiledSchema.canonical); indent gives a
+    flexible-whitespace variant (json.dumps-like indentation)."""
+    order = {k: i for i, k in enumerate(key_order or ())}
+    return _canonical(value, 0, None if key_order is None else order, len(order), indent)
+
+
+def _canonical(v, level: int, order: dict | None, big: int, indent: int | None) -> str:
+    """canonical_json's work (a function of the module, not a closure: a recursive
+    closure is a reference cycle, and enum checks make tens of thousands per compile:
+    ~500k objects of garbage for SchemaStore's azure-pipelines)."""
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, (int, float)):
+        return _number_text(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    nl = "" if indent is None else "\n" + " " * (indent * (level + 1))
+    end = "" if indent is None else "\n" + " " * (indent * level)
+    colon = ":" if indent is None else ": "
+    if isinstance(v, list):
+        if not v:
+            return "[]"
+        return "[" + ",".join(nl + _canonical(x, level + 1, order, big, indent) for x in v) + end + "]"
+    keys = list(v) if order is None else sorted(v, key=lambda k: order.get(k, big))
+    if not keys:
+        return "{}"
+    return "{" + ",".join(nl + json.dumps(k, ensure_ascii=False) + colon
+                          + _canonical(v[k], level + 1, order, big, indent) for k in keys) + end + "}"
