@@ -83,9 +83,9 @@ tests one key's value against a string const is two ways instead, each marked wi
 outcome; the object frame reads that key's value and goes on in the ways it leaves
 (UniquePlan.frames' `disc`; for values other than objects the test holds: `then`). A key that no `properties`
 declares is read by the patternProperties it matches: the tracker runs each pattern's
-DFA over the key (up to MAX_KEY_PATTERNS patterns per frame; more, and they are maybe
-schemas). An array frame is checked at run time when every way holds uniqueItems in a
-sure schema, no maybe one does, and the items are of the kinds above (maybe schemas of
+DFA over the key (up to MAX_KEY_PATTERNS patterns per frame, of MAX_PATTERN_STATES DFA
+states each; more, and they are maybe schemas). An array frame is checked at run time
+when every way holds uniqueItems in a sure schema, no maybe one does, and the items are of the kinds above (maybe schemas of
 the items: nothing but types, as under `not` a minLength bounds from above).
 Those uniqueItems are dropped from the schema the compiler reads (a copy), so the
 compiler's own rule (finite domains, or SchemaError) applies to all the others. An
@@ -124,7 +124,9 @@ from .json_variants import _condition
 MAX_UNIQUE_FRAMES = 4096  # frames of containers read while looking for unique arrays
 MAX_ALTERNATIVES = 64  # ways a frame's unions may hold, read one by one (above: together)
 MAX_KEY_PATTERNS = 4  # patternProperties of an object frame that the tracker tests keys on
-MAX_PATTERN_STATES = 256  # DFA states of one of those patterns
+# DFA states of one of those patterns (each state's row is built when planning, ~0.1-0.4 ms:
+# JSON-stat's link relations, 77 names, need ~300-500)
+MAX_PATTERN_STATES = 1024
 # how an array frame's items are kept distinct (UniquePlan.frames): flags of the kinds
 # of items it may hold, 0 where it is not checked
 OPEN, BOUNDED = 1, 2  # strings: open ones, bounded ones (module notes)
