@@ -6,10 +6,10 @@ a `type`, equality as JSON Schema compares values; a value's canonical text
 compiler are fsm/json_allof.py's."""
 from __future__ import annotations
 
-from .json_keywords import _ANNOTATIONS, _FAMILIES, _KEYWORDS, _NUMBER_KW, _STRING_KW, _TYPED_KW, _TYPES, _schema_keys
 import json
 from decimal import Decimal
 
+from .json_keywords import _ANNOTATIONS, _FAMILIES, _KEYWORDS, _NUMBER_KW, _STRING_KW, _TYPED_KW, _TYPES, _schema_keys
 from .json_numbers import to_decimal
 
 # keywords that may stand beside `type` and `enum` for the enum to be filtered by type
@@ -182,8 +182,8 @@ def _number_text(v) -> str:
 
 def canonical_json(value, key_order, indent: int | None = None) -> str:
     """The canonical text of a JSON value with object keys in `key_order` (None: as
-    they are; see the module notes, and CompiledSchema.canonical); indent gives a
-    flexible-whitespace variant (json.dumps-like indentation)."""
+    they are; see fsm/json_schema.py's module notes, and CompiledSchema.canonical);
+    indent gives a flexible-whitespace variant (json.dumps-like indentation)."""
     order = {k: i for i, k in enumerate(key_order or ())}
     return _canonical(value, 0, None if key_order is None else order, len(order), indent)
 
