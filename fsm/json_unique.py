@@ -85,8 +85,9 @@ outcome; the object frame reads that key's value and goes on in the ways it leav
 declares is read by the patternProperties it matches: the tracker runs each pattern's
 DFA over the key (up to MAX_KEY_PATTERNS patterns per frame, of MAX_PATTERN_STATES DFA
 states each; more, and they are maybe schemas). An array frame is checked at run time
-when every way holds uniqueItems in a sure schema, no maybe one does, and the items are of the kinds above (maybe schemas of
-the items: nothing but types, as under `not` a minLength bounds from above).
+when every way holds uniqueItems in a sure schema, no maybe one does, and the items are
+of the kinds above (maybe schemas of the items: nothing but types, as under `not` a
+minLength bounds from above).
 Those uniqueItems are dropped from the schema the compiler reads (a copy), so the
 compiler's own rule (finite domains, or SchemaError) applies to all the others. An
 anyOf with a branch that every value holds (`{}`, true) always holds: where no
