@@ -22,7 +22,8 @@ import json
 
 from .errors import RegexError
 from .json_disjoint import deref, disjoint, types_of
-from .json_keywords import _ANNOTATIONS, _NUMBER_KW, _STRING_KW, _TYPES, _beside_ref, _idle_keywords, _schema_keys
+from .json_keywords import (_ANNOTATIONS, _NUMBER_KW, _STRING_KW, _TYPES, _beside_ref, _idle_keywords, _names_type,
+                            _schema_keys)
 from .json_merge import (_common_values, _finite_values, _has_type, _json_type, _merged_arrays, _merged_scalars,
                          _types_meet, _well_typed, canonical_json)
 from .json_strings import encode_string
@@ -176,9 +177,10 @@ class AllOfMerges:
         return out
 
     def _idle_of(self, s, t: str, seen: frozenset = frozenset()) -> bool:
-        """Whether schema s asserts nothing of values of type t: its keywords are notes or
-        another type's, and its allOf branches and if/then/else outcomes (whatever the
-        `if`) are such schemas too, through $refs (False on a cycle: unknown)."""
+        """Whether schema s asserts nothing of values of type t (every one is valid): its
+        keywords are notes, another type's or a `type` that names t, its allOf branches
+        and if/then/else outcomes (whatever the `if`) are such schemas too, and so is
+        one of its anyOf branches, through $refs (False on a cycle: unknown)."""
         if s is True:
             return True
         if not isinstance(s, dict) or id(s) in seen:
@@ -188,8 +190,12 @@ class AllOfMerges:
         for k in _schema_keys(s) - _ANNOTATIONS - idle:
             if k == "$ref":
                 ok = self._idle_of(self._resolve(s, s["$ref"]), t, seen)
+            elif k == "type":
+                ok = _well_typed(s[k]) and _types_meet([t], s[k]) == [t]
             elif k == "allOf" and isinstance(s[k], list):
                 ok = all(self._idle_of(b, t, seen) for b in s[k])
+            elif k == "anyOf" and isinstance(s[k], list):
+                ok = any(self._idle_of(b, t, seen) for b in s[k])
             elif k == "if":
                 ok = all(self._idle_of(s.get(x, True), t, seen) for x in ("then", "else"))
             else:
@@ -602,9 +608,9 @@ class AllOfMerges:
                     carried.update((k, b[k]) for k in group if k in b)
                     carried.setdefault(group[0], None)
             keys = self._MERGEABLE | set(carried) | ({"patternProperties"} if b is pb else set())
-            if b.get("type") == "object":  # (other types' keywords assert nothing: renovate's `items` beside it)
+            if _names_type(b.get("type"), "object"):  # (other types' keywords assert nothing: renovate's `items` beside it)
                 keys = keys | _idle_keywords({"object"})
-            if not _schema_keys(b) <= keys or b.get("type", "object") != "object":
+            if not _schema_keys(b) <= keys or not _names_type(b.get("type", "object"), "object"):
                 return None  # (other keys are vendor annotations, which the compiler ignores)
         props: dict = {}
         for b in branches:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from .errors import RegexError
-from .json_keywords import _ANNOTATIONS, _OBJECT_KW, _beside_ref, _schema_keys
+from .json_keywords import _ANNOTATIONS, _OBJECT_KW, _beside_ref, _names_type, _schema_keys
 from .json_merge import _common_values, _json_type, _well_typed
 from .json_source import JsonTermSource
 from .json_strings import encode_string, string_text
@@ -168,7 +168,7 @@ def _disc_values(comp, s, prop, given: bool = False) -> set | None:
         inner = _disc_values(comp, comp._resolve(s, s["$ref"]), prop, given)
         if inner is not None:
             return inner
-    if not given and prop not in s.get("required", []) or s.get("type", "object") != "object":
+    if not given and prop not in s.get("required", []) or not _names_type(s.get("type", "object"), "object"):
         return None
     p = deref(comp, s.get("properties", {}).get(prop))
     if not isinstance(p, dict):

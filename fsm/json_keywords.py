@@ -57,6 +57,12 @@ def _beside_ref(node: dict) -> set:
     return _schema_keys(node) - _NOTES
 
 
+def _names_type(ty, name: str) -> bool:
+    """Whether a schema's `type` value is the one type `name`: `"object"` or
+    `["object"]` (a one-name list is the same schema, and reads the same way here)."""
+    return ty == name or ty == [name]
+
+
 def _idle_keywords(types) -> frozenset:
     """The type-specific keywords that assert nothing of values of `types` (type names,
     integer as number): `items` beside `type: object` (renovate's managers)."""

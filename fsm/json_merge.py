@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
-from .json_keywords import _ANNOTATIONS, _FAMILIES, _KEYWORDS, _NUMBER_KW, _STRING_KW, _TYPED_KW, _TYPES, _schema_keys
+from .json_keywords import (_ANNOTATIONS, _FAMILIES, _KEYWORDS, _NUMBER_KW, _STRING_KW, _TYPED_KW, _TYPES, _names_type,
+                            _schema_keys)
 from .json_numbers import to_decimal
 
 # keywords that may stand beside `type` and `enum` for the enum to be filtered by type
@@ -105,7 +106,7 @@ def _merged_arrays(branches: list) -> dict | None:
     """allOf branches of array keywords (items as one schema) as one array schema: the
     items' allOf, the tightest min/maxItems; None where some branch says more."""
     if not all(_schema_keys(b) <= _ARRAY_MERGEABLE and not isinstance(b.get("items"), list)
-               and b.get("type", "array") == "array" for b in branches):
+               and _names_type(b.get("type", "array"), "array") for b in branches):
         return None
     items = [b["items"] for b in branches if "items" in b]
     return {k: v for k, v in (

@@ -220,7 +220,7 @@ from .json_disjoint import (_disc_values, closed_keys, deref, disjoint, group_wa
 from .json_dynamic import DynamicRefs
 from .json_keywords import (_ANNOTATIONS, _ARRAY_KW, _FAMILIES, _NUMBER_KW, _OBJECT_KW, _STRING_KW, _SUB_LIST,
                             _SUB_MAP, _SUB_ONE, _TYPED_KW, _TYPES, _UNSUPPORTED, _beside_ref, _check_values,
-                            _idle_keywords, _schema_keys)
+                            _idle_keywords, _names_type, _schema_keys)
 from .json_allof import AllOfMerges
 from .json_merge import (_TYPED_ENUM_KEYS, _common_values, _finite_values, _has_type, _json_equal, _well_typed,
                          canonical_json)
@@ -1488,13 +1488,31 @@ class _Compiler(AllOfMerges):
             try:
                 terms = [self.value(subs[i], d, budget) for i in group]
                 comps = [tb.complement(t) for t in terms]
+                own = [self._held_alone(node, [subs[j] for j in group], k, d, budget) for k in range(len(group))]
             finally:
                 self._negated -= 1
-            parts += [tb.intersect([t] + [c for j, c in enumerate(comps) if j != i]) for i, t in enumerate(terms)]
+            parts += [tb.intersect([t if o is None else o] + [c for j, c in enumerate(comps) if j != i])
+                      for i, (t, o) in enumerate(zip(terms, own)) if o is not tb.nothing]
         apart = self._lenient_apart(node, subs) if self.nonterminals else None  # (recursive only)
         branches, relaxed = apart or (subs, "taken as anyOf (an output may match more than one branch)")
         return self._meet(node, "oneOf", tb.alt(parts), lambda: tb.alt([self.value(s, d, budget) for s in branches]),
                           relaxed)
+
+    def _held_alone(self, node: dict, subs: list, i: int, d: int, budget: int) -> Term | None:
+        """The oneOf branch subs[i] without the types that another branch holds every
+        value of (_idle_of), which are never in subs[i] alone: nothing where that leaves
+        no type, None where it leaves them all. The complements of the others then need
+        no emptiness search of those types' values: `oneOf: [{type: array, items: ...},
+        {properties: ...}]`, whose second branch takes every array, had the search
+        prove that no array of free objects is outside it (a TooLargeError after ~15 s)."""
+        types = types_of(self, subs[i])
+        types = set(_TYPES) if types is None else types
+        lost = {t for t in types if any(self._idle_of(s, t) for j, s in enumerate(subs) if j != i)}
+        if not lost:
+            return None
+        if lost == types:
+            return self.tb.nothing
+        return self.value(self._typed_wrap(subs[i], frozenset(types - lost), node), d, budget)
 
     def _keys_narrowed(self, node: dict, group: list) -> list:
         """node's oneOf branches `group` (indexes), closed objects whose keys are apart
@@ -2169,9 +2187,9 @@ class _Compiler(AllOfMerges):
                 vs = [s["const"]]
             elif isinstance(s.get("enum"), list):
                 vs = s["enum"]
-            elif s.get("type") == "boolean":
+            elif _names_type(s.get("type"), "boolean"):
                 vs = [True, False]
-            elif s.get("type") == "null":
+            elif _names_type(s.get("type"), "null"):
                 vs = [None]
             else:
                 return None

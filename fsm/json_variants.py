@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from .json_keywords import _ANNOTATIONS, _schema_keys
+from .json_keywords import _ANNOTATIONS, _names_type, _schema_keys
 
 def _own_keys(node: dict) -> set:
     """An object schema's own keys: its properties, required and dependentRequired keys
@@ -141,7 +141,7 @@ def _presence_parts(node: dict):
     as the alternation of its variants, one per allowed set of those keys (required /
     forbidden), not as an intersection with complements: dependabot's `oneOf: [{required:
     [directory]}, {required: [directories]}]`, an emptiness search at each new state."""
-    if not isinstance(node, dict) or node.get("type", "object") != "object" \
+    if not isinstance(node, dict) or not _names_type(node.get("type", "object"), "object") \
             or not ("anyOf" in node or "oneOf" in node or "not" in node or "allOf" in node
                     or "dependentRequired" in node or "dependentSchemas" in node or "dependencies" in node):
         return None
@@ -213,7 +213,7 @@ def _condition(part, objects: bool = False):
     c = part.get("if") if isinstance(part, dict) else None
     if isinstance(c, dict) and _schema_keys(c) - _ANNOTATIONS == {"anyOf"}:
         c = _absent_or(c["anyOf"]) or c
-    if objects and isinstance(c, dict) and _is_object_type(c.get("type")):
+    if objects and isinstance(c, dict) and _names_type(c.get("type"), "object"):
         c = {k: v for k, v in c.items() if k != "type"}
     if not isinstance(c, dict) or not ("then" in part or "else" in part) \
             or not _schema_keys(c) <= {"properties", "required"} | _ANNOTATIONS:
@@ -225,10 +225,6 @@ def _condition(part, objects: bool = False):
     if not set(req) <= {key}:
         return None
     return key, test, bool(req), part.get("then", True), part.get("else", True)
-
-
-def _is_object_type(t) -> bool:
-    return t == "object" or t == ["object"]
 
 
 def _absent_or(branches) -> dict | None:
@@ -261,8 +257,8 @@ def _value_conditions(node: dict):
     if not isinstance(node, dict) or ("if" not in node and "allOf" not in node):
         return None
     found, rest = [], dict(node)
-    objects = _is_object_type(node.get("type")) or isinstance(node.get("allOf"), list) and any(
-        isinstance(b, dict) and _is_object_type(b.get("type")) for b in node["allOf"])
+    objects = _names_type(node.get("type"), "object") or isinstance(node.get("allOf"), list) and any(
+        isinstance(b, dict) and _names_type(b.get("type"), "object") for b in node["allOf"])
     if (c := _condition(node, objects)) is not None:
         found.append(c)
         for k in ("if", "then", "else"):
