@@ -549,6 +549,7 @@ class _Compiler(AllOfMerges):
         self._dynamic = False  # whether _index met a $dynamicRef
         self._unevaluated = False  # whether it met an unevaluatedProperties / unevaluatedItems
         self._uniques: list[dict] = []  # the schemas with uniqueItems: true (fsm/json_unique.py)
+        self.unique_reasons: dict[str, str] = {}  # JSON pointer -> why the planner does not check it
         self.base_of: dict[int, str] = {}
         self.ptr_of: dict[int, str] = {}
         self.key_order: list[str] = []
@@ -2156,8 +2157,12 @@ class _Compiler(AllOfMerges):
         if node.get("uniqueItems") is True and (hi is None or hi > 1):
             dom = self._finite_domain(rest_s, prefix_s)
             if dom is None and not (self.python_sets and self._negated == 0):  # (a complement would shrink)
-                self.refuse(node, "uniqueItems", "uniqueItems is enforced only when the items range over a "
-                            f"finite set of at most {MAX_UNIQUE_DOMAIN} values (enum, const, boolean, null), "
+                why = self.unique_reasons.get(self.ptr(node), "no array that the tracker reads holds it for sure (it "
+                                              "sits under not, if or contains, or in a key read before the "
+                                              "key whose value decides it)")
+                self.refuse(node, "uniqueItems", f"uniqueItems cannot be enforced here: {why}. It is enforced "
+                            f"where the items range over a finite set of at most {MAX_UNIQUE_DOMAIN} values (enum, "
+                            "const, boolean, null), "
                             f"or are strings (any, listed by an enum, of at least {MIN_UNIQUE_DOMAIN} values, or "
                             "counted, in an array of one way), "
                             "lists of strings or of any values, open objects, closed objects of at least that "
@@ -2273,10 +2278,13 @@ def _schema_to_term(schema, tb: TermBuilder | None, split: bool, counts: dict | 
             r, docs = edit(root, options.get("documents"))
             return _Compiler(r, tb, **(dict(options, documents=docs) if "documents" in options else options))
         unique = plan_unique_items(comp, make_compiler, counts)
-        if unique is not None:  # (those uniqueItems are checked beside the automaton; vacuous anyOfs go)
-            root, docs = without_unique_items(root, options.get("documents"), *unique[1:])
+        if unique is not None and (unique[1] or unique[2]):  # (those uniqueItems are checked beside the
+            # automaton; vacuous anyOfs go)
+            root, docs = without_unique_items(root, options.get("documents"), *unique[1:3])
             options = dict(options, documents=docs) if "documents" in options else options
             comp = _Compiler(root, tb, **options)
+        if unique is not None:  # (by JSON pointer: the same in the copy)
+            comp.unique_reasons = unique[3]
         try:
             try:
                 term = comp.value(comp.entry, comp.max_depth)

@@ -652,20 +652,24 @@ def unique_plan_of(schema, **options) -> UniquePlan | None:
 
 
 def plan_unique_items(comp, make_compiler=None,
-                      counts: dict | None = None) -> tuple[UniquePlan | None, set, set] | None:
+                      counts: dict | None = None) -> tuple[UniquePlan | None, set, set, dict] | None:
     """(the plan or None where it checks nothing, ids of the uniqueItems schemas it
-    checks, ids of the schemas whose anyOf it reads as absent: _Planner.vacuous) for the
-    schema `comp` indexed, or None where there are neither. `make_compiler(edit)` makes another
+    checks, ids of the schemas whose anyOf it reads as absent: _Planner.vacuous, why it
+    checks the others: {JSON pointer of a uniqueItems schema: reason}) for the schema
+    `comp` indexed, or None where it has no uniqueItems. `make_compiler(edit)` makes another
     compiler, of the copies of the schema and its documents that `edit(root, documents)` returns,
     to count bounded strings and closed objects with (None: only open strings). `counts`:
     the counts of other plans of copies of the schema to share (a split anyOf's branches:
     fsm/json_union.py), by the schemas' JSON text."""
-    if not comp._uniques or comp._dynamic:  # ($dynamicRef copies are made per compiler)
+    if not comp._uniques:
         return None
+    if comp._dynamic:  # ($dynamicRef copies are made per compiler)
+        return None, set(), set(), {comp.ptr(u): "beside a $dynamicRef" for u in comp._uniques}
     try:
         return _Planner(comp, make_compiler, counts).run()
     except _TooManyFrames:
-        return None
+        why = f"the values around unique arrays pass {MAX_UNIQUE_FRAMES} frames (MAX_UNIQUE_FRAMES) to plan"
+        return None, set(), set(), {comp.ptr(u): why for u in comp._uniques}
 
 
 def without_unique_items(root, documents: dict | None, covered: set, vacuous: set = frozenset()):
@@ -727,6 +731,8 @@ class _Planner:
         self.reaches = self._reaching(comp)
         self.checked: set = set()  # ids of uniqueItems schemas in a frame checked at run time
         self.kept: set = set()  # ids of those that also sit where it cannot be checked
+        self.reasons: dict = {}  # JSON pointer of such a schema -> why (_checkable)
+        self.why: str | None = None  # why the frame _checkable reads is not checked (_no)
         # ids of the schemas whose anyOf always holds (a branch of annotations only, `{}`),
         # where no unevaluated* reads which branch held: read, and compiled, without it
         # (gitlab-ci's hidden jobs, `anyOf: [job_template, {}]`, whose exit_codes are unique)
@@ -739,9 +745,7 @@ class _Planner:
         while self.queue:
             self._expand(*self.queue.pop())
         covered = self.checked - self.kept
-        if not covered and not self.vacuous:
-            return None
-        return UniquePlan(self.frames, root, self.limits) if covered else None, covered, self.vacuous
+        return UniquePlan(self.frames, root, self.limits) if covered else None, covered, self.vacuous, self.reasons
 
     # -- the schemas from which a uniqueItems can be reached --------------------------
     def _reaching(self, comp) -> set:
@@ -808,7 +812,6 @@ class _Planner:
             return self._ways(list(schemas), kind, {}, {}, [], False)
 
     def _ways(self, todo: list, kind: str, sure: dict, maybe: dict, splits: list, split: bool) -> list:
-        comp = self.comp
         while todo:
             s, is_sure = todo.pop()
             if s is False and is_sure:  # (no value: not a way at all)
@@ -1016,26 +1019,35 @@ class _Planner:
         way must hold one, in a sure schema, and keep the items strings (open ones,
         bounded ones of at least MIN_UNIQUE_DOMAIN values, or listed ones: self.limits)
         or numbers without bounds."""
-        uniques = {k for sure, maybe in alts for k, x in (sure | maybe).items() if x.get("uniqueItems") is True}
+        uniques = {k: x for sure, maybe in alts for k, x in (sure | maybe).items() if x.get("uniqueItems") is True}
         if not uniques:
             return 0
-        ok = all(any(x.get("uniqueItems") is True for x in sure.values())  # (_MAYBE_ARRAY_OK has none)
-                 and all(_only(x, _ARRAY_OK) for x in sure.values())
-                 and all(_only(x, _MAYBE_ARRAY_OK) for x in maybe.values()) for sure, maybe in alts)
+        self.why = next(filter(None, (_unread(sure, maybe) for sure, maybe in alts)), None)
+        ok = self.why is None
         kinds = [self._item_kinds(w, i) for i, ways in zip([*range(len(slots) - 1), None], slots)
                  for w in ways] if ok else [0]
         how = 0 if 0 in kinds else functools.reduce(operator.or_, kinds, 0)
         if all((t := self._types_of(w)) is not None and t <= _LITERAL_TYPES for ways in slots for w in ways):
-            how = 0  # (true, false and null only: a finite set, which the compiler keeps distinct)
+            how = self._no("its items are true, false and null only (a finite set, which the compiler "
+                           "keeps distinct)")
         if how & NUMBERS and how & INTEGERS:  # (slots that disagree: "5." may end as 5 in one, 5.5 in another)
-            how = 0
+            how = self._no("its items are integers in one place and any numbers in another")
         if how & OBJECTS and how & CLOSED:  # (an open object's keys come in any order: its text is no normal one)
-            how = 0
+            how = self._no("its items may be open objects (keys in any order) and closed ones")
         if not how and ok and len(slots) == 1 and (n := self._listed_count(alts, slots[0])
                                                    or self._counted(alts, slots[0])):
             how, self.limits[fid] = BOUNDED, n
         (self.checked if how else self.kept).update(uniques)
+        if not how:
+            for x in uniques.values():
+                self.reasons.setdefault(self.comp.ptr(x), self.why or "its items are of no kind listed below")
         return how
+
+    def _no(self, why: str) -> int:
+        """0 (the frame's items are not checked), noting `why` for the compiler's
+        refusal (the last note of a frame's reading: an outer test notes after an inner one)."""
+        self.why = why
+        return 0
 
     def _item_kinds(self, items: list, index: int | None) -> int:
         """The flags of the kinds of items the schemas `items` allow at place `index`
@@ -1058,12 +1070,15 @@ class _Planner:
             if types <= _LITERAL_TYPES:
                 if any(maybe or not all(_only(x, _LITERAL_OK) for x in sure.values())
                        for t in types for sure, maybe in self._alternatives(items, t)):
-                    return 0
-                return LITERALS if index is not None and index < 2 * ("boolean" in types) + ("null" in types) else 0
+                    return self._no("its items are true, false or null, which a schema there narrows or may narrow")
+                if index is not None and index < 2 * ("boolean" in types) + ("null" in types):
+                    return LITERALS
+                return self._no("its items are true, false and null only (a finite set, which the compiler "
+                                "keeps distinct)")
             how = LITERALS
         if "array" in types:
             if not self._lists_open(items):
-                return 0
+                return self._no("its items may be arrays other than lists of open strings or of any values")
             how |= LISTS
         if "object" in types:
             if self._objects_open(items):
@@ -1071,13 +1086,20 @@ class _Planner:
             elif self._objects_closed(items):
                 how |= CLOSED
             else:
-                return 0
+                return self._no(f"its items may be objects neither open (taking one more key of endlessly many, "
+                                f"with any value) nor closed ones of at least {MIN_UNIQUE_DOMAIN} values")
         if "string" in types:  # (a string begun may be cornered, whatever else an item may be)
             strings = self._string_kind(items)
-            how = how | strings if strings else 0
+            if not strings:  # (the tracker would not key them: one begun as an earlier one ends it)
+                return self._no(f"its items may be strings of fewer than {MIN_UNIQUE_DOMAIN} values, or narrowed "
+                                "by a schema that may apply")
+            how |= strings
         if "number" in types:
             numbers = self._number_kind(items)
-            how = how | numbers if numbers else 0
+            if not numbers:
+                return self._no("its items may be numbers with an upper or negative bound, multipleOf or an "
+                                "enum, or narrowed by a schema that may apply")
+            how |= numbers
         return how
 
     def _lists_open(self, items: list) -> bool:
@@ -1446,6 +1468,19 @@ def _always(s) -> bool:
 def _map(s: dict, kw: str) -> dict:
     v = s.get(kw)
     return v if isinstance(v, dict) else {}
+
+
+def _unread(sure: dict, maybe: dict) -> str | None:
+    """Why an array's way (its sure and maybe schemas) keeps its uniqueItems from the
+    tracker; None where the tracker reads it."""
+    if not any(x.get("uniqueItems") is True for x in sure.values()):  # (_MAYBE_ARRAY_OK has none)
+        return "it may or may not apply there (under a union, if/then or not that the array's place does not decide)"
+    for xs, allowed, whose in ((sure, _ARRAY_OK, "beside"), (maybe, _MAYBE_ARRAY_OK, "beside a schema that may apply "
+                                                                                     "there, of")):
+        said = sorted({k for x in xs.values() for k in x if k not in allowed and k in _KEYWORDS})
+        if said:
+            return f"{whose} {', '.join(said)}"
+    return None
 
 
 def _only(s: dict, allowed: frozenset) -> bool:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from fsm.errors import SchemaError
-from fsm.json_schema import canonical_json, compile_json_schema, schema_to_term
+from fsm.json_schema import SchemaWarning, canonical_json, compile_json_schema, schema_to_term
 from fsm.matcher import Matcher
 from fsm.json_keys import KeyMatcher
 from fsm.unique_matcher import UniqueMatcher
@@ -974,6 +974,9 @@ def test_mask_after_a_backslash(smol_vocab):
      "uniqueItems": True},  # (a union of few strings: not counted)
     # literals that a maybe schema may narrow; a third boolean (the first two may take both)
     {"type": "array", "items": {"type": ["string", "boolean"], "not": {"const": "a"}}, "uniqueItems": True},
+    # few strings beside numbers (the numbers alone were checked: after ["a","b", an item
+    # `"a` was allowed, with no way on)
+    {"type": "array", "items": {"type": ["string", "number"], "pattern": "^[ab]$"}, "uniqueItems": True},
     {"type": "array", "prefixItems": [{"type": "boolean"}] * 3, "uniqueItems": True},
     # bounds that may corner: above -1 an item "-1" has no way on but -1; below 100, "10" but 10 and 100
     {"type": "array", "items": {"type": "integer", "minimum": -1}, "uniqueItems": True},
@@ -1025,3 +1028,30 @@ def test_refused_where_not_exact(schema):
     refuses uniqueItems (SchemaError naming it) and lenient mode drops it with a warning."""
     with pytest.raises(SchemaError, match="uniqueItems"):
         schema_to_term(schema)
+    with pytest.warns(SchemaWarning, match="'uniqueItems' at "):
+        schema_to_term(schema, strict=False)
+
+
+@pytest.mark.parametrize("schema, why", [
+    ({"type": "array", "items": {"type": ["string", "number"], "pattern": "^[ab]$"}, "uniqueItems": True},
+     "its items may be strings of fewer than 65536 values"),
+    ({"type": "array", "items": {"type": "integer", "maximum": 100}, "uniqueItems": True},
+     "its items may be numbers with an upper or negative bound"),
+    ({"type": "array", "items": {"type": "string"}, "uniqueItems": True, "contains": {"const": "a"}},
+     "beside contains"),
+    ({"type": "array", "items": {"type": "object", "properties": {"a": {"type": "boolean"}},
+                                 "additionalProperties": False}, "uniqueItems": True},
+     "its items may be objects neither open"),
+    ({"type": "array", "items": {"type": "array", "maxItems": 2}, "uniqueItems": True},
+     "its items may be arrays other than lists of open strings or of any values"),
+    ({"type": "object", "properties": {"a": {"anyOf": [STRINGS, {"type": "array", "items": {"type": "integer"}}]}}},
+     "it may or may not apply there"),
+    ({"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": "number"}, "uniqueItems": True},
+     "its items are integers in one place and any numbers in another"),
+])
+def test_refusal_says_why(schema, why):
+    """The refusal names what keeps that uniqueItems from the tracker (_Planner._no,
+    _unread), before the list of what it checks."""
+    with pytest.raises(SchemaError, match="uniqueItems") as e:
+        schema_to_term(schema)
+    assert f"uniqueItems cannot be enforced here: {why}" in str(e.value)
