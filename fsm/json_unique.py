@@ -87,7 +87,12 @@ DFA over the key (up to MAX_KEY_PATTERNS patterns per frame, of MAX_PATTERN_STAT
 states each; more, and they are maybe schemas). An array frame is checked at run time
 when every way holds uniqueItems in a sure schema, no maybe one does, and the items are
 of the kinds above (maybe schemas of the items: nothing but types, as under `not` a
-minLength bounds from above).
+minLength bounds from above). An endless kind is taken as such only where the ways hold
+exactly the items of that kind (`_Planner._exact`: no `not` but one that lists values, no
+false `then`, no types in maybe schemas, no oneOf whose branches overlap, which the ways
+read as anyOf); elsewhere open strings are counted as bounded ones, and the rest refused:
+`oneOf: [{type: [boolean, string]}, {type: string}]` leaves no string at all, and after
+`[true,false` a comma would lead nowhere. A refusal says which test failed (`_Planner._no`).
 Those uniqueItems are dropped from the schema the compiler reads (a copy), so the
 compiler's own rule (finite domains, or SchemaError) applies to all the others. An
 anyOf with a branch that every value holds (`{}`, true) always holds: where no
@@ -115,7 +120,7 @@ from decimal import Decimal, InvalidOperation
 
 from .dfa import LazyDFA
 from .errors import RegexError, SchemaError, TooLargeError
-from .json_disjoint import types_of
+from .json_disjoint import disjoint, types_of
 from .json_merge import _finite_values
 from .json_keywords import (_ANNOTATIONS, _ARRAY_KW, _KEYWORDS, _NOTES, _NUMBER_KW, _OBJECT_KW, _STRING_KW,
                             _SUB_LIST, _SUB_MAP, _SUB_ONE, _schema_keys)
@@ -1107,7 +1112,10 @@ class _Planner:
         any values: each way of one holds, in sure schemas only, `items` whose strings
         are open, or that take any value, and no keyword that bounds the list (maxItems,
         prefixItems, contains, uniqueItems...)."""
-        for sure, maybe in self._alternatives(items, "array"):
+        ways = self._alternatives(items, "array")
+        if not self._exact(ways, "array"):
+            return False
+        for sure, maybe in ways:
             if maybe or not all(_only(x, _LIST_OK) for x in sure.values()):
                 return False
             inner = [(x["items"], True) for x in sure.values() if "items" in x]
@@ -1132,7 +1140,10 @@ class _Planner:
         pattern of endlessly many keys that every schema that closes it has too. (One
         with a uniqueItems below is read with its frames, its bytes kept:
         UniquePlan.capturing.)"""
-        for sure, maybe in self._alternatives(items, "object"):
+        ways = self._alternatives(items, "object")
+        if not self._exact(ways, "object"):
+            return False
+        for sure, maybe in ways:
             if maybe or not all(_only(x, _OBJECT_OPEN_OK) for x in sure.values()):
                 return False
             pats = [_map(x, "patternProperties") for x in sure.values()]
@@ -1231,11 +1242,32 @@ class _Planner:
         if not all(_only(x, _MAYBE_STRING_OK) for sure, maybe in ways for x in maybe.values()):
             return 0
         string_ok = _STRING_OK if self.comp.assert_formats else _STRING_OK | {"format"}
-        if all(_only(x, string_ok) for sure, maybe in ways for x in sure.values()):
+        if all(_only(x, string_ok) for sure, maybe in ways for x in sure.values()) and self._exact(ways, "string"):
             return OPEN
         if self.make_compiler is None:
             return 0
         return BOUNDED if self._domain_size([s for s, is_sure in items if is_sure]) >= MIN_UNIQUE_DOMAIN else 0
+
+    def _exact(self, ways: list, kind: str) -> bool:
+        """Whether the ways (_alternatives) of values of `kind` hold no fewer of them than
+        the schemas do: no `not` (but one that lists a few values: self.excluded), no
+        `then`/`else` that is false, no maybe schema with a type or listed values, no
+        oneOf whose branches of that kind may overlap (read here as anyOf). Where they
+        may hold fewer (`not: {type: string}`, `oneOf: [{type: [boolean, string]},
+        {type: string}]`: no string at all), a kind read as endless (open strings,
+        numbers, lists, open objects) may have no new item, and refusing repeats
+        leaves no way on."""
+        for sure, maybe in ways:
+            for x in (*sure.values(), *maybe.values()):
+                n = x.get("not")
+                if (n is not None and id(n) not in self.excluded) or x.get("then") is False or x.get("else") is False:
+                    return False
+                fit = [b for b in _list(x, "oneOf") if self._takes(b, kind)]
+                if len(fit) > 1 and not disjoint(self.comp, x, fit):
+                    return False
+            if any(x.keys() & {"type", "enum", "const"} for x in maybe.values() if id(x) not in self.excluded):
+                return False
+        return True
 
     def _listed_count(self, alts: list, ways: list) -> int:
         """N where every way of the array (`alts`, its items' schemas `ways`) takes as
@@ -1243,6 +1275,8 @@ class _Planner:
         and asks for at most N of them (minItems); else 0."""
         values = None
         for items in ways:
+            if self._types_of(items) != {"string"}:  # (items of other kinds would go unchecked)
+                return 0
             got = self._listed_strings(items)
             if got is None or (values is not None and got != values):
                 return 0
@@ -1290,7 +1324,8 @@ class _Planner:
         beginning of a number goes on to ever greater values, `0.5` to `0.51`). The
         values a `not` lists take out a few of the endlessly many, never all."""
         ways = self._alternatives(items, "number")
-        if not all(_only(x, _NUMBER_FROM_ZERO_OK) and _from_zero(x) for sure, maybe in ways for x in sure.values()):
+        if not all(_only(x, _NUMBER_FROM_ZERO_OK) and _from_zero(x) for sure, maybe in ways for x in sure.values()) \
+                or not self._exact(ways, "number"):
             return 0
         if any(not _only(x, _NUMBER_OK) or _integral(x) for sure, maybe in ways for x in maybe.values()
                if id(x) not in self.excluded):
