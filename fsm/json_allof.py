@@ -180,7 +180,8 @@ class AllOfMerges:
         """Whether schema s asserts nothing of values of type t (every one is valid): its
         keywords are notes, another type's or a `type` that names t, its allOf branches
         and if/then/else outcomes (whatever the `if`) are such schemas too, and so is
-        one of its anyOf branches, through $refs (False on a cycle: unknown)."""
+        one of its anyOf branches, its `not` holds no value of type t, through $refs
+        (False on a cycle: unknown)."""
         if s is True:
             return True
         if not isinstance(s, dict) or id(s) in seen:
@@ -196,6 +197,9 @@ class AllOfMerges:
                 ok = all(self._idle_of(b, t, seen) for b in s[k])
             elif k == "anyOf" and isinstance(s[k], list):
                 ok = any(self._idle_of(b, t, seen) for b in s[k])
+            elif k == "not":
+                held = types_of(self, s[k])
+                ok = held is not None and ("number" if t == "integer" else t) not in held
             elif k == "if":
                 ok = all(self._idle_of(s.get(x, True), t, seen) for x in ("then", "else"))
             else:

@@ -11,7 +11,8 @@ texts of the JSON values valid under it. Because terms are closed under union,
 intersection and complement, the composition keywords are exact: `allOf` is an
 intersection, `anyOf` a union, `oneOf` the union of each branch minus the others
 (plain union when the branches are provably disjoint: distinct types or a const
-discriminator), `not` the universe minus the subschema, `if/then/else` is
+discriminator; a branch loses first the types that another holds every value of,
+_held_alone), `not` the universe minus the subschema, `if/then/else` is
 (if & then) | (universe - if) & else, `dependentSchemas` and `dependentRequired` are
 unions of "key absent" and "key present and ..." (a dependentSchemas entry that only
 requires keys is a dependentRequired one). Parts of an object schema that only say
@@ -23,8 +24,9 @@ objects that no key two of them allow is the union of its branches, each without
 `{}` and non-objects another holds too (json_disjoint.keys_apart). Likewise an `if`
 that tests one property's value (`if: {properties: {kind: {const: "cron"}}}`,
 then/else) makes one variant per outcome: the test and `then`, or the other values and
-`else`. allOf
-branches are merged where they are plain objects (properties merged per key, some
+`else`. `contains` counts the items that hold it among those that may (types apart,
+or an empty intersection with the item's schema: none, or the prefix items only).
+allOf branches are merged where they are plain objects (properties merged per key, some
 keywords of one branch carried over), plain arrays (items merged), value lists
 (common values) or string/number keywords (tightest bounds): one term, not an
 intersection. Derivatives are lazy, so nothing is expanded at compile time:
@@ -242,6 +244,9 @@ MAX_UNIQUE_DOMAIN = 16
 MAX_PATTERN_PROPERTIES_PARTITION = 5  # patterns whose every subset is a way a key may match
 MAX_PATTERN_SUBSETS = 64  # past that many patterns, the subsets whose patterns meet (_pattern_subsets)
 MAX_KEY_STATES = 4096  # DFA states of an object's undeclared keys read to tell if they are bounded (_free_keys)
+# states of the search that tells whether an item can hold `contains` (_contains_none):
+# a finite contains (enum, const) settles within tens; past this, it is left to the array
+CONTAINS_SEARCH_STATES = 2000
 
 _PARTS_KW = ("type", "const", "enum", "$ref", "allOf", "anyOf", "oneOf", "not", "if")  # (_value's parts)
 _OPEN = {"additionalProperties": True}
@@ -2148,10 +2153,19 @@ class _Compiler(AllOfMerges):
             self._negated += 1
             try:
                 c = self.value(node["contains"], d - 1, budget)
+                holders = self._holders(node["contains"], c, [*prefix_s, rest_s], [*prefix, rest])
+                if not any(holders) or (hi is not None and a > hi):
+                    if a > 0:  # (every array holds none, or too few)
+                        return tb.nothing
+                    c = tb.nothing  # (the count holds on every array: none is too many for no b)
                 anyv = self.any(d - 1)
                 notc = tb.intersect([anyv, tb.complement(c)])
-                if not (a == 0 and b is None):
+                if a == 0 and b is None:
+                    pass
+                elif holders[-1]:
                     parts.append(self._count_list(tb.intersect([c, anyv]), notc, a, b))
+                else:  # (only prefix items may hold it)
+                    parts.append(self._prefix_count_list(tb.intersect([c, anyv]), notc, anyv, len(prefix), a, b))
             finally:
                 self._negated -= 1
         if node.get("uniqueItems") is True and (hi is None or hi > 1):
@@ -2179,6 +2193,57 @@ class _Compiler(AllOfMerges):
                 finally:
                     self._negated -= 1
         return tb.intersect(parts) if len(parts) > 1 else parts[0]
+
+    def _holders(self, contains, c: Term, items_s: list, items: list) -> list[bool]:
+        """For each place of an array (prefix items, then the rest: schemas `items_s`,
+        terms `items`), whether its item may hold `contains` (term c): False where their
+        types are apart (json_disjoint.types_of: `contains: {const: 0}` beside objects)
+        or their intersection is empty, as a search of at most CONTAINS_SEARCH_STATES
+        states shows (`contains: {enum: [true, "a"]}` beside closed objects); True where
+        it may or where that is not known. Otherwise the count's terms meet the items only
+        inside the array's states, and an emptiness search there (at a mask past the
+        array's key, mid-output) explored every array of the items for one more that
+        holds c: a TooLargeError after ~20 s."""
+        ct = types_of(self, contains)
+        src = JsonTermSource(self.tb, CONTAINS_SEARCH_STATES)
+        out = []
+        for s, x in zip(items_s, items):
+            kinds = None if s is not False else set()
+            kinds = types_of(self, s) if kinds is None else kinds
+            if ct is not None and kinds is not None and not ct & kinds:
+                out.append(False)
+            elif self.nonterminals and (_marker_index(c, self._marker_memo) is not None
+                                        or _marker_index(x, self._marker_memo) is not None):
+                out.append(True)  # (a recursive reference's marker stands for a language no search reads)
+            else:
+                try:
+                    out.append(not src.is_empty(self.tb.intersect([c, x])))
+                except TooLargeError:
+                    out.append(True)
+        return out
+
+    def _prefix_count_list(self, x: Term, y: Term, z: Term, k: int, a: int, b: int | None) -> Term:
+        """Arrays whose first k elements are x or y (disjoint), between a and b of them
+        x, and whose later ones are z: a `contains` (x) that only the k prefix items may
+        hold. (_count_list's terms would ask the later items for x as well, and a state
+        past the prefix that still needs one held no member, which only a search of
+        every later item could tell.)"""
+        tb, comma, memo = self.tb, self.comma, {}
+
+        def rest(i: int, j: int) -> Term:  # the elements from place i on, each after a comma; j of x so far
+            if b is not None and j > b:
+                return tb.nothing
+            if (i, j) not in memo:
+                if i == k:
+                    memo[i, j] = tb.star(tb.concat(comma, z)) if j >= a else tb.nothing
+                else:
+                    memo[i, j] = tb.alt([tb.empty if j >= a else tb.nothing, tb.seq([comma, x, rest(i + 1, j + 1)]),
+                                         tb.seq([comma, y, rest(i + 1, j)])])
+            return memo[i, j]
+        first = [tb.concat(x, rest(1, 1)), tb.concat(y, rest(1, 0))] if k else [tb.concat(z, rest(0, 0))]
+        if a == 0:
+            first.append(tb.empty)
+        return tb.seq([self.open_arr, tb.alt(first), self.close_arr])
 
     def _finite_domain(self, rest_s, prefix_s) -> list | None:
         vals: list = []
