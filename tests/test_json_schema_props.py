@@ -138,7 +138,9 @@ def test_acceptance_equals_validity_on_random_values(i):
     """Random JSON values (generic ones, and mutations of valid seeds): the compact
     canonical text is accepted iff jsonschema says valid, and the indented text by the
     flexible-whitespace automaton. (hypothesis-jsonschema does not run with this
-    Hypothesis version, so values are drawn here and classified by jsonschema.)"""
+    Hypothesis version, so values are drawn here and classified by jsonschema; the
+    draws are derandomized, so each outcome's count is the same every run: schema 9
+    once drew 19 invalid values, under the 20 asked for.)"""
     schema = SCHEMAS[i]
     cs = schema_to_term(schema)
     flex = schema_to_term(schema, whitespace="flexible")
@@ -148,7 +150,7 @@ def test_acceptance_equals_validity_on_random_values(i):
     for seed in SEEDS[i]:
         assert v.is_valid(seed), seed
 
-    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=True)
     @given(st.data())
     def check(data):
         inst = mutate(data, data.draw(st.sampled_from(SEEDS[i])))
