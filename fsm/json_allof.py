@@ -180,8 +180,8 @@ class AllOfMerges:
         """Whether schema s asserts nothing of values of type t (every one is valid): its
         keywords are notes, another type's or a `type` that names t, its allOf branches
         and if/then/else outcomes (whatever the `if`) are such schemas too, and so is
-        one of its anyOf branches, its `not` holds no value of type t, through $refs
-        (False on a cycle: unknown)."""
+        one of its anyOf branches, its `not` holds no value of type t, one oneOf branch
+        is and no other holds one, through $refs (False on a cycle: unknown)."""
         if s is True:
             return True
         if not isinstance(s, dict) or id(s) in seen:
@@ -200,6 +200,11 @@ class AllOfMerges:
             elif k == "not":
                 held = types_of(self, s[k])
                 ok = held is not None and ("number" if t == "integer" else t) not in held
+            elif k == "oneOf" and isinstance(s[k], list):  # (one branch takes them all, no other any)
+                idle = [b for b in s[k] if self._idle_of(b, t, seen)]
+                ok = len(idle) == 1 and all(
+                    b is idle[0] or ((held := types_of(self, b)) is not None
+                                     and ("number" if t == "integer" else t) not in held) for b in s[k])
             elif k == "if":
                 ok = all(self._idle_of(s.get(x, True), t, seen) for x in ("then", "else"))
             else:

@@ -2294,8 +2294,11 @@ def test_oneof_branch_that_holds_a_whole_type_needs_no_search():
                                       {"anyOf": [{"$ref": "#/$defs/n"}]}]},
         {"oneOf": [{"type": "array", "items": {"type": "object"}}, n, {"type": "string", "maxLength": 1}]},
         {"oneOf": [{"enum": ["a", 1, None]}, {"const": "b"}, {}], "type": ["null", "number"]},
-        # a `not` that holds no array takes every array (_idle_of)
+        # a `not` that holds no array takes every array (_idle_of); so does a oneOf one of
+        # whose branches does, the others holding none
         {"oneOf": [{"type": "array", "items": {"type": "object"}}, {"not": {"type": "integer"}}]},
+        {"oneOf": [{"type": "array", "items": {"type": "object"}, "minItems": 1},
+                   {"oneOf": [{}, {"type": "integer", "multipleOf": 3}]}]},
     ]
     pool = [None, True, 1, 2, 0, -7, 1.5, "", "a", "b", "xy", [], [{}], [{}, {"a": []}], [1], [{}, {}, {}], {},
             {"a": []}, {"a": ["a", 1]}, {"a": ["x"]}, {"a": [1, 1, 1]}, {"b": [{}]}]
