@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,19 @@ def live_tokens_brute_force(a, s) -> set:
     """Token ids whose bytes keep state s of automaton a's DFA alive, one token at a time
     (the oracle masks are compared with)."""
     return {i for i, b in enumerate(a.vocab.token_bytes) if b and a.dfa.walk(s, b) != 0}
+
+
+def exact_validator(schema):
+    """jsonschema's validator of schema (its numbers read as Decimal too) for instances
+    read with Decimal numbers (`json.loads(text, parse_float=Decimal)`), as exact as the
+    automaton: an integer is a number without a fraction part (jsonschema's own check
+    takes only int and float), multipleOf and bounds without rounding."""
+    import jsonschema
+
+    def is_integer(checker, inst):
+        if isinstance(inst, Decimal):
+            return inst.is_finite() and inst == inst.to_integral_value()
+        return jsonschema.Draft202012Validator.TYPE_CHECKER.is_type(inst, "integer")
+    checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", is_integer)
+    cls = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=checker)
+    return cls(json.loads(json.dumps(schema), parse_float=Decimal))

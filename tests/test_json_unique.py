@@ -20,7 +20,7 @@ from fsm.matcher import Matcher
 from fsm.json_keys import KeyMatcher
 from fsm.unique_matcher import UniqueMatcher
 
-from .conftest import distinct_keys, small_vocab
+from .conftest import distinct_keys, exact_validator, small_vocab
 
 STRINGS = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
 TAGGED = {"type": "object", "properties": {
@@ -1118,17 +1118,6 @@ class _RandomUnique:
         return s
 
 
-def _exact_validator(schema):
-    """jsonschema's validator of schema for instances read with Decimal numbers (exact,
-    as the automaton reads them): an integer is a number without a fraction part."""
-    def is_integer(checker, inst):
-        if isinstance(inst, Decimal):
-            return inst.is_finite() and inst == inst.to_integral_value()
-        return jsonschema.Draft202012Validator.TYPE_CHECKER.is_type(inst, "integer")
-    checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", is_integer)
-    return jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=checker)(schema)
-
-
 @pytest.mark.parametrize("seed", [3, 5])
 def test_random_unique_walks_never_corner(smol_vocab, seed):
     """Random unique arrays (_RandomUnique), each compiled strictly where it compiles:
@@ -1150,7 +1139,7 @@ def test_random_unique_walks_never_corner(smol_vocab, seed):
         except ConstraintError:  # (refused, or no value at all: minItems 2 of null)
             continue
         compiled += 1
-        check = _exact_validator(schema)
+        check = exact_validator(schema)
         for _ in range(3):
             m, out = auto.matcher(), []
             for _ in range(80):
