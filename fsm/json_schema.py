@@ -244,7 +244,7 @@ MAX_UNIQUE_DOMAIN = 16
 MAX_PATTERN_PROPERTIES_PARTITION = 5  # patterns whose every subset is a way a key may match
 MAX_PATTERN_SUBSETS = 64  # past that many patterns, the subsets whose patterns meet (_pattern_subsets)
 MAX_KEY_STATES = 4096  # DFA states of an object's undeclared keys read to tell if they are bounded (_free_keys)
-# states of the search that tells whether an item can hold `contains` (_contains_none):
+# states of the search that tells whether an item can hold `contains` (_holders):
 # a finite contains (enum, const) settles within tens; past this, it is left to the array
 CONTAINS_SEARCH_STATES = 2000
 
@@ -2160,12 +2160,10 @@ class _Compiler(AllOfMerges):
                     c = tb.nothing  # (the count holds on every array: none is too many for no b)
                 anyv = self.any(d - 1)
                 notc = tb.intersect([anyv, tb.complement(c)])
-                if a == 0 and b is None:
-                    pass
-                elif holders[-1]:
-                    parts.append(self._count_list(tb.intersect([c, anyv]), notc, a, b))
-                else:  # (only prefix items may hold it)
-                    parts.append(self._prefix_count_list(tb.intersect([c, anyv]), notc, anyv, len(prefix), a, b))
+                if not (a == 0 and b is None):  # (else every count holds; last: only prefix items may hold it)
+                    held = tb.intersect([c, anyv])
+                    parts.append(self._count_list(held, notc, a, b) if holders[-1] else
+                                 self._prefix_count_list(held, notc, anyv, len(prefix), a, b))
             finally:
                 self._negated -= 1
         if node.get("uniqueItems") is True and (hi is None or hi > 1):
@@ -2208,8 +2206,7 @@ class _Compiler(AllOfMerges):
         src = JsonTermSource(self.tb, CONTAINS_SEARCH_STATES)
         out = []
         for s, x in zip(items_s, items):
-            kinds = None if s is not False else set()
-            kinds = types_of(self, s) if kinds is None else kinds
+            kinds = set() if s is False else types_of(self, s)
             if ct is not None and kinds is not None and not ct & kinds:
                 out.append(False)
             elif self.nonterminals and (_marker_index(c, self._marker_memo) is not None
@@ -2348,13 +2345,14 @@ def _schema_to_term(schema, tb: TermBuilder | None, split: bool, counts: dict | 
             root, docs = without_unique_items(root, options.get("documents"), *unique[1:3])
             options = dict(options, documents=docs) if "documents" in options else options
             comp = _Compiler(root, tb, **options)
-        if unique is not None:  # (by JSON pointer: the same in the copy)
-            comp.unique_reasons = unique[3]
+        reasons = unique[3] if unique is not None else {}  # (by JSON pointer: the same in the copy)
+        comp.unique_reasons = reasons
         try:
             try:
                 term = comp.value(comp.entry, comp.max_depth)
             except _MixedOrders:
                 comp = _Compiler(root, tb, all_meet=True, **options)
+                comp.unique_reasons = reasons
                 term = comp.value(comp.entry, comp.max_depth)
         except SchemaError as e:
             if not split or e.keyword != "uniqueItems" or \
