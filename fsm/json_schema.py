@@ -247,6 +247,11 @@ MAX_KEY_STATES = 4096  # DFA states of an object's undeclared keys read to tell 
 # states of the search that tells whether an item can hold `contains` (_holders):
 # a finite contains (enum, const) settles within tens; past this, it is left to the array
 CONTAINS_SEARCH_STATES = 2000
+# a `contains` in an array of at most this many items counts them place by place
+# (_prefix_count_list): a state whose count the places left cannot reach is nothing at
+# once, where _count_list's would need a search of the item under way (`maxItems: 1,
+# contains: {const: {k: 1}}`: every object begun otherwise, a TooLargeError mid-output)
+CONTAINS_COUNTED_PLACES = 16
 
 _PARTS_KW = ("type", "const", "enum", "$ref", "allOf", "anyOf", "oneOf", "not", "if")  # (_value's parts)
 _OPEN = {"additionalProperties": True}
@@ -2160,10 +2165,14 @@ class _Compiler(AllOfMerges):
                     c = tb.nothing  # (the count holds on every array: none is too many for no b)
                 anyv = self.any(d - 1)
                 notc = tb.intersect([anyv, tb.complement(c)])
-                if not (a == 0 and b is None):  # (else every count holds; last: only prefix items may hold it)
+                if not (a == 0 and b is None):  # (else every count holds)
                     held = tb.intersect([c, anyv])
-                    parts.append(self._count_list(held, notc, a, b) if holders[-1] else
-                                 self._prefix_count_list(held, notc, anyv, len(prefix), a, b))
+                    if not holders[-1]:  # (only prefix items may hold it)
+                        parts.append(self._prefix_count_list(held, notc, anyv, len(prefix), a, b))
+                    elif hi is not None and hi <= CONTAINS_COUNTED_PLACES:  # (every place counted)
+                        parts.append(self._prefix_count_list(held, notc, tb.nothing, hi, a, b))
+                    else:
+                        parts.append(self._count_list(held, notc, a, b))
             finally:
                 self._negated -= 1
         if node.get("uniqueItems") is True and (hi is None or hi > 1):
@@ -2221,10 +2230,10 @@ class _Compiler(AllOfMerges):
 
     def _prefix_count_list(self, x: Term, y: Term, z: Term, k: int, a: int, b: int | None) -> Term:
         """Arrays whose first k elements are x or y (disjoint), between a and b of them
-        x, and whose later ones are z: a `contains` (x) that only the k prefix items may
-        hold. (_count_list's terms would ask the later items for x as well, and a state
-        past the prefix that still needs one held no member, which only a search of
-        every later item could tell.)"""
+        x, and whose later ones are z (nothing: none): a `contains` (x) that only the k
+        prefix items may hold, or an array of at most k items. (_count_list's terms would
+        ask the later items for x as well, and a state past the prefix that still needs
+        one held no member, which only a search of every later item could tell.)"""
         tb, comma, memo = self.tb, self.comma, {}
 
         def rest(i: int, j: int) -> Term:  # the elements from place i on, each after a comma; j of x so far

@@ -1103,6 +1103,31 @@ def test_contains_no_item_can_hold(array, holds):
             s = dfa.step(s, b)
 
 
+def test_contains_in_a_short_array_counts_place_by_place():
+    """An array of at most CONTAINS_COUNTED_PLACES items counts `contains` place by
+    place: once an object begun as no `{"k": 1}` leaves no place for one, the state is
+    nothing at once. Before, deciding it searched every object that item could still
+    become (TooLargeError mid-output, ~1 s at the 20k given here). Instances agree with
+    jsonschema."""
+    schema = {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}, "e": {
+        "type": "array", "items": {"type": "object"}, "maxItems": 2, "contains": {"enum": [{"k": 1}]},
+        "minContains": 1, "maxContains": 1}}}
+    cs = schema_to_term(schema)
+    dfa = cs.dfa(max_states=20_000)
+    check = jsonschema.Draft202012Validator(schema)
+    for inst in [{"n": 1}, {"n": 1, "e": []}, {"n": 1, "e": [{"k": 1}]}, {"n": 1, "e": [{"x": 1}]},
+                 {"n": 1, "e": [{"x": 1}, {"k": 1}]}, {"n": 1, "e": [{"k": 1}, {"k": 1}]}, {"n": 1, "e": [{"k": 2}]},
+                 {"n": 1, "e": [{"k": 1}, {}]}]:
+        assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), inst
+    for text, alive in ((b'{"n":1,"e":[{"x', True), (b'{"n":1,"e":[{"x":1},{"y', False), (b'{"n":1,"e":[{"k":1', True)):
+        s = dfa.start
+        for b in text:
+            for c in range(256):  # (the states a mask's walk meets)
+                dfa.step(s, c)
+            s = dfa.step(s, b)
+        assert (s != 0) == alive, text
+
+
 def test_unique_items_finite_domain_exact():
     schema = {"type": "array", "items": {"enum": ["a", "b", 1]}, "uniqueItems": True}
     acc, _ = compiled(schema)
