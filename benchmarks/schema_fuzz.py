@@ -46,9 +46,11 @@ class RandomSchemas:
         rng = self.rng
         return rng.choice([
             lambda: {"type": "string", "minLength": rng.randint(0, 3), "maxLength": rng.randint(2, 6)},
-            lambda: {"type": "string", "pattern": rng.choice(["^[a-c]+$", "^x.y$", "^(ab|cd)*$", "[0-9]{2}", "^\\w+$"])},
+            lambda: {"type": "string",
+                     "pattern": rng.choice(["^[a-c]+$", "^x.y$", "^(ab|cd)*$", "[0-9]{2}", "^\\w+$"])},
             lambda: {"type": "integer", "minimum": rng.randint(-20, 5), "maximum": rng.randint(5, 300)},
-            lambda: {"type": "number", "exclusiveMinimum": rng.choice([-1.5, 0, 0.25]), "maximum": rng.choice([1, 2.5, 100])},
+            lambda: {"type": "number", "exclusiveMinimum": rng.choice([-1.5, 0, 0.25]),
+                     "maximum": rng.choice([1, 2.5, 100])},
             lambda: {"type": "integer", "multipleOf": rng.choice([2, 3, 5])},
             lambda: {"type": "number", "multipleOf": rng.choice([0.5, 0.25])},
             lambda: {"enum": rng.sample(["a", "b", 1, 2.5, True, None, [1], {"k": 1}], rng.randint(1, 4))},

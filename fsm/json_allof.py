@@ -198,13 +198,10 @@ class AllOfMerges:
             elif k == "anyOf" and isinstance(s[k], list):
                 ok = any(self._idle_of(b, t, seen) for b in s[k])
             elif k == "not":
-                held = types_of(self, s[k])
-                ok = held is not None and ("number" if t == "integer" else t) not in held
+                ok = self._holds_none(s[k], t)
             elif k == "oneOf" and isinstance(s[k], list):  # (one branch takes them all, no other any)
                 idle = [b for b in s[k] if self._idle_of(b, t, seen)]
-                ok = len(idle) == 1 and all(
-                    b is idle[0] or ((held := types_of(self, b)) is not None
-                                     and ("number" if t == "integer" else t) not in held) for b in s[k])
+                ok = len(idle) == 1 and all(b is idle[0] or self._holds_none(b, t) for b in s[k])
             elif k == "if":
                 ok = all(self._idle_of(s.get(x, True), t, seen) for x in ("then", "else"))
             else:
@@ -212,6 +209,11 @@ class AllOfMerges:
             if not ok:
                 return False
         return True
+
+    def _holds_none(self, s, t: str) -> bool:
+        """Whether schema s holds no value of type t, by its types (json_disjoint.types_of)."""
+        held = types_of(self, s)
+        return held is not None and ("number" if t == "integer" else t) not in held
 
     def _merged_all_of(self, node: dict):
         """allOf of plain object schemas (properties / required / additionalProperties /
@@ -617,7 +619,7 @@ class AllOfMerges:
                     carried.update((k, b[k]) for k in group if k in b)
                     carried.setdefault(group[0], None)
             keys = self._MERGEABLE | set(carried) | ({"patternProperties"} if b is pb else set())
-            if _names_type(b.get("type"), "object"):  # (other types' keywords assert nothing: renovate's `items` beside it)
+            if _names_type(b.get("type"), "object"):  # (other types' keywords assert nothing: renovate's `items`)
                 keys = keys | _idle_keywords({"object"})
             if not _schema_keys(b) <= keys or not _names_type(b.get("type", "object"), "object"):
                 return None  # (other keys are vendor annotations, which the compiler ignores)

@@ -1062,12 +1062,24 @@ def test_arrays_prefix_items_contains():
         assert acc(canonical_json(inst, [])) == valid(schema, inst), inst
 
 
+def _stepped_along(dfa, text: bytes) -> int:
+    """The state after `text`, every byte's successor of each state along it made first
+    (the states a mask's walk meets: their emptiness checks run)."""
+    s = dfa.start
+    for b in text:
+        for c in range(256):
+            dfa.step(s, c)
+        s = dfa.step(s, b)
+    return s
+
+
 @pytest.mark.parametrize("array, holds", [
     # no item can hold the contains: types apart, or each item's intersection empty
     ({"type": "array", "items": {"type": "object"}, "contains": {"const": 0}}, False),
     ({"type": "array", "items": {"type": "object", "properties": {"d": {}}, "required": ["d"],
                                  "additionalProperties": False}, "contains": {"enum": [True, {"k": 1}]}}, False),
-    ({"type": "array", "items": {"type": "object"}, "contains": {"const": 0}, "minContains": 0, "maxContains": 1}, True),
+    ({"type": "array", "items": {"type": "object"}, "contains": {"const": 0}, "minContains": 0, "maxContains": 1},
+     True),
     # more contained items than the array may hold
     ({"type": "array", "items": {}, "maxItems": 1, "contains": {"enum": [True, 1]}, "minContains": 2}, False),
     # only a prefix item can hold it (_Compiler._prefix_count_list)
@@ -1094,13 +1106,8 @@ def test_contains_no_item_can_hold(array, holds):
     for inst in pool:
         assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), inst
     assert cs.accepts(cs.canonical({"n": 1, "arr": [{}]}), dfa) == holds
-    # every state along a text into the array: a mask's walk meets their successors
     for text in (b'{"n":1,"arr":', b'{"n":1,"arr":[null,{"d":1},'):
-        s = dfa.start
-        for b in text:
-            for c in range(256):
-                dfa.step(s, c)
-            s = dfa.step(s, b)
+        _stepped_along(dfa, text)
 
 
 def test_contains_in_a_short_array_counts_place_by_place():
@@ -1120,12 +1127,7 @@ def test_contains_in_a_short_array_counts_place_by_place():
                  {"n": 1, "e": [{"k": 1}, {}]}]:
         assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), inst
     for text, alive in ((b'{"n":1,"e":[{"x', True), (b'{"n":1,"e":[{"x":1},{"y', False), (b'{"n":1,"e":[{"k":1', True)):
-        s = dfa.start
-        for b in text:
-            for c in range(256):  # (the states a mask's walk meets)
-                dfa.step(s, c)
-            s = dfa.step(s, b)
-        assert (s != 0) == alive, text
+        assert (_stepped_along(dfa, text) != 0) == alive, text
 
 
 def test_unique_items_finite_domain_exact():
