@@ -2,6 +2,7 @@
 walk the lenient automaton at random; every walk that ends must validate.
 
     .venv/bin/python benchmarks/schema_sweep.py DIR [--walks 2] [--max-tokens 400] [--seed 0] [--close 0]
+        [--recursion auto|grammar]
 
 For a corpus of one's own (SchemaStore's ~500 schemas: benchmarks/schemastore_corpus.py
 writes them; a project's tool definitions): per
@@ -116,10 +117,13 @@ def sweep_file(path: pathlib.Path, vocab, args, closing: np.ndarray) -> list[str
             with warnings.catch_warnings(record=True) as relaxed:
                 warnings.simplefilter("always")
                 t0 = time.perf_counter()
-                auto = build_automaton(schema, vocab, strict=strict)
+                auto = build_automaton(schema, vocab, strict=strict, recursion=args.recursion)
                 auto.matcher().fill_next_token_bitmask(np.zeros(vocab.num_words, dtype=np.int32))
                 ttfm = time.perf_counter() - t0
             line = f"TTFM {1e3 * ttfm:7.1f} ms, {len(relaxed)} relaxed"
+            kinds = {getattr(a, "recursion", None) for a in getattr(auto, "automata", [auto])} - {None}
+            if kinds:
+                line += f", recursion {'+'.join(sorted(kinds))}"
             if not strict:
                 import jsonschema
                 import referencing.exceptions
@@ -175,6 +179,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--close", type=float, default=0.0,
                     help="probability of taking a closing token (quote, brace, bracket, EOS) where allowed")
+    ap.add_argument("--recursion", default="auto", choices=["auto", "grammar"],
+                    help="how recursive schemas run (compile_json_schema's option)")
     args = ap.parse_args()
     from transformers import AutoTokenizer
     from engine.loader import resolve_model

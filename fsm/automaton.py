@@ -983,7 +983,8 @@ def _char_class(tb: TermBuilder, x: Term) -> tuple | None:
     such bytes are then checked one by one). None when a non-ASCII member is not one
     well-formed character, or no member is one byte. A LAZY class (a JSON string's
     character) is read once per process: its UTF-8 check walks ~100 rows (~0.35 ms)."""
-    if x.kind == LAZY:
+    if x.kind == LAZY and x.args[0] not in tb.members:  # (a cyclic one may be one compile's: a
+        # recursive schema's rule, json_recursive.lazy_recursion)
         r = _LAZY_CHAR_CLASSES.get(x.args[0], False)
         if r is False:
             r = _LAZY_CHAR_CLASSES[x.args[0]] = _read_char_class(tb, x)

@@ -125,10 +125,13 @@ it: github-issue-forms' dropdown options); where the anyOf that applies to the w
 instance has branches that disagree (tsconfig's), an automaton per branch, run side by
 side (fsm/json_union.py); otherwise refused (strict), or not
 enforced for Pydantic sources (python_sets, below).
-Recursive $ref: exact, through the context-free path (fsm/grammar.py; recursion=
-"grammar", the default), or unrolled with `max_recursion_depth=N`: each recursive
-reference is then followed at most N times along any path. The rules are parsed by
-LALR(1) tables: a union's branches that start alike are merged (two objects' `{}`);
+Recursive $ref: exact, as lazy terms (recursion="auto", the default: each recursive
+schema a deferred term, its rule's body opened as the output enters it; a state's
+term holds what the open values still need, fsm/json_recursive.lazy_recursion), where
+they are exact and end; else through the context-free path (fsm/grammar.py; always,
+with recursion="grammar"); or unrolled with `max_recursion_depth=N`: each recursive
+reference is then followed at most N times along any path. On the context-free path
+the rules are parsed by LALR(1) tables: a union's branches that start alike are merged (two objects' `{}`);
 where branches stay ambiguous further on (two objects of an anyOf that both declare a
 key, a value two branches both allow) the parse forks there (fsm/grammar.py: exact,
 each reading a stack of its own until they meet again). The grammar has at most
@@ -228,7 +231,7 @@ from .json_merge import (_TYPED_ENUM_KEYS, _common_values, _finite_values, _has_
                          canonical_json)
 from .json_numbers import NumberTerms, integer_texts, number_text_term, to_decimal
 from .json_pydantic import _pydantic_defaults, _pydantic_generator
-from .json_recursive import _RecursiveRules, _marker_index
+from .json_recursive import _RecursiveRules, _marker_index, lazy_recursion
 from .json_union import UnionAutomaton, UnionSchema, branch_schemas, root_unions, schemas_below
 from .json_keys import KeyPlan, key_language
 from .json_unique import MIN_UNIQUE_DOMAIN, _count_strings, plan_unique_items, without_unique_items
@@ -271,7 +274,8 @@ class CompiledSchema:
     def __init__(self, tb: TermBuilder, term: Term, key_order: list[str], options: dict, relaxed: list):
         self.tb, self.term, self.key_order, self.options, self.relaxed = tb, term, key_order, options, relaxed
 
-    rules = None  # _RecursiveRules for recursive schemas
+    rules = None  # _RecursiveRules for recursive schemas on the grammar path
+    recursion = None  # how a recursive schema is run: "lazy" (lazy terms) or "grammar" (rules)
     unique = None  # json_unique.UniquePlan: the uniqueItems checked beside the automaton
     keys = None  # json_keys.KeyPlan: objects' keys kept distinct beside the automaton
     own_slots = None  # (root schema, its _Compiler: _meets, _resolve...) where objects may slot own keys only
@@ -516,7 +520,7 @@ class _Compiler(AllOfMerges):
                  max_recursion_depth: int | None = None, assert_formats: bool = True,
                  custom_formats: str = "refuse", allow_extra_properties: bool = True, python_dates: bool = False,
                  python_sets: bool = False, documents: dict | None = None,
-                 recursion: str = "grammar", all_meet: bool = False):
+                 recursion: str = "auto", all_meet: bool = False):
         if whitespace not in ("compact", "flexible"):
             raise SchemaError(f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
         self.root, self.tb, self.strict = root, tb, strict
@@ -529,10 +533,12 @@ class _Compiler(AllOfMerges):
         self.allow_extra = allow_extra_properties
         self.python_dates = python_dates
         self.python_sets = python_sets
-        if recursion not in ("grammar", "refuse"):
-            raise SchemaError(f"recursion must be 'grammar' or 'refuse', not {recursion!r}")
-        # recursive $ref: context-free rules (markers in terms, see _RecursiveRules)
-        self.recursion_grammar = recursion == "grammar" and max_recursion_depth is None
+        if recursion not in ("auto", "grammar", "refuse"):
+            raise SchemaError(f"recursion must be 'auto', 'grammar' or 'refuse', not {recursion!r}")
+        # recursive $ref: markers in terms (_marker), then lazy terms or context-free
+        # rules (fsm/json_recursive.py)
+        self.recursion = recursion
+        self.recursion_grammar = recursion != "refuse" and max_recursion_depth is None
         self.nonterminals: dict[int, int] = {}  # id(node) -> index
         self.rule_bodies: dict[int, Term] = {}  # index -> term (with markers)
         self.st = StringTerms(tb)
@@ -2371,14 +2377,22 @@ def _schema_to_term(schema, tb: TermBuilder | None, split: bool, counts: dict | 
     ws = comp.ws
     if ws is not tb.empty:
         term = tb.seq([ws, term, ws])
-    rules = (_RecursiveRules(tb, term, comp.rule_bodies, comp._marker_memo, None if comp.strict else comp.relaxed)
-             if comp.rule_bodies else None)
+    rules = None
+    if comp.rule_bodies:  # recursive: lazy terms where they are exact, else the grammar path
+        lazy = None if comp.recursion == "grammar" else \
+            lazy_recursion(tb, JsonTermSource(tb), term, comp.rule_bodies, comp._marker_memo)
+        if lazy is not None:
+            term = lazy
+        else:
+            rules = _RecursiveRules(tb, term, comp.rule_bodies, comp._marker_memo,
+                                    None if comp.strict else comp.relaxed)
     cs = CompiledSchema(tb, term, comp.key_order, options, comp.relaxed)
     cs.unique = unique and unique[0]
     cs.keys = KeyPlan(comp.walk_keys) if comp.free_keys else None
     if not comp._meeting:
         cs.own_slots = (comp.entry, comp)
     cs.rules = rules
+    cs.recursion = "grammar" if rules is not None else "lazy" if comp.rule_bodies else None
     head = "'uniqueItems' at "  # (lenient: uniqueItems relaxed, which a split may enforce)
     if split and (relaxed := [n[len(head):].split(": ", 1)[0] for n in comp.relaxed if n.startswith(head)]):
         return _split_union(first, given, options, relaxed, counts) or cs
@@ -2432,6 +2446,7 @@ def _automaton(cs: CompiledSchema, vocab, max_states: int):
         from .automaton import TokenAutomaton
         auto = TokenAutomaton(JsonTermSource(cs.tb, max_states), cs.term, vocab, "json schema", max_states)
     auto.owns_source()
+    auto.recursion = cs.recursion
     auto.key_order = cs.key_order
     auto.relaxed = cs.relaxed
     auto.canonical = cs.canonical
@@ -2446,9 +2461,11 @@ def compile_json_schema(schema, vocab, max_states: int | None = None, **options)
     fsm/json_union.py).
 
     Options: whitespace ("compact" | "flexible"), strict (True), max_depth (20),
-    max_whitespace (20), recursion ("grammar": recursive $ref enforced exactly through
-    fsm/grammar.py, the default; "refuse": SchemaError), max_recursion_depth (None; N:
-    unroll recursion to depth N instead),
+    max_whitespace (20), recursion ("auto", the default: recursive $ref enforced
+    exactly, as lazy terms where they are exact, else through fsm/grammar.py
+    (fsm/json_recursive.py says when); "grammar": always through fsm/grammar.py;
+    "refuse": SchemaError), max_recursion_depth (None; N: unroll recursion to depth N
+    instead),
     assert_formats (True), custom_formats ("refuse": a format that the specification
     does not define and fsm/json_formats.py does not know is refused, strict, or dropped
     with a warning; "ignore": it is an annotation, as JSON Schema's format-annotation

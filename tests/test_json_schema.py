@@ -1376,9 +1376,9 @@ def test_refs_and_recursion():
     with pytest.raises(SchemaError, match="recursive") as e:
         schema_to_term(tree, recursion="refuse")
     assert e.value.keyword == "$ref"
-    # default: exact, through the context-free grammar path (any depth)
+    # default: exact, as lazy terms (else through the grammar path), at any depth
     acc, cs = compiled(tree)
-    assert cs.rules is not None
+    assert cs.recursion is not None
     deep = '{"v":0,"kids":[' * 30 + '{"v":1}' + "]}" * 30
     assert acc(deep) and acc('{"v":1,"kids":[{"v":2},{"v":3,"kids":[]}]}')
     assert not acc('{"v":1,"kids":[{"v":"x"}]}') and not acc('{"kids":[]}') and not acc(deep[:-1])
@@ -1427,9 +1427,10 @@ def test_draft04_integers_have_no_fraction(draft, check):
 
 def test_long_objects_compile():
     """An object of 1000 required members (concatenations re-nest in a loop: 200 passed
-    Python's stack), and a recursive union of two objects that share 400 leading members
-    (the grammar path merges them one member a rule: the rules are made by a worklist,
-    not nested calls, as in argo-workflows' Kubernetes definitions)."""
+    Python's stack), and a recursive union of two objects that share 400 leading members,
+    as lazy terms and on the grammar path (which merges them one member a rule: the
+    rules are made by a worklist, not nested calls, as in argo-workflows' Kubernetes
+    definitions)."""
     keys = {f"k{i}": {"type": "string"} for i in range(1000)}
     cs = schema_to_term({"type": "object", "properties": keys, "required": list(keys)})
     body = ",".join(f'"k{i}":"x"' for i in range(1000))
@@ -1443,11 +1444,13 @@ def test_long_objects_compile():
     node = {"anyOf": [{"type": "object", "properties": {**keys, side: {"$ref": "#/$defs/node"}}, "required": list(keys),
                        "additionalProperties": False} for side in "ab"]}
     schema = {"$defs": {"node": node}, "$ref": "#/$defs/node"}
-    cs = schema_to_term(schema)
-    assert cs.rules is not None
-    leaf = {k: "x" for k in keys}
-    for inst in [leaf, dict(leaf, a=leaf), dict(leaf, a=dict(leaf, b=leaf)), dict(leaf, a={"k0": "x"}), {"k0": "x"}]:
-        assert cs.accepts(canonical_json(inst, cs.key_order)) == valid(schema, inst)
+    for recursion in ("auto", "grammar"):
+        cs = schema_to_term(schema, recursion=recursion)
+        assert cs.recursion == ("lazy" if recursion == "auto" else "grammar")
+        leaf = {k: "x" for k in keys}
+        for inst in [leaf, dict(leaf, a=leaf), dict(leaf, a=dict(leaf, b=leaf)), dict(leaf, a={"k0": "x"}),
+                     {"k0": "x"}]:
+            assert cs.accepts(canonical_json(inst, cs.key_order)) == valid(schema, inst)
 
 
 @pytest.mark.parametrize("schema, instances", [
@@ -1518,7 +1521,7 @@ def test_refs_to_other_documents_match_jsonschema(smol_vocab):
         schema_to_term(schema)
     assert e.value.keyword == "$ref" and e.value.pointer == "#/properties/total"
     cs = schema_to_term(schema, documents=docs)
-    assert cs.rules is not None  # (the recursion through root.json: the grammar path)
+    assert cs.recursion is not None  # (the recursion through root.json)
     dfa = cs.dfa()
     items = [{"price": p, **extra} for p in (1, 1.5, 1.25, -1) for extra in
              ({}, {"code": "ab"}, {"code": "abc"}, {"parts": [{"price": 2}]}, {"parts": [{"price": 2, "code": 7}]})]
@@ -1863,11 +1866,11 @@ def test_dependent_schemas_of_required_keys_are_dependent_required():
 
 def test_type_beside_a_ref_it_already_has():
     """`type` beside a $ref whose target has that type is the target alone: a recursive
-    reference stays on the grammar path instead of under an intersection."""
+    reference stays exact (lazy terms) instead of under an intersection."""
     node = {"type": "object", "properties": {"c": {"type": "object", "$ref": "#/$defs/n"}},
             "additionalProperties": False}
     cs = schema_to_term({"$defs": {"n": node}, "$ref": "#/$defs/n"})
-    assert cs.rules is not None
+    assert cs.recursion is not None
     dfa = cs.dfa()
     assert cs.accepts('{"c":{"c":{"c":{}}}}', dfa) and not cs.accepts('{"c":1}', dfa)
     other = {"properties": {"x": {"type": "string", "$ref": "#/$defs/o"}}, "$defs": {"o": {"type": "object"}}}
@@ -2078,17 +2081,17 @@ def test_recursive_grammar_size_is_limited(monkeypatch):
     props = {f"p{i}": {"type": "array", "items": {"$ref": "#/$defs/n"}} for i in range(30)}
     schema = {"$defs": {"n": {"type": "object", "properties": props, "additionalProperties": False}},
               "$ref": "#/$defs/n"}
-    assert len(schema_to_term(schema).rules.rules) > 30
+    assert len(schema_to_term(schema, recursion="grammar").rules.rules) > 30
     monkeypatch.setattr(_RecursiveRules, "MAX_RULES", 20)
     with pytest.raises(SchemaError, match="grammar passes 20 nonterminals"):
-        schema_to_term(schema)
+        schema_to_term(schema, recursion="grammar")
 
 
 def _on_the_grammar_path(schema, seed: int):
-    """schema compiled (recursive: the grammar path), its DFA, jsonschema's validator of
+    """schema compiled (recursive, exact), its DFA, jsonschema's validator of
     it and a seeded random generator, for tests that check random instances."""
     cs = schema_to_term(schema)
-    assert cs.rules is not None
+    assert cs.recursion is not None
     return cs, cs.dfa(), jsonschema.Draft202012Validator(schema), random.Random(seed)
 
 
@@ -2105,7 +2108,7 @@ def _agrees_on(pool, cs, dfa, check, least: int) -> None:
 def test_recursion_through_a_ref_beside_keywords():
     """A $ref beside other keywords (2020-12: both hold) merges with them into one
     schema, as an allOf would (_Compiler._conjunction): `{type: object, properties:
-    {...}, $ref: base}` where base recurses to the root takes the grammar path instead
+    {...}, $ref: base}` where base recurses to the root compiles exactly as a recursive schema instead
     of being refused as an intersection; the $ref of a nested `allOf` branch too. The
     same trees as jsonschema accepts; the canonical writer follows the merged schema."""
     base = {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#"}, "maxItems": 2},
@@ -2141,7 +2144,7 @@ def test_recursion_inside_large_item_bounds():
                                                               "minItems": 2, "maxItems": 100}]}},
               "$ref": "#/$defs/n"}
     cs = schema_to_term(schema)
-    assert cs.rules is not None
+    assert cs.recursion is not None
     dfa = cs.dfa()
     check = jsonschema.Draft202012Validator(schema)
     seen = {True: 0, False: 0}
@@ -2157,7 +2160,7 @@ def test_recursive_oneof_of_objects_apart_by_their_keys():
     """circle-ci's logic statements: a oneOf of scalars, a closed object of one operator
     key (minProperties 1) whose values recurse, and an object whose propertyNames allow
     no operator key. No object is in both (json_disjoint._apart), so the oneOf is a union
-    and takes the grammar path; a `not` of presence parts beside a vendor key
+    and compiles exactly as a recursive schema; a `not` of presence parts beside a vendor key
     (markdownDescription) is presence variants, not a complement. Trees as jsonschema
     says."""
     ops = ["and", "or", "not"]
@@ -2198,7 +2201,7 @@ def test_oneof_told_apart_by_properties_holds_on_other_types(typed):
     where objects alone count: untyped, both branches hold on 5, "x" and [] (a oneOf
     refuses those), which the union accepted before. With `type: object`, also values
     one branch lists and the other's `not` excludes, and a branch wrapped in a oneOf of
-    one (gitlab-ci's jobs and steps), around a recursion: the grammar path, no
+    one (gitlab-ci's jobs and steps), around a recursion: exact, no
     intersection. Instances against jsonschema."""
     job = {"type": "object", "additionalProperties": False, "properties": {
                "k": {}, "s": {}, "steps": {"type": "array", "maxItems": 2, "items": {"$ref": "#/$defs/step"}}},
@@ -2224,7 +2227,7 @@ def test_oneof_told_apart_by_properties_holds_on_other_types(typed):
     check = jsonschema.Draft202012Validator(schema)
     _agrees_on(pool, cs, dfa, check, least=2)
     if typed:
-        assert cs.rules is not None and not cs.relaxed
+        assert cs.recursion is not None and not cs.relaxed
 
 
 @pytest.mark.parametrize("overlap", [False, True])
@@ -2232,7 +2235,7 @@ def test_oneof_of_unions_apart_branch_by_branch(overlap):
     """snapcraft's root: a oneOf of two oneOfs of closed objects, where every object of
     one side requires `base`, which the other side does not allow. No value holds both
     sides (json_disjoint._branches), so the oneOf is a union: around a recursion it
-    takes the grammar path (refused before). Where a branch of the second side is open
+    compiles exactly as a recursive schema (refused before). Where a branch of the second side is open
     (it holds {base: a, name: n} too), the sides overlap and the oneOf keeps its
     complement, no recursion: values of both sides refused. Instances against
     jsonschema."""
@@ -2249,7 +2252,7 @@ def test_oneof_of_unions_apart_branch_by_branch(overlap):
               {"base": "a", "name": "n"}, {"base": "c"}, {"name": "n"}, {"build": "x", "base": "a"}, {}]
     if overlap:
         cs = schema_to_term(schema)
-        assert cs.rules is None and not cs.relaxed
+        assert cs.recursion is None and not cs.relaxed
         pool = leaves + [{"name": "n", "other": 1}, {"base": "a", "name": 3}]
         _agrees_on(pool, cs, cs.dfa(), jsonschema.Draft202012Validator(schema), least=4)
         return
@@ -2264,7 +2267,7 @@ def test_oneof_complements_only_branches_that_share_types():
     """circle-ci's orbs: a oneOf of two string patterns (which may overlap) and an object
     whose values recurse. Exactly one branch holds iff exactly one of those sharing its
     types does (json_disjoint.overlaps): the patterns take complements of each other, the
-    object none, so the recursion takes the grammar path (refused before). Instances
+    object none, so the recursion compiles exactly as a recursive schema (refused before). Instances
     against jsonschema, strings matching both patterns among them."""
     schema = {"$defs": {"orb": {"oneOf": [
         {"type": "string", "pattern": "^[a-z]+@[0-9]+$"}, {"type": "string", "pattern": "^a"},
@@ -2282,7 +2285,7 @@ def test_oneof_apart_within_each_type_group():
     one) beside objects told apart by a required `type` whose fields recurse. Exactly one
     branch holds iff exactly one of its type group does (json_disjoint.overlapping):
     the strings take complements of each other, the objects, apart among themselves,
-    none, so the recursion takes the grammar path (refused before: the objects were
+    none, so the recursion compiles exactly as a recursive schema (refused before: the objects were
     complemented too). Instances against jsonschema, names of both strings among them."""
     field = {"type": "object", "required": ["name", "type"], "additionalProperties": False,
              "properties": {"name": {"type": "string", "maxLength": 3}, "type": {"$ref": "#/$defs/t"}}}
@@ -2355,7 +2358,7 @@ def test_oneof_closed_branch_apart_from_one_requiring_a_key_it_lacks():
     """vega's field references: an open `{signal}` (required) beside closed `{datum}` and
     `{group, level}` objects whose values recurse. No value holds two: an object of a
     closed branch has no `signal` (json_disjoint._apart, one side closed; both closed
-    before), so the oneOf is a union and takes the grammar path (refused before).
+    before), so the oneOf is a union and compiles exactly as a recursive schema (refused before).
     Instances against jsonschema, objects with `signal` and `datum` both among them."""
     f = {"oneOf": [
         {"type": "string"},
@@ -2378,14 +2381,14 @@ def test_oneof_discriminator_required_beside_it(recursive):
     """cmake-presets' root: `required: [version]` beside a oneOf of closed, untyped
     branches, each listing its versions. Every object of the node has a version, which
     picks one branch (json_disjoint.disjoint reads node's required keys too), so the
-    oneOf is a union; around a recursion it takes the grammar path (refused before).
+    oneOf is a union; around a recursion it compiles exactly as a recursive schema (refused before).
     Non-objects hold every branch: the oneOf refuses them, and so does `type`."""
     kids = {"type": "array", "maxItems": 2, "items": {"$ref": "#"}} if recursive else {"type": "array"}
     schema = {"type": "object", "required": ["version"], "oneOf": [
         {"additionalProperties": False, "properties": {"version": {"enum": [1, 2]}, "a": {"type": "integer"}}},
         {"additionalProperties": False, "properties": {"version": {"const": 3}, "a": {}, "kids": kids}}]}
     cs = schema_to_term(schema)
-    assert (cs.rules is not None) == recursive and not cs.relaxed
+    assert (cs.recursion is not None) == recursive and not cs.relaxed
     leaves = [{"version": v, **extra} for v in (1, 2, 3, 4) for extra in ({}, {"a": 1}, {"a": "s"}, {"kids": []})]
     pool = leaves + [{}, {"a": 1}, 3, "s"] + [{"version": 3, "kids": [x, y]} for x in leaves[:8] for y in leaves[8:]]
     _agrees_on(pool, cs, cs.dfa(), jsonschema.Draft202012Validator(schema), least=10)
@@ -2418,7 +2421,7 @@ def test_presence_of_many_keys_is_variants(recursive):
                                   "beginCaptures": ["begin"], "endCaptures": ["end"], "whileCaptures": ["while"]}}
     for schema, names in ((one, "abcdefgh"), (rule, keys)):
         cs = schema_to_term(schema)
-        assert (cs.rules is not None) == recursive and not cs.relaxed
+        assert (cs.recursion is not None) == recursive and not cs.relaxed
         dfa, check = cs.dfa(), jsonschema.Draft202012Validator(schema)
         seen = {True: 0, False: 0}
         for n in range(len(names) + 1):
@@ -2443,7 +2446,7 @@ def test_value_conditions_whose_if_says_type_object(recursive):
     `allOf: [{$ref}, {description}]`. The objects-only node makes `type: object` in the
     `if` idle, so the `if`s are value conditions: variants, one per name (the required
     key takes one value: json_variants._condition, _Compiler._outcomes), not
-    intersections; around a recursion the grammar path (refused before)."""
+    intersections; around a recursion exact (refused before)."""
     inner = {"allOf": [{"$ref": "#/$defs/any"}, {"description": "the source"}]} if recursive else {"type": "string"}
     defs = {
         "any": {"allOf": [
@@ -2459,7 +2462,7 @@ def test_value_conditions_whose_if_says_type_object(recursive):
                    "properties": {"name": {"const": "static"}, "value": {"type": "integer"}}}}
     schema = {"$defs": defs, "$ref": "#/$defs/any"}
     cs = schema_to_term(schema)
-    assert (cs.rules is not None) == recursive and not cs.relaxed
+    assert (cs.recursion is not None) == recursive and not cs.relaxed
     leaves = [{"name": "static"}, {"name": "static", "value": 1}, {"name": "static", "value": "x"},
               {"name": "static", "source": "s"}, {"name": "file"}, {"name": "file", "other": [1]}, {"name": "zip"},
               {"value": 1}, {}, "static", 3]

@@ -713,14 +713,14 @@ def test_pydantic_base64():
 
 def test_recursive_schema_with_deferred_ranges_and_enums():
     """Digit ranges and enums are deferred terms (built when the output reaches them):
-    inside a recursive schema's terminals too (the grammar path), the canonical text
+    inside a recursive schema's lazy terms too, the canonical text
     of a random instance is accepted iff jsonschema says valid."""
     schema = {"$defs": {"n": {"type": "object", "properties": {
         "v": {"type": "integer", "minimum": -5, "maximum": 120}, "x": {"type": "number", "exclusiveMinimum": 0.5},
         "tag": {"enum": ["a", "bb", 3, None]}, "kids": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
         "required": ["v"], "additionalProperties": False}}, "$ref": "#/$defs/n"}
     cs = schema_to_term(schema)
-    assert cs.rules is not None
+    assert cs.recursion is not None
     rng = random.Random(0)
 
     def node(depth):
@@ -735,10 +735,10 @@ def test_recursive_schema_with_deferred_ranges_and_enums():
     _instances_agree(cs, schema, node, 300, 50)
 
 
-def _exact_on_grammar_path(schema):
-    """schema compiled strict through recursive rules, with nothing relaxed."""
-    cs = schema_to_term(schema)
-    assert cs.rules is not None and not cs.relaxed
+def _exact_on_grammar_path(schema, **options):
+    """schema compiled strict as a recursive schema, with nothing relaxed."""
+    cs = schema_to_term(schema, **options)
+    assert cs.recursion is not None and not cs.relaxed
     return cs
 
 
@@ -794,7 +794,7 @@ def test_recursive_object_rules_share_their_tails():
     props["kid"] = {"$ref": "#/$defs/n"}
     schema = {"$defs": {"n": {"type": "object", "properties": props, "additionalProperties": False}},
               "$ref": "#/$defs/n"}
-    cs = schema_to_term(schema)
+    cs = schema_to_term(schema, recursion="grammar")
     symbols = sum(len(alt) for alts in cs.rules.rules.values() for alt in alts)
     assert symbols < 1200, symbols  # (linear: ~680; each alternative repeating the later slots: ~3.5k)
     _walks_validate(cs, schema)
@@ -805,12 +805,15 @@ def test_recursive_object_rules_share_their_tails():
     # overflowed at a few hundred)
     big = {"$defs": {"n": {"type": "object", "properties": {f"k{i}": {"$ref": "#/$defs/n"} for i in range(600)},
                            "additionalProperties": False}}, "$ref": "#/$defs/n"}
-    rules = schema_to_term(big).rules.rules
+    rules = schema_to_term(big, recursion="grammar").rules.rules
     assert sum(len(alt) for alts in rules.values() for alt in alts) < 10 * 600
+    assert schema_to_term(big).recursion == "lazy"  # (json_recursive's folds: loops too)
     props = {f"k{i}": {"type": "integer"} for i in range(600)}  # the reference last: deep
     props["kid"] = {"$ref": "#/$defs/n"}
     big["$defs"]["n"]["properties"] = props
-    assert schema_to_term(big).rules is not None
+    assert schema_to_term(big, recursion="grammar").rules is not None
+    cs = schema_to_term(big)
+    assert cs.recursion == "lazy" and cs.accepts('{"k599":1,"kid":{"kid":{}}}')
 
 
 def test_recursive_union_of_objects_with_the_empty_object_in_common():
@@ -861,27 +864,31 @@ def _ambiguous_tree_node(rng, depth):
     return {k: _ambiguous_tree_node(rng, depth + 1) for k in sorted(rng.sample("kv", rng.randint(1, 2)))}
 
 
-def test_recursive_union_with_ambiguous_branches_is_exact():
+@pytest.mark.parametrize("recursion", ["auto", "grammar"])
+def test_recursive_union_with_ambiguous_branches_is_exact(recursion):
     """anyOf branches that stay ambiguous past their first part: a short string is both
     a leaf's string and the short-string branch, an array of up to two leaves is both
     array branches (two readings through each item, nested). Their rules have LALR(1)
     conflicts (refused before); the parse forks there and is exact: instances accepted
-    iff jsonschema says valid, walks validate."""
-    cs = _exact_on_grammar_path(AMBIGUOUS_TREE)
+    iff jsonschema says valid, walks validate. As lazy terms (the default), a union's
+    readings are one term's alternatives."""
+    cs = _exact_on_grammar_path(AMBIGUOUS_TREE, recursion=recursion)
+    assert cs.recursion == ("lazy" if recursion == "auto" else "grammar")
     rng = random.Random(2)
     _instances_agree(cs, AMBIGUOUS_TREE, lambda d: _ambiguous_tree_node(rng, d), 400, 80)
     _walks_validate(cs, AMBIGUOUS_TREE)
 
 
-def test_recursive_union_with_ambiguous_branches_token_level(smol_vocab, smol_tokenizer):
-    """The same schema's token masks (the forked parse in the mask's parser steps):
-    documents written out token by token are allowed at each step, EOS only at the
-    end; token walks that end validate."""
+@pytest.mark.parametrize("recursion", ["auto", "grammar"])
+def test_recursive_union_with_ambiguous_branches_token_level(smol_vocab, smol_tokenizer, recursion):
+    """The same schema's token masks (the grammar path: the forked parse in the mask's
+    parser steps): documents written out token by token are allowed at each step, EOS
+    only at the end; token walks that end validate."""
     import numpy as np
 
     from fsm.json_schema import compile_json_schema
-    auto = compile_json_schema(AMBIGUOUS_TREE, smol_vocab)
-    assert auto.source.t.conflicts
+    auto = compile_json_schema(AMBIGUOUS_TREE, smol_vocab, recursion=recursion)
+    assert recursion == "auto" or auto.source.t.conflicts
     v, row, eos = _validator(AMBIGUOUS_TREE), np.zeros(smol_vocab.num_words, dtype=np.int32), smol_vocab.eos_ids[0]
     for doc in (["ab", [["a", {"k": ["xy", "z"]}], {"k": {"k": "q"}}]], [[["ab"]], {"v": 3}], "x"):
         assert v.is_valid(doc)
@@ -955,7 +962,7 @@ def test_recursive_union_reads_its_plain_branches_as_one_terminal():
     rec = {"type": "object", "properties": {"Type": {"const": "Group"}, "items": {"type": "array", "items": {
         "$ref": "#/$defs/r"}, "maxItems": 3}}, "required": ["Type"], "additionalProperties": False}
     schema = {"$defs": {"r": {"anyOf": plain + [rec]}}, "$ref": "#/$defs/r"}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_on_grammar_path(schema, recursion="grammar")
     assert len(cs.rules.terminals) < 10, len(cs.rules.terminals)
     rng = random.Random(8)
 
@@ -981,7 +988,7 @@ def test_lenient_overlapping_oneof_beside_type_keeps_the_type():
     schema = {"$defs": {"n": {"type": "object", "oneOf": branches}}, "$ref": "#/$defs/n"}
     with pytest.warns(UserWarning, match="taken as anyOf"):
         cs = schema_to_term(schema, strict=False)
-    assert cs.rules is not None and len(cs.relaxed) == 1, cs.relaxed
+    assert cs.recursion is not None and len(cs.relaxed) == 1, cs.relaxed
     as_any = {"$defs": {"n": {"type": "object", "anyOf": branches}}, "$ref": "#/$defs/n"}
     texts = _walks_validate(cs, as_any)
     assert all(t.startswith(b"{") for t in texts)
@@ -1375,30 +1382,99 @@ class _RandomRecursive:
         return {**o, "t": rng.choice(["x", "y", "w"])} if rng.random() < 0.5 else o
 
 
-@pytest.mark.parametrize("seed", [1, 3])
-def test_random_recursive_schemas_agree_with_jsonschema(seed):
+@pytest.mark.parametrize("seed,recursion", [(1, "auto"), (3, "auto"), (1, "grammar")])
+def test_random_recursive_schemas_agree_with_jsonschema(seed, recursion):
     """Random schemas around a recursive definition met by types, unions and value
     conditions (_RandomRecursive: the shapes _ref_typed, _per_type, _typed_union,
     _scalars_of and _objects_apart take): each compiles exactly or is refused with a
     ConstraintError, and on 60 random instances each accepts the canonical text exactly
     when jsonschema says valid. (Without the `then`s on non-objects in _objects_apart,
-    3 and 4 of the two seeds' schemas disagree.)"""
-    gen, compiled = _RandomRecursive(seed), 0
+    3 and 4 of the two seeds' schemas disagree.) Recursion by lazy terms where they
+    apply (the default) and by the grammar path alone."""
+    gen, compiled, lazy = _RandomRecursive(seed), 0, 0
     for _ in range(80):
         schema = gen.schema()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                cs = schema_to_term(schema)
+                cs = schema_to_term(schema, recursion=recursion)
                 dfa = cs.dfa()
         except ConstraintError:
             continue
         compiled += 1
+        lazy += cs.recursion == "lazy"
         check = _validator(schema)
         for _ in range(60):
             inst = gen.value(0)
             assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), (inst, schema)
     assert compiled >= 60
+    assert lazy >= 4 if recursion == "auto" else not lazy, lazy  # (most schemas do not recurse:
+    # the root or the properties are leaves; 5 of 80 in seeds 1 and 3 do, all lazy)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_lazy_recursion_agrees_with_the_grammar_path(seed):
+    """Recursive schemas as lazy terms (the default: fsm/json_recursive.lazy_recursion)
+    and on the grammar path are two constructions of one language: each one's random
+    walks are texts the other accepts and jsonschema finds valid. The schemas: the
+    ambiguous tree, a tree of arrays with prefixItems and bounds, mutual recursion
+    through two definitions (one rule), two recursive definitions side by side (two
+    rules), and the first recursive schemas _RandomRecursive draws."""
+    ref = {"$ref": "#/$defs/a"}
+    fixed = [AMBIGUOUS_TREE,
+             {"$defs": {"a": {"anyOf": [{"type": "integer", "minimum": 3}, {
+                 "type": "array", "prefixItems": [{"type": "string", "maxLength": 1}, ref], "items": ref,
+                 "minItems": 1, "maxItems": 4}]}}, **ref},
+             {"$defs": {"a": {"type": "object", "properties": {"b": {"$ref": "#/$defs/b"}, "n": {"type": "null"}},
+                              "additionalProperties": False},
+                        "b": {"type": "array", "items": {"anyOf": [ref, {"type": "boolean"}]}, "maxItems": 3}},
+              **ref},
+             {"$defs": {"i": {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"$ref": "#/$defs/i"}}]},
+                        "s": {"anyOf": [{"type": "string"}, {"type": "object", "additionalProperties": {
+                            "$ref": "#/$defs/s"}}]}},
+              "type": "array", "prefixItems": [{"$ref": "#/$defs/i"}, {"$ref": "#/$defs/s"}], "items": False}]
+    gen, schemas = _RandomRecursive(seed), []
+    while len(schemas) < 6:
+        schema = gen.schema()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                if schema_to_term(schema).recursion == "lazy":
+                    schemas.append(schema)
+            except ConstraintError:
+                pass
+    for schema in fixed + schemas:
+        v = _validator(schema)
+        lazy, grammar = schema_to_term(schema), schema_to_term(schema, recursion="grammar")
+        assert (lazy.recursion, grammar.recursion) == ("lazy", "grammar"), schema
+        for cs, other in ((lazy, grammar), (grammar, lazy)):
+            texts, _ = random_walks(cs, n=40, seed=seed)
+            dfa = other.dfa()
+            assert len(texts) >= 20
+            for t in texts:
+                assert other.accepts(t, dfa) and v.is_valid(json.loads(t)), (schema, t)
+
+
+def test_lazy_recursion_leaves_to_the_grammar_path_what_it_cannot_run():
+    """Where lazy terms would not be exact or would not end, the grammar path takes the
+    schema (json_recursive.lazy_recursion's conditions), exactly: a rule with no finite
+    value (its markers would stand for a language it does not have: the grammar drops
+    the rule), and a rule that may begin with itself (deriving it would derive it
+    again; jsonschema's too, on a value that no other branch takes first)."""
+    endless = {"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}, "required": ["x"],
+               "additionalProperties": False}
+    cases = [({"$defs": {"a": endless}, "anyOf": [{"$ref": "#/$defs/a"}, {"type": "integer"},
+                                                   {"type": "array", "items": {"$ref": "#/$defs/a"}}]},
+              ["1", "[]"], ['{"x":1}', '[{"x":{}}]', "[1]"]),
+             ({"anyOf": [{"type": "integer"}, {"type": "array", "items": {"$ref": "#"}}, {"$ref": "#"}]},
+              ["1", "[1,[2,[]]]"], ['"x"', "[1,]"])]
+    for schema, valid, invalid in cases:
+        cs = schema_to_term(schema)
+        assert cs.recursion == "grammar", schema
+        dfa, v = cs.dfa(), _validator(schema)
+        for text in valid + invalid:
+            assert cs.accepts(text, dfa) == (text in valid), text
+            assert text not in valid or v.is_valid(json.loads(text))
 
 
 def test_recursive_property_beside_its_pattern_is_merged():
@@ -1430,7 +1506,7 @@ def test_recursive_property_beside_its_pattern_is_merged():
         schema_to_term(schema)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        assert schema_to_term(schema, strict=False).rules is not None
+        assert schema_to_term(schema, strict=False).recursion is not None
     assert any("patternProperties" in str(x.message) for x in w)
 
 
@@ -1507,7 +1583,7 @@ def test_recursive_intersection_the_compiler_left_relaxes_in_the_rules():
         schema_to_term(schema)
     with pytest.warns(SchemaWarning, match="relaxed to one of its parts"):
         cs = schema_to_term(schema, strict=False)
-    assert cs.rules is not None and cs.relaxed
+    assert cs.recursion is not None and cs.relaxed
     _walks_validate(cs, tree({}))
 
 
@@ -1652,8 +1728,8 @@ def test_recursive_overlapping_oneof_narrows_in_lenient_mode():
 def test_pydantic_recursive_model():
     with pytest.raises(Exception, match="recursive"):
         schema_to_term(Tree, recursion="refuse")
-    cs = schema_to_term(Tree)  # exact: grammar path
-    assert cs.rules is not None
+    cs = schema_to_term(Tree)  # exact: lazy terms
+    assert cs.recursion == "lazy"
     t = Tree(value=1, children=[Tree(value=2, children=[Tree(value=3, children=[Tree(value=4)])])])
     assert cs.accepts(cs.canonical(t.model_dump(mode="json")))
     texts, _ = random_walks(cs, n=40, seed=3)
@@ -1748,7 +1824,7 @@ def test_token_level_random_walks_open_objects(smol_vocab):
 
 @pytest.mark.slow
 def test_token_level_recursive_document(smol_vocab, smol_tokenizer):
-    """A recursive model through the grammar path at token level: a deep valid document
+    """A recursive model at token level (lazy terms): a deep valid document
     is accepted token by token (EOS only at the end); an invalid one is refused."""
     import numpy as np
 
