@@ -203,7 +203,7 @@ class NumberTerms:
             return self.tb.nothing
         w = _residue_member(m, k, r, j)  # ("" where the value is a multiple already)
         return self.tb.deferred(("json:residue", m, k, r, j), lambda: self._residue_term(m, k, r, j, w == b""),
-                                w == b"", lambda b: self._residue_step(m, k, r, j, b), w)
+                                w == b"", lambda b: self._residue_step(m, k, r, j, b), cyclic=True, member=w)
 
     def _residue_step(self, m: int, k: int, r: int, j: int, b: int) -> Term:
         if j == k:  # past the divisor's digits: zeros only

@@ -324,12 +324,12 @@ def lazy_recursion(tb: TermBuilder, source: JsonTermSource, root: Term, bodies: 
       regular terms; the grammar path refuses these too, or relaxes them);
     - a rule whose body may begin with a rule that begins with it again, along
       markers at the head (left recursion: deriving R_k would derive R_k);
-    - a nullable body (a JSON value is never empty; R_k is declared not nullable);
-    - a rule without a member (no value is finite) or one whose shortest known member
-      is not provably shortest: the member stands for R_k where structure is read
-      (TermSource.minlen, guesses), and a shorter one would make clip_repeats clip a
-      bound a token can reach.
-    `marked`: the compiler's _marker_index memo."""
+    - a nullable body (a JSON value is never empty; R_k is declared not nullable).
+    A rule with no finite value (every way through it holds itself again) is nothing,
+    as the grammar path drops it: a deferred term must not be empty. R_k is cyclic
+    (TermBuilder.deferred): readers of structure leave it closed (no guess; shortest
+    length at least 1, so clip_repeats clips less, which is exact too). `marked`: the
+    compiler's _marker_index memo."""
     plan = _plan(list(bodies.values()) + [root], marked)
     if plan is None:
         return None
@@ -342,35 +342,27 @@ def lazy_recursion(tb: TermBuilder, source: JsonTermSource, root: Term, bodies: 
         heads[x.id] = frozenset((k,)) if k is not None else _heads_of(x, [heads[c.id] for c in kids])
     if _cyclic({k: heads[b.id] for k, b in bodies.items()}):
         return None
-    # a member of each rule, and a lower bound on the length of its members: where
-    # they meet, the member is a shortest one. Rule by rule, from those of the round
-    # before (a marker: no member, length 0, in the first), until all meet or nothing
-    # changes (Bellman-Ford: a shortest member nests at most as many rules as there are)
-    words = {i: source.member(c) for i, c in leaves.items()}
-    lens = {i: source.minlen(c) for i, c in leaves.items()}
-    word, low = dict.fromkeys(bodies), dict.fromkeys(bodies, 0)
-    for _ in range(len(bodies) + 1):
+    # the rules with a finite value, round by round from none (a least fixed point)
+    live = {i: not source.is_empty(c) for i, c in leaves.items()}
+    productive: dict = dict.fromkeys(bodies, False)
+    while True:
         for x, k, kids in plan:
-            i = x.id
             if k is not None:
-                rest = kids[0].id if kids else e
-                words[i] = None if word[k] is None or words[rest] is None else word[k] + words[rest]
-                lens[i] = low[k] + lens[rest]
+                live[x.id] = productive[k] and live[kids[0].id if kids else e]
+            elif x.kind == CONCAT:
+                live[x.id] = live[kids[0].id] and live[kids[1].id]
+            elif x.kind == ALT:
+                live[x.id] = any(live[c.id] for c in kids)
             else:
-                words[i] = _words_of(x, [words[c.id] for c in kids])
-                lens[i] = _lens_of(x, [lens[c.id] for c in kids])
-        new_word, new_low = {k: words[b.id] for k, b in bodies.items()}, {k: lens[b.id] for k, b in bodies.items()}
-        if all(w is not None and len(w) == new_low[k] for k, w in new_word.items()):
+                live[x.id] = x.args[1] == 0 or live[kids[0].id]
+        now = {k: live[b.id] for k, b in bodies.items()}
+        if now == productive:
             break
-        if new_word == word and new_low == low:
-            return None
-        word, low = new_word, new_low
-    else:
-        return None
+        productive = now
     serial = next(_LAZY_RULES)
     made: dict = {}
-    rules = {k: tb.deferred(("json:rec", serial, k), lambda k=k: made[k], False, member=new_word[k])
-             for k in bodies}
+    rules = {k: tb.deferred(("json:rec", serial, k), lambda k=k: made[k], False, cyclic=True) if productive[k]
+             else tb.nothing for k in bodies}
     out = dict(leaves)
     for x, k, kids in plan:
         if k is not None:
@@ -386,7 +378,9 @@ def lazy_recursion(tb: TermBuilder, source: JsonTermSource, root: Term, bodies: 
         if made[k].nullable:
             return None
     m = _marker_at(root)  # the root's rule opened: the first mask reads its literal head (`{"value":`)
-    return out[root.id] if m is None else tb.concat(made[m[0]], out[m[1].id] if m[1] is not None else tb.empty)
+    if m is None or not productive[m[0]]:
+        return out[root.id]
+    return tb.concat(made[m[0]], out[m[1].id] if m[1] is not None else tb.empty)
 
 
 def _marker_at(t: Term) -> tuple | None:
@@ -459,23 +453,3 @@ def _cyclic(heads: dict) -> bool:
                 state[k] = 2
                 stack.pop()
     return False
-
-
-def _words_of(x: Term, kids: list) -> bytes | None:
-    """lazy_recursion's member of x, from its kids' (None: none known)."""
-    if x.kind == CONCAT:
-        return None if None in kids else kids[0] + kids[1]
-    if x.kind == ALT:
-        known = [w for w in kids if w is not None]
-        return min(known, key=len) if known else None
-    lo = x.args[1]  # REPEAT
-    return b"" if lo == 0 else None if kids[0] is None else kids[0] * lo
-
-
-def _lens_of(x: Term, kids: list) -> int:
-    """lazy_recursion's lower bound on the length of x's members, from its kids'."""
-    if x.kind == CONCAT:
-        return kids[0] + kids[1]
-    if x.kind == ALT:
-        return min(kids)
-    return x.args[1] * kids[0]  # REPEAT

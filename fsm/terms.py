@@ -199,7 +199,7 @@ class TermBuilder:
         self._loaded: dict = {}  # LAZY name -> its term in this builder
         self._deferred: dict = {}  # LAZY name -> what builds it (TermBuilder.deferred)
         self._steps: dict = {}  # LAZY name -> its derivatives without the body (deferred)
-        self.members: dict = {}  # deferred name -> a shortest member, where the body is cyclic
+        self.members: dict = {}  # deferred name -> a shortest member (None: none known), where the body is cyclic
         # term id -> (ends, A): the term is A's language minus the strings `ends` (a key
         # other than the object's own ones, part way: json_strings.not_in), and every
         # derivative leaves it for A once off the ends' paths (TokenAutomaton masks it
@@ -417,21 +417,23 @@ class TermBuilder:
         return self._make(LAZY, (name,), nullable, boolean, size)
 
     def deferred(self, name, build: Callable[[], Term], nullable: bool,
-                 step: Callable[[int], Term | None] | None = None, member: bytes | None = None) -> Term:
+                 step: Callable[[int], Term | None] | None = None, *, cyclic: bool = False,
+                 member: bytes | None = None) -> Term:
         """A LAZY term that `build()` makes when its first derivative is needed (in this
         builder: unlike `lazy`, it has no program, and cannot be exported). `name` must
         identify the language for the whole process; the term has no AND/NOT inside,
         is not empty, and is nullable as given. `step(b)`, where given, is the
         derivative by byte b where it is known without the body (None where not):
-        derive() asks it first. `member`, one of the shortest members, is given where
-        the body leads back to the term (a residue automaton's states): readers of
-        structure (`deferred_body`) leave it closed and take the member instead
-        (guesses, shortest lengths), and `step` must know every byte."""
+        derive() asks it first. `cyclic`: the body leads back to the term (a residue
+        automaton's states, a recursive schema's rule): readers of structure
+        (`deferred_body`) leave it closed and take `member`, one of the shortest members,
+        where given (guesses, shortest lengths; a residue's `step` must then know every
+        byte)."""
         if name not in self._loaded:
             self._deferred.setdefault(name, build)
         if step is not None:
             self._steps.setdefault(name, step)
-        if member is not None:
+        if cyclic:
             self.members[name] = member
         return self._make(LAZY, (name,), nullable, False, 1)
 

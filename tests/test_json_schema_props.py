@@ -1455,26 +1455,30 @@ def test_lazy_recursion_agrees_with_the_grammar_path(seed):
                 assert other.accepts(t, dfa) and v.is_valid(json.loads(t)), (schema, t)
 
 
-def test_lazy_recursion_leaves_to_the_grammar_path_what_it_cannot_run():
-    """Where lazy terms would not be exact or would not end, the grammar path takes the
-    schema (json_recursive.lazy_recursion's conditions), exactly: a rule with no finite
-    value (its markers would stand for a language it does not have: the grammar drops
-    the rule), and a rule that may begin with itself (deriving it would derive it
-    again; jsonschema's too, on a value that no other branch takes first)."""
+def test_lazy_recursion_drops_endless_rules_and_leaves_left_recursion_to_the_grammar():
+    """A rule with no finite value (its required property holds it again) is nothing as
+    a lazy term, as the grammar path drops it; a rule that may begin with itself
+    (deriving it would derive it again) takes the grammar path (json_recursive.
+    lazy_recursion's conditions). Both exact; jsonschema agrees on the valid ones (it
+    loops too on a value that no branch before the self-reference takes)."""
     endless = {"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}, "required": ["x"],
                "additionalProperties": False}
     cases = [({"$defs": {"a": endless}, "anyOf": [{"$ref": "#/$defs/a"}, {"type": "integer"},
                                                    {"type": "array", "items": {"$ref": "#/$defs/a"}}]},
-              ["1", "[]"], ['{"x":1}', '[{"x":{}}]', "[1]"]),
+              "lazy", ["1", "[]"], ['{"x":1}', '[{"x":{}}]', "[1]", "{}"]),
              ({"anyOf": [{"type": "integer"}, {"type": "array", "items": {"$ref": "#"}}, {"$ref": "#"}]},
-              ["1", "[1,[2,[]]]"], ['"x"', "[1,]"])]
-    for schema, valid, invalid in cases:
+              "grammar", ["1", "[1,[2,[]]]"], ['"x"', "[1,]"])]
+    for schema, path, valid, invalid in cases:
         cs = schema_to_term(schema)
-        assert cs.recursion == "grammar", schema
+        assert cs.recursion == path, schema
         dfa, v = cs.dfa(), _validator(schema)
         for text in valid + invalid:
             assert cs.accepts(text, dfa) == (text in valid), text
             assert text not in valid or v.is_valid(json.loads(text))
+    assert 0x7B not in dfa.live_bytes(dfa.walk(dfa.start, b"[1,"))  # (no object begins: none ends)
+    cs = schema_to_term(cases[0][0])
+    dfa = cs.dfa()
+    assert 0x7B not in dfa.live_bytes(dfa.start) and 0x7B not in dfa.live_bytes(dfa.walk(dfa.start, b"["))
 
 
 def test_recursive_property_beside_its_pattern_is_merged():
