@@ -5,12 +5,15 @@ run. Two ways:
   deferred term (TermBuilder.deferred) whose body is its rule's term, so the state is
   a term whose tail holds what the open values still need (a stack, written as a
   concatenation); the token automaton and its masks are those of every other schema,
-  and no grammar is built (a small recursive schema's time to first mask: ~0.25 ms,
-  not ~0.55 ms);
+  and no grammar is built. A small tree schema's time to first mask is ~0.29 ms, not
+  ~0.54; on SchemaStore's recursive schemas a step's median is ~0.4x the grammar
+  path's. But a state is a term per depth: along a document nested 30-100 deep every
+  level's states are new (a first-pass step's median ~40 us, against ~8 us on the
+  grammar path, whose masks are per lexeme and parser state: recursion="grammar");
 - BNF rules over regular terminals for fsm/grammar.py (_RecursiveRules), where a lazy
   term would not be exact or would not end: a marker under an intersection or
-  complement, a rule that may begin with itself, a rule without a member of a known
-  shortest length (`lazy_recursion`'s conditions).
+  complement (lenient mode's relaxed ones), a rule that may begin with itself
+  (`lazy_recursion`'s conditions).
 `_marker_index` finds the marker a term holds."""
 from __future__ import annotations
 
@@ -271,18 +274,31 @@ class _RecursiveRules:
         return next((c for c in parts if self._has_marker(c)), parts[0])
 
 
+class MarkerMemo(dict):
+    """_marker_index's memo (term id -> the index, or None), and `floor`: the id of the
+    markers' first byte term (_Compiler._marker); a term made before it (a smaller id:
+    a term is made after its parts) holds no marker, and is not walked."""
+    floor = 0
+
+
 def _marker_index(t: Term, memo: dict) -> int | None:
     """The index of a recursion marker in t (_Compiler._marker: bytes 0xFF, then two
-    bytes of the index), None if t holds none; memoized by term id. A loop, not
-    recursion: an object's slots nest as deep as it has slots (a schema with a few
-    hundred overflowed Python's stack), and it stops at a part's first marker."""
+    bytes of the index), None if t holds none; memoized by term id (`memo`: a
+    MarkerMemo, or a dict). A loop, not recursion: an object's slots nest as deep as it
+    has slots (a schema with a few hundred overflowed Python's stack), and it stops at
+    a part's first marker."""
     if t.id in memo:
         return memo[t.id]
+    floor = getattr(memo, "floor", 0)
     stack = [[t, 0]]  # (term, index of the part to look at next)
     while stack:
         top = stack[-1]
         x = top[0]
         if x.id in memo:
+            stack.pop()
+            continue
+        if x.id < floor:
+            memo[x.id] = None
             stack.pop()
             continue
         k = x.kind
@@ -329,12 +345,11 @@ def lazy_recursion(tb: TermBuilder, source: JsonTermSource, root: Term, bodies: 
     as the grammar path drops it: a deferred term must not be empty. R_k is cyclic
     (TermBuilder.deferred): readers of structure leave it closed (no guess; shortest
     length at least 1, so clip_repeats clips less, which is exact too). `marked`: the
-    compiler's _marker_index memo."""
-    plan = _plan(list(bodies.values()) + [root], marked)
-    if plan is None:
+    compiler's MarkerMemo (its floor)."""
+    got = _plan(list(bodies.values()) + [root], getattr(marked, "floor", 0))
+    if got is None:
         return None
-    leaves = {c.id: c for _, _, kids in plan for c in kids if _marker_index(c, marked) is None}
-    leaves.update((t.id, t) for t in [*bodies.values(), root] if _marker_index(t, marked) is None)
+    plan, leaves = got
     e = tb.empty.id
     leaves[e] = tb.empty
     heads = {i: frozenset() for i in leaves}
@@ -393,36 +408,43 @@ def _marker_at(t: Term) -> tuple | None:
     return (hi.args[0] << 8) | lo.args[0].args[0], lo.args[1]
 
 
-def _plan(terms: list, marked: dict) -> list | None:
-    """The parts of `terms` that hold markers, children first, as (part, k, kids):
-    k is the rule whose marker begins the part (kids: the rest, if any), or None
-    (kids: a concatenation's or alternation's parts, a repeat's item); None where a
-    marker lies under another kind of term. A loop, not recursion: an object's
-    slots nest as deep as it has slots."""
-    plan, seen = [], set()
-    stack = [t for t in terms if _marker_index(t, marked) is not None]
+def _plan(terms: list, floor: int) -> tuple | None:
+    """(plan, leaves): the parts of `terms` that hold markers, children first, as
+    (part, k, kids): k is the rule whose marker begins the part (kids: the rest, if
+    any), or None (kids: a concatenation's or alternation's parts, a repeat's item);
+    and the parts without one that those and `terms` hold (id -> term). None where a
+    marker lies under another kind of term. Parts made before the first marker
+    (`floor`: MarkerMemo's) are not walked. A loop, not recursion: an object's slots
+    nest as deep as it has slots."""
+    plan, holds, leaves = [], {}, {}
+    stack = [(t, False) for t in terms]
     while stack:
-        x = stack[-1]
-        if x.id in seen:
-            stack.pop()
+        x, ready = stack.pop()
+        if x.id in holds:
+            continue
+        if x.id < floor:
+            holds[x.id] = False
             continue
         m = _marker_at(x)
+        k = kids = None
         if m is not None:
             k, kids = m[0], (() if m[1] is None else (m[1],))
-        elif x.kind in (CONCAT, ALT):
-            k, kids = None, x.args
-        elif x.kind == REPEAT:
-            k, kids = None, x.args[:1]
-        else:
-            return None
-        todo = [c for c in kids if c.id not in seen and _marker_index(c, marked) is not None]
-        if todo:
-            stack += todo
+        elif x.kind in (CONCAT, ALT, AND):
+            kids = x.args
+        elif x.kind in (REPEAT, NOT):
+            kids = x.args[:1]
+        if not ready and kids:
+            stack.append((x, True))
+            stack += [(c, False) for c in kids if c.id not in holds]
             continue
-        stack.pop()
-        seen.add(x.id)
-        plan.append((x, k, kids))
-    return plan
+        holds[x.id] = m is not None or any(holds[c.id] for c in kids or ())
+        if holds[x.id]:
+            if m is None and x.kind not in (CONCAT, ALT, REPEAT):
+                return None
+            plan.append((x, k, kids))
+            leaves.update((c.id, c) for c in kids if not holds[c.id])
+    leaves.update((t.id, t) for t in terms if not holds[t.id])
+    return plan, leaves
 
 
 def _heads_of(x: Term, kids: list) -> frozenset:

@@ -231,7 +231,7 @@ from .json_merge import (_TYPED_ENUM_KEYS, _common_values, _finite_values, _has_
                          canonical_json)
 from .json_numbers import NumberTerms, integer_texts, number_text_term, to_decimal
 from .json_pydantic import _pydantic_defaults, _pydantic_generator
-from .json_recursive import _RecursiveRules, _marker_index, lazy_recursion
+from .json_recursive import MarkerMemo, _RecursiveRules, _marker_index, lazy_recursion
 from .json_union import UnionAutomaton, UnionSchema, branch_schemas, root_unions, schemas_below
 from .json_keys import KeyPlan, key_language
 from .json_unique import MIN_UNIQUE_DOMAIN, _count_strings, plan_unique_items, without_unique_items
@@ -620,7 +620,7 @@ class _Compiler(AllOfMerges):
         self._variants: dict[int, list | None] = {}  # id(node) -> _presence_variants
         self._cond_variants: dict[int, list | None] = {}  # id(node) -> _condition_variants
         self._key_matches: dict[tuple, bool] = {}  # (term id, key text) -> _matches
-        self._marker_memo: dict[int, int | None] = {}  # term id -> _marker_index
+        self._marker_memo = MarkerMemo()  # term id -> _marker_index
         self._unresolved: set = set()  # (node id, $ref) of references to other documents
         self._resolved: dict = {}  # (base URI, $ref) -> its target (_resolve)
         self._key_merges: dict = {}  # ids of a key's property and pattern schemas -> _key_schemas
@@ -1056,7 +1056,11 @@ class _Compiler(AllOfMerges):
             raise _MixedOrders
         k = self.nonterminals.setdefault(key, len(self.nonterminals))
         self._uses_depth()
-        return self.tb.seq([self.tb.byte_range(b, b) for b in (0xFF, k >> 8, k & 0xFF)])  # BYTES chain: _has_marker reads it
+        head = self.tb.byte_range(0xFF, 0xFF)
+        if not self._marker_memo.floor:
+            self._marker_memo.floor = head.id
+        return self.tb.seq([head] + [self.tb.byte_range(b, b) for b in (k >> 8, k & 0xFF)])  # BYTES chain:
+        # _marker_index reads it
 
     def _value(self, node: dict, d: int, budget: int) -> Term:
         tb = self.tb
