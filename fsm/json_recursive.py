@@ -17,7 +17,9 @@ run. Two ways:
 `_marker_index` finds the marker a term holds."""
 from __future__ import annotations
 
+import functools
 import itertools
+import operator
 
 from .errors import ConstraintError, SchemaError
 from .json_source import JsonTermSource
@@ -346,16 +348,22 @@ def lazy_recursion(tb: TermBuilder, source: JsonTermSource, root: Term, bodies: 
     (TermBuilder.deferred): readers of structure leave it closed (no guess; shortest
     length at least 1, so clip_repeats clips less, which is exact too). `marked`: the
     compiler's MarkerMemo (its floor)."""
-    got = _plan(list(bodies.values()) + [root], getattr(marked, "floor", 0))
+    got = _plan(list(bodies.values()) + [root], marked.floor)
     if got is None:
         return None
     plan, leaves = got
     e = tb.empty.id
     leaves[e] = tb.empty
-    heads = {i: frozenset() for i in leaves}
+    heads = dict.fromkeys(leaves, 0)  # the rules whose markers may begin a part, as bits
     for x, k, kids in plan:
-        heads[x.id] = frozenset((k,)) if k is not None else _heads_of(x, [heads[c.id] for c in kids])
-    if _cyclic({k: heads[b.id] for k, b in bodies.items()}):
+        if k is not None:
+            heads[x.id] = 1 << k
+        elif x.kind == CONCAT:
+            heads[x.id] = heads[kids[0].id] | (heads[kids[1].id] if kids[0].nullable else 0)
+        else:
+            heads[x.id] = functools.reduce(operator.or_, (heads[c.id] for c in kids))
+    if any(heads[b.id] for b in bodies.values()) and _cyclic(
+            {k: [j for j in bodies if heads[b.id] >> j & 1] for k, b in bodies.items()}):
         return None
     # the rules with a finite value, round by round from none (a least fixed point)
     live = {i: not source.is_empty(c) for i, c in leaves.items()}
@@ -371,7 +379,8 @@ def lazy_recursion(tb: TermBuilder, source: JsonTermSource, root: Term, bodies: 
             else:
                 live[x.id] = x.args[1] == 0 or live[kids[0].id]
         now = {k: live[b.id] for k, b in bodies.items()}
-        if now == productive:
+        if now == productive or all(now.values()):  # (all: no round can add one)
+            productive = now
             break
         productive = now
     serial = next(_LAZY_RULES)
@@ -413,45 +422,46 @@ def _plan(terms: list, floor: int) -> tuple | None:
     (part, k, kids): k is the rule whose marker begins the part (kids: the rest, if
     any), or None (kids: a concatenation's or alternation's parts, a repeat's item);
     and the parts without one that those and `terms` hold (id -> term). None where a
-    marker lies under another kind of term. Parts made before the first marker
-    (`floor`: MarkerMemo's) are not walked. A loop, not recursion: an object's slots
-    nest as deep as it has slots."""
+    marker lies under another kind of term. `floor`: MarkerMemo's, the id of the
+    markers' first byte term: a part made before it holds no marker and is not walked.
+    A loop, not recursion: an object's slots nest as deep as it has slots."""
     plan, holds, leaves = [], {}, {}
-    stack = [(t, False) for t in terms]
+    stack = list(terms)
     while stack:
-        x, ready = stack.pop()
+        x = stack[-1]
         if x.id in holds:
+            stack.pop()
             continue
         if x.id < floor:
             holds[x.id] = False
+            stack.pop()
             continue
-        m = _marker_at(x)
-        k = kids = None
-        if m is not None:
-            k, kids = m[0], (() if m[1] is None else (m[1],))
-        elif x.kind in (CONCAT, ALT, AND):
-            kids = x.args
-        elif x.kind in (REPEAT, NOT):
-            kids = x.args[:1]
-        if not ready and kids:
-            stack.append((x, True))
-            stack += [(c, False) for c in kids if c.id not in holds]
+        kind, k = x.kind, None
+        if kind == CONCAT and x.args[0].id == floor:  # a marker: 0xFF, two bytes of k, the rest
+            k, rest = _marker_at(x)
+            kids = () if rest is None else (rest,)
+        else:
+            kids = x.args if kind in (CONCAT, ALT, AND) else x.args[:1] if kind in (REPEAT, NOT) else ()
+        n = len(stack)
+        for c in kids:
+            if c.id not in holds:
+                stack.append(c)
+        if len(stack) > n:
             continue
-        holds[x.id] = m is not None or any(holds[c.id] for c in kids or ())
-        if holds[x.id]:
-            if m is None and x.kind not in (CONCAT, ALT, REPEAT):
-                return None
-            plan.append((x, k, kids))
-            leaves.update((c.id, c) for c in kids if not holds[c.id])
+        stack.pop()
+        held = [holds[c.id] for c in kids]
+        if k is None and True not in held:
+            holds[x.id] = False
+            continue
+        if k is None and kind not in (CONCAT, ALT, REPEAT):
+            return None
+        holds[x.id] = True
+        plan.append((x, k, kids))
+        for c, h in zip(kids, held):
+            if not h:
+                leaves[c.id] = c
     leaves.update((t.id, t) for t in terms if not holds[t.id])
     return plan, leaves
-
-
-def _heads_of(x: Term, kids: list) -> frozenset:
-    """The rules whose markers may begin x (without a byte before them)."""
-    if x.kind == CONCAT:
-        return kids[0] | kids[1] if x.args[0].nullable else kids[0]
-    return frozenset().union(*kids)
 
 
 def _cyclic(heads: dict) -> bool:

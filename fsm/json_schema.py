@@ -202,7 +202,8 @@ beside it fsm/json_keywords.py (the keyword tables, _check_values), fsm/json_all
 fsm/json_merge.py (plain merges of schema dicts, the JSON value tests, canonical_json),
 fsm/json_variants.py (presence parts, value conditions), fsm/json_source.py
 (JsonTermBuilder, JsonTermSource: emptiness),
-fsm/json_recursive.py (_RecursiveRules: the grammar path), fsm/json_pydantic.py
+fsm/json_recursive.py (recursion: lazy_recursion, and _RecursiveRules: the grammar path),
+fsm/json_pydantic.py
 (Pydantic sources: _pydantic_generator, decimal_json_schema).
 """
 from __future__ import annotations
@@ -1145,7 +1146,7 @@ class _Compiler(AllOfMerges):
         if len(parts) == 1:
             return parts[0]
         if self.nonterminals and any(_marker_index(p, self._marker_memo) is not None for p in parts):
-            # (the grammar path cannot intersect them.) Not again for the same place at
+            # (neither lazy terms nor the grammar path intersect them.) Not again for the same place at
             # the same depth: a branch that leads back to node without entering a value
             # (`anyOf: [..., {$ref: itself}]`) would make a new merged copy per round
             place = (self.ptr(node), d)
@@ -1162,8 +1163,8 @@ class _Compiler(AllOfMerges):
 
     def _meet(self, node: dict, keyword: str, t: Term, relaxed, instead: str | None = None) -> Term:
         """t, an intersection or complement made for `keyword` of node (or a union of
-        them: oneOf). One that holds a recursive reference, which the grammar path
-        cannot intersect (_RecursiveRules), is refused naming the keyword, the node and
+        them: oneOf). One that holds a recursive reference, which neither lazy terms nor
+        the grammar path intersect (fsm/json_recursive.py), is refused naming the keyword, the node and
         the recursive schema; lenient mode warns and takes `relaxed()`, a superset
         (oneOf as anyOf, the node without `not`...), or what `instead` says it is."""
         if not self.nonterminals:
