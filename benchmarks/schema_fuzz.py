@@ -1,13 +1,14 @@
 """Random schemas of ~25 keywords, compiled strict or lenient at random, and walked at
 random over the SmolLM2 vocabulary: a bug hunt, not a benchmark.
 
-    .venv/bin/python benchmarks/schema_fuzz.py [--seeds 1-16] [--schemas 150] [--walks 3]
+    .venv/bin/python benchmarks/schema_fuzz.py [--seeds 1-16] [--schemas 150] [--walks 3] [--recursive 0]
 
 Each seed draws --schemas schemas (objects and arrays nested 3 deep: string bounds
 and patterns, number bounds and multipleOf, enum/const of any values, not, anyOf, oneOf,
 allOf, additionalProperties, patternProperties, propertyNames, min/maxProperties,
 dependentRequired, prefixItems, min/maxItems, contains with min/maxContains,
-uniqueItems). Each that compiles and can begin an output gets --walks walks
+uniqueItems; with --recursive P, a property's or the items' schema is the root again with
+probability P). Each that compiles and can begin an output gets --walks walks
 (schema_sweep.walk, closing tokens preferred a third of the time). Reported per seed:
 compiled, refused (SchemaError, or no output at all), walks ended and valid (jsonschema
 with numbers read as Decimal, an integer being one without a fraction part, and
@@ -39,8 +40,14 @@ from tests.conftest import exact_validator  # noqa: E402
 
 
 class RandomSchemas:
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, recursive: float = 0.0):
         self.rng = random.Random(seed)
+        self.recursive = recursive  # how often a property or items schema is `{"$ref": "#"}`
+
+    def inner(self, depth: int):
+        """A property's or the items' schema: the root again (`$ref: "#"`, where the
+        instance has gone one level down: no reference loops without a byte), or value."""
+        return {"$ref": "#"} if self.recursive and self.rng.random() < self.recursive else self.value(depth)
 
     def scalar(self):
         rng = self.rng
@@ -74,7 +81,7 @@ class RandomSchemas:
     def object(self, depth: int):
         rng = self.rng
         keys = rng.sample(["a", "b", "c", "dd", "e"], rng.randint(0, 4))
-        o = {"type": "object", "properties": {k: self.value(depth) for k in keys}}
+        o = {"type": "object", "properties": {k: self.inner(depth) for k in keys}}
         if keys and rng.random() < 0.5:
             o["required"] = rng.sample(keys, rng.randint(1, len(keys)))
         r = rng.random()
@@ -96,7 +103,7 @@ class RandomSchemas:
 
     def array(self, depth: int):
         rng = self.rng
-        a = {"type": "array", "items": self.value(depth)}
+        a = {"type": "array", "items": self.inner(depth)}
         if rng.random() < 0.3:
             a["prefixItems"] = [self.value(depth) for _ in range(rng.randint(1, 2))]
         if rng.random() < 0.3:
@@ -117,8 +124,8 @@ class RandomSchemas:
         return self.value(0) if self.rng.random() < 0.3 else self.object(0)
 
 
-def fuzz_seed(seed: int, n: int, walks: int, vocab, closing) -> dict:
-    gen, rng = RandomSchemas(seed), random.Random(seed)
+def fuzz_seed(seed: int, n: int, walks: int, vocab, closing, recursive: float = 0.0) -> dict:
+    gen, rng = RandomSchemas(seed, recursive), random.Random(seed)
     stats = {"compiled": 0, "refused": 0, "ended": 0, "valid": 0, "problems": []}
     for _ in range(n):
         schema = gen.schema()
@@ -162,6 +169,8 @@ def main() -> None:
     ap.add_argument("--seeds", default="1-16", help="a range, lo-hi")
     ap.add_argument("--schemas", type=int, default=150)
     ap.add_argument("--walks", type=int, default=3)
+    ap.add_argument("--recursive", type=float, default=0.0,
+                    help="probability that a property's or the items' schema is the root again ($ref: #)")
     args = ap.parse_args()
     from transformers import AutoTokenizer
 
@@ -171,7 +180,7 @@ def main() -> None:
     closing = closing_levels(vocab)
     lo, hi = (int(x) for x in args.seeds.split("-"))
     for seed in range(lo, hi + 1):
-        stats = fuzz_seed(seed, args.schemas, args.walks, vocab, closing)
+        stats = fuzz_seed(seed, args.schemas, args.walks, vocab, closing, args.recursive)
         problems = stats.pop("problems")
         print(f"seed {seed}: {stats}, problems {len(problems)}", flush=True)
         for p in problems:
