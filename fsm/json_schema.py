@@ -1071,6 +1071,9 @@ class _Compiler(AllOfMerges):
             written = self._unevaluated_written(node)
             if written is not None:
                 return self.value(written, d, budget)
+        if "$ref" in node and not _beside_ref(node):
+            return self.value(self._resolve(node, node["$ref"]), d, budget)  # (the target alone: the
+            # rest of this method finds nothing else in it)
         if "allOf" in node or "$ref" in node:
             merged = self._conjunction(node)
             if merged is not None:
