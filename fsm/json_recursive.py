@@ -7,9 +7,11 @@ run. Two ways:
   concatenation); the token automaton and its masks are those of every other schema,
   and no grammar is built. A small tree schema's time to first mask is ~0.29 ms, not
   ~0.54; on SchemaStore's recursive schemas a step's median is ~0.4x the grammar
-  path's. But a state is a term per depth: along a document nested 30-100 deep every
+  path's. But a state is a term per depth: along a document nested deep every
   level's states are new (a first-pass step's median ~40 us, against ~8 us on the
-  grammar path, whose masks are per lexeme and parser state: recursion="grammar");
+  grammar path, whose masks are per lexeme and parser state: recursion="grammar";
+  benchmarks/recursive_depth.py: the tree's first document is cheaper as lazy terms
+  at depth 2, dearer from depth 5, 3x at depth 30);
 - BNF rules over regular terminals for fsm/grammar.py (_RecursiveRules), where a lazy
   term would not be exact or would not end: a marker under an intersection or
   complement (lenient mode's relaxed ones), a rule that may begin with itself
