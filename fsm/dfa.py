@@ -67,7 +67,6 @@ class TermSource:
         self._radius: dict[int, int | None] = {}
         self._alphabet: dict[int, int | None] = {}
         self._guess: dict[int, bytes | None] = {}
-        self._members: dict[int, bytes | None] = {}
         self._min_chars: dict[int, int | None] = {}
 
     def row(self, t: Term) -> tuple:
@@ -184,19 +183,6 @@ class TermSource:
             return b""
         return None  # NOTHING
 
-    def member(self, t: Term) -> bytes | None:
-        """A member of t (None: none found): `guess`'s candidate, where lazy programs
-        take theirs (found once per process: `_lazy_member`), checked where t has
-        intersections or complements. Shortest where `guess` finds the shortest of every
-        part (exact where it matches minlen)."""
-        w = _fold(t, self._members, self._member_of, b"")
-        return w if w is not None and (not t.boolean or self.tb.matches(t, w)) else None
-
-    def _member_of(self, x: Term, kids: list) -> bytes | None:
-        if x.kind == LAZY and x.args[0] in _LAZY_PROGRAMS:
-            return _lazy_member(x.args[0])
-        return self._guess_of(x, kids)
-
     def radius(self, t: Term) -> int | None:
         """An upper bound on the shortest completion of every prefix of t's members (how
         far the end is, at most, from anywhere inside t); None for terms with AND (but
@@ -310,17 +296,6 @@ def _lazy_stats(name: str) -> tuple[int, int | None]:
         body = src.tb.load(_LAZY_PROGRAMS[name])
         got = _LAZY_STATS[name] = (src.minlen(body), src.radius(body))
     return got
-
-
-def _lazy_member(name: str) -> bytes | None:
-    """`TermSource.member` of a lazy program, found once per process (as _lazy_stats)."""
-    if name not in _LAZY_MEMBERS:
-        src = TermSource(TermBuilder())
-        _LAZY_MEMBERS[name] = src.member(src.tb.load(_LAZY_PROGRAMS[name]))
-    return _LAZY_MEMBERS[name]
-
-
-_LAZY_MEMBERS: dict[str, bytes | None] = {}
 
 
 _LAZY_STATS: dict[str, tuple] = {}  # lazy program name -> _lazy_stats
