@@ -19,9 +19,7 @@ run. Two ways:
 `_marker_index` finds the marker a term holds."""
 from __future__ import annotations
 
-import functools
 import itertools
-import operator
 
 from .errors import ConstraintError, SchemaError
 from .json_source import JsonTermSource
@@ -336,7 +334,7 @@ _LAZY_RULES = itertools.count()  # (a deferred term's name identifies its langua
 
 
 def lazy_recursion(tb: TermBuilder, source: JsonTermSource, root: Term, bodies: dict[int, Term],
-                   marked: dict) -> Term | None:
+                   floor: int) -> Term | None:
     """`root` with each recursion marker replaced by a deferred term R_k whose body is
     rule k's (`bodies`, markers replaced alike), or None where that would not be exact
     or would not end, and the grammar path must take the schema:
@@ -348,9 +346,9 @@ def lazy_recursion(tb: TermBuilder, source: JsonTermSource, root: Term, bodies: 
     A rule with no finite value (every way through it holds itself again) is nothing,
     as the grammar path drops it: a deferred term must not be empty. R_k is cyclic
     (TermBuilder.deferred): readers of structure leave it closed (no guess; shortest
-    length at least 1, so clip_repeats clips less, which is exact too). `marked`: the
-    compiler's MarkerMemo (its floor)."""
-    got = _plan(list(bodies.values()) + [root], marked.floor)
+    length at least 1, so clip_repeats clips less, which is exact too). `floor`: the
+    compiler's MarkerMemo.floor (_plan)."""
+    got = _plan(list(bodies.values()) + [root], floor)
     if got is None:
         return None
     plan, leaves = got
@@ -363,7 +361,10 @@ def lazy_recursion(tb: TermBuilder, source: JsonTermSource, root: Term, bodies: 
         elif x.kind == CONCAT:
             heads[x.id] = heads[kids[0].id] | (heads[kids[1].id] if kids[0].nullable else 0)
         else:
-            heads[x.id] = functools.reduce(operator.or_, (heads[c.id] for c in kids))
+            bits = 0
+            for c in kids:
+                bits |= heads[c.id]
+            heads[x.id] = bits
     if any(heads[b.id] for b in bodies.values()) and _cyclic(
             {k: [j for j in bodies if heads[b.id] >> j & 1] for k, b in bodies.items()}):
         return None

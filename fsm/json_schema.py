@@ -2388,7 +2388,7 @@ def _schema_to_term(schema, tb: TermBuilder | None, split: bool, counts: dict | 
     rules = None
     if comp.rule_bodies:  # recursive: lazy terms where they are exact, else the grammar path
         lazy = None if comp.recursion == "grammar" else \
-            lazy_recursion(tb, JsonTermSource(tb), term, comp.rule_bodies, comp._marker_memo)
+            lazy_recursion(tb, JsonTermSource(tb), term, comp.rule_bodies, comp._marker_memo.floor)
         if lazy is not None:
             term = lazy
         else:

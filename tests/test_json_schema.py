@@ -2087,7 +2087,7 @@ def test_recursive_grammar_size_is_limited(monkeypatch):
         schema_to_term(schema, recursion="grammar")
 
 
-def _on_the_grammar_path(schema, seed: int):
+def _recursive_with_oracle(schema, seed: int):
     """schema compiled (recursive, exact), its DFA, jsonschema's validator of
     it and a seeded random generator, for tests that check random instances."""
     cs = schema_to_term(schema)
@@ -2117,7 +2117,7 @@ def test_recursion_through_a_ref_beside_keywords():
                     "$ref": "#/$defs/base", "$defs": {"base": base}},
                    {"properties": {"name": {"enum": ["a", "b"]}}, "allOf": [{"properties": {"z": {"type": "null"}}}],
                     "$ref": "#/$defs/base", "$defs": {"base": base}}):
-        cs, dfa, check, rng = _on_the_grammar_path(schema, seed=3)
+        cs, dfa, check, rng = _recursive_with_oracle(schema, seed=3)
 
         def tree(depth):
             t = {}
@@ -2175,7 +2175,7 @@ def test_recursive_oneof_of_objects_apart_by_their_keys():
     schema = {"$defs": {"logic": logic}, "type": "object", "properties": {"when": {"$ref": "#/$defs/logic"},
                                                                        "unless": {"$ref": "#/$defs/logic"}},
               "not": {"markdownDescription": "not both", "allOf": [{"required": ["when"]}, {"required": ["unless"]}]}}
-    cs, dfa, check, rng = _on_the_grammar_path(schema, seed=11)
+    cs, dfa, check, rng = _recursive_with_oracle(schema, seed=11)
 
     def stmt(depth):
         r = rng.random()
@@ -2256,7 +2256,7 @@ def test_oneof_of_unions_apart_branch_by_branch(overlap):
         pool = leaves + [{"name": "n", "other": 1}, {"base": "a", "name": 3}]
         _agrees_on(pool, cs, cs.dfa(), jsonschema.Draft202012Validator(schema), least=4)
         return
-    cs, dfa, check, _ = _on_the_grammar_path(schema, seed=0)
+    cs, dfa, check, _ = _recursive_with_oracle(schema, seed=0)
     assert not cs.relaxed
     pool = leaves + [{**a, "parts": [b]} for a in leaves[:5] for b in leaves] + [
         {"base": "a", "parts": [{"build": "x", "parts": [{"base": "b", "parts": []}, {"base": "z"}]}]}]
@@ -2273,7 +2273,7 @@ def test_oneof_complements_only_branches_that_share_types():
         {"type": "string", "pattern": "^[a-z]+@[0-9]+$"}, {"type": "string", "pattern": "^a"},
         {"type": "object", "properties": {"jobs": {"type": "object", "additionalProperties": {"$ref": "#/$defs/orb"}}},
          "additionalProperties": False}]}}, "$ref": "#/$defs/orb"}
-    cs, dfa, check, _ = _on_the_grammar_path(schema, seed=0)
+    cs, dfa, check, _ = _recursive_with_oracle(schema, seed=0)
     assert not cs.relaxed
     pool = ["ab@1", "b@2", "ax", "b", "", 3, {}, {"jobs": {}}, {"jobs": {"x": "b@2"}}, {"jobs": {"x": "ab@1"}},
             {"jobs": {"x": {"jobs": {"y": "ax"}}}}, {"jobs": {"x": {"jobs": {"y": "a@1"}}}}, {"other": 1}]
@@ -2298,7 +2298,7 @@ def test_oneof_apart_within_each_type_group():
             "type": {"const": "array"}, "items": {"$ref": "#/$defs/t"}}},
         {"type": "object", "required": ["type"], "properties": {"type": {"enum": ["int", "null"]}}}]}
     schema = {"$defs": {"t": t}, "$ref": "#/$defs/t"}
-    cs, dfa, check, _ = _on_the_grammar_path(schema, seed=0)
+    cs, dfa, check, _ = _recursive_with_oracle(schema, seed=0)
     assert not cs.relaxed
     leaves = ["int", "null", "abc", "Abc", "abcde", 3, {"type": "int"}, {"type": "null", "x": 1}, {"type": "bad"}]
     pool = leaves + [{"type": "array", "items": x} for x in leaves] + [
@@ -2368,7 +2368,7 @@ def test_oneof_closed_branch_apart_from_one_requiring_a_key_it_lacks():
         {"type": "object", "required": ["group"], "additionalProperties": False,
          "properties": {"group": {"$ref": "#/$defs/f"}, "level": {"type": "integer"}}}]}
     schema = {"$defs": {"f": f}, "$ref": "#/$defs/f"}
-    cs, dfa, check, _ = _on_the_grammar_path(schema, seed=0)
+    cs, dfa, check, _ = _recursive_with_oracle(schema, seed=0)
     assert not cs.relaxed
     leaves = ["x", 3, {}, {"signal": "s"}, {"signal": 1}, {"signal": "s", "datum": "x"}, {"signal": "s", "z": None}]
     pool = leaves + [{"datum": x} for x in leaves] + [{"group": x, "level": 2} for x in leaves] + [
@@ -2497,7 +2497,7 @@ def test_oneof_of_closed_objects_whose_keys_are_apart(typed):
         leaves = ["s", 3, None, {}, {"call": "c"}, {"as": "e"}, {"as": "e", "call": "c"}, {"steps": []},
                   {"next": [], "call": 1}, {"other": 1}]
     schema = {"$defs": {"x": x}, "$ref": "#/$defs/x"}
-    cs, dfa, check, _ = _on_the_grammar_path(schema, seed=0)
+    cs, dfa, check, _ = _recursive_with_oracle(schema, seed=0)
     assert not cs.relaxed
     key = "try" if typed else "steps"
     good = [a for a in leaves if check.is_valid(a)]

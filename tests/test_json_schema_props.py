@@ -735,7 +735,7 @@ def test_recursive_schema_with_deferred_ranges_and_enums():
     _instances_agree(cs, schema, node, 300, 50)
 
 
-def _exact_on_grammar_path(schema, **options):
+def _exact_recursive(schema, **options):
     """schema compiled strict as a recursive schema, with nothing relaxed."""
     cs = schema_to_term(schema, **options)
     assert cs.recursion is not None and not cs.relaxed
@@ -774,7 +774,7 @@ def test_recursive_oneof_of_distinct_types_is_exact():
     schema = {"$defs": {"entry": entry, "e": {"oneOf": [
         {"$ref": "#/$defs/entry"}, {"type": "array", "items": {"$ref": "#/$defs/entry"}, "maxItems": 3}]}},
         "$ref": "#/$defs/e"}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     texts = _walks_validate(cs, schema)
     assert any(t.startswith(b"[") for t in texts) and any(t.startswith(b"{") for t in texts)
 
@@ -832,7 +832,7 @@ def test_recursive_union_of_objects_with_the_empty_object_in_common():
         obj("a", "b"), obj("a", "c"), {"type": "array", "items": ref, "maxItems": 2},
         {"type": "array", "items": {"type": "integer"}}, {"type": "string", "maxLength": 2}]}},
         "$ref": "#/$defs/n"}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     rng = random.Random(0)
 
     def node(depth):
@@ -872,7 +872,7 @@ def test_recursive_union_with_ambiguous_branches_is_exact(recursion):
     conflicts (refused before); the parse forks there and is exact: instances accepted
     iff jsonschema says valid, walks validate. As lazy terms (the default), a union's
     readings are one term's alternatives."""
-    cs = _exact_on_grammar_path(AMBIGUOUS_TREE, recursion=recursion)
+    cs = _exact_recursive(AMBIGUOUS_TREE, recursion=recursion)
     assert cs.recursion == ("lazy" if recursion == "auto" else "grammar")
     rng = random.Random(2)
     _instances_agree(cs, AMBIGUOUS_TREE, lambda d: _ambiguous_tree_node(rng, d), 400, 80)
@@ -881,9 +881,10 @@ def test_recursive_union_with_ambiguous_branches_is_exact(recursion):
 
 @pytest.mark.parametrize("recursion", ["auto", "grammar"])
 def test_recursive_union_with_ambiguous_branches_token_level(smol_vocab, smol_tokenizer, recursion):
-    """The same schema's token masks (the grammar path: the forked parse in the mask's
-    parser steps): documents written out token by token are allowed at each step, EOS
-    only at the end; token walks that end validate."""
+    """The same schema's token masks (on the grammar path, the forked parse in the
+    mask's parser steps; as lazy terms, a term's alternatives): documents written out
+    token by token are allowed at each step, EOS only at the end; token walks that end
+    validate."""
     import numpy as np
 
     from fsm.json_schema import compile_json_schema
@@ -912,7 +913,7 @@ def test_type_beside_recursive_union_of_untyped_branches_is_exact():
          "required": ["id"], "additionalProperties": False},
         {"properties": {"id": {"const": 2}, "next": ref}, "required": ["id"], "additionalProperties": False}]}},
         "$ref": "#/$defs/n"}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     rng = random.Random(4)
 
     def node(depth):
@@ -935,7 +936,7 @@ def test_type_beside_union_with_a_recursive_ref_branch_is_exact():
     t = {"properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/t"}, "maxItems": 3},
                         "name": {"type": "string", "maxLength": 3}}, "additionalProperties": False}
     schema = {"$defs": {"t": t}, "type": "object", "anyOf": [{"$ref": "#/$defs/t"}]}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     rng = random.Random(6)
 
     def node(depth):
@@ -962,7 +963,7 @@ def test_recursive_union_reads_its_plain_branches_as_one_terminal():
     rec = {"type": "object", "properties": {"Type": {"const": "Group"}, "items": {"type": "array", "items": {
         "$ref": "#/$defs/r"}, "maxItems": 3}}, "required": ["Type"], "additionalProperties": False}
     schema = {"$defs": {"r": {"anyOf": plain + [rec]}}, "$ref": "#/$defs/r"}
-    cs = _exact_on_grammar_path(schema, recursion="grammar")
+    cs = _exact_recursive(schema, recursion="grammar")
     assert len(cs.rules.terminals) < 10, len(cs.rules.terminals)
     rng = random.Random(8)
 
@@ -1006,7 +1007,7 @@ def test_recursive_union_beside_type_specific_keywords_is_exact():
               "additionalProperties": {"$ref": "#/$defs/conf"}, "maxProperties": 2, "maxLength": 1}
     schema = {"$defs": {"conf": conf}, "type": "object", "properties": {"m": matrix},
               "required": ["m"], "additionalProperties": False}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     rng = random.Random(2)
 
     def conf_value(depth):
@@ -1039,7 +1040,7 @@ def test_recursive_oneof_of_closed_objects_told_apart_by_keys_is_exact():
                                                                                             "items": ref}},
          "required": ["use"], "additionalProperties": False}
     schema = {"$defs": {"n": {"oneOf": [a, b]}}, "$ref": "#/$defs/n"}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     rng = random.Random(4)
 
     def node(depth):
@@ -1076,7 +1077,7 @@ def test_recursive_oneof_told_apart_by_property_values_or_types_is_exact():
              "additionalProperties": {"$ref": "#/$defs/v"}, "maxProperties": 2}
     schema = {"$defs": {"v": {"oneOf": [{"type": "string", "maxLength": 2}, {"type": "boolean"}, kind("marker"),
                                         number, special, dict_]}}, "$ref": "#/$defs/v"}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     rng = random.Random(5)
 
     def node(depth):
@@ -1109,7 +1110,7 @@ def test_recursive_ref_beside_a_type_list_is_exact():
                                                              "$ref": "#/$defs/perm"}}},
             "additionalProperties": False}
     schema = {"$defs": {"perm": perm}, "$ref": "#/$defs/perm"}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     rng = random.Random(6)
 
     def node(depth):
@@ -1134,7 +1135,7 @@ def test_recursive_property_beside_its_pattern_recurses_through_the_merge():
     n = {"type": "object", "properties": {"kid": {"$ref": "#/$defs/n"}, "v": {"type": "integer"}},
          "patternProperties": {"^k": {"type": "object", "maxProperties": 2}}, "additionalProperties": False}
     schema = {"$defs": {"n": n}, "$ref": "#/$defs/n"}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     deep = {}
     for _ in range(30):
         deep = {"kid": deep, "v": 1}
@@ -1193,7 +1194,7 @@ def test_recursive_ref_beside_a_type_is_a_copy_per_type():
                         "both": {"allOf": [{"$ref": "#/$defs/m"}, {"type": ["integer", "object"], "$ref": "#/$defs/n"}]}},
               "type": "object", "properties": {"a": {"$ref": "#/$defs/limit"}, "b": {"$ref": "#/$defs/both"}},
               "additionalProperties": False}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     rng = random.Random(8)
 
     def node(_):
@@ -1218,7 +1219,7 @@ def test_recursive_refs_to_different_schemas_beside_types_are_copies_per_type():
     schema = {"$defs": {"n": n, "r": r}, "type": "object", "additionalProperties": False, "properties": {
         "value": {"allOf": [{"type": ["integer", "object"], "$ref": "#/$defs/r"},
                             {"type": ["integer", "object", "string"], "$ref": "#/$defs/n"}]}}}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     rng = random.Random(13)
 
     def node(_):
@@ -1241,7 +1242,7 @@ def test_recursive_untyped_ref_beside_keywords_of_other_branches_is_one_ref():
         {"properties": {"ctx": {"type": ["object", "string", "null"]},
                         "g": {"type": ["array", "object"], "items": {"type": "integer"}, "maxItems": 2}}},
         {"$ref": "#/$defs/common"}]}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     rng = random.Random(15)
 
     def value(depth):
@@ -1275,7 +1276,7 @@ def test_typed_property_beside_a_recursive_union_narrows_its_branches():
         "name": {"type": "string"}, "n": {"type": ["integer", "boolean"]}},
         "patternProperties": {"^[a-z]": {"$ref": "#/$defs/vals"}}}
     schema = {"$defs": {"host": host, "vals": vals}, "$ref": "#/$defs/host"}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     rng = random.Random(16)
 
     def node(depth):
@@ -1305,7 +1306,7 @@ def test_listed_values_beside_a_recursive_union_keep_those_it_holds():
         "meta": {"allOf": [{"$ref": "#/$defs/dict"}], "required": ["ver"],
                  "properties": {"ver": {"enum": ["3.0", "3.01", 3, None]}}},
         "data": {"$ref": "#/$defs/hval"}}}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     rng = random.Random(14)
 
     def hval(depth):
@@ -1491,7 +1492,7 @@ def test_recursive_property_beside_its_pattern_is_merged():
                                           "name": {"type": "string", "maxLength": 2}},
          "patternProperties": {"^k": {"type": "array", "maxItems": 2}}, "additionalProperties": False}
     schema = {"$defs": {"n": n}, "$ref": "#/$defs/n"}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     rng = random.Random(7)
 
     def node(depth):
@@ -1606,7 +1607,7 @@ def test_recursive_object_beside_mutually_exclusive_keys_is_exact():
         "oneOf": [{"required": ["download"]},
                   {"properties": {"kind": {"enum": ["m", "d"]}}, "not": {"required": ["download"]},
                    "required": ["kind"]}]}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     rng = random.Random(10)
 
     def deps(depth):
@@ -1637,7 +1638,7 @@ def test_recursive_conditions_on_an_optional_key_are_variants():
                  "then": {"properties": {f"p{i}": {"type": "array", "maxItems": 2, "items": {"$ref": "#"}}}}}
                 for i, v in enumerate(vals[:17])]
     schema = {"type": "object", "properties": {"c": {"enum": vals}}, "allOf": branches}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     rng = random.Random(11)
 
     def node(depth):
@@ -1675,7 +1676,7 @@ def test_recursive_conditions_on_an_untyped_schema_split_objects_from_others():
     branches[2]["then"]["properties"]["lim"] = {"type": "integer"}
     item = {"properties": {"f": {"enum": vals}}, "allOf": branches}
     schema = {"$defs": {"n": n}, "type": "array", "maxItems": 3, "items": item}
-    cs = _exact_on_grammar_path(schema)
+    cs = _exact_recursive(schema)
     rng = random.Random(12)
 
     def modifier():
