@@ -165,7 +165,10 @@ syntactically NOTHING; the DFA asks the source. `JsonTermSource.is_empty` decide
 structurally (concatenation, alternation, repeat) and searches only AND/NOT parts:
 first a guessed member (TermSource.has_guess), then A* towards the shortest accepted
 completion; `JsonTermBuilder` folds `X & ~X` (and `X & ~(X|Y)`) to nothing, which
-otherwise needs an exhaustive search of X's states. A recursive reference (the grammar
+otherwise needs an exhaustive search of X's states, and takes a value that every part
+of an intersection starts with out of it (`V R1 & ~(V R2)` = `V (R1 & ~R2)`: two open
+objects of a oneOf at a key neither declares), so that the search decides such a state
+by its tail, not over every position inside the value. A recursive reference (the grammar
 path) cannot be intersected: refused where the intersection is made (_meet). None is
 needed for oneOf branches whose types differ (read through their own anyOf/oneOf),
 whose discriminator values differ (where only objects count), or that are pairwise apart
@@ -516,7 +519,7 @@ def load_schema(schema):
 
 
 class _Compiler(AllOfMerges):
-    def __init__(self, root, tb: TermBuilder, whitespace: str = "compact", strict: bool = True,
+    def __init__(self, root, tb: JsonTermBuilder, whitespace: str = "compact", strict: bool = True,
                  max_depth: int = DEFAULT_MAX_DEPTH, max_whitespace: int = DEFAULT_MAX_WHITESPACE,
                  max_recursion_depth: int | None = None, assert_formats: bool = True,
                  custom_formats: str = "refuse", allow_extra_properties: bool = True, python_dates: bool = False,
@@ -873,7 +876,7 @@ class _Compiler(AllOfMerges):
             t = self._any[(d, canon)] = tb.alt(parts)
             if not canon:  # the cheap universe depends on nothing but d and whitespace
                 _UNIVERSES[prog_key] = tb.export(t)
-        return t
+        return self.tb.json_value(t)
 
     def _uses_depth(self) -> None:
         if self._dep_stack:
@@ -928,7 +931,7 @@ class _Compiler(AllOfMerges):
         self._within.append(node)
         self._meeting += entering
         try:
-            t = self._value(node, d, budget)
+            t = tb.json_value(self._value(node, d, budget))
         finally:
             self._meeting -= entering
             self._within.pop()
@@ -1173,6 +1176,8 @@ class _Compiler(AllOfMerges):
         if not self.nonterminals:
             return t
         for b in t.args if t.kind == ALT else (t,):
+            while b.kind == CONCAT:  # (after a head its parts share: JsonTermBuilder._shared_head)
+                b = b.args[1]
             k = _marker_index(b, self._marker_memo) if b.kind in (AND, NOT) else None
             if k is not None:
                 target = next(i for i, j in self.nonterminals.items() if j == k)
@@ -2335,7 +2340,7 @@ def _literal_text(t: Term) -> bytes | None:
     return None
 
 
-def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> CompiledSchema | UnionSchema:
+def schema_to_term(schema, tb: JsonTermBuilder | None = None, **options) -> CompiledSchema | UnionSchema:
     """Compile a schema to a byte-level term (no vocabulary needed); a root anyOf that
     uniqueItems sets apart, to a term per branch (fsm/json_union.py)."""
     cs = _schema_to_term(schema, tb, True, **options)
@@ -2344,7 +2349,7 @@ def schema_to_term(schema, tb: TermBuilder | None = None, **options) -> Compiled
     return cs
 
 
-def _schema_to_term(schema, tb: TermBuilder | None, split: bool, counts: dict | None = None,
+def _schema_to_term(schema, tb: JsonTermBuilder | None, split: bool, counts: dict | None = None,
                     **options) -> CompiledSchema | UnionSchema:
     """schema_to_term, without its warnings; `split`: a root anyOf may be split;
     `counts`: the uniqueItems planner's, shared by a split's branches."""

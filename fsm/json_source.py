@@ -1,15 +1,24 @@
 """Emptiness of schema terms (fsm/json_schema.py's notes, "Emptiness"): the term
-builder that folds `X & ~X` to nothing (JsonTermBuilder) and the state source whose
-emptiness check is structural, searching only AND/NOT parts, A* towards the shortest
-completion (JsonTermSource)."""
+builder that folds `X & ~X` to nothing and takes a head the parts of an intersection
+share out of it (JsonTermBuilder), and the state source whose emptiness check is
+structural, searching only AND/NOT parts, A* towards the shortest completion
+(JsonTermSource)."""
 from __future__ import annotations
 
 import heapq
 
-from .dfa import TermSource
+from .dfa import DEFAULT_MAX_STATES, TermSource, _alphabet_of, _fold
 from .errors import TooLargeError
 from .json_formats import NONEMPTY_LAZY
-from .terms import ALT, AND, CONCAT, LAZY, NOT, NOTHING, REPEAT, Term, TermBuilder
+from .terms import (_ALL_BYTES, _LAZY_PROGRAMS, ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOT, NOTHING, REPEAT, STR,
+                    Term, TermBuilder)
+
+_NUMBER_BYTES = sum(1 << b for b in b"0123456789.eE+-")
+
+# JsonTermBuilder.extenders reads an alternation whose branches start with at most this
+# many bytes in common through its derivatives by them (every byte where more)
+EXTENDERS_SHARED_MAX = 8
+
 
 class JsonTermBuilder(TermBuilder):
     """TermBuilder with the Boolean simplifications schema terms need.
@@ -22,6 +31,8 @@ class JsonTermBuilder(TermBuilder):
     def __init__(self) -> None:
         super().__init__()
         self.nonempty: set[int] = set()  # ids of AND/NOT terms known to have a member
+        self._ext: dict[int, int] = {}  # term id -> extenders(term)
+        self._bytes: dict[int, int | None] = {}  # term id -> the bytes of its members (None: not known)
 
     def intersect(self, items) -> Term:
         t = super().intersect(items)
@@ -35,7 +46,110 @@ class JsonTermBuilder(TermBuilder):
                     return self.nothing
                 if y.kind == NOTHING:
                     return self.intersect(a for a in t.args if a is not c)
+        return self._shared_head(t)
+
+    def _shared_head(self, t: Term) -> Term:
+        """`V R1 & ~(V R2) & ...` as `V (R1 & ~R2 & ...)`, where every part is V followed
+        by something (or its complement, with at least one part that is not) and no
+        string splits two ways into a member of V and a member of a tail: no byte that
+        can follow a whole member of V inside a longer one (`extenders`) starts a tail.
+        Then w = v r in exactly one way, and w is in `V R2` iff r is in R2.
+
+        Overlapping oneOf branches meet so at an object's undeclared key: both go on with
+        the same value, then with their own rest. Left as an intersection, each position
+        inside that value (any JSON, nested) was a state of its own, and proving such a
+        state empty searched them all (TooLargeError mid-output); taken out, the
+        intersection waits until the value is over, and its emptiness is the tails'."""
+        head, firsts, tails = None, 0, []
+        for c in t.args:
+            neg = c.kind == NOT
+            x = c.args[0] if neg else c
+            if x.kind != CONCAT or (head is not None and x.args[0] is not head):
+                return t
+            head, tail = x.args
+            firsts |= self.first(tail)
+            tails.append(self.complement(tail) if neg else tail)
+        if all(c.kind == NOT for c in t.args) or self.extenders(head) & firsts:
+            return t
+        return self.concat(head, self.intersect(tails))
+
+    def json_value(self, t: Term) -> Term:
+        """Declare t's members JSON values (no whitespace around them); returns t. Such a
+        member ends plainly: only a number's bytes extend it into a longer one (a closed
+        string, object or array, a literal cannot go on), whatever t's structure says
+        (its keys, which alternatives start alike). So too where t holds a recursive
+        reference's marker: the rule it stands for is a JSON value.
+        (_Compiler.value declares every value it makes.)"""
+        self._ext[t.id] = self._ext.get(t.id, _ALL_BYTES) & _NUMBER_BYTES
         return t
+
+    def extenders(self, t: Term) -> int:
+        """The bytes that may follow a whole member of t inside a longer member (after
+        `1` in `12`), as a 256-bit mask: a superset, every byte where not known (a
+        complement, a deferred term). A JSON value has none but a number's digits,
+        point and exponent: its end is plain.
+
+        >>> tb = JsonTermBuilder()
+        >>> digits = tb.repeat(tb.byte_range(0x30, 0x39), 1, None)
+        >>> tb.extenders(digits) == tb.first(digits), tb.extenders(tb.seq([tb.literal(b'"'), digits, tb.literal(b'"')]))
+        (True, 0)
+        """
+        return _fold(t, self._ext, self._extenders_of)
+
+    def _extenders_of(self, x: Term, kids: list) -> int:
+        """extenders of x from its parts' (`kids`).
+
+        A concatenation X Y: where no byte that extends X starts Y, a member x y extends
+        to x' y' only with x' = x (then by Y's extenders), or with y empty and x' longer
+        (by X's); else (`0*[1-9]`) any byte of its members. A repeat: its item
+        concatenated with itself. An alternation: within a branch; from a nullable
+        branch into any; across branches that start with the same byte b, as within
+        their derivatives by b (the escapes of a JSON string's character, which all
+        start with a backslash). A recursive reference's marker (byte 0xFF): every
+        byte, as the marker's structure says nothing of the rule's values."""
+        k = x.kind
+        if k == BYTES:  # (byte 0xFF: a recursive reference's marker, json_schema._Compiler._marker)
+            return _ALL_BYTES if x.args[1] == 0xFF else 0
+        if k in (STR, NOTHING, EMPTY):
+            return 0
+        if k == CONCAT:
+            if kids[0] & self.first(x.args[1]):
+                return self._members_bytes(x)
+            return kids[1] | (kids[0] if x.args[1].nullable else 0)
+        if k == REPEAT:
+            f, (lo, hi) = self.first(x.args[0]), x.args[1:]
+            if kids[0] & f:
+                return self._members_bytes(x)
+            return kids[0] | (f if hi is None or hi > lo else 0)
+        if k == AND:  # (a member of every part, both times)
+            out = _ALL_BYTES
+            for e in kids:
+                out &= e
+            return out
+        if k == LAZY and x.args[0] in _LAZY_PROGRAMS:
+            return _lazy_extenders(x.args[0])
+        if k != ALT:
+            return _ALL_BYTES  # NOT, a deferred LAZY
+        seen, shared, out = 0, 0, 0
+        for c, e in zip(x.args, kids):
+            f = self.first(c)
+            shared, seen, out = shared | (seen & f), seen | f, out | e
+        if x.nullable:
+            out |= seen
+        if shared:
+            if shared.bit_count() > EXTENDERS_SHARED_MAX:
+                return _ALL_BYTES
+            self._ext[x.id] = _ALL_BYTES  # (a derivative that leads back to x meanwhile: not known)
+            for b in range(256):
+                if shared >> b & 1:
+                    out |= self.extenders(self.alt([self.derive(c, b) for c in x.args if self.first(c) >> b & 1]))
+        return out
+
+    def _members_bytes(self, x: Term) -> int:
+        """The bytes x's members are made of: every byte where it has AND/NOT/LAZY parts,
+        or a marker (byte 0xFF, which stands for a whole value of a recursive rule)."""
+        got = _fold(x, self._bytes, _alphabet_of)
+        return _ALL_BYTES if got is None or got >> 0xFF & 1 else got
 
     def complement(self, x: Term) -> Term:
         if x.kind == NOTHING:
@@ -43,6 +157,23 @@ class JsonTermBuilder(TermBuilder):
         if x is self.anything:
             return self.nothing
         return super().complement(x)
+
+
+def _lazy_extenders(name: str) -> int:
+    """JsonTermBuilder.extenders of lazy program `name`'s term (a JSON number, a
+    format), in a builder of its own, once per process."""
+    got = _LAZY_EXT.get(name)
+    if got is None:
+        tb = JsonTermBuilder()
+        got = _LAZY_EXT[name] = tb.extenders(tb.load(_LAZY_PROGRAMS[name]))
+    return got
+
+
+_LAZY_EXT: dict[str, int] = {}  # lazy program name -> _lazy_extenders
+
+
+class _Reentered(Exception):
+    """JsonTermSource._search_empty was asked about a term it is searching already."""
 
 
 # JsonTermSource: a guessed member (TermSource.guess) of at most GUESS_FIRST_MAX bytes
@@ -95,7 +226,36 @@ class JsonTermSource(TermSource):
         empty[t.id] = res
         return res
 
+    def __init__(self, tb: TermBuilder, max_states: int = DEFAULT_MAX_STATES):
+        super().__init__(tb, max_states)
+        self._searching: set[int] = set()  # ids of the terms _search_empty is searching now
+
     def _search_empty(self, t: Term) -> bool:
+        if t.id in self._searching:
+            raise _Reentered
+        self._searching.add(t.id)
+        try:
+            return self._search(t)
+        finally:
+            self._searching.discard(t.id)
+
+    def _tail_empty(self, y: Term, t: Term) -> bool | None:
+        """Whether y, a state t's search reaches, is empty, where y is a plain head (no
+        AND/NOT: never empty) followed by a tail: iff the tail is, decided apart (a
+        value both branches of a oneOf take, then each its rest: JsonTermBuilder's
+        shared heads), not by searching every position of the value. True where the
+        tail is t itself: t's shortest member does not pass through y (it would end
+        with a shorter one). None where deciding it would search a term that is being
+        searched already (y is then searched as any other state)."""
+        tail = y.args[1]
+        if tail is t:
+            return True
+        try:
+            return self.is_empty(tail)
+        except _Reentered:
+            return None
+
+    def _search(self, t: Term) -> bool:
         empty = self._empty
         heap = [(self.minlen(t), 0, t.id, t)]
         best = {t.id: 0}
@@ -119,6 +279,11 @@ class JsonTermSource(TermSource):
             if x.nullable or not x.boolean or empty.get(x.id) is False:
                 found = x
                 break
+            if x.kind == CONCAT and not x.args[0].boolean and (gone := self._tail_empty(x, t)) is not None:
+                if not gone:
+                    found = x
+                    break
+                continue  # (not derived: nothing follows an empty state)
             for _, _, y in self.tb.row(x):
                 if y.kind == NOTHING or empty.get(y.id) is True:
                     continue
