@@ -176,6 +176,10 @@ class _Reentered(Exception):
     """JsonTermSource._search_empty was asked about a term it is searching already."""
 
 
+# JsonTermSource._tail_empty searches a tail apart only while fewer searches than this
+# are under way (each tail's search may meet a tail of its own: arrays of arrays...)
+TAIL_SEARCHES_MAX = 8
+
 # JsonTermSource: a guessed member (TermSource.guess) of at most GUESS_FIRST_MAX bytes
 # is checked before the search, a longer one after GUESS_AFTER of its steps
 GUESS_FIRST_MAX, GUESS_AFTER = 64, 4
@@ -246,10 +250,13 @@ class JsonTermSource(TermSource):
         shared heads), not by searching every position of the value. True where the
         tail is t itself: t's shortest member does not pass through y (it would end
         with a shorter one). None where deciding it would search a term that is being
-        searched already (y is then searched as any other state)."""
+        searched already, or where TAIL_SEARCHES_MAX are under way (y is then searched
+        as any other state)."""
         tail = y.args[1]
         if tail is t:
             return True
+        if len(self._searching) >= TAIL_SEARCHES_MAX:
+            return None
         try:
             return self.is_empty(tail)
         except _Reentered:
