@@ -137,6 +137,10 @@ class StringTerms:
             return t
         ranges = charset.normalize(ranges)
         t = self._chars.get(ranges)
+        if t is None and all(0x20 <= lo and hi <= 0x7F and not lo <= 0x22 <= hi and not lo <= 0x5C <= hi
+                             for lo, hi in ranges):  # plain ASCII ([0-9], [A-Za-z]): its bytes
+            t = self._chars[ranges] = self.tb.alt(self.tb.byte_range(lo, hi) for lo, hi in ranges)
+            self.char_ids.add(t.id)
         if t is None:
             tb = self.tb
             raw = _intersect_ranges(ranges, _RAW)
