@@ -308,9 +308,15 @@ def _edges(items, tb: TermBuilder) -> tuple[int, int]:
     """The first and last places of `items` that may hold text: anchors and a lead item
     of the empty text (_search's, where the pattern begins with `^`) hold none, so the
     items around them are still at the start or the end."""
-    blank = [op == C.AT or op == _TERM and av[0] is tb.empty for op, av in items]
-    first = next((k for k, b in enumerate(blank) if not b), len(items))
-    last = next((k for k in range(len(items) - 1, -1, -1) if not blank[k]), -1)
+    def blank(item) -> bool:
+        return item[0] == C.AT or item[0] == _TERM and item[1][0] is tb.empty
+    first, last = 0, len(items) - 1
+    while first <= last and blank(items[first]):
+        first += 1
+    if first > last:
+        return len(items), -1
+    while blank(items[last]):
+        last -= 1
     return first, last
 
 
