@@ -429,14 +429,10 @@ def _plan(terms: list, floor: int) -> tuple | None:
     markers' first byte term: a part made before it holds no marker and is not walked.
     A loop, not recursion: an object's slots nest as deep as it has slots."""
     plan, holds, leaves = [], {}, {}
-    stack = list(terms)
+    stack = [t for t in terms if t.id >= floor]
     while stack:
         x = stack[-1]
         if x.id in holds:
-            stack.pop()
-            continue
-        if x.id < floor:
-            holds[x.id] = False
             stack.pop()
             continue
         kind, k = x.kind, None
@@ -447,12 +443,12 @@ def _plan(terms: list, floor: int) -> tuple | None:
             kids = x.args if kind in (CONCAT, ALT, AND) else x.args[:1] if kind in (REPEAT, NOT) else ()
         n = len(stack)
         for c in kids:
-            if c.id not in holds:
+            if c.id >= floor and c.id not in holds:  # (one made before the floor holds none)
                 stack.append(c)
         if len(stack) > n:
             continue
         stack.pop()
-        held = [holds[c.id] for c in kids]
+        held = [holds.get(c.id, False) for c in kids]
         if k is None and True not in held:
             holds[x.id] = False
             continue
@@ -463,7 +459,7 @@ def _plan(terms: list, floor: int) -> tuple | None:
         for c, h in zip(kids, held):
             if not h:
                 leaves[c.id] = c
-    leaves.update((t.id, t) for t in terms if not holds[t.id])
+    leaves.update((t.id, t) for t in terms if not holds.get(t.id, False))
     return plan, leaves
 
 
