@@ -194,6 +194,10 @@ class JsonTermSource(TermSource):
     shortest member: exact for terms without AND/NOT) heads for the shortest completion,
     which for a JSON prefix is short (close what is open)."""
 
+    def __init__(self, tb: TermBuilder, max_states: int = DEFAULT_MAX_STATES):
+        super().__init__(tb, max_states)
+        self._searching: set[int] = set()  # ids of the terms _search_empty is searching now
+
     def is_empty(self, t: Term) -> bool:
         """Structural where possible (a concatenation is empty iff a part is, an
         alternation iff all are...); a search only for AND / NOT subterms."""
@@ -229,10 +233,6 @@ class JsonTermSource(TermSource):
                 res = self._search_empty(t)
         empty[t.id] = res
         return res
-
-    def __init__(self, tb: TermBuilder, max_states: int = DEFAULT_MAX_STATES):
-        super().__init__(tb, max_states)
-        self._searching: set[int] = set()  # ids of the terms _search_empty is searching now
 
     def _search_empty(self, t: Term) -> bool:
         if t.id in self._searching:
