@@ -60,18 +60,19 @@ class JsonTermBuilder(TermBuilder):
         inside that value (any JSON, nested) was a state of its own, and proving such a
         state empty searched them all (TooLargeError mid-output); taken out, the
         intersection waits until the value is over, and its emptiness is the tails'."""
-        head, firsts, tails = None, 0, []
+        if all(c.kind == NOT for c in t.args):
+            return t
+        head, firsts = None, 0
         for c in t.args:
-            neg = c.kind == NOT
-            x = c.args[0] if neg else c
+            x = c.args[0] if c.kind == NOT else c
             if x.kind != CONCAT or (head is not None and x.args[0] is not head):
                 return t
-            head, tail = x.args
-            firsts |= self.first(tail)
-            tails.append(self.complement(tail) if neg else tail)
-        if all(c.kind == NOT for c in t.args) or self.extenders(head) & firsts:
+            head = x.args[0]
+            firsts |= self.first(x.args[1])
+        if self.extenders(head) & firsts:
             return t
-        return self.concat(head, self.intersect(tails))
+        return self.concat(head, self.intersect(self.complement(c.args[0].args[1]) if c.kind == NOT else c.args[1]
+                                                for c in t.args))
 
     def json_value(self, t: Term) -> Term:
         """Declare t's members JSON values (no whitespace around them); returns t. Such a

@@ -58,6 +58,11 @@ def _plain(cp: int) -> bool:
     return 0x20 <= cp <= 0x7F and cp != 0x22 and cp != 0x5C
 
 
+def _plain_range(lo: int, hi: int) -> bool:
+    """Whether every code point of lo..hi is _plain (its one byte, unescaped)."""
+    return 0x20 <= lo and hi <= 0x7F and not lo <= 0x22 <= hi and not lo <= 0x5C <= hi
+
+
 def encode_char(cp: int) -> bytes:
     if cp in _SHORT:
         return _SHORT[cp]
@@ -137,36 +142,42 @@ class StringTerms:
             return t
         ranges = charset.normalize(ranges)
         t = self._chars.get(ranges)
-        if t is None and all(0x20 <= lo and hi <= 0x7F and not lo <= 0x22 <= hi and not lo <= 0x5C <= hi
-                             for lo, hi in ranges):  # plain ASCII ([0-9], [A-Za-z]): its bytes
-            t = self._chars[ranges] = self.tb.alt(self.tb.byte_range(lo, hi) for lo, hi in ranges)
-            self.char_ids.add(t.id)
         if t is None:
             tb = self.tb
-            raw = _intersect_ranges(ranges, _RAW)
-            parts = []
-            ascii_raw = _intersect_ranges(raw, ((0, 0x7F),))
-            if ascii_raw:
-                parts.append(charset.to_term(tb, ascii_raw))
-            high = _intersect_ranges(raw, _NON_ASCII)
-            if high == _NON_ASCII:
-                if self._non_ascii is None:
-                    self._non_ascii = charset.to_term(tb, _NON_ASCII)
-                parts.append(self._non_ascii)
-            elif high:
-                parts.append(charset.to_term(tb, high))
-            special = _intersect_ranges(ranges, _SPECIAL)
-            if special == _SPECIAL:  # every escape (a key's "not this letter"): one shared term
-                if self._escapes is None:
-                    self._escapes = tb.alt(tb.literal(encode_char(c)) for lo, hi in _SPECIAL
-                                           for c in range(lo, hi + 1))
-                parts.append(self._escapes)
+            if all(_plain_range(lo, hi) for lo, hi in ranges):  # ([0-9], [A-Za-z]: their bytes as they are)
+                t = tb.alt(tb.byte_range(lo, hi) for lo, hi in ranges)
             else:
-                for lo, hi in special:
-                    parts.extend(tb.literal(encode_char(c)) for c in range(lo, hi + 1))
-            t = self._chars[ranges] = tb.alt(parts)
+                t = tb.alt(self._encoded(ranges))
+            self._chars[ranges] = t
             self.char_ids.add(t.id)
         return t
+
+    def _encoded(self, ranges) -> list:
+        """char's alternatives for a normalized set that is not plain ASCII: the raw
+        characters (ASCII, then non-ASCII) and the escaped ones."""
+        tb = self.tb
+        raw = _intersect_ranges(ranges, _RAW)
+        parts = []
+        ascii_raw = _intersect_ranges(raw, ((0, 0x7F),))
+        if ascii_raw:
+            parts.append(charset.to_term(tb, ascii_raw))
+        high = _intersect_ranges(raw, _NON_ASCII)
+        if high == _NON_ASCII:
+            if self._non_ascii is None:
+                self._non_ascii = charset.to_term(tb, _NON_ASCII)
+            parts.append(self._non_ascii)
+        elif high:
+            parts.append(charset.to_term(tb, high))
+        special = _intersect_ranges(ranges, _SPECIAL)
+        if special == _SPECIAL:  # every escape (a key's "not this letter"): one shared term
+            if self._escapes is None:
+                self._escapes = tb.alt(tb.literal(encode_char(c)) for lo, hi in _SPECIAL
+                                       for c in range(lo, hi + 1))
+            parts.append(self._escapes)
+        else:
+            for lo, hi in special:
+                parts.extend(tb.literal(encode_char(c)) for c in range(lo, hi + 1))
+        return parts
 
     def not_in(self, words) -> Term:
         """Contents of strings (decoded) that are none of `words`; no complement needed:

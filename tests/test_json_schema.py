@@ -13,8 +13,10 @@ from decimal import Decimal
 import jsonschema
 import pytest
 
-from fsm.json_schema import SchemaError, SchemaWarning, canonical_json, schema_to_term
 from fsm.errors import TooLargeError
+from fsm.json_schema import SchemaError, SchemaWarning, canonical_json, schema_to_term
+from fsm.json_source import JsonTermBuilder
+from fsm.regex import regex_to_term
 from fsm.terms import CONCAT
 from .conftest import live_tokens_brute_force, small_vocab
 
@@ -2363,8 +2365,6 @@ def test_shared_heads_leave_intersections_as_they_were():
     regexes on a 3-byte alphabet, every string up to 6 bytes is a member exactly where
     Python's re says it is in both concatenations (or in the first and not the second);
     and some of the pairs are taken out."""
-    from fsm.json_source import JsonTermBuilder
-    from fsm.regex import regex_to_term
     pieces = ["a", "b", ",", "a*", "b?", "(ab)*", "(a|ab)", "(b|a,)", "a+b", "(,a|,)", "[ab]{1,2}", "a?,", "a+b?",
               "(a|a*b)", "(,|b*,a)"]
     rng, factored = random.Random(5), 0
