@@ -28,7 +28,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine import LLM, SamplingParams  # noqa: E402
+from structgen.engine import LLM, SamplingParams  # noqa: E402
 
 TOPICS = ["the sea", "a lost key", "autumn in Paris", "a robot learning to paint", "the moon",
           "a small bakery", "mountains at dawn", "a chess match", "an old library", "rain",
@@ -89,7 +89,7 @@ def best(runs):
 def constraint_for(llm):
     """A JSON Schema constraint when fsm compiles schemas, else a free-text regex."""
     try:
-        import fsm
+        from structgen import fsm
         if hasattr(fsm, "compile_json_schema"):
             try:
                 llm.constraints.get(("json", JSON_SCHEMA))

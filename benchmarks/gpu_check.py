@@ -33,7 +33,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine import LLM, SamplingParams  # noqa: E402
+from structgen.engine import LLM, SamplingParams  # noqa: E402
 
 from tests.engine.conftest import LONG, PROMPTS as TEST_PROMPTS, hf_greedy  # noqa: E402
 
@@ -178,7 +178,7 @@ def main():
         import tempfile
         folder = random_model(Path(args.random_weights), Path(tempfile.mkdtemp()) / "random")
     elif folder is None:
-        from engine.loader import resolve_model
+        from structgen.engine.loader import resolve_model
         folder = resolve_model()
     max_new, n = (8, 6) if args.quick else (48, 48)
     rows = []

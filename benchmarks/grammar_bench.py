@@ -38,9 +38,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-import fsm  # noqa: E402
-from fsm.grammar import GrammarAutomaton, grammar_source  # noqa: E402
-from fsm.terms import TermBuilder  # noqa: E402
+from structgen import fsm  # noqa: E402
+from structgen.fsm.grammar.automaton import GrammarAutomaton, grammar_source  # noqa: E402
+from structgen.fsm.core.terms import TermBuilder  # noqa: E402
 from tests.test_grammar import GRAMMARS as TEST_GRAMMARS  # noqa: E402
 
 # llguidance reads lazy quantifiers greedily, so the toy language's block comment is
@@ -223,7 +223,7 @@ def main():
 
     from transformers import AutoTokenizer
 
-    from engine.loader import resolve_model
+    from structgen.engine.loader import resolve_model
     tok = AutoTokenizer.from_pretrained(resolve_model())
     vocab = fsm.Vocabulary.from_tokenizer(tok)
     vocab.trie  # built once per vocabulary (shared by every constraint): not counted

@@ -34,10 +34,10 @@ def _prepare(path: str) -> None:
     valgrind: its import alone takes minutes there)."""
     from transformers import AutoTokenizer
 
-    import fsm
+    from structgen import fsm
     import json_schema_bench as bench
-    from engine.loader import resolve_model
-    from fsm.json_schema import schema_to_term
+    from structgen.engine.loader import resolve_model
+    from structgen.fsm.json.schema import schema_to_term
     tok = AutoTokenizer.from_pretrained(resolve_model())
     vocab = fsm.Vocabulary.from_tokenizer(tok)
     work = []
@@ -51,8 +51,8 @@ def _prepare(path: str) -> None:
 def _child(path: str, measured: bool, only: set | None, steps: bool) -> None:
     import numpy as np
 
-    import fsm
-    from fsm.json_schema import build_automaton
+    from structgen import fsm
+    from structgen.fsm.json.schema import build_automaton
     with open(path, "rb") as f:
         vocab, work = pickle.load(f)
     row = np.zeros(vocab.num_words, dtype=np.int32)

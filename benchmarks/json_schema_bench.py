@@ -267,7 +267,7 @@ def _runs(compile_first_mask, tokens, reps):
 
 
 def bench_ours(vocab, schema, tokens, opts, reps):
-    from fsm.json_schema import build_automaton
+    from structgen.fsm.json.schema import build_automaton
     row = np.zeros(vocab.num_words, dtype=np.int32)
 
     def run():
@@ -330,7 +330,7 @@ def _outlines_child(q, folder, schema, tokens):
         t0 = time.perf_counter()
         vocab = Vocabulary.from_pretrained(folder) if False else None  # noqa: SIM108 (offline)
         if vocab is None:
-            from fsm import Vocabulary as V
+            from structgen.fsm import Vocabulary as V
             ours = V.from_tokenizer(tok)
             table: dict = {}
             for i, b in enumerate(ours.token_bytes):
@@ -376,9 +376,9 @@ def main():
     args = ap.parse_args()
     from transformers import AutoTokenizer
 
-    import fsm
-    from engine.loader import resolve_model
-    from fsm.json_schema import schema_to_term
+    from structgen import fsm
+    from structgen.engine.loader import resolve_model
+    from structgen.fsm.json.schema import schema_to_term
     folder = resolve_model()
     tok = AutoTokenizer.from_pretrained(folder)
     vocab = fsm.Vocabulary.from_tokenizer(tok)

@@ -14,7 +14,7 @@ import json
 
 import numpy as np
 
-import fsm
+from structgen import fsm
 
 
 class Ours:

@@ -35,9 +35,9 @@ def main() -> None:
     args = ap.parse_args()
     from transformers import AutoTokenizer
 
-    import fsm
-    from engine.loader import resolve_model
-    from fsm.json_schema import build_automaton
+    from structgen import fsm
+    from structgen.engine.loader import resolve_model
+    from structgen.fsm.json.schema import build_automaton
     tok = AutoTokenizer.from_pretrained(resolve_model())
     vocab = fsm.Vocabulary.from_tokenizer(tok)
     row = np.zeros(vocab.num_words, dtype=np.int32)

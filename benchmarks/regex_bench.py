@@ -21,7 +21,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import fsm  # noqa: E402
+from structgen import fsm  # noqa: E402
 from peers import Ours, make_peers  # noqa: E402
 
 
@@ -89,7 +89,7 @@ def main():
     args = ap.parse_args()
     from transformers import AutoTokenizer
 
-    from engine.loader import resolve_model
+    from structgen.engine.loader import resolve_model
     tok = AutoTokenizer.from_pretrained(resolve_model())
     vocab = fsm.Vocabulary.from_tokenizer(tok)
     vocab.trie.lists, vocab.columns  # built once per vocabulary, outside the timings

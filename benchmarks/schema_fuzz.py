@@ -32,9 +32,9 @@ from decimal import Decimal
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-import fsm  # noqa: E402
-from fsm.errors import ConstraintError  # noqa: E402
-from fsm.json_schema import build_automaton  # noqa: E402
+from structgen import fsm  # noqa: E402
+from structgen.fsm.core.errors import ConstraintError  # noqa: E402
+from structgen.fsm.json.schema import build_automaton  # noqa: E402
 from schema_sweep import _distinct, _Repeated, closing_levels, walk  # noqa: E402
 from tests.conftest import exact_validator  # noqa: E402
 
@@ -154,7 +154,7 @@ def fuzz_seed(seed: int, n: int, walks: int, vocab, closing, recursive: float = 
                 continue
             stats["ended"] += 1
             try:
-                ok = check.is_valid(json.loads(text, object_pairs_hook=_distinct, parse_float=Decimal)) or auto.relaxed
+                ok = check.is_valid(json.loads(text, object_pairs_hook=_distinct, parse_float=Decimal)) or auto.info.relaxed
             except (_Repeated, ValueError):
                 ok = False
             if ok:
@@ -174,7 +174,7 @@ def main() -> None:
     args = ap.parse_args()
     from transformers import AutoTokenizer
 
-    from engine.loader import resolve_model
+    from structgen.engine.loader import resolve_model
     decimal.getcontext().prec = 2000  # (jsonschema's multipleOf of a long number)
     vocab = fsm.Vocabulary.from_tokenizer(AutoTokenizer.from_pretrained(resolve_model()))
     closing = closing_levels(vocab)

@@ -36,9 +36,9 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-import fsm  # noqa: E402
-from fsm.errors import ConstraintError  # noqa: E402
-from fsm.json_schema import build_automaton  # noqa: E402
+from structgen import fsm  # noqa: E402
+from structgen.fsm.core.errors import ConstraintError  # noqa: E402
+from structgen.fsm.json.schema import build_automaton  # noqa: E402
 
 
 class _Timeout(Exception):
@@ -183,7 +183,7 @@ def main() -> None:
                     help="how recursive schemas run (compile_json_schema's option)")
     args = ap.parse_args()
     from transformers import AutoTokenizer
-    from engine.loader import resolve_model
+    from structgen.engine.loader import resolve_model
     vocab = fsm.Vocabulary.from_tokenizer(AutoTokenizer.from_pretrained(resolve_model()))
     warm = build_automaton({"type": "object"}, vocab)
     warm.mask(warm.start)  # per-vocabulary tables, not timed

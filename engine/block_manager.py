@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from engine.sequence import Sequence
+from .sequence import Sequence
 
 
 def chain_hash(prev_hash: int | None, tokens) -> int:

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import json
 
-
-class ConstraintError(ValueError):
-    """A constraint spec that could not be compiled; fails its own request only."""
+from ..fsm import ConstraintError  # (one error tree: a bad spec fails its own request only)
 
 
 class ConstraintCompiler:
@@ -33,7 +31,7 @@ class ConstraintCompiler:
     @property
     def vocabulary(self):
         if self._vocab is None:
-            import fsm  # imported here: fsm is optional for unconstrained use
+            from .. import fsm
             self._vocab = fsm.Vocabulary.from_tokenizer(self.tokenizer, vocab_size=self.vocab_size)
         return self._vocab
 
@@ -44,6 +42,8 @@ class ConstraintCompiler:
             if hasattr(constraint, "require_output"):
                 try:
                     constraint.require_output()
+                except ConstraintError:
+                    raise
                 except ValueError as e:
                     raise ConstraintError(str(e)) from e
             return constraint
@@ -59,7 +59,7 @@ class ConstraintCompiler:
         if kind not in self.KINDS:
             raise ConstraintError(f"unknown constraint kind {kind!r} (one of {', '.join(self.KINDS)})")
         try:
-            import fsm
+            from .. import fsm
             vocab = self.vocabulary
             if kind == "regex":
                 return fsm.compile_regex(value, vocab).require_output()

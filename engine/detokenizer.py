@@ -9,7 +9,7 @@ Decoding a window (rather than one token) keeps tokenizer-specific spacing rules
 """
 from __future__ import annotations
 
-from engine.sequence import Sequence
+from .sequence import Sequence
 
 # Tokens kept before the read offset, for context-dependent decoders.
 _WINDOW = 5

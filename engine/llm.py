@@ -10,16 +10,16 @@ from typing import Iterator
 
 import torch
 
-from engine import detokenizer
-from engine.block_manager import BlockManager
-from engine.config import EngineConfig, available_memory_bytes
-from engine.constraints import ConstraintCompiler, ConstraintError
-from engine.loader import resolve_model
-from engine.model import ModelConfig, load_model
-from engine.model_runner import ModelRunner
-from engine.sampling_params import SamplingParams
-from engine.scheduler import Scheduler
-from engine.sequence import Sequence, SequenceStatus
+from . import detokenizer
+from .block_manager import BlockManager
+from .config import EngineConfig, available_memory_bytes
+from .constraints import ConstraintCompiler, ConstraintError
+from .loader import resolve_model
+from .model import ModelConfig, load_model
+from .model_runner import ModelRunner
+from .sampling_params import SamplingParams
+from .scheduler import Scheduler
+from .sequence import Sequence, SequenceStatus
 
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
            "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}

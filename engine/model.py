@@ -17,7 +17,7 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from engine.attention import AttentionMetadata, paged_attention, store_kv_cache
+from .attention import AttentionMetadata, paged_attention, store_kv_cache
 
 SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "Qwen2ForCausalLM", "MistralForCausalLM")
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from engine.attention import AttentionMetadata
-from engine.model import CausalLM
-from engine.sampler import SamplingBatch, apply_penalties, apply_token_bitmask, sample
-from engine.sequence import Sequence
+from .attention import AttentionMetadata
+from .model import CausalLM
+from .sampler import SamplingBatch, apply_penalties, apply_token_bitmask, sample
+from .sequence import Sequence
 
 
 @dataclass

@@ -13,9 +13,9 @@ from __future__ import annotations
 import bisect
 from collections import deque
 
-from engine.block_manager import BlockManager
-from engine.config import EngineConfig
-from engine.sequence import Sequence, SequenceStatus
+from .block_manager import BlockManager
+from .config import EngineConfig
+from .sequence import Sequence, SequenceStatus
 
 
 class Scheduler:

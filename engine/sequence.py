@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import Enum, auto
 from typing import Any
 
-from engine.sampling_params import SamplingParams
+from .sampling_params import SamplingParams
 
 
 class SequenceStatus(Enum):

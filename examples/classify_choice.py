@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python examples/classify_choice.py
 """
-import guided
+from structgen import guided
 
 QUESTIONS = [
     "Is Paris the capital of France?",

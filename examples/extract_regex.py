@@ -6,7 +6,7 @@ Run: .venv/bin/python examples/extract_regex.py
 """
 import re
 
-import guided
+from structgen import guided
 
 PARAGRAPH = (
     "Invoice 2291 was issued on 2024-03-15 to Dana Whitfield, who can be reached at "

@@ -8,7 +8,7 @@ Run: .venv/bin/python examples/grammar_sql.py
 """
 from lark import Lark
 
-import guided
+from structgen import guided
 
 SQL = r"""
 start: select_stmt [";"]

@@ -10,7 +10,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, Field
 
-import guided
+from structgen import guided
 
 
 class LineItem(BaseModel):

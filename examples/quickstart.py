@@ -6,7 +6,7 @@ Runs the regex extraction and choice classification examples on our batched engi
 import argparse
 import time
 
-import guided
+from structgen import guided
 import classify_choice  # siblings: examples/ is on sys.path when run as a script
 import extract_regex
 

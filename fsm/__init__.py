@@ -1,6 +1,6 @@
 """Compile regexes, choices, JSON Schemas and grammars into token automata.
 
-    >>> import fsm
+    >>> from structgen import fsm
     >>> vocab = fsm.Vocabulary.from_tokenizer(tokenizer)           # doctest: +SKIP
     >>> m = fsm.compile_regex(r"\\d{4}-\\d{2}-\\d{2}", vocab).matcher()  # doctest: +SKIP
 
@@ -8,34 +8,16 @@ numpy only: this package never imports torch.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-
-from .automaton import TokenAutomaton
-from .errors import ConstraintError, RegexError, TooLargeError
-from .matcher import Matcher
-from .regex import regex_to_term
-from .terms import TermBuilder
-from .vocabulary import Vocabulary
+from .core.automaton import TokenAutomaton
+from .core.errors import ConstraintError, GrammarError, RegexError, SchemaError, SchemaWarning, TooLargeError
+from .core.matcher import Matcher
+from .core.terms import TermBuilder
+from .core.vocabulary import Vocabulary
+from .regex.syntax import regex_to_term
 
 __all__ = ["Vocabulary", "TokenAutomaton", "Matcher", "compile_regex", "compile_choice",
            "compile_json_schema", "compile_grammar",
-           "ConstraintError", "RegexError", "TooLargeError"]
-
-CACHE_SIZE = 128  # compiled constraints kept per vocabulary
-
-
-def _cached(vocab: Vocabulary, key: tuple, build):
-    cache = vocab._cache.setdefault("compiled", OrderedDict())
-    hit = cache.get(key)
-    if hit is not None:
-        cache.move_to_end(key)
-        return hit
-    value = build()
-    cache[key] = value
-    if len(cache) > CACHE_SIZE:
-        cache.popitem(last=False)
-    return value
-
+           "ConstraintError", "RegexError", "SchemaError", "GrammarError", "TooLargeError", "SchemaWarning"]
 
 def compile_regex(pattern: str, vocab: Vocabulary, flags: int = 0,
                   max_states: int | None = None) -> TokenAutomaton:
@@ -49,7 +31,7 @@ def compile_regex(pattern: str, vocab: Vocabulary, flags: int = 0,
         tb = TermBuilder()
         return TokenAutomaton.from_term(tb, regex_to_term(tb, pattern, flags), vocab,
                                         f"regex {pattern!r}", max_states).owns_source()
-    return _cached(vocab, ("regex", pattern, flags, max_states), build)
+    return vocab.cached(("regex", pattern, flags, max_states), build)
 
 
 def compile_choice(options, vocab: Vocabulary) -> TokenAutomaton:
@@ -62,18 +44,18 @@ def compile_choice(options, vocab: Vocabulary) -> TokenAutomaton:
         tb = TermBuilder()
         root = tb.alt(tb.literal(o.encode("utf-8")) for o in options)
         return TokenAutomaton.from_term(tb, root, vocab, f"choice {list(options)!r}").owns_source()
-    return _cached(vocab, ("choice", options), build)
+    return vocab.cached(("choice", options), build)
 
 
 def compile_json_schema(schema, vocab: Vocabulary, **options):
     """Compile a JSON Schema (dict, JSON text, or Pydantic model class) to a TokenAutomaton,
     or where a root anyOf is split (uniqueItems that its branches set apart: tsconfig's) a
     UnionAutomaton with the same `.matcher()` contract; see fsm/json_schema.py."""
-    from .json_schema import compile_json_schema as compile_
+    from .json.schema import compile_json_schema as compile_
     return compile_(schema, vocab, **options)
 
 
 def compile_grammar(grammar: str, vocab: Vocabulary, start: str = "start", **options) -> TokenAutomaton:
     """Compile a Lark grammar; see fsm/grammar.py."""
-    from .grammar import compile_grammar as compile_
+    from .grammar.automaton import compile_grammar as compile_
     return compile_(grammar, vocab, start=start, **options)

@@ -1,6 +1,6 @@
 """Structured generation for users: constrained generators over a loaded model.
 
-    >>> import guided
+    >>> from structgen import guided
     >>> model = guided.load()                                   # the embedded SmolLM2   # doctest: +SKIP
     >>> guided.choice(model, ["yes", "no"])("Is water wet?")     # doctest: +SKIP
     'yes'

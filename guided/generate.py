@@ -11,7 +11,7 @@ import json as _json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import fsm
+from .. import fsm
 
 from .model import Model, load
 
@@ -92,7 +92,7 @@ class Generator:
 
 def _generate_engine(model: Model, constraint, ids, *, max_tokens, temperature, top_k, top_p, seed,
                      repetition_penalty):
-    from engine import SamplingParams
+    from ..engine import SamplingParams
     params = SamplingParams(max_tokens=max_tokens, temperature=temperature, top_k=top_k,
                             top_p=top_p, seed=seed, constraint=constraint,
                             repetition_penalty=repetition_penalty)

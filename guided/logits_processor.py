@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from engine.sampler import apply_token_bitmask
+from ..engine.sampler import apply_token_bitmask
 
 
 class ConstraintLogitsProcessor:

@@ -5,8 +5,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import fsm
-from engine.loader import resolve_model
+from .. import fsm
+from ..engine.loader import resolve_model
 
 BACKENDS = ("engine", "transformers")
 
@@ -33,7 +33,7 @@ class Model:
     def engine(self):
         """The engine.LLM over these weights (created on first use)."""
         if self._engine is None:
-            from engine import LLM
+            from ..engine import LLM
             self._engine = LLM(self.folder, tokenizer=self.tokenizer, **self.engine_config)
         return self._engine
 

@@ -19,4 +19,4 @@ if [ ! -f "$stamp" ]; then
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # Convert the embedded GGUF model to a cached safetensors folder once (about 40 s).
-.venv/bin/python -c "from engine.loader import resolve_model; resolve_model()" 2>&1 | grep -v "it/s" || true
+PYTHONSAFEPATH=1 .venv/bin/python -c "from structgen.engine.loader import resolve_model; resolve_model()" 2>&1 | grep -v "it/s" || true

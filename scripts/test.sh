@@ -3,5 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# PYTHONSAFEPATH: the repository root is not on sys.path, so its top-level folders (kernels/...)
+# never shadow installed packages of the same name (Hugging Face's `kernels`).
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONSAFEPATH=1
 exec .venv/bin/python -m pytest -q "$@"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import fsm
+from structgen import fsm
 
 
 def pytest_addoption(parser):
@@ -35,7 +35,7 @@ def _mistral_data(name: str) -> Path:
 def smol_tokenizer():
     from transformers import AutoTokenizer
 
-    from engine.loader import resolve_model
+    from structgen.engine.loader import resolve_model
     return AutoTokenizer.from_pretrained(resolve_model())
 
 

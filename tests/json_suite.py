@@ -3,7 +3,7 @@
     python tests/json_suite.py            # prints the markdown report
     python tests/json_suite.py --write    # also writes tests/json_suite_report.md
 
-For every test case: compile the schema (fsm.json_schema.schema_to_term; a SchemaError
+For every test case: compile the schema (fsm.json.schema.schema_to_term; a SchemaError
 is recorded as "unsupported", with its message), write the instance as canonical
 compact JSON (CompiledSchema.canonical: keys in the schema's key order, an object's own
 keys first where objects slot their own keys only; numbers in plain decimal notation) and walk its bytes through the lazy byte DFA. The case
@@ -23,8 +23,8 @@ import warnings
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fsm.errors import ConstraintError  # noqa: E402
-from fsm.json_schema import schema_to_term  # noqa: E402
+from structgen.fsm.core.errors import ConstraintError  # noqa: E402
+from structgen.fsm.json.schema import schema_to_term  # noqa: E402
 
 SUITE = ROOT.parent / "shared" / "data" / "json-schema-test-suite" / "tests" / "draft2020-12"
 REPORT = ROOT / "tests" / "json_suite_report.md"

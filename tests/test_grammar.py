@@ -16,11 +16,12 @@ import regex
 from lark import Lark, Token
 from lark.exceptions import LarkError
 
-import fsm
-from fsm.grammar import GrammarError, compile_cfg, compile_grammar
-from fsm.regex import regex_to_term
-from fsm.terms import TermBuilder
-from fsm.vocabulary import TokenColumns
+from structgen import fsm
+from structgen.fsm.core.errors import GrammarError
+from structgen.fsm.grammar.automaton import compile_cfg, compile_grammar
+from structgen.fsm.regex.syntax import regex_to_term
+from structgen.fsm.core.terms import TermBuilder
+from structgen.fsm.core.vocabulary import TokenColumns
 
 from .conftest import small_vocab
 
@@ -295,8 +296,8 @@ def test_masks_equal_brute_force_numpy_walks_and_duplicate_tokens(name, monkeypa
     walked node by node, as the deep levels of real ones; the tokens past a keyword by
     byte columns, as where a real vocabulary has many) and tokens whose bytes another
     token also has."""
-    import fsm.automaton as am
-    import fsm.grammar_masks as gm
+    import structgen.fsm.core.automaton as am
+    import structgen.fsm.grammar.masks as gm
     monkeypatch.setattr(am, "SMALL_SUBTREE_REMEMBERED", -1)  # read when a walker is made
     monkeypatch.setattr(gm, "SUBTREE_WALK", -1)
     toks = list(grammar_vocab(name, seed=3).token_bytes[:-1])
@@ -320,7 +321,7 @@ def test_masks_equal_brute_force_loop_walks(name, monkeypatch):
     """The same with every walk that can take the loop-state shortcut taking it
     (LexerWalker.loop_walk: tokens that stay in one looping lexer state are decided
     from their byte sets, the others walked column by column)."""
-    import fsm.grammar_masks as gm
+    import structgen.fsm.grammar.masks as gm
     monkeypatch.setattr(gm, "LOOP_SHARE", 0.0)
     _check_masks(name, grammar_vocab(name, seed=5))
 
@@ -331,7 +332,7 @@ def test_masks_equal_brute_force_loop_walks_non_ascii(name, monkeypatch):
     (2, 3 and 4 bytes), which loop there like ASCII ones (LexerWalker._chars_loop),
     beside tokens that cut a character short, start inside one or are not UTF-8
     (walked), alone or with a quote, a newline or a comment's end."""
-    import fsm.grammar_masks as gm
+    import structgen.fsm.grammar.masks as gm
     monkeypatch.setattr(gm, "LOOP_SHARE", 0.0)
     chars = ["\u00e9", "\u00e9\u00e9", "a\u00e9", " \u00e9", "\u20ac", "\u4e2d\u6587", "\U0001F600",
              "\u00e9\"", "\"\u00e9", "\u00e9\n", "\u00e9;", "*\u00e9", "\u00e9*/", "\u00e9 */"]
@@ -357,7 +358,7 @@ def test_lexer_cells_equal_rows(name):
     """The lexer DFA computes the cells its walks meet one by one (LexerSource.derive,
     LazyDFA.fill) before it builds a whole row (LexerSource.row): at every lexer state
     walks of the masks reached, each byte's cell is the row's target."""
-    from fsm.terms import row_target
+    from structgen.fsm.core.terms import row_target
     vocab = grammar_vocab(name, seed=2)
     auto = compile_grammar(GRAMMARS[name], vocab)
     rng = random.Random(2)
@@ -382,7 +383,7 @@ def test_lexer_cells_equal_rows(name):
 def test_loop_walk_lists_shared_across_automata(monkeypatch):
     """Loop walks' token lists are kept per vocabulary (TokenColumns.memo): a second,
     fresh automaton on the same vocabulary starts from them, and its masks stay exact."""
-    import fsm.grammar_masks as gm
+    import structgen.fsm.grammar.masks as gm
     monkeypatch.setattr(gm, "LOOP_SHARE", 0.0)
     vocab = grammar_vocab("toy", seed=5)
     _check_masks("toy", vocab)
@@ -423,7 +424,7 @@ def _check_masks(name, vocab, walks=3, steps=14, prefer=(), max_states=None, tex
 def test_shared_masks_equal_fresh_masks(name):
     """Masks built from lexer passes shared between stacks (deep nesting, repeated
     structure) equal masks computed from scratch by a fresh automaton."""
-    from fsm.grammar import GrammarAutomaton, grammar_source
+    from structgen.fsm.grammar.automaton import GrammarAutomaton, grammar_source
     deep = {"arith": ["(", "((", "-", "1", " + ", "2", ")", "))", " * "],
             "json": ["[", "[[", '{"', '":', "1", ",", "]", "]]", "}", '"x"'],
             "toy": ["{ ", "x = ", "1", ";", "} ", "if (", ") ", "/**/", "while"]}[name]
@@ -464,7 +465,7 @@ def test_loop_positions_walked_when_built(name, loops):
     """A GrammarAutomaton walks the positions inside strings, comments, identifiers and
     numbers when it is built (GrammarMasks.walk_loops), not at their first mask; its
     masks equal those of an automaton that walks every position lazily."""
-    from fsm.grammar import GrammarAutomaton, grammar_source
+    from structgen.fsm.grammar.automaton import GrammarAutomaton, grammar_source
     vocab = grammar_vocab(name, seed=3)
     eager = GrammarAutomaton(grammar_source(GRAMMARS[name]), vocab)
     lazy = GrammarAutomaton(grammar_source(GRAMMARS[name]), vocab, ahead=False)
@@ -490,7 +491,7 @@ def test_keyword_positions_walk_on_from_the_shared_boundary(monkeypatch):
     keyword put in front of the requirements (GrammarMasks._literal_plan); its masks
     equal the brute force's, with tokens that run past keywords into identifiers,
     strings, operators and other keywords, duplicate tokens among them."""
-    import fsm.grammar_masks as gm
+    import structgen.fsm.grammar.masks as gm
     made = []
     real = gm.GrammarMasks._literal_plan
     monkeypatch.setattr(gm.GrammarMasks, "_literal_plan",
@@ -511,8 +512,8 @@ def test_wide_loop_positions_walked_with_the_boundary_of_all_terminals(monkeypat
     """A loop position too wide to walk when the automaton is built (SQL's identifier,
     ~15k tokens by first byte with SmolLM2) is walked right after the boundary walk of
     all terminals, whose lexer states it mostly shares, in that step."""
-    import fsm.grammar_masks as gm
-    from fsm.grammar import GrammarAutomaton, grammar_source
+    import structgen.fsm.grammar.masks as gm
+    from structgen.fsm.grammar.automaton import GrammarAutomaton, grammar_source
     monkeypatch.setattr(gm, "EAGER_TOKENS", 0)
     vocab = grammar_vocab("sql", seed=2)
     auto = GrammarAutomaton(grammar_source(GRAMMARS["sql"]), vocab)
@@ -712,7 +713,7 @@ def test_lalr_tables_match_lark(name):
     from lark.common import ParserConf
     from lark.parsers.lalr_analysis import LALR_Analyzer, Shift
 
-    from fsm.grammar import _lalr_tables, _rule_pairs, load_lark
+    from structgen.fsm.grammar.automaton import _lalr_tables, _rule_pairs, load_lark
     rules, terminals, _ = load_lark({**GRAMMARS, **LALR_EXTRA}[name])
     index = {t.name: i for i, t in enumerate(terminals)}
     ours = _lalr_tables(_rule_pairs(rules), "start", index)
@@ -796,7 +797,7 @@ def test_productive_equals_fixpoint():
     test_lalr_tables_match_lark checks that one)."""
     from lark.grammar import NonTerminal, Rule, Terminal
 
-    from fsm.grammar import _productive, _rule_pairs
+    from structgen.fsm.grammar.automaton import _productive, _rule_pairs
     rng = random.Random(7)
     for _ in range(300):
         nts, ts = [f"n{i}" for i in range(rng.randint(1, 7))], ["A", "B", "C"]
@@ -897,8 +898,8 @@ def test_real_vocab_documents_and_random_walks(name, smol_tokenizer, smol_vocab)
 def test_class_fast_paths_agree_with_re(pattern, flags):
     import re
 
-    from fsm import charset
-    from fsm.regex import _fast_class
+    import structgen.fsm.regex.charset as charset
+    from structgen.fsm.regex.syntax import _fast_class
     try:
         import re._parser as P
     except ImportError:  # pragma: no cover

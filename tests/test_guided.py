@@ -6,8 +6,8 @@ import re
 import pytest
 import torch
 
-import fsm
-import guided
+from structgen import fsm
+from structgen import guided
 
 PATTERNS = [r"[0-9]{4}-[0-9]{2}-[0-9]{2}", r"(中文|日本語|😀{1,3})( [a-z]{1,6})?", r"[A-Z][a-z]+ (is|was) [a-z ]{1,20}\."]
 

@@ -15,8 +15,8 @@ import jsonschema
 import numpy as np
 import pytest
 
-from fsm.json_keys import KeyMatcher, KeyPlan, key_language
-from fsm.json_schema import compile_json_schema, schema_to_term
+from structgen.fsm.json.keys import KeyMatcher, KeyPlan, key_language
+from structgen.fsm.json.schema import compile_json_schema, schema_to_term
 
 from .conftest import distinct_keys
 
@@ -92,7 +92,8 @@ def test_endless_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, sche
     each mask is the automaton's less the tokens that close a repeated key, no more;
     ended texts parse with no key twice and validate."""
     auto = compile_json_schema(schema, smol_vocab, whitespace=whitespace)
-    assert auto.keys is not None and not auto.keys.walks
+    keys = auto.matcher()
+    assert isinstance(keys, KeyMatcher) and not keys.plan.walks
     data, eos = smol_vocab.token_bytes, set(smol_vocab.eos_ids)
     rng, dropped, ended = random.Random(5), 0, 0
     for walk in range(10):
@@ -154,7 +155,8 @@ def test_bounded_masks_are_the_listed_documents(smol_vocab, schema, docs):
     for d in docs:
         jsonschema.validate(json.loads(d), schema)
     auto = compile_json_schema(schema, smol_vocab)
-    assert auto.keys is not None and auto.keys.walks
+    keys = auto.matcher()
+    assert isinstance(keys, KeyMatcher) and keys.plan.walks
     data, eos = smol_vocab.token_bytes, set(smol_vocab.eos_ids)
     ids: dict = {}
     for t, b in enumerate(data):
@@ -203,9 +205,9 @@ def test_only_where_keys_are_free():
 @pytest.mark.parametrize("pattern, endless, finite", [
     ("^x-", True, False), ("^[a-z]+$", True, False), ("^[ab]{1,2}$", False, True), ("^(a|b+)$", False, False)])
 def test_key_language(pattern, endless, finite):
-    from fsm.dfa import LazyDFA
-    from fsm.json_source import JsonTermBuilder, JsonTermSource
-    from fsm.json_strings import StringTerms
+    from structgen.fsm.core.dfa import LazyDFA
+    from structgen.fsm.json.source import JsonTermBuilder, JsonTermSource
+    from structgen.fsm.json.strings import StringTerms
     tb = JsonTermBuilder()
     st = StringTerms(tb)
     assert key_language(LazyDFA(JsonTermSource(tb), st.quoted(st.search(pattern)), 4096)) == (endless, finite)
@@ -261,7 +263,7 @@ def test_inner_tracker_does_not_narrow_the_candidates(smol_tokenizer, smol_vocab
 def test_memos_of_outputs_keys_stay_bounded(smol_tokenizer, smol_vocab, monkeypatch):
     """The memos keyed by the outputs' own keys (a server's requests keep adding them)
     start afresh at MAX_MEMO entries."""
-    import fsm.unique_matcher as um
+    import structgen.fsm.json.unique_matcher as um
     monkeypatch.setattr(um, "MAX_MEMO", 8)
     auto = compile_json_schema(FREE, smol_vocab)
     for i in range(30):

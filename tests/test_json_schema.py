@@ -13,11 +13,11 @@ from decimal import Decimal
 import jsonschema
 import pytest
 
-from fsm.errors import TooLargeError
-from fsm.json_schema import SchemaError, SchemaWarning, canonical_json, schema_to_term
-from fsm.json_source import JsonTermBuilder
-from fsm.regex import regex_to_term
-from fsm.terms import CONCAT
+from structgen.fsm.core.errors import TooLargeError
+from structgen.fsm.json.schema import SchemaError, SchemaWarning, canonical_json, schema_to_term
+from structgen.fsm.json.source import JsonTermBuilder
+from structgen.fsm.regex.syntax import regex_to_term
+from structgen.fsm.core.terms import CONCAT
 from .conftest import live_tokens_brute_force, small_vocab
 
 
@@ -62,8 +62,8 @@ def test_number_intervals_random():
     """Random decimal bounds (either side, exclusive or not, crossing, equal) against
     Decimal comparisons, over random texts of the number universe (trailing zeros,
     -0 excluded); the interval term has no intersection (json_numbers.interval)."""
-    from fsm.json_numbers import NumberTerms
-    from fsm.terms import TermBuilder
+    from structgen.fsm.json.numbers import NumberTerms
+    from structgen.fsm.core.terms import TermBuilder
     rng = random.Random(11)
     pool = ["0", "0.5", "1", "1.25", "2", "9.99", "10", "10.05", "0.001", "99", "100.5", "0.1", "7"]
     for _ in range(120):
@@ -138,8 +138,8 @@ def test_multiple_of_shortest_members_are_shortest():
     intersect it with the number universe.)"""
     import itertools
 
-    from fsm.json_numbers import NumberTerms
-    from fsm.terms import LAZY, NOTHING, TermBuilder
+    from structgen.fsm.json.numbers import NumberTerms
+    from structgen.fsm.core.terms import LAZY, NOTHING, TermBuilder
 
     def completes(text: str, d: Decimal) -> bool:
         got = re.fullmatch(r"([0-9]*)(?:\.([0-9]*))?", text)
@@ -166,7 +166,7 @@ def test_multiple_of_masks_equal_token_walks(smol_vocab):
     """A residue automaton's states, at the token level: masks inside numbers equal
     token-by-token walks, with SmolLM2 (one digit a token) and with a vocabulary of
     digit runs, fractions and numbers followed by what comes after them."""
-    from fsm.json_schema import build_automaton
+    from structgen.fsm.json.schema import build_automaton
     runs = small_vocab([bytes([b]) for b in range(256)] + [
         b"12", b"345", b"999", b"000", b"07", b"0.5", b"1.50", b".5", b".00", b"21,", b"5]", b"3.0,", b"-9", b"14]"])
     schema = {"type": "array", "items": {"anyOf": [{"type": "integer", "multipleOf": 7},
@@ -433,7 +433,7 @@ def test_uri_template_against_a_hand_reader():
 def test_iri_and_uri_template_masks_equal_token_walks(smol_vocab):
     """Masks of the formats with non-ASCII classes (ucschar, iprivate: UTF-8 byte ranges)
     equal token-by-token walks, inside a character's bytes too."""
-    from fsm.json_schema import build_automaton
+    from structgen.fsm.json.schema import build_automaton
     eos = set(smol_vocab.eos_ids)
     for fmt, prefixes in [
             ("iri", ["", "http://", "http://ƒø", "http://x/?q=", "http://x/#a", "http://[v1.", b"http://\xf0"]),
@@ -452,7 +452,7 @@ def test_token_steps_equal_byte_walks(smol_vocab):
     state it ends in (LazyDFA.walk): the state equals the byte-by-byte steps' (run after
     it on the same automaton: a state is its term), dead and alive, through
     intersections (a date-time's leap second, an email, `not`) and literals."""
-    from fsm.json_schema import build_automaton
+    from structgen.fsm.json.schema import build_automaton
     rng = random.Random(3)
     data = smol_vocab.token_bytes
     for schema in [{"type": "string", "format": "date-time"}, {"type": "string", "format": "email"},
@@ -488,8 +488,8 @@ def test_dropped_automata_leave_no_cyclic_garbage(smol_vocab):
     (parser stacks)."""
     import gc
 
-    import fsm
-    from fsm.json_schema import build_automaton
+    from structgen import fsm
+    from structgen.fsm.json.schema import build_automaton
     schema = {"type": "object", "properties": {
         "when": {"type": "string", "format": "date-time"}, "mail": {"type": "string", "format": "email"},
         "kind": {"enum": [f"k{i}" for i in range(40)]}, "n": {"type": "integer", "minimum": 3},
@@ -524,7 +524,7 @@ def test_dropped_automata_leave_no_cyclic_garbage(smol_vocab):
             gc.set_debug(0)
         assert not kinds, (i, kinds)
     # what is left of a released builder says why it cannot build a deferred piece
-    from fsm.terms import LAZY
+    from structgen.fsm.core.terms import LAZY
     auto = build_automaton({"enum": [f"v{i}" for i in range(30)]}, smol_vocab)
     tb = auto.dfa.source.tb
     deferred = [tb._interned[(LAZY, (name,))] for name in tb._deferred]
@@ -555,9 +555,9 @@ def test_format_entry_masks_read_the_loaded_format(smol_vocab):
     """A later schema's format is a lazy program; at its first character the mask reads
     the loaded term where the program is small (automaton._loaded_head: a uuid's hex
     run), and it equals a token-by-token walk."""
-    from fsm.automaton import LOADED_HEAD_MAX, _loaded_head
-    from fsm.json_schema import build_automaton
-    from fsm.terms import TermBuilder
+    from structgen.fsm.core.automaton import LOADED_HEAD_MAX, _loaded_head
+    from structgen.fsm.json.schema import build_automaton
+    from structgen.fsm.core.terms import TermBuilder
     whole = small_vocab([bytes([b]) for b in range(256)] + [  # tokens past a whole value
         b'1.2.3.4"}', b'1.2.3.4"', b'a@b.co"}', b'123e4567-e89b-12d3-a456-426614174000"}'])
     for vocab in (smol_vocab, whole):
@@ -584,7 +584,7 @@ def test_pydantic_email_masks_equal_token_walks(smol_vocab):
     points that decide it equal token-by-token walks."""
     from pydantic import EmailStr
 
-    from fsm.json_schema import build_automaton
+    from structgen.fsm.json.schema import build_automaton
     auto = build_automaton(EmailStr, smol_vocab)
     eos = set(smol_vocab.eos_ids)
     for prefix in [b'"', b'"a', b'"a.', b'"a@', b'"a@b', b'"a@b.', b'"a@b.c', b'"a@b.c1', b'"a@x.tes', b'"a@x.test',
@@ -601,7 +601,7 @@ def test_hostname_prefixes_and_masks_near_the_bounds(smol_vocab):
     prefixes live equals an oracle written apart, near both bounds; masks equal
     token-by-token walks there, with SmolLM2 and with a vocabulary of long hyphen runs,
     and in an email's domain (TokenAutomaton._branch_words)."""
-    from fsm.json_schema import build_automaton
+    from structgen.fsm.json.schema import build_automaton
     rng = random.Random(7)
     auto = build_automaton({"type": "string", "format": "hostname"}, smol_vocab)
     edges = ["a" * 61 + "-", "a" * 62 + "-", "a" * 63 + "-", "a" * 63 + "a", "ab--", "ab-", "a.-"]
@@ -655,9 +655,9 @@ def test_key_exclusion_tries_exact():
     """StringTerms.not_in (other keys of an object, a trie of deferred nodes): a string
     content is accepted iff it is none of the words, for words and contents mixing
     ASCII, non-ASCII, escaped and control characters; deferred terms refuse export."""
-    from fsm.dfa import LazyDFA, TermSource
-    from fsm.json_strings import StringTerms, encode_string
-    from fsm.terms import LAZY, TermBuilder
+    from structgen.fsm.core.dfa import LazyDFA, TermSource
+    from structgen.fsm.json.strings import StringTerms, encode_string
+    from structgen.fsm.core.terms import LAZY, TermBuilder
     rng = random.Random(1)
     alphabet = ["a", "b", "é", '"', "\\", "\x01", "\x7f", " ", "z", "~", "日"]
     for _ in range(120):
@@ -691,7 +691,7 @@ def test_deferred_enums_and_ranges_keep_masks_exact(smol_vocab):
     """Scalar enums and digit ranges are built when the output reaches them (deferred
     terms; masks read an enum's words through it): masks at and inside them equal a
     token-by-token walk, and the compile leaves them unbuilt."""
-    from fsm.json_schema import build_automaton
+    from structgen.fsm.json.schema import build_automaton
     words = [f"country-{i}" for i in range(30)] + ["c", "", "é"]
     schema = {"type": "object", "properties": {
         "c": {"enum": words + [1, 2.5, True, None]}, "n": {"type": "integer", "enum": list(range(100, 120))},
@@ -721,7 +721,7 @@ def test_bounded_string_masks_equal_token_walks(smol_vocab):
     latter walked once per string (TokenAutomaton._split_walk): masks at every count
     (minLength too) equal token-by-token walks, with SmolLM2 and with a vocabulary of
     long tokens that end the string, escape or stay in it."""
-    from fsm.json_schema import build_automaton
+    from structgen.fsm.json.schema import build_automaton
     longs = small_vocab([bytes([b]) for b in range(256)] + [b"a" * k + b'"' for k in (3, 8, 15, 20)] + [
         b"a" * 12 + b'","b', b'\\n' * 6, b"ab\\t" * 4, b"x" * 18, b'"}', b'","', b"\\u00", b'a\\"b' * 3])
     for vocab in (longs, smol_vocab):
@@ -743,8 +743,8 @@ def test_alternative_string_runs_masks_equal_token_walks(smol_vocab, monkeypatch
     oneOf at `summary`): the state is an alternation of two runs, whose chain is followed
     by its structure (automaton._class_successor), not its rows; masks at every count
     equal token-by-token walks, past the shorter bound too."""
-    from fsm import automaton
-    from fsm.json_schema import build_automaton
+    import structgen.fsm.core.automaton as automaton
+    from structgen.fsm.json.schema import build_automaton
     used = []
     real = automaton._class_successor
     monkeypatch.setattr(automaton, "_class_successor", lambda *a: used.append(r := real(*a)) or r)
@@ -769,7 +769,7 @@ def test_string_runs_count_escapes_exactly(smol_vocab):
     character, `\\u00` one begun) and those with the closing quote go on into what
     follows (TokenAutomaton._split_walk): masks equal token-by-token walks at every
     count of short bounds, minLength too, with a vocabulary of escapes and quotes."""
-    from fsm.json_schema import build_automaton
+    from structgen.fsm.json.schema import build_automaton
     escapes = small_vocab([bytes([b]) for b in range(256)] + [
         b"\\n", b"\\n\\n", b"a\\nb", b'\\"', b'\\"",', b"\\\\", b"\\u00e9", b"\\u00", b"\\u", b"\\q", b"\\/",
         b"\\u0041", b"\\u001f", b"ab\\t", b"\\t\\t\\t\\t", b"\xc3\xa9\\n", b"\\", b'\\"}', b"x\\", b'a"}',
@@ -793,9 +793,9 @@ def test_max_length_over_characters_of_several_bytes(smol_vocab):
     counts characters of several bytes (dfa.char_bound). Which prefixes live equals
     arithmetic on characters; masks equal token-by-token walks far from the bound
     (where clip_repeats drops it) and near it."""
-    from fsm.automaton import clip_repeats
-    from fsm.json_schema import build_automaton
-    from fsm.terms import LAZY
+    from structgen.fsm.core.automaton import clip_repeats
+    from structgen.fsm.json.schema import build_automaton
+    from structgen.fsm.core.terms import LAZY
     longest = len(smol_vocab.columns.count)
     hi = 100 + longest  # far enough to clip at the first counts
     schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "[0-9]{3}", "maxLength": hi}},
@@ -814,10 +814,10 @@ def test_max_length_over_characters_of_several_bytes(smol_vocab):
         assert live == (len(chars) + need <= hi), (len(chars), text[-4:])
     # what the bound and A's radius rest on: a JSON character's shortest text is one
     # byte, and "\u" needs 4 more (a smaller radius would drop bounds that matter)
-    from fsm.dfa import TermSource
-    from fsm.json_formats import format_term
-    from fsm.json_source import JsonTermBuilder
-    from fsm.json_strings import StringTerms
+    from structgen.fsm.core.dfa import TermSource
+    from structgen.fsm.json.formats import format_term
+    from structgen.fsm.json.source import JsonTermBuilder
+    from structgen.fsm.json.strings import StringTerms
     tb = JsonTermBuilder()
     lazy, src = StringTerms(tb).any_char, TermSource(tb)  # (a later builder's: the lazy program)
     assert lazy.kind == LAZY and src.minlen(lazy) == 1 and src.radius(lazy) >= 4
@@ -842,9 +842,9 @@ def test_min_chars_equal_shortest_completions():
     byte) equals a search for the shortest completion with `re`, over texts of a, b, é,
     a newline, a quote and U+0001 (encodings of one, two and six bytes)."""
     import itertools
-    from fsm.dfa import CHAR_START, TermSource, char_step
-    from fsm.json_source import JsonTermBuilder
-    from fsm.json_strings import StringTerms, encode_string
+    from structgen.fsm.core.dfa import CHAR_START, TermSource, char_step
+    from structgen.fsm.json.source import JsonTermBuilder
+    from structgen.fsm.json.strings import StringTerms, encode_string
     alphabet = ["a", "b", "é", "\n", '"', "\x01"]
     patterns = ["(ab|é\n)*b", "a*\"\"b|é{3}", "(é|\n){2,4}a?", "[ab]*é[^b]\n", "a{0,3}b\"{2}|\n*é",
                 "\x01{2}a|b\x01*é"]
@@ -880,8 +880,8 @@ def test_format_within_max_length_masks_equal_token_walks(smol_vocab, monkeypatc
     the format where it is (the local part's letters) by one test (_loop_class). Masks
     near the bound equal token-by-token walks, with SmolLM2 and with a vocabulary of
     long local-part runs, escapes, dots and domain ends; the fast path must be taken."""
-    import fsm.automaton as am
-    from fsm.json_schema import build_automaton
+    import structgen.fsm.core.automaton as am
+    from structgen.fsm.json.schema import build_automaton
     loops = []
     loop_class = am.TokenAutomaton._loop_class
     monkeypatch.setattr(am.TokenAutomaton, "_loop_class",
@@ -918,7 +918,7 @@ def test_pattern_within_max_length_masks_equal_token_walks(smol_vocab):
     token-by-token walks, with SmolLM2 and with a vocabulary of long runs of the
     pattern's bytes, some leaving the string; the fast path must be taken (but by runs of
     one class, which are a repeat, no intersection: their masks are checked alike)."""
-    from fsm.json_schema import build_automaton
+    from structgen.fsm.json.schema import build_automaton
     runs = small_vocab([bytes([b]) for b in range(256)] + [b"-" * k for k in (8, 16, 24, 31, 40, 64)] + [
         b"a" * k for k in (9, 17, 33)] + [b"ab-" * 5, b'a"', b'ab"}', b'-a",', b"a" * 20 + b'"}', b"9" * 12,
         b"-" * 20 + b'a"}', b"1-" * 9])
@@ -954,7 +954,7 @@ def test_open_object_key_masks_equal_token_walks(smol_vocab):
     masked as any string content minus the own keys' continuations
     (TokenAutomaton._cofinite_words): every mask must equal a token-by-token walk,
     mid-key and at own-key ends too (`kind":"` must die: kind is an integer)."""
-    from fsm.json_schema import build_automaton
+    from structgen.fsm.json.schema import build_automaton
     schema = {"type": "object", "properties": {
         "kind": {"type": "integer"}, "name": {"type": "string"},
         "spec": {"type": "object", "properties": {"replicas": {"type": "integer"}, "app": {"enum": ["x"]}}}}}
@@ -1305,7 +1305,7 @@ def test_union_distribution_is_bounded(monkeypatch):
     as before, with the same instances accepted."""
     import itertools
 
-    from fsm.json_schema import _Compiler
+    from structgen.fsm.json.schema import _Compiler
     schema = {"type": "object", "properties": {"kind": {"enum": ["a", "b"]}, "x": {}, "y": {}},
               "anyOf": [{"properties": {"kind": {"const": "a"}}, "required": ["x"]},
                         {"properties": {"kind": {"const": "b"}}}]}
@@ -1506,7 +1506,7 @@ def test_refs_to_other_documents_match_jsonschema(smol_vocab):
 
     import referencing
 
-    from fsm.json_schema import compile_json_schema
+    from structgen.fsm.json.schema import compile_json_schema
     defs = {"$id": "https://example.com/defs.json", "$defs": {
         "money": {"type": "number", "multipleOf": 0.5, "minimum": 0},
         "item": {"type": "object", "properties": {"price": {"$ref": "#/$defs/money"}, "code": {"$ref": "code.json"},
@@ -1661,7 +1661,7 @@ def test_many_pattern_properties_partitioned_by_their_overlaps():
     prefixes: more than 5 was refused): 7 patterns, two of which overlap, exact
     against jsonschema on random objects; patterns that all overlap past
     MAX_PATTERN_SUBSETS ways are refused naming the keyword and place."""
-    from fsm.json_schema import MAX_PATTERN_SUBSETS
+    from structgen.fsm.json.schema import MAX_PATTERN_SUBSETS
     pats = {"^a": {"type": "integer"}, "^ab": {"minimum": 5}, "^c$": {"type": "string"},
             "^d": {"type": "boolean"}, "^e": {"type": "null"}, "^f": {"type": "string", "maxLength": 1},
             "^g": {"type": "array"}}
@@ -1972,7 +1972,7 @@ def test_all_of_merges_an_object_with_pattern_properties():
     only another branch declares where no pattern matches it. Random branches and
     instances against jsonschema; a second patterned or a closed branch is not merged
     (an intersection), and agrees with jsonschema too."""
-    from fsm.terms import AND
+    from structgen.fsm.core.terms import AND
     rng = random.Random(13)
     values = [1, "s", True, None, 2.5, -3]
     keys = ["a", "b", "c", "x1", "x2", "ab", "zz", "xb"]
@@ -2082,7 +2082,7 @@ def test_recursive_grammar_size_is_limited(monkeypatch):
     """A recursive schema's grammar has at most _RecursiveRules.MAX_RULES nonterminals:
     past it, a SchemaError says so (OpenAPI 3.1's unions of objects passed 400k in a
     minute, with no end in sight), not a compile that does not end."""
-    from fsm.json_recursive import _RecursiveRules
+    from structgen.fsm.json.recursive import _RecursiveRules
     props = {f"p{i}": {"type": "array", "items": {"$ref": "#/$defs/n"}} for i in range(30)}
     schema = {"$defs": {"n": {"type": "object", "properties": props, "additionalProperties": False}},
               "$ref": "#/$defs/n"}
@@ -2621,9 +2621,9 @@ def test_recursive_rules_take_nullable_lazy_and_boolean_pieces():
     non-empty texts (_RecursiveRules._minus_empty): a deferred term (circle-ci's keys
     other than the known ones: the empty key among them) is read through its body, an
     intersection is intersected with the non-empty texts; the same non-empty texts."""
-    from fsm.json_recursive import _RecursiveRules
-    from fsm.json_source import JsonTermBuilder
-    from fsm.json_strings import StringTerms
+    from structgen.fsm.json.recursive import _RecursiveRules
+    from structgen.fsm.json.source import JsonTermBuilder
+    from structgen.fsm.json.strings import StringTerms
     tb = JsonTermBuilder()
     other = StringTerms(tb).not_in(["ab", "b"])
     both = tb.intersect([tb.star(tb.literal(b"a")), tb.star(tb.alt([tb.literal(b"a"), tb.literal(b"b")]))])

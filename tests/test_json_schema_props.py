@@ -35,10 +35,10 @@ from pydantic import (UUID1, UUID4, UUID7, AnyUrl, AwareDatetime, Base64Bytes, B
                       IPvAnyInterface, IPvAnyNetwork, Json, NaiveDatetime, NameEmail, PastDate, RedisDsn, SecretStr,
                       StrictInt, TypeAdapter, ValidationError, WebsocketUrl)
 
-from fsm.errors import ConstraintError
-from fsm.json_schema import SchemaError, SchemaWarning, canonical_json, schema_to_term
-from fsm.json_source import JsonTermSource
-from fsm.unique_matcher import ends_new
+from structgen.fsm.core.errors import ConstraintError
+from structgen.fsm.json.schema import SchemaError, SchemaWarning, canonical_json, schema_to_term
+from structgen.fsm.json.source import JsonTermSource
+from structgen.fsm.json.unique_matcher import ends_new
 
 from .conftest import distinct_keys
 
@@ -412,7 +412,7 @@ DECIMALS = [  # (max_digits, decimal_places, other Field constraints, texts to a
 @pytest.mark.parametrize("digits,places,bounds,good", DECIMALS)
 def test_pydantic_decimals_parse_back(digits, places, bounds, good):
     """Pydantic writes a Decimal's schema as any number or any string, without
-    max_digits or decimal_places (fsm.json_pydantic.decimal_json_schema): every walk
+    max_digits or decimal_places (fsm.json.pydantic_models.decimal_json_schema): every walk
     must parse back with Pydantic itself, the oracle, and every text below that it
     refuses must be refused; `good` (plain decimal texts it takes) accepted."""
     field = Annotated[decimal.Decimal, Field(max_digits=digits, decimal_places=places, **bounds)]
@@ -887,7 +887,7 @@ def test_recursive_union_with_ambiguous_branches_token_level(smol_vocab, smol_to
     validate."""
     import numpy as np
 
-    from fsm.json_schema import compile_json_schema
+    from structgen.fsm.json.schema import compile_json_schema
     auto = compile_json_schema(AMBIGUOUS_TREE, smol_vocab, recursion=recursion)
     assert recursion == "auto" or auto.source.t.conflicts
     v, row, eos = _validator(AMBIGUOUS_TREE), np.zeros(smol_vocab.num_words, dtype=np.int32), smol_vocab.eos_ids[0]
@@ -1785,7 +1785,7 @@ def _token_walks(auto, vocab, check, seed, n=12, steps=400, closing=(b"}", b'"')
 def test_token_level_random_walks(smol_vocab):
     import numpy as np
 
-    from fsm.json_schema import compile_json_schema
+    from structgen.fsm.json.schema import compile_json_schema
     auto = compile_json_schema(Small, smol_vocab)
     rng = np.random.default_rng(0)
     row = np.zeros(smol_vocab.num_words, dtype=np.int32)
@@ -1817,7 +1817,7 @@ def test_token_level_random_walks_open_objects(smol_vocab):
     """Open objects (other keys allowed, masked as any key but the known ones:
     TokenAutomaton._cofinite_words): random token walks never meet an empty mask, and
     every walk that ends validates with jsonschema."""
-    from fsm.json_schema import compile_json_schema
+    from structgen.fsm.json.schema import compile_json_schema
     schema = {"type": "object", "properties": {
         "name": {"type": "string"}, "age": {"type": "integer"},
         "tags": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 5}}},
@@ -1833,12 +1833,12 @@ def test_token_level_recursive_document(smol_vocab, smol_tokenizer):
     is accepted token by token (EOS only at the end); an invalid one is refused."""
     import numpy as np
 
-    from fsm.json_schema import compile_json_schema
+    from structgen.fsm.json.schema import compile_json_schema
     auto = compile_json_schema(Tree, smol_vocab)
     t = Tree(value=0)
     for i in range(1, 12):
         t = Tree(value=i, children=[t, Tree(value=-i)])
-    text = canonical_json(t.model_dump(mode="json"), auto.key_order)
+    text = canonical_json(t.model_dump(mode="json"), auto.info.key_order)
     ids = smol_tokenizer.encode(text, add_special_tokens=False)
     m = auto.matcher()
     row = np.zeros(smol_vocab.num_words, dtype=np.int32)

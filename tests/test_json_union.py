@@ -12,9 +12,9 @@ import jsonschema
 import numpy as np
 import pytest
 
-from fsm.errors import SchemaError
-from fsm.json_schema import compile_json_schema, schema_to_term
-from fsm.json_union import UnionAutomaton, UnionMatcher, UnionSchema
+from structgen.fsm.core.errors import SchemaError
+from structgen.fsm.json.schema import compile_json_schema, schema_to_term
+from structgen.fsm.json.union import UnionAutomaton, UnionMatcher, UnionSchema
 
 from .conftest import small_vocab
 

@@ -14,11 +14,11 @@ import jsonschema
 import numpy as np
 import pytest
 
-from fsm.errors import ConstraintError, SchemaError
-from fsm.json_schema import SchemaWarning, canonical_json, compile_json_schema, schema_to_term
-from fsm.matcher import Matcher
-from fsm.json_keys import KeyMatcher
-from fsm.unique_matcher import UniqueMatcher
+from structgen.fsm.core.errors import ConstraintError, SchemaError
+from structgen.fsm.json.schema import SchemaWarning, canonical_json, compile_json_schema, schema_to_term
+from structgen.fsm.core.matcher import TokenMatcher
+from structgen.fsm.json.keys import KeyMatcher
+from structgen.fsm.json.unique_matcher import UniqueMatcher
 
 from .conftest import distinct_keys, exact_validator, small_vocab
 
@@ -569,7 +569,7 @@ def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6,
     m = auto.matcher()
     m = m.inner if isinstance(m, KeyMatcher) else m  # (the keys' tracker: tests/test_json_keys.py)
     assert isinstance(m, UniqueMatcher) and m.accept_tokens(start)
-    plain = Matcher(auto)
+    plain = TokenMatcher(auto)
     row, base = np.zeros(vocab.num_words, dtype=np.int32), np.zeros(vocab.num_words, dtype=np.int32)
     data = vocab.token_bytes
     quoted = [t for t, b in enumerate(data) if b and b'"' in b]

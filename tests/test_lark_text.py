@@ -1,4 +1,4 @@
-"""fsm/lark_text.py against its oracle, lark's own loader (fsm.grammar._load_with_lark):
+"""fsm/lark_text.py against its oracle, lark's own loader (fsm.grammar.automaton._load_with_lark):
 the same rules, terminals and ignore list, field for field, for every grammar text of
 the project, hand-written grammars for each construct it reads, and random grammars;
 constructs it does not read fall back to lark, and errors stay lark's."""
@@ -12,8 +12,9 @@ import re
 
 import pytest
 
-from fsm import lark_text
-from fsm.grammar import GrammarError, _load_with_lark, load_lark
+import structgen.fsm.grammar.lark_text as lark_text
+from structgen.fsm.core.errors import GrammarError
+from structgen.fsm.grammar.automaton import _load_with_lark, load_lark
 
 from .test_grammar import GRAMMARS, LALR_EXTRA
 
@@ -136,7 +137,7 @@ def test_other_start_symbol():
 
 
 def test_load_lark_uses_the_front_end(monkeypatch):
-    import fsm.grammar as g
+    import structgen.fsm.grammar.automaton as g
     monkeypatch.setattr(g, "_load_with_lark", None)  # any fallback would fail
     rules, terminals, ignore = load_lark(GRAMMARS["sql"], hoist=True)
     assert ignore == ["WS"] and any(t.name == "SELECT" for t in terminals)

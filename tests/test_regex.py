@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import fsm
-from fsm.dfa import DEAD, LazyDFA, TermSource
-from fsm.regex import regex_to_term
-from fsm.terms import TermBuilder
+from structgen import fsm
+from structgen.fsm.core.dfa import DEAD, LazyDFA, TermSource
+from structgen.fsm.regex.syntax import regex_to_term
+from structgen.fsm.core.terms import TermBuilder
 
 from .conftest import live_tokens_brute_force, small_vocab
 
@@ -96,7 +96,7 @@ def test_export_load_keeps_the_language(p1, p2, seed):
     third.literal(b"shift the ids again")
     other.row(other.lazy(f"test:{p1!r}:{p2!r}", prog))
     late = third.lazy(f"test:{p1!r}:{p2!r}", prog)
-    from fsm.terms import _LAZY_ROWS
+    from structgen.fsm.core.terms import _LAZY_ROWS
     assert _LAZY_ROWS[f"test:{p1!r}:{p2!r}"] is not None  # saved: the next row is loaded
     saved = third.row(late)
     assert saved == third.row(third.body(late)), (p1, p2)
@@ -238,13 +238,13 @@ def test_lookarounds_agree_with_re(pattern, seed):
 @pytest.mark.parametrize("pattern", [
     r"^(?!-)(?!.*--)[a-z0-9-]{1,32}(?<!-)$", r"([\da-z](?:(?!.*--)[\da-z-]*[\da-z])?)", r"(?=.{1,3}$)a*b*",
     r"^(?!(ab|ba)$)[ab]*$", r"(?:a(?=b)|b){0,3}", r"(a|bb)(?<!b)c?", r"ab(?<=[ab]b)c", r"(?=(a|b)+(?<=b))\w+",
-    # tempered tokens at the end: "no `ab` anywhere" (_Converter._tempered)
+    # tempered tokens at the end: "no `ab` anywhere" (Converter._tempered)
     r"^((?!ab).)*$", r"-((?!a|b$)[ab])*", r"(?:(?!a)(?!bb).){2,}", r"((?=a|$).)*", r"a((?!-0)\w|-){1,}",
     # word boundaries, and anchors inside (`^` looks one character back, `$` ahead)
     r"\ba", r"a\b", r"\b\w+\b", r"a\b-", r"\Ba", r"\bab|ba\b", r"(?:a\b){0,3}", r"(?:a\b-?){0,4}", r"-*\B0",
     r"(?:^a)?b", r"a^b", r"(a|^b)?-", r"a$b", r"(a$|b)", r"(?:a$|-)*", r"(?:^a|b)\b-?",
     # a lookahead of one character before one, or a repeat of one, in an unbounded repeat
-    # (_Converter._folded: a domain's labels, `((?!-)[a-z0-9-]{1,63}\.)+`)
+    # (Converter._folded: a domain's labels, `((?!-)[a-z0-9-]{1,63}\.)+`)
     r"((?!-)[ab0-]{1,3}-)+", r"(?:(?!a)\w)*", r"(-(?=a)\w+)*", r"((-(?!-)a)?\w+-?)+", r"(?:(?=[a0])[^-])+b?",
     r"(?:(?i:(?!A)[a-b0]))+-"])
 def test_lookarounds_of_real_patterns(pattern):
@@ -452,8 +452,8 @@ def test_literal_words_stop_where_no_token_reaches(smol_vocab):
     """Nested objects' key paths multiply (`{"p1":{"q2":{"k3":"x"`...): literal_heads
     spells an alternation out only after a literal that some token starts with; the
     masks stay exact, token by token, also for tokens that run into the nested keys."""
-    from fsm.automaton import literal_heads
-    from fsm.json_schema import build_automaton
+    from structgen.fsm.core.automaton import literal_heads
+    from structgen.fsm.json.schema import build_automaton
     inner = {"type": "object", "properties": {f"k{i}": {"enum": ["x", "y"]} for i in range(8)}}
     schema = {"type": "object", "properties": {
         f"p{i}": {"type": "object", "properties": {f"q{j}": inner for j in range(6)}} for i in range(6)}}
@@ -514,7 +514,7 @@ def test_fast_paths_equal_brute_force(smol_vocab):
 def test_enum_tries_keep_masks_exact(smol_vocab):
     """JSON enums (and regex word lists) are tries (TermBuilder.words); masks read them
     as whole words (literal_heads), followed by the rest of the document."""
-    from fsm.json_schema import build_automaton
+    from structgen.fsm.json.schema import build_automaton
     schema = {"type": "object", "properties": {
         "c": {"enum": [f"country-{i}" for i in range(30)] + ["count", "co", "the", "then", 12, 123]},
         "n": {"type": "integer"}}, "required": ["c", "n"], "additionalProperties": False}
@@ -532,7 +532,7 @@ def test_run_lists_are_bounded(monkeypatch):
     """The per-vocabulary token lists of character-class runs keep at most
     WALK_CACHE_BYTES of arrays (here none: one entry at a time); masks stay exact when
     one is dropped and rebuilt."""
-    from fsm import vocabulary
+    import structgen.fsm.core.vocabulary as vocabulary
     monkeypatch.setattr(vocabulary, "WALK_CACHE_BYTES", 0)
     vocab = small_vocab([b"a", b"ab", b"abc", b"1", b"12", b"x", b"a1", b"b!", b"!", b"\xc3\xa9", b"\xc3"])
     for i, pattern in enumerate(["[ab]{0,5}x", "[0-9]*!", "[a-c]+!", "[ab]{0,5}x", "[^x]*x", "[0-9]*!"]):
@@ -550,7 +550,7 @@ def test_walk_cache_drops_the_least_recently_used(monkeypatch):
     server's schemas reuse a few classes all the time), counting arrays as stored."""
     import numpy as np
 
-    from fsm import vocabulary
+    import structgen.fsm.core.vocabulary as vocabulary
     monkeypatch.setattr(vocabulary, "WALK_CACHE_BYTES", 3 * 1001)  # (an entry: its array, 1 for the rest)
     cols = small_vocab([b"a", b"b"]).columns
     made = []
@@ -609,7 +609,7 @@ def test_clipped_length_bounds_keep_masks_exact(smol_vocab):
     prefixes may be 31 bytes from the end (`[a-z.]*x{30}`), around the clip edge, with
     SmolLM2's vocabulary (longest token: 81 bytes) and one whose longest token (12
     bytes) is made of A's bytes, so a bound clipped too early shows."""
-    from fsm.automaton import TokenAutomaton
+    from structgen.fsm.core.automaton import TokenAutomaton
     tight = small_vocab([b"a", b".", b"x", b"aaaa", b"x" * 8, b"a." * 6, b"x" * 12, b'"', b'"1', b'x"1'])
     cases = [  # vocabulary, A, its radius, hi, the unit walked, how many units in (ascending)
         (smol_vocab, r"[a-z]{1,5}(\.[a-z]{1,5})*", 2, 130, b"abc.", [0, 1, 10, 11, 12, 13, 20, 30]),
@@ -680,7 +680,7 @@ def test_emptiness_guess_agrees_with_search(p1, p2, p3):
     the positive parts, checked by derivatives) before searching; the answers equal a
     breadth-first search's wherever that finds a member within its limit, and a search
     without the guess, for TermSource and for JsonTermSource (A*)."""
-    from fsm.json_source import JsonTermBuilder, JsonTermSource
+    from structgen.fsm.json.source import JsonTermBuilder, JsonTermSource
 
     def terms(tb):
         a, b, c = (regex_to_term(tb, p) for p in (p1, p2, p3))
@@ -704,7 +704,7 @@ def test_emptiness_guess_agrees_with_search(p1, p2, p3):
 def test_wrong_guesses_fall_back_to_the_search():
     """Where the guessed member (the shortest of the positive part) is excluded, the
     answer is the search's: empty, or the longer member found."""
-    from fsm.json_source import JsonTermBuilder, JsonTermSource
+    from structgen.fsm.json.source import JsonTermBuilder, JsonTermSource
     for make, source in ((TermBuilder, TermSource), (JsonTermBuilder, JsonTermSource)):
         for a, b, empty in (("a(b|c)?", "ab?|ac", True), ("a(b|c)?", "ab?", False),
                             ("(xy)+", "xy|xyxy|xyxyxy", False), ("x{1,3}", "x|xx|xxx", True)):
@@ -763,7 +763,7 @@ def test_shared_automaton_across_threads(smol_vocab):
 def test_paused_gc_nests_and_keeps_the_users_choice():
     import gc
 
-    from fsm.terms import paused_gc
+    from structgen.fsm.core.terms import paused_gc
     was = gc.isenabled()
     try:
         gc.enable()
@@ -786,7 +786,7 @@ def test_paused_gc_collect_young():
     collector was off before the pause, it does not; a pause alone never collects."""
     import gc
 
-    from fsm.terms import YOUNG_COLLECT, paused_gc
+    from structgen.fsm.core.terms import YOUNG_COLLECT, paused_gc
     was = gc.isenabled()
     try:
         gc.enable()
@@ -814,7 +814,7 @@ def test_paused_gc_collect_young():
                                   "k2", "(?i)", "\\n", "ﬀ", "\U0001F600", ""])
 def test_caseless_literal_is_the_regex_term(text):
     """Grammar keywords (`"select"i`) skip re's parser: the same interned term."""
-    from fsm.regex import caseless_literal
+    from structgen.fsm.regex.syntax import caseless_literal
     tb = TermBuilder()
     assert caseless_literal(tb, text) is regex_to_term(tb, re.escape(text), re.IGNORECASE)
 

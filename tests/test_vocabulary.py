@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import fsm
+from structgen import fsm
 
 TEXTS = ["Hello, world!", "  indented\n\ttabs\r\n", "价格是 42 元。中文测试", "emoji 😀🎉👍🏽 mixed ü é ß",
          "日本語のテキストと한국어", "code: def f(x):\n    return x**2  # ok", "\u200b zero width \ufeff"]

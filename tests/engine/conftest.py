@@ -92,7 +92,7 @@ class FakeMatcher:
 
 @pytest.fixture(scope="session")
 def smol_folder():
-    from engine.loader import resolve_model
+    from structgen.engine.loader import resolve_model
     try:
         return resolve_model()
     except FileNotFoundError as e:

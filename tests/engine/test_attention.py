@@ -10,8 +10,8 @@ import math
 import pytest
 import torch
 
-import engine.attention as attention
-from engine.attention import DECODE_GROUP, AttentionMetadata, paged_attention, store_kv_cache
+import structgen.engine.attention as attention
+from structgen.engine.attention import DECODE_GROUP, AttentionMetadata, paged_attention, store_kv_cache
 
 
 def dense_attention(q, k, v, scale, window):

@@ -1,11 +1,11 @@
 """Block manager and scheduler bookkeeping without a model."""
 from __future__ import annotations
 
-from engine.block_manager import BlockManager
-from engine.config import EngineConfig
-from engine.sampling_params import SamplingParams
-from engine.scheduler import Scheduler
-from engine.sequence import Sequence
+from structgen.engine.block_manager import BlockManager
+from structgen.engine.config import EngineConfig
+from structgen.engine.sampling_params import SamplingParams
+from structgen.engine.scheduler import Scheduler
+from structgen.engine.sequence import Sequence
 
 
 def seq(i, tokens):

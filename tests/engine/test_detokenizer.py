@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine import detokenizer
-from engine.sampling_params import SamplingParams
-from engine.sequence import Sequence
+from structgen.engine import detokenizer
+from structgen.engine.sampling_params import SamplingParams
+from structgen.engine.sequence import Sequence
 
 TEXTS = ["你好，世界！今天天气很好。", "Emoji: 🙂🚀👩‍👩‍👧 done", "naïve café — ünïcödé",
          "mixed 中文 and English 🎉 and ελληνικά"]

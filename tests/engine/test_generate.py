@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine import LLM, SamplingParams
+from structgen.engine import LLM, SamplingParams
 from tests.engine.conftest import PROMPTS, FakeConstraint, hf_greedy
 
 MAX_NEW = 20

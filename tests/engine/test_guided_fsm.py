@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from engine import LLM, SamplingParams
+from structgen.engine import LLM, SamplingParams
 from tests.engine.conftest import PROMPTS
 
 fsm = pytest.importorskip("fsm")
@@ -71,7 +71,7 @@ def test_json_schema_outputs_validate(llm):
 def test_compiler_takes_pydantic_classes_and_reuses_fsm_cache(smol_tokenizer):
     from pydantic import BaseModel
 
-    from engine.constraints import ConstraintCompiler
+    from structgen.engine.constraints import ConstraintCompiler
 
     class Point(BaseModel):
         x: int
@@ -89,8 +89,8 @@ def test_compiler_takes_pydantic_classes_and_reuses_fsm_cache(smol_tokenizer):
 def test_compiler_refuses_constraints_without_outputs(smol_tokenizer):
     """A spec (or compiled automaton) that no output can begin fails its request at
     submission, with the reason, not at its first decoding step."""
-    import fsm
-    from engine.constraints import ConstraintCompiler, ConstraintError
+    from structgen import fsm
+    from structgen.engine.constraints import ConstraintCompiler, ConstraintError
 
     cc = ConstraintCompiler(smol_tokenizer, vocab_size=49152)
     for spec in [("json", False), ("json", {"allOf": [{"type": "string"}, {"type": "integer"}]}),

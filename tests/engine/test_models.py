@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.block_manager import BlockManager
-from engine.model import load_model
-from engine.model_runner import ModelRunner
-from engine.sampling_params import SamplingParams
-from engine.sequence import Sequence
+from structgen.engine.block_manager import BlockManager
+from structgen.engine.model import load_model
+from structgen.engine.model_runner import ModelRunner
+from structgen.engine.sampling_params import SamplingParams
+from structgen.engine.sequence import Sequence
 
 COMMON = dict(vocab_size=320, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
@@ -104,7 +104,7 @@ def test_paged_logits_match_transformers(tiny):
 def test_llm_greedy_matches_transformers(tiny, smol_folder):
     from transformers import AutoTokenizer
 
-    from engine import LLM
+    from structgen.engine import LLM
     _, hf, folder = tiny
     tok = AutoTokenizer.from_pretrained(smol_folder)   # any tokenizer works for id prompts
     llm = LLM(folder, tokenizer=tok, num_kv_blocks=64, block_size=4, max_num_batched_tokens=16)

@@ -1,0 +1,41 @@
+"""Errors raised while compiling constraints. All derive from ConstraintError; SchemaWarning
+(lenient JSON Schema compilation) is a warning."""
+from __future__ import annotations
+
+
+class ConstraintError(ValueError):
+    """A constraint (regex, schema, grammar) cannot be compiled."""
+
+
+class RegexError(ConstraintError):
+    """Bad or unsupported regex syntax; `pos` is the offset in `pattern`."""
+
+    def __init__(self, message: str, pattern: str, pos: int | None):
+        self.pattern, self.pos = pattern, pos
+        where = f" at position {pos}" if pos is not None else ""
+        caret = ""
+        if pos is not None and len(pattern) <= 200:
+            caret = f"\n  {pattern}\n  {' ' * pos}^"
+        super().__init__(f"{message}{where}{caret}")
+
+
+class TooLargeError(ConstraintError):
+    """An automaton exceeded its documented size limit."""
+
+
+class SchemaError(ConstraintError):
+    """A schema (or one keyword of it) cannot be enforced exactly."""
+
+    def __init__(self, message: str, keyword: str | None = None, pointer: str = "#"):
+        self.keyword, self.pointer = keyword, pointer
+        where = f"{keyword!r} at {pointer}" if keyword else pointer
+        super().__init__(f"{where}: {message}")
+
+
+class GrammarError(ConstraintError):
+    """A grammar cannot be compiled: bad syntax, an LALR(1) conflict, an unsupported
+    terminal, an undefined symbol."""
+
+
+class SchemaWarning(UserWarning):
+    """Lenient mode: a keyword was dropped (the output may violate it)."""

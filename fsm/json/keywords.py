@@ -1,0 +1,117 @@
+"""The JSON Schema vocabulary as fsm/json_schema.py reads it: the keywords, grouped by
+the type they constrain, where subschemas sit, which only annotate, and what each
+keyword's value must be (_check_values). Plain tables, shared by the compiler and the
+schema rewrites beside it (fsm/json_merge.py, fsm/json_variants.py); nothing here
+builds terms."""
+from __future__ import annotations
+
+from ..core.errors import SchemaError
+
+_TYPES = ("null", "boolean", "object", "array", "number", "string")
+_STRING_KW = ("minLength", "maxLength", "pattern", "format")
+_NUMBER_KW = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+_OBJECT_KW = ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+              "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies",
+              "unevaluatedProperties")
+_ARRAY_KW = ("items", "prefixItems", "additionalItems", "contains", "minContains", "maxContains",
+             "minItems", "maxItems", "uniqueItems", "unevaluatedItems")
+_TYPED_KW = frozenset(_STRING_KW + _NUMBER_KW + _OBJECT_KW + _ARRAY_KW)  # (a typed part without `type`)
+# the keywords that assert something of each type's values (integer: number's)
+_FAMILIES = {"object": _OBJECT_KW, "array": _ARRAY_KW, "string": _STRING_KW, "number": _NUMBER_KW}
+_SUB_ONE = ("additionalProperties", "additionalItems", "contains", "propertyNames", "not", "if", "then",
+            "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema")
+_SUB_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
+_SUB_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
+
+
+_NOTES = frozenset(("$ref", "$id", "$schema", "$comment", "$anchor", "$dynamicAnchor", "$defs",
+                    "definitions", "title", "description", "default", "examples", "deprecated",
+                    "readOnly", "writeOnly"))
+_ANNOTATIONS = _NOTES - {"$ref"}  # keywords that assert nothing
+# The JSON Schema keywords of drafts 4 to 2020-12 (and OpenAPI's that assert): any other
+# key of a schema (tsconfig's allowTrailingCommas, x-...) is a vendor annotation
+_KEYWORDS = frozenset((
+    "$schema", "$id", "id", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor", "$recursiveRef",
+    "$recursiveAnchor", "$vocabulary", "$comment", "$defs", "definitions", "allOf", "anyOf", "oneOf", "not",
+    "if", "then", "else", "dependentSchemas", "dependencies", "prefixItems", "items", "additionalItems",
+    "contains", "properties", "patternProperties", "additionalProperties", "propertyNames",
+    "unevaluatedItems", "unevaluatedProperties", "type", "enum", "const", "multipleOf", "maximum",
+    "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems",
+    "minItems", "uniqueItems", "maxContains", "minContains", "maxProperties", "minProperties", "required",
+    "dependentRequired", "format", "contentEncoding", "contentMediaType", "contentSchema", "title",
+    "description", "default", "deprecated", "readOnly", "writeOnly", "examples", "discriminator",
+    "nullable"))
+_UNSUPPORTED = {"$dynamicRef": "dynamic references here (fsm/json_dynamic.py resolves those it reaches)",
+                "$recursiveRef": "recursive references (2019-09)"}
+
+
+def _schema_keys(node: dict) -> set:
+    """The keys of schema `node` that are JSON Schema keywords: vendor keys (tsconfig's
+    allowTrailingCommas, azure-pipelines' doNotSuggest and ignoreCase) assert nothing."""
+    return {k for k in node if k in _KEYWORDS}
+
+
+def _beside_ref(node: dict) -> set:
+    """The keys of schema `node` that assert something beside its $ref (not notes, not
+    vendor keys: azure-pipelines' `{"$ref": ..., "doNotSuggest": true}` is its target)."""
+    return _schema_keys(node) - _NOTES
+
+
+def _names_type(ty, name: str) -> bool:
+    """Whether a schema's `type` value is the one type `name`: `"object"` or
+    `["object"]` (a one-name list is the same schema, and reads the same way here)."""
+    return ty == name or ty == [name]
+
+
+def _idle_keywords(types) -> frozenset:
+    """The type-specific keywords that assert nothing of values of `types` (type names,
+    integer as number): `items` beside `type: object` (renovate's managers)."""
+    types = {"number" if t == "integer" else t for t in types}
+    return frozenset(k for t, kws in _FAMILIES.items() if t not in types for k in kws)
+
+
+_COUNT_KW = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
+             "minContains", "maxContains")
+_OBJECTS_OF_SCHEMAS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
+_TYPE_NAMES = _TYPES + ("integer",)
+
+
+def _is_number(v) -> bool:
+    return type(v) in (int, float) and v == v
+
+
+def _is_count(v) -> bool:
+    return type(v) in (int, float) and v >= 0 and (type(v) is int or v.is_integer())
+
+
+def _is_type_value(v) -> bool:
+    return v in _TYPE_NAMES or isinstance(v, list) and bool(v) and all(t in _TYPE_NAMES for t in v)
+
+
+_VALUE_CHECKS = {  # keyword -> (what it must be, test)
+    **{k: ("a non-negative integer", _is_count) for k in _COUNT_KW},
+    **{k: ("a number", _is_number) for k in ("minimum", "maximum")},
+    **{k: ("a number", lambda v: type(v) is bool or _is_number(v))  # (draft-04's flag)
+       for k in ("exclusiveMinimum", "exclusiveMaximum")},
+    "multipleOf": ("a number greater than 0", lambda v: _is_number(v) and v > 0),
+    "required": ("an array of strings", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)),
+    "pattern": ("a string", lambda v: isinstance(v, str)),
+    **{k: ("an object", lambda v: isinstance(v, dict)) for k in _OBJECTS_OF_SCHEMAS},
+    "type": (f"one of {', '.join(_TYPE_NAMES)} or a non-empty array of them", _is_type_value),
+    **{k: ("a non-empty array of schemas", lambda v: isinstance(v, list) and bool(v))
+       for k in ("allOf", "anyOf", "oneOf")},
+}
+
+
+def _check_values(node: dict, ptr) -> None:
+    """SchemaError (naming the keyword and the pointer) for keyword values of the wrong
+    kind, which would otherwise be read some other way: `required: "ab"` as the keys a
+    and b, `maxItems: 1.5` as 1, `minimum: "x"` as a TypeError deep inside, `anyOf: {}`
+    as no constraint). `ptr` gives a schema's pointer (asked only to name a bad value).
+    Read per key of the node (most have two or three): once per schema compiled."""
+    for k, v in node.items():
+        what = _VALUE_CHECKS.get(k)
+        if what is not None and not what[1](v):
+            raise SchemaError(f"{k} must be {what[0]}, not {v!r:.80}", k, ptr(node))
