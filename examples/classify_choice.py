@@ -1,8 +1,8 @@
-"""A yes / no / unsure classifier with guided.choice.
+"""A yes / no / unsure classifier with structgen.choice.
 
 Run: .venv/bin/python examples/classify_choice.py
 """
-from structgen import guided
+import structgen
 
 QUESTIONS = [
     "Is Paris the capital of France?",
@@ -12,8 +12,8 @@ QUESTIONS = [
 
 
 def main(model=None):
-    model = guided.load(model)
-    answer = guided.choice(model, ["yes", "no", "unsure"])
+    model = structgen.load(model)
+    answer = structgen.choice(model, ["yes", "no", "unsure"])
     prompts = [f"Answer yes, no or unsure. {q}" for q in QUESTIONS]
     for q, a in zip(QUESTIONS, answer(prompts)):
         print(f"{q:>45} -> {a}")

@@ -6,7 +6,7 @@ Run: .venv/bin/python examples/extract_regex.py
 """
 import re
 
-from structgen import guided
+import structgen
 
 PARAGRAPH = (
     "Invoice 2291 was issued on 2024-03-15 to Dana Whitfield, who can be reached at "
@@ -22,10 +22,10 @@ FIELDS = {  # label -> (question, pattern)
 
 
 def main(model=None):
-    model = guided.load(model)
+    model = structgen.load(model)
     for label, (question, pattern) in FIELDS.items():
         prompt = f"{PARAGRAPH}\n\n{question} Answer with the value only."
-        value = guided.regex(model, pattern)(prompt, max_tokens=24)
+        value = structgen.regex(model, pattern)(prompt, max_tokens=24)
         assert re.fullmatch(pattern, value)
         print(f"{label:>15}: {value}")
 

@@ -8,7 +8,7 @@ Run: .venv/bin/python examples/grammar_sql.py
 """
 from lark import Lark
 
-from structgen import guided
+import structgen
 
 SQL = r"""
 start: select_stmt [";"]
@@ -53,14 +53,14 @@ QUESTIONS = [
 
 
 def main(model=None):
-    model = guided.load(model)
-    sql = guided.grammar(model, SQL)
+    model = structgen.load(model)
+    sql = structgen.grammar(model, SQL)
     check = Lark(SQL, parser="earley", lexer="dynamic_complete")
     for q in QUESTIONS:
         query = sql(q + " Answer with the query only.", max_tokens=60)
         check.parse(query)  # raises if the output were not a sentence
         print(f"{q}\n  -> {query}\n")
-    arith = guided.grammar(model, ARITH)
+    arith = structgen.grammar(model, ARITH)
     expr = arith("Write a short arithmetic expression that equals 42, like (6 * 7).",
                  max_tokens=80)
     Lark(ARITH, parser="earley", lexer="dynamic_complete").parse(expr)

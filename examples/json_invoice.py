@@ -10,7 +10,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, Field
 
-from structgen import guided
+import structgen
 
 
 class LineItem(BaseModel):
@@ -46,17 +46,17 @@ class Node(BaseModel):
 
 
 def main(model=None):
-    model = guided.load(model)
-    invoice = guided.json(model, Invoice)(
+    model = structgen.load(model)
+    invoice = structgen.json(model, Invoice)(
         "Write an invoice for two hours of consulting at 120 USD and a 15 USD parking fee, "
         "issued on 2024-05-02, not yet paid.", max_tokens=200)
     print(invoice.model_dump_json(indent=1))
-    person = guided.json(model, Person)(
+    person = structgen.json(model, Person)(
         "Describe Ada, 36, who lives at 12 Loom Street in Oxford (postcode 10101).", max_tokens=160)
     print(person.model_dump_json(indent=1))
     # Recursion is enforced exactly by default, but a 135M model keeps opening children
     # until max_tokens; max_recursion_depth unrolls the schema to a fixed depth instead.
-    tree = guided.json(model, Node, max_recursion_depth=2)(
+    tree = structgen.json(model, Node, max_recursion_depth=2)(
         'Write this tree as JSON: root "animals"; its children "cats" and "dogs"; "cats" has '
         'one child "lion". Use {"label": ..., "children": [...]} for every node.', max_tokens=300)
     print(tree.model_dump_json(indent=1))

@@ -6,17 +6,19 @@ Runs the regex extraction and choice classification examples on our batched engi
 import argparse
 import time
 
-from structgen import guided
 import classify_choice  # siblings: examples/ is on sys.path when run as a script
 import extract_regex
+
+import structgen
+from structgen.guided.model import BACKENDS
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--backend", default="engine", choices=guided.model.BACKENDS)
+    ap.add_argument("--backend", default="engine", choices=BACKENDS)
     args = ap.parse_args()
     t0 = time.perf_counter()
-    model = guided.load(backend=args.backend)
+    model = structgen.load(backend=args.backend)
     print(f"loaded {model.folder.name} ({args.backend} backend) in {time.perf_counter() - t0:.1f}s\n")
     print("== regex extraction ==")
     extract_regex.main(model)

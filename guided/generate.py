@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .. import fsm
+from ..fsm.core.options import describe
 
 from .model import Model, load
 
@@ -50,7 +51,7 @@ class Generator:
     prompt in the model's chat template.
     """
 
-    def __init__(self, model: Model, constraint: fsm.TokenAutomaton,
+    def __init__(self, model: Model, constraint: fsm.Constraint,
                  parse: Callable[[str], Any] = lambda s: s, chat: bool = True):
         self.model, self.constraint, self.parse, self.chat = model, constraint.require_output(), parse, chat
 
@@ -136,36 +137,38 @@ def _resolve(model) -> Model:
     return model if isinstance(model, Model) else load(model)
 
 
-def regex(model, pattern: str, flags: int = 0, **options) -> Generator:
-    """Outputs that fully match `pattern` (Python `re` syntax)."""
+def regex(model, pattern: str, options: fsm.RegexOptions | None = None, *, chat: bool = True,
+          **keywords) -> Generator:
+    """Outputs that fully match `pattern` (Python `re` syntax). Compile options: an
+    fsm.RegexOptions or its fields as keywords (flags=re.IGNORECASE...); `chat`: wrap each
+    prompt in the model's chat template."""
     m = _resolve(model)
-    return Generator(m, fsm.compile_regex(pattern, m.vocab, flags), **options)
+    return Generator(m, fsm.compile_regex(pattern, m.vocab, options, **keywords), chat=chat)
 
 
-def choice(model, options: list[str], **gen_options) -> Generator:
-    """Exactly one of `options`."""
+def choice(model, options: list[str], *, chat: bool = True) -> Generator:
+    """Exactly one of `options` (strings)."""
     m = _resolve(model)
-    return Generator(m, fsm.compile_choice(options, m.vocab), **gen_options)
+    return Generator(m, fsm.compile_choice(options, m.vocab), chat=chat)
 
 
-def json(model, schema, **options) -> Generator:
+def json(model, schema, options: fsm.JsonOptions | None = None, *, chat: bool = True, **keywords) -> Generator:
     """JSON valid under `schema`: a Pydantic model class (returns instances), a JSON
-    Schema dict or JSON text (returns the parsed JSON value).
-
-    Compile options (whitespace=..., strict=...) go to fsm.compile_json_schema;
-    `chat=` goes to the Generator.
+    Schema dict or JSON text (returns the parsed JSON value). Compile options: an
+    fsm.JsonOptions or its fields as keywords (whitespace=, strict=, ...: help(fsm.JsonOptions)).
     """
     m = _resolve(model)
-    chat = options.pop("chat", True)
-    if hasattr(schema, "model_validate_json"):
-        parse = schema.model_validate_json
-    else:
-        parse = _json.loads
-    return Generator(m, fsm.compile_json_schema(schema, m.vocab, **options), parse, chat=chat)
+    parse = schema.model_validate_json if hasattr(schema, "model_validate_json") else _json.loads
+    return Generator(m, fsm.compile_json_schema(schema, m.vocab, options, **keywords), parse, chat=chat)
 
 
-def grammar(model, lark_text: str, start: str = "start", **options) -> Generator:
-    """Sentences of a Lark grammar."""
+def grammar(model, lark_text: str, options: fsm.GrammarOptions | None = None, *, chat: bool = True,
+            **keywords) -> Generator:
+    """Sentences of a Lark grammar. Compile options: an fsm.GrammarOptions or its fields
+    as keywords (start=, max_states=)."""
     m = _resolve(model)
-    chat = options.pop("chat", True)
-    return Generator(m, fsm.compile_grammar(lark_text, m.vocab, start=start, **options), chat=chat)
+    return Generator(m, fsm.compile_grammar(lark_text, m.vocab, options, **keywords), chat=chat)
+
+
+for _gen, _options in ((regex, fsm.RegexOptions), (json, fsm.JsonOptions), (grammar, fsm.GrammarOptions)):
+    _gen.__doc__ = f"{_gen.__doc__.rstrip()}\n\n{describe(_options)}\n"

@@ -7,11 +7,24 @@
 
 The user API lives here; the layers below stay importable: `structgen.fsm` (compile
 constraints, numpy only), `structgen.kernels`, `structgen.engine`, `structgen.guided`.
+The generators load on first use, so that `import structgen.fsm` never imports torch.
 """
-from .fsm import ConstraintError, GrammarError, RegexError, SchemaError, SchemaWarning, TooLargeError
-from .guided import (ConstraintLogitsProcessor, Generator, GuidedOutput, IncompleteOutputError, Model, choice,
-                     grammar, json, load, regex)
+from .fsm.core.errors import (ConstraintError, GrammarError, RegexError, SchemaError, SchemaWarning,
+                              TooLargeError)
 
-__all__ = ["load", "Model", "regex", "choice", "json", "grammar", "Generator", "GuidedOutput",
-           "IncompleteOutputError", "ConstraintLogitsProcessor", "ConstraintError", "RegexError",
-           "SchemaError", "GrammarError", "TooLargeError", "SchemaWarning"]
+_GUIDED = ("load", "Model", "regex", "choice", "json", "grammar", "Generator", "GuidedOutput",
+           "IncompleteOutputError", "ConstraintLogitsProcessor")
+
+__all__ = [*_GUIDED, "ConstraintError", "RegexError", "SchemaError", "GrammarError", "TooLargeError",
+           "SchemaWarning"]
+
+
+def __getattr__(name: str):
+    if name in _GUIDED:
+        from . import guided
+        return getattr(guided, name)
+    raise AttributeError(f"module 'structgen' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_GUIDED})

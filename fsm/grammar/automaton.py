@@ -113,12 +113,14 @@ import os
 import re
 import threading
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..core.automaton import TokenAutomaton
 from ..core.dfa import DEAD, DEFAULT_MAX_STATES, TermSource
 from ..core.errors import ConstraintError, GrammarError, RegexError
+from ..core.options import describe, documented, option, resolve
 from ..regex.syntax import caseless_literal, regex_to_term
 from ..core.terms import Term, TermBuilder, row_target
 from ..core.vocabulary import Vocabulary
@@ -132,7 +134,7 @@ except ImportError:  # pragma: no cover - Python 3.10
     import sre_constants as _C  # type: ignore
     import sre_parse as _P  # type: ignore
 
-__all__ = ["GrammarError", "compile_grammar", "compile_cfg", "GrammarSource", "GrammarAutomaton"]
+__all__ = ["GrammarOptions", "compile_grammar", "compile_cfg", "GrammarSource", "GrammarAutomaton"]
 
 
 # lark's common.ESCAPED_STRING (lookbehind) and the regular language it denotes
@@ -1047,18 +1049,34 @@ def _source(tb, rules, terminals, ignore, start, max_states) -> GrammarSource:
                   label=lambda name: _terminal_label(defs[name], rules))
 
 
-def compile_grammar(grammar: str, vocab: Vocabulary, start: str = "start",
-                    max_states: int | None = None) -> TokenAutomaton:
-    """Compile a Lark grammar (see the module docstring for the supported class and
-    the exact language). `max_states` caps DFA states (default 200,000; each distinct
-    parser-stack-and-lexer configuration reached is one state): TooLargeError beyond.
-    Cached per vocabulary by (grammar, start, max_states)."""
+@documented
+@dataclass(frozen=True)
+class GrammarOptions:
+    """Options of compile_grammar (also accepted as its keywords)."""
+
+    start: str = option("start", "the start rule")
+    max_states: int | None = option(None, "cap on DFA states, each a parser-stack-and-lexer configuration reached "
+                                    "(None: 200,000); beyond it TooLargeError")
+
+
+def compile_grammar(grammar: str, vocab: Vocabulary, options: GrammarOptions | None = None,
+                    **keywords) -> TokenAutomaton:
+    """Compile a Lark grammar: the outputs are its sentences, exactly (docs/grammars.md
+    says what is supported). Cached per vocabulary by the grammar text and the options.
+    Options: a GrammarOptions, or its fields as keywords.
+
+"""
+    options = resolve(GrammarOptions, options, keywords, "compile_grammar")
+    start, max_states = options.start, options.max_states
 
     def build():
         ms = max_states or DEFAULT_MAX_STATES
         src = grammar_source(grammar, start, TermBuilder(), ms)
         return GrammarAutomaton(src, vocab, f"grammar (start={start!r})", ms).owns_source()
-    return vocab.cached(("grammar", grammar, start, max_states), build)
+    return vocab.cached(("grammar", grammar, options), build)
+
+
+compile_grammar.__doc__ += describe(GrammarOptions)
 
 
 def compile_cfg(rules: dict, terminals: dict, start: str, vocab: Vocabulary, tb: TermBuilder,

@@ -1,0 +1,5 @@
+"""JSON Schemas (and Pydantic models) as constraints: compile_json_schema."""
+from .options import JsonOptions
+from .schema import JsonInfo, compile_json_schema
+
+__all__ = ["JsonOptions", "JsonInfo", "compile_json_schema"]

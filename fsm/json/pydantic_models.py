@@ -1,7 +1,7 @@
 """Pydantic sources (fsm/json_schema.py's notes, "Sources"): the JSON Schema generator
 that writes what Pydantic's validators take where Pydantic's own schema says less
 (_pydantic_generator, decimal_json_schema), and the compile options' defaults for a
-Pydantic source (_pydantic_defaults). Pydantic is imported only for a Pydantic source."""
+Pydantic source (JsonOptions.for_source). Pydantic is imported only for a Pydantic source."""
 from __future__ import annotations
 
 import functools
@@ -156,11 +156,3 @@ def _decimal_value(v):
     """A Decimal bound as the JSON number it is (an int where it is whole)."""
     v = Decimal(v)
     return int(v) if v == v.to_integral_value() else float(v)
-
-
-def _pydantic_defaults(schema, options: dict) -> None:
-    """A Pydantic source's defaults (fsm/json_schema.py's notes): what Python parses back."""
-    if not isinstance(schema, (dict, bool, str, bytes)):
-        options.setdefault("python_dates", True)
-        options.setdefault("python_sets", True)
-        options.setdefault("allow_extra_properties", False)

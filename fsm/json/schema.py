@@ -218,13 +218,14 @@ import re
 import warnings
 from decimal import Decimal
 from itertools import combinations, product
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, NamedTuple
 from urllib.parse import unquote, urldefrag, urljoin
 
 from ..core.automaton import TokenAutomaton
 from ..core.dfa import DEFAULT_MAX_STATES, LazyDFA
 from ..core.matcher import TokenMatcher
+from ..core.options import describe, resolve
 from ..core.errors import ConstraintError, RegexError, SchemaError, SchemaWarning, TooLargeError
 from ..grammar.automaton import GrammarAutomaton
 from .formats import PYDANTIC_ANY_STRING, SPEC_FORMATS
@@ -238,7 +239,8 @@ from .allof import AllOfMerges
 from .merge import (_TYPED_ENUM_KEYS, _common_values, _finite_values, _has_type, _json_equal, _well_typed,
                          canonical_json)
 from .numbers import NumberTerms, integer_texts, number_text_term, to_decimal
-from .pydantic_models import _pydantic_defaults, _pydantic_generator
+from .options import JsonOptions
+from .pydantic_models import _pydantic_generator
 from .recursive import MarkerMemo, _RecursiveRules, _marker_index, lazy_recursion
 from .union import UnionAutomaton, UnionSchema, branch_schemas, root_unions, schemas_below
 from .keys import KeyMatcher, KeyPlan, key_language
@@ -250,8 +252,6 @@ from .variants import (CONDITIONS_MAX, CONDITIONS_ONE_KEY_MAX, _holds, _named, _
                             _presence_sets, _required_only, _value_conditions)
 from ..core.terms import ALT, AND, BYTES, CONCAT, NOT, STR, Term, TermBuilder, paused_gc
 
-DEFAULT_MAX_DEPTH = 20
-DEFAULT_MAX_WHITESPACE = 20
 MAX_UNIQUE_DOMAIN = 16
 MAX_PATTERN_PROPERTIES_PARTITION = 5  # patterns whose every subset is a way a key may match
 MAX_PATTERN_SUBSETS = 64  # past that many patterns, the subsets whose patterns meet (_pattern_subsets)
@@ -534,26 +534,19 @@ def load_schema(schema):
 
 
 class _Compiler(AllOfMerges):
-    def __init__(self, root, tb: JsonTermBuilder, whitespace: str = "compact", strict: bool = True,
-                 max_depth: int = DEFAULT_MAX_DEPTH, max_whitespace: int = DEFAULT_MAX_WHITESPACE,
-                 max_recursion_depth: int | None = None, assert_formats: bool = True,
-                 custom_formats: str = "refuse", allow_extra_properties: bool = True, python_dates: bool = False,
-                 python_sets: bool = False, documents: dict | None = None,
-                 recursion: str = "auto", all_meet: bool = False):
-        if whitespace not in ("compact", "flexible"):
-            raise SchemaError(f"whitespace must be 'compact' or 'flexible', not {whitespace!r}")
+    def __init__(self, root, tb: JsonTermBuilder, options: JsonOptions = JsonOptions(), all_meet: bool = False):
+        options = options.for_source(root)  # (a loaded schema: Pydantic's were decided before)
+        whitespace, max_whitespace, strict = options.whitespace, options.max_whitespace, options.strict
+        max_recursion_depth, recursion, documents = options.max_recursion_depth, options.recursion, options.documents
+        self.options = options
         self.root, self.tb, self.strict = root, tb, strict
-        self.max_depth = max_depth
+        self.max_depth = options.max_depth
         self.max_recursion_depth = max_recursion_depth
-        self.assert_formats = assert_formats
-        if custom_formats not in ("refuse", "ignore"):
-            raise SchemaError(f"custom_formats must be 'refuse' or 'ignore', not {custom_formats!r}")
-        self.custom_formats = custom_formats
-        self.allow_extra = allow_extra_properties
-        self.python_dates = python_dates
-        self.python_sets = python_sets
-        if recursion not in ("auto", "grammar", "refuse"):
-            raise SchemaError(f"recursion must be 'auto', 'grammar' or 'refuse', not {recursion!r}")
+        self.assert_formats = options.assert_formats
+        self.custom_formats = options.custom_formats
+        self.allow_extra = options.allow_extra_properties
+        self.python_dates = options.python_dates
+        self.python_sets = options.python_sets
         # recursive $ref: markers in terms (_marker), then lazy terms or context-free
         # rules (fsm/json_recursive.py)
         self.recursion = recursion
@@ -2345,46 +2338,48 @@ def _literal_text(t: Term) -> bytes | None:
     return None
 
 
-def schema_to_term(schema, tb: JsonTermBuilder | None = None, **options) -> CompiledSchema | UnionSchema:
+def schema_to_term(schema, tb: JsonTermBuilder | None = None, options: JsonOptions | None = None,
+                   **keywords) -> CompiledSchema | UnionSchema:
     """Compile a schema to a byte-level term (no vocabulary needed); a root anyOf that
-    uniqueItems sets apart, to a term per branch (fsm/json_union.py)."""
-    cs = _schema_to_term(schema, tb, True, **options)
+    uniqueItems sets apart, to a term per branch (fsm/json/union.py). Options: JsonOptions,
+    or its fields as keywords."""
+    options = resolve(JsonOptions, options, keywords, "schema_to_term")
+    cs = _schema_to_term(schema, tb, True, None, options.for_source(schema))
     for text in cs.relaxed:  # (those of a compilation begun again are not repeated)
         warnings.warn(text, SchemaWarning, stacklevel=2)
     return cs
 
 
-def _schema_to_term(schema, tb: JsonTermBuilder | None, split: bool, counts: dict | None = None,
-                    **options) -> CompiledSchema | UnionSchema:
+def _schema_to_term(schema, tb: JsonTermBuilder | None, split: bool, counts: dict | None,
+                    options: JsonOptions) -> CompiledSchema | UnionSchema:
     """schema_to_term, without its warnings; `split`: a root anyOf may be split;
     `counts`: the uniqueItems planner's, shared by a split's branches."""
     tb = tb or JsonTermBuilder()
     root = load_schema(schema)
-    _pydantic_defaults(schema, options)
-    if isinstance(options.get("documents"), dict):  # (loaded once: json_unique copies them)
-        options = dict(options, documents={u: load_schema(d) for u, d in options["documents"].items()})
-    given = (root, options.get("documents"))
+    if options.documents:  # (loaded once: the uniqueItems planner copies them)
+        options = replace(options, documents={u: load_schema(d) for u, d in options.documents.items()})
+    given = (root, options.documents)
     if split:  # (the counts of unique arrays' items, for a split's branches too)
         counts = {}
     with paused_gc():
-        comp = first = _Compiler(root, tb, **options)
+        comp = first = _Compiler(root, tb, options)
 
         def make_compiler(edit):  # (the planner's helper: of a copy that edit makes)
-            r, docs = edit(root, options.get("documents"))
-            return _Compiler(r, tb, **(dict(options, documents=docs) if "documents" in options else options))
+            r, docs = edit(root, options.documents)
+            return _Compiler(r, tb, replace(options, documents=docs))
         unique = plan_unique_items(comp, make_compiler, counts)
         if unique is not None and (unique[1] or unique[2]):  # (those uniqueItems are checked beside the
             # automaton; vacuous anyOfs go)
-            root, docs = without_unique_items(root, options.get("documents"), *unique[1:3])
-            options = dict(options, documents=docs) if "documents" in options else options
-            comp = _Compiler(root, tb, **options)
+            root, docs = without_unique_items(root, options.documents, *unique[1:3])
+            options = replace(options, documents=docs)
+            comp = _Compiler(root, tb, options)
         reasons = unique[3] if unique is not None else {}  # (by JSON pointer: the same in the copy)
         comp.unique_reasons = reasons
         try:
             try:
                 term = comp.value(comp.entry, comp.max_depth)
             except _MixedOrders:
-                comp = _Compiler(root, tb, all_meet=True, **options)
+                comp = _Compiler(root, tb, options, all_meet=True)
                 comp.unique_reasons = reasons
                 term = comp.value(comp.entry, comp.max_depth)
         except SchemaError as e:
@@ -2417,7 +2412,7 @@ def _schema_to_term(schema, tb: JsonTermBuilder | None, split: bool, counts: dic
     return cs
 
 
-def _split_union(comp, given: tuple, options: dict, pointers: list[str], counts: dict) -> UnionSchema | None:
+def _split_union(comp, given: tuple, options: JsonOptions, pointers: list[str], counts: dict) -> UnionSchema | None:
     """The root anyOf of the schema `comp` indexed (given: its root and documents) split
     into a compiled schema per branch, where a uniqueItems at `pointers` (refused, or
     relaxed) lies below one of its branches, and no branch refuses or relaxes a
@@ -2430,8 +2425,7 @@ def _split_union(comp, given: tuple, options: dict, pointers: list[str], counts:
         if not schemas_below(comp, union["anyOf"]).intersection(map(id, targets)):
             continue
         try:  # (the branches are copies: their unique arrays' item counts are the whole schema's)
-            branches = [_schema_to_term(r, None, False, counts, **(dict(options, documents=d) if "documents" in options
-                                                                   else options))
+            branches = [_schema_to_term(r, None, False, counts, replace(options, documents=d))
                         for r, d in branch_schemas(root, docs, union)]
         except ConstraintError:
             continue
@@ -2440,20 +2434,21 @@ def _split_union(comp, given: tuple, options: dict, pointers: list[str], counts:
     return None
 
 
-def unique_plan_of(schema, **options) -> UniquePlan | None:
+def unique_plan_of(schema, options: JsonOptions | None = None, **keywords) -> UniquePlan | None:
     """The plan of a schema alone (for tests and the doctest; the compiler builds its own
     through `plan_unique_items`)."""
-    comp = _Compiler(load_schema(schema), JsonTermBuilder(), **options)
+    options = resolve(JsonOptions, options, keywords, "unique_plan_of").for_source(schema)
+    comp = _Compiler(load_schema(schema), JsonTermBuilder(), options)
     found = plan_unique_items(comp)
     return found and found[0]
 
 
-def build_automaton(schema, vocab, max_states: int | None = None, **options):
-    """Compile to a TokenAutomaton (a UnionAutomaton where a root anyOf is split:
-    fsm/json_union.py) without the cache (see compile_json_schema)."""
-    ms = max_states or DEFAULT_MAX_STATES
+def build_automaton(schema, vocab, options: JsonOptions | None = None, **keywords):
+    """compile_json_schema without the cache."""
+    options = resolve(JsonOptions, options, keywords, "build_automaton")
+    ms = options.max_states or DEFAULT_MAX_STATES
     with paused_gc():
-        cs = schema_to_term(schema, JsonTermBuilder(), **options)
+        cs = schema_to_term(schema, JsonTermBuilder(), options)
         if isinstance(cs, UnionSchema):
             info = JsonInfo(cs.key_order, cs.relaxed, None, cs.canonical)
             auto = UnionAutomaton([_automaton(b, vocab, ms) for b in cs.branches], info)
@@ -2489,41 +2484,22 @@ def _matcher_factory(unique, keys):
     return make
 
 
-def compile_json_schema(schema, vocab, max_states: int | None = None, **options):
-    """Compile a schema (dict, JSON text or Pydantic model class) to a TokenAutomaton
-    (a UnionAutomaton, of the same Matcher contract, where a root anyOf is split:
-    fsm/json_union.py).
+def compile_json_schema(schema, vocab, options: JsonOptions | None = None, **keywords):
+    """Compile a JSON Schema (dict, JSON text or Pydantic model class) for `vocab`: a
+    Constraint (TokenAutomaton; a UnionAutomaton where a root anyOf is split) whose
+    `info` is a JsonInfo (key order, canonical text, what lenient mode relaxed).
 
-    Options: whitespace ("compact" | "flexible"), strict (True), max_depth (20),
-    max_whitespace (20), recursion ("auto", the default: recursive $ref enforced
-    exactly, as lazy terms where they are exact, else through fsm/grammar.py
-    (fsm/json_recursive.py says when); "grammar": always through fsm/grammar.py;
-    "refuse": SchemaError), max_recursion_depth (None; N: unroll recursion to depth N
-    instead),
-    assert_formats (True), custom_formats ("refuse": a format that the specification
-    does not define and fsm/json_formats.py does not know is refused, strict, or dropped
-    with a warning; "ignore": it is an annotation, as JSON Schema's format-annotation
-    vocabulary reads every format), allow_extra_properties (True: undeclared keys allowed where
-    the schema allows them; False treats a missing additionalProperties as false, outside
-    `not`; default False for Pydantic models, whose extra fields are ignored anyway),
-    python_dates (default True for Pydantic models: no year 0000 and no leap seconds,
-    which Python's datetime rejects; formats binary, password and path, which Pydantic
-    writes for bytes, SecretStr and Path, take any string; ipvanyaddress and the
-    interface formats an address and a prefix length or none; the network formats an
-    address whose host bits are zero; uuid1-uuid8 that version; base64 and base64url
-    padded base64 of ASCII text; integers without a fraction part), python_sets (default True
-    for Pydantic models: uniqueItems over items outside a finite set, where it is not
-    checked while decoding (fsm/json_unique.py: strings, numbers without bounds or above 0), is not enforced,
-    as Pydantic reads repeats into a set; False refuses it, or drops it with a warning
-    when not strict), documents ({uri: schema}: the other documents that `$ref`s reach,
-    by URI, relative ones as the root's base resolves them: `{"$ref": "defs.json#/$defs/a"}`
-    with documents={"defs.json": {...}}), max_states. Cached per vocabulary by the
-    schema's JSON text and the options.
-    The automaton carries `key_order` and `canonical(instance)`.
-    """
+    Options: a JsonOptions, or its fields as keywords (both: the keywords win). Cached
+    per vocabulary by the schema's JSON text and the options. What each keyword
+    supports, and why it is exact: docs/json-schema.md.
+
+"""
+    options = resolve(JsonOptions, options, keywords, "compile_json_schema").for_source(schema)
     root = load_schema(schema)
-    _pydantic_defaults(schema, options)
     key = ("json_schema", json.dumps(root, sort_keys=False, separators=(",", ":")),
-           tuple(sorted((k, json.dumps({u: load_schema(d) for u, d in v.items()}) if k == "documents" else v)
-                        for k, v in options.items())), max_states)
-    return vocab.cached(key, lambda: build_automaton(root, vocab, max_states, **options))
+           json.dumps({u: load_schema(d) for u, d in (options.documents or {}).items()}),
+           replace(options, documents=None))
+    return vocab.cached(key, lambda: build_automaton(root, vocab, options))
+
+
+compile_json_schema.__doc__ += describe(JsonOptions)

@@ -1,0 +1,42 @@
+"""Compile options as frozen dataclasses: one per compiler, each field documented in its
+metadata, every field accepted as a keyword of the compile function too."""
+from __future__ import annotations
+
+from dataclasses import MISSING, field, fields, replace
+
+
+def option(default, doc: str):
+    """A dataclass field with its one line of documentation (describe reads it)."""
+    return field(default=default, metadata={"doc": doc})
+
+
+def resolve(cls, options, keywords: dict, caller: str):
+    """`options` (an instance of `cls`, or None for the defaults) with `keywords` in place
+    of its fields. TypeError names an unknown keyword and lists the known ones."""
+    if options is None:
+        options = cls()
+    elif not isinstance(options, cls):
+        raise TypeError(f"{caller}: options must be a {cls.__name__}, not {type(options).__name__}")
+    if keywords:
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(keywords) - set(known))
+        if unknown:
+            raise TypeError(f"{caller}: unknown option(s) {', '.join(map(repr, unknown))}; "
+                            f"{cls.__name__} has {', '.join(known)}")
+        options = replace(options, **keywords)
+    return options
+
+
+def describe(cls) -> str:
+    """The options of `cls` as docstring lines: `name = default`: what it does."""
+    lines = []
+    for f in fields(cls):
+        default = f.default if f.default is not MISSING else f.default_factory()
+        lines.append(f"    {f.name} = {default!r}: {f.metadata.get('doc', '')}")
+    return "\n".join(lines)
+
+
+def documented(cls):
+    """Class decorator: append the fields' lines (describe) to the class docstring."""
+    cls.__doc__ = f"{cls.__doc__.rstrip()}\n\n{describe(cls)}\n"
+    return cls
