@@ -1,25 +1,15 @@
 """The attention interface over the paged KV cache, and its plain-torch reference.
 
-Every model layer calls two functions with these signatures; a Triton version of
-each (kernels/, a later issue) must keep them:
+Every model layer calls these two; a Triton version of each (kernels/) must keep them:
 
     store_kv_cache(key, value, k_cache, v_cache, slot_mapping) -> None
     paged_attention(query, k_cache, v_cache, meta, scale, sliding_window=None) -> out
 
-Shapes (T = new tokens in the step, S = sequences in the step):
-    key, value         [T, kv_heads, head_dim]
-    k_cache, v_cache   [num_blocks, block_size, kv_heads, head_dim] (one pair per layer)
-    query, out         [T, heads, head_dim]
-    meta.slot_mapping  [T]  int64, slot = block * block_size + offset; -1 = do not store
-    meta.block_tables  [S, max_blocks] int32 (unused entries are 0)
-    meta.seq_lens      [S]  int32: tokens in the cache after this step's writes
-    meta.query_start_loc [S+1] int32: sequence s owns query rows qsl[s]:qsl[s+1],
-                        which are its *last* q_len positions (causal within the sequence)
-The first `meta.num_decodes` sequences have exactly one query token each (decodes
-are put first so they can be batched; the model runner orders them by context length
-so that each group of neighbours pads little); the rest are prefill chunks of any length,
-with or without cached context before them (prefix cache, chunked prefill,
-jump-forward tokens).
+key/value [T, kv_heads, head_dim]; k_cache/v_cache [num_blocks, block_size, kv_heads,
+head_dim]; query/out [T, heads, head_dim]; `meta` (AttentionMetadata) maps tokens to
+slots and sequences to blocks. The first `meta.num_decodes` sequences have one query
+token each; the rest are prefill chunks, possibly after cached context. The full shape
+table: docs/engine.md, "Model runner and attention".
 """
 from __future__ import annotations
 

@@ -1,28 +1,11 @@
 """A byte DFA lifted to the tokens of one vocabulary: the compiled constraint.
 
-Per-state token masks are computed on a state's first visit, the cheapest of four
-ways that applies (all exact; tests compare each with a token-by-token walk):
-- branches that start with literal bytes (word lists, JSON keys, punctuation, enum
-  tries): each literal is looked up in the vocabulary trie; only what runs past it
-  is walked;
-- a run of a character class, x{lo,hi} then something x's characters cannot start (a
-  JSON string's content, `[a-z]{0,50}`): a token of x's characters is alive iff it
-  has at most hi of them, decided for all tokens at once; tokens with other bytes (a
-  quote, an escape) are walked, byte column by byte column, or in a JSON string split
-  into its characters and what follows its quote, walked once per string;
-- a state that a wide byte class moves along a chain of states: a token made of the
-  class is alive iff the chain survives its length; the others are walked;
-- otherwise the vocabulary trie is walked level by level (numpy), dropping nodes as
-  soon as they die; most die at their first byte.
-States that no token can tell apart share one mask (`clip_repeats`: along a string
-with maxLength 10000 every state clips to one). A length bound the longest tokens can
-reach (`A AND x{0,hi}`: a pattern within maxLength, a hostname's labels) shares A's
-mask for the tokens too short to reach it and checks the few longer ones
-(`_bounded_words`); an alternation with such a branch is masked branch by branch.
-Masks are cached per state, so a state's later visits cost a copy.
-
-A TokenAutomaton is logically immutable: its lazy caches are filled under a lock, so
-one instance is shared by any number of requests and threads.
+A state's token mask is computed on its first visit, the cheapest of four exact ways
+that applies (literal branches, runs of a character class, chains of a wide byte class,
+the trie walk), then cached; states no token can tell apart share one mask. A
+TokenAutomaton is logically immutable: its lazy caches are filled under a lock, so one
+instance is shared by any number of requests and threads. The mask methods:
+docs/automaton.md, "Token masks".
 """
 from __future__ import annotations
 

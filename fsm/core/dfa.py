@@ -1,16 +1,11 @@
 """A DFA over bytes, built lazily from any source of derivatives.
 
 A source (see `StateSource`) names states by hashable keys and gives, for a key, its
-derivative row: sorted byte segments (start, end_exclusive, next_key) of the bytes
-that keep the output alive. Regexes use terms as keys (`TermSource`); grammars use
-sets of (parser stack, lexeme) pairs. Everything above this module (token masks,
-matchers, the engine) is the same for both.
-
-State 0 is dead (its row is all 0). `table[s, b]` is the next state; the row of a
-state not yet expanded holds UNKNOWN (-1) (but for bytes a single `step` filled),
-so a vectorised walk detects missing rows with one reduction (`min() < 0`) and expands
-just those. Arrays grow by doubling, so callers must read
-`dfa.table` afresh after calling `expand`.
+derivative row: sorted byte segments (start, end_exclusive, next_key) of the bytes that
+keep the output alive. Regexes use terms as keys (`TermSource`); grammars use sets of
+(parser stack, lexeme) elements. State 0 is dead; `table[s, b]` is the next state, UNKNOWN
+(-1) where a row is not expanded yet. Arrays grow by doubling, so callers must read
+`dfa.table` afresh after calling `expand`. See docs/automaton.md, "The lazy DFA".
 """
 from __future__ import annotations
 

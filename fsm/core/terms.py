@@ -1,14 +1,10 @@
 """Byte-level regular expressions as hash-consed terms, with Brzozowski derivatives.
 
 Every constraint compiles to a `Term` over bytes. A term's derivative by a byte is
-again a term; the distinct derivatives reachable from a term are the states of its
-DFA, built lazily (fsm/dfa.py). Derivatives make compile time nearly free (nothing
-is expanded up front), keep bounded repeats compact (`x{0,10000}` is one node whose
-derivative is `d(x) . x{0,9999}`), and give intersection and complement for free,
-which JSON Schema needs ("any key except the declared ones").
-
-Terms are interned by a `TermBuilder`: equal terms are the same object, so a term's
-identity is its `id` and derivative rows are memoised on the term itself.
+again a term; the distinct derivatives reachable from a term are the states of its DFA,
+built lazily (fsm/core/dfa.py). Terms are interned by a `TermBuilder`: equal terms are
+the same object, so a term's identity is its `id` and derivative rows are memoised on
+the term itself. Why derivatives: docs/automaton.md, "Terms and derivatives".
 
     >>> tb = TermBuilder()
     >>> t = tb.concat(tb.literal(b"ab"), tb.star(tb.byte_range(0x30, 0x39)))

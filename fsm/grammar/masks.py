@@ -1,58 +1,13 @@
 """Token masks of grammar configurations: a context-free lexer pass, cached per lexer
-position, plus a few parser steps per mask (used by fsm/grammar.py).
+position, plus a few parser steps per mask (used by fsm/grammar/automaton.py).
 
-A grammar configuration element is (stack, terminal, lexeme): the LR stack before the
-terminal being lexed, and the derivative of that terminal's term by the bytes lexed
-so far. Which tokens it allows depends on the stack only where a token completes a
-terminal inside itself: the parser then has to take that terminal and start the next
-one. Everything else is lexing, the same under every stack (XGrammar's split of
-context-independent and context-dependent tokens, shaped for a lexer + LR parser).
-
-So for each lexer position (the boundary, where the next lexeme starts; or a lexeme
-that must go on) one vectorised walk of the vocabulary trie runs through a *lexer DFA*
-(`LexerSource`), built lazily and shared by every position of the grammar. Its states
-are sets of lexing items `(seq, terminal, lexeme, kind)`: `seq` the non-ignored
-terminals completed since the token started, `terminal` the one being lexed and
-`lexeme` its derivative. Items hold every way of splitting the token into lexemes
-(derivatives are interned, so the splits of an identifier into NAME NAME ... collapse
-into one item per count). A token's final lexer state is its *class*; a class is
-allowed under a stack iff one of its items' requirements holds: the stack takes
-seq + (terminal,) in turn (reductions, shift) without error. Requirements are
-checked per mask with the parser's cached steps (shared prefixes once), then a
-class-to-token gather gives the mask; the mask is cached per pattern of outcomes, and
-per the states of the stack's top nodes that the parser steps read (a parser step
-records how deep its reductions went), so a new stack whose top looks like one seen
-before (nesting) costs a lookup.
-
-The walk (`LexerWalker`) keeps only live nodes: levels whole with numpy while most of
-a level lives, then the children of live nodes, and small subtrees (the trie's deep
-levels) node by node in Python, remembered per (state, node). Where most tokens go
-into one lexer state that loops on all their bytes (inside a string or a comment),
-they are decided at once from their byte sets and only the others are walked.
-
-Boundary walks start from the terminals that can start at the stack (a walk made for
-a superset is reused; the second boundary walk takes every terminal, so the boundary
-is walked at most twice; an ignored lexeme's position takes every terminal at once);
-after a completed terminal t only the terminals in `follows[t]` start. Sequences grow
-freely in unambiguous lexer states (`((((`, `"}]}`); in ambiguous ones (identifiers
-and case-insensitive keywords) after one or no completed terminal a lexing becomes a
-sticky DEEP marker, and the tokens whose only lexings are marked are checked exactly,
-one by one, by stepping the element's configuration. Masks are thus exact.
-
-An element whose lexeme can end here also allows what the boundary after it allows
-(the stack after the terminal; for an %ignore'd terminal, the same stack, minus the
-tokens whose first byte would continue the ignored lexeme: longest match).
-
-Positions are walked when first met, but for two kinds. The positions inside a
-terminal's loops (strings, comments, identifiers, numbers) are walked when the
-automaton is built where that is cheap, and the wide ones (SQL's identifier) right
-after the boundary walk of all terminals (`walk_loops`). A position inside a keyword
-(`JO|IN`: a lexeme with a few words left) walks those words' trie paths, and the
-tokens that run past a word (its trie subtree, or byte columns where that is big) on
-from the boundary of all terminals, whose lexer states are then shared: relative to
-the boundary after the keyword, their requirements get it in front (`_literal_plan`).
-Requirement sequences are interned as ids (`_seq`), so that building a plan's tree
-hashes no tuples.
+A token's fate depends on the parser stack only where it completes a terminal inside
+itself; everything else is lexing, the same under every stack. So each lexer position is
+walked once through a lazily built lexer DFA (LexerSource, LexerWalker), whose final
+states class the tokens, and a mask is a few cached parser steps per class, a
+class-to-token gather and ORs of rows, cached per pattern of outcomes. Tokens whose
+lexings the lexer does not track are checked one by one, so masks are exact.
+Design: docs/grammars.md, "Masks".
 """
 from __future__ import annotations
 

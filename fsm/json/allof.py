@@ -1,20 +1,13 @@
-"""allOf merged into one schema where the compiler can (fsm/json_schema.py's module
-notes, "Emptiness": where schemas merge, an intersection is one schema instead).
+"""allOf merged into one schema where the compiler can, instead of an intersection.
 
 AllOfMerges is a part of _Compiler (its base class), kept here: the merges read and fill
-the compiler's memos, resolve its $refs and compile subschemas (`self.value`):
-- an allOf as one schema (_merged_all_of): objects (_merged_objects), listed values
-  beside scalar keywords (_merged_values), one anyOf branch distributed over the others
-  (_distributed), a branch of several types split per type (_type_split); a $ref beside
-  other keywords as one more branch (_conjunction);
-- an object beside an anyOf of objects as a union of merged objects (_union_distributed),
-  allOf branches compiled for the types they share (_narrowed);
-- a recursion met by types, copied per type instead of intersected (the grammar path
-  cannot intersect one): a $ref with a type (_typed_copies), with other branches'
-  keywords and types (_ref_typed), typed $refs to different schemas (_per_type), a type
-  narrowing a union's branches (_typed_union), listed scalars matched against a union's
-  scalar branches (_scalars_of).
-The plain merges of schema dicts are fsm/json_merge.py's."""
+the compiler's memos, resolve its $refs and compile subschemas (`self.value`). An allOf
+as one schema (_merged_all_of), a $ref beside other keywords as one more branch
+(_conjunction), an object beside an anyOf of objects (_union_distributed), and a recursion
+met by types copied per type rather than intersected (_typed_copies, _ref_typed,
+_per_type, _typed_union). The plain merges of schema dicts are fsm/json/merge.py's. Why
+merges matter: docs/json-schema.md, "How a schema becomes a constraint".
+"""
 from __future__ import annotations
 
 import collections

@@ -1,5 +1,5 @@
 """Whether the branches of a oneOf (or anyOf) can hold together: the reading the
-compiler makes before taking complements (fsm/json_schema.py's module notes, Emptiness).
+compiler makes before taking complements (docs/json-schema.md, "Emptiness").
 Each function takes the compiler (`comp`: its $ref resolution, its memo of listed values
 and key matches) and plain schema dicts; nothing here builds terms but `_allows_none`'s
 propertyNames.

@@ -1,38 +1,10 @@
 """`format` as exact string-content terms (decoded characters, then JSON-encoded).
 
-Supported (assertion semantics; each a regular language written from its RFC):
-- date, time, date-time (RFC 3339 section 5.6: real month lengths and leap years,
-  case-insensitive T/Z, and leap seconds exactly where the UTC time is 23:59:60:
-  the local time and the offset are checked together);
-- duration (RFC 3339 appendix A);
-- email (RFC 5321 Mailbox: dot-atom or quoted local part; hostname or address literal);
-- hostname (RFC 1123 labels of 1-63 LDH characters, 253 characters in all, no hyphen at
-  a label's ends, no "--" in positions 3-4: A-labels ("xn--") are refused, since
-  checking their Punycode is not regular);
-- ipv4 (dotted quad without leading zeros), ipv6 (RFC 4291 text forms, no zone id);
-- uuid (8-4-4-4-12 hex, either case);
-- uri, uri-reference (RFC 3986 collected ABNF); iri, iri-reference (RFC 3987: the
-  same rules with ucschar among the unreserved characters, and iprivate in queries);
-- uri-template (RFC 6570 level 4; "'" is taken in literals, as the JSON Schema suite
-  does, though the RFC's ABNF leaves it out);
-- json-pointer, relative-json-pointer (RFC 6901 / draft);
-- regex: a subset of ECMA-262 patterns that Python's re reads too (_regex_syntax: groups
-  nested 3 deep, no lookbehind, backreference or named group): narrower than the
-  format, as the context-free whole is not regular;
-- for Pydantic sources (python=True) also ipvanyaddress, ipv4interface, ipv6interface
-  and ipvanyinterface (an address, then a prefix length or none); ipv4network,
-  ipv6network and ipvanynetwork (an address whose bits past the prefix length are zero,
-  then the length; or a bare address: see `_network`); uuid1, uuid3 ... uuid8
-  (the uuid form with that version digit and the RFC 4122 variant, as Pydantic checks);
-  base64 and base64url (padded base64 of ASCII text: `_BASE64`); naive-date-time (a
-  date-time without an offset: NaiveDatetime), `url:SCHEMES:HOST` (Pydantic's URL
-  types as its WHATWG URL parser reads them: `_pydantic_url`); and email narrowed to
-  what EmailStr's email-validator takes (no quoted local part or address literal, a
-  period in the domain, its last label ending with a letter, no special-use name),
-  and name-email (NameEmail: that email, or a display name and it in <>).
-Others (idn-*, unknown names) raise KeyError: the caller refuses them (strict)
-or drops them (lenient), or, for names outside SPEC_FORMATS with
-custom_formats='ignore', reads them as annotations.
+Each supported format (SPEC_FORMATS, plus the Pydantic ones with python=True) is a
+regular language written from its RFC, with assertion semantics. Others (idn-*, unknown
+names) raise KeyError: the caller refuses them (strict), drops them (lenient), or, for
+names outside SPEC_FORMATS with custom_formats='ignore', reads them as annotations.
+The list, and what each one admits: docs/json-schema.md, "Formats".
 """
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""The JSON Schema vocabulary as fsm/json_schema.py reads it: the keywords, grouped by
+"""The JSON Schema vocabulary as fsm/json/schema.py reads it: the keywords, grouped by
 the type they constrain, where subschemas sit, which only annotate, and what each
 keyword's value must be (_check_values). Plain tables, shared by the compiler and the
-schema rewrites beside it (fsm/json_merge.py, fsm/json_variants.py); nothing here
-builds terms."""
+schema rewrites beside it (fsm/json/merge.py, fsm/json/variants.py); nothing here
+builds terms.
+"""
 from __future__ import annotations
 
 from ..core.errors import SchemaError

@@ -3,7 +3,8 @@ number bounds, array items: _merged_scalars, _merged_arrays), the values a schem
 (_finite_values), and the tests on JSON values they read: a value's type, membership of
 a `type`, equality as JSON Schema compares values; a value's canonical text
 (canonical_json). Plain functions of schema dicts and values; the merges that read the
-compiler are fsm/json_allof.py's."""
+compiler are fsm/json/allof.py's.
+"""
 from __future__ import annotations
 
 import json

@@ -1,7 +1,8 @@
-"""Pydantic sources (fsm/json_schema.py's notes, "Sources"): the JSON Schema generator
+"""Pydantic sources (docs/json-schema.md, "Pydantic sources"): the JSON Schema generator
 that writes what Pydantic's validators take where Pydantic's own schema says less
 (_pydantic_generator, decimal_json_schema), and the compile options' defaults for a
-Pydantic source (_pydantic_defaults). Pydantic is imported only for a Pydantic source."""
+Pydantic source (_pydantic_defaults). Pydantic is imported only for a Pydantic source.
+"""
 from __future__ import annotations
 
 import functools

@@ -1,22 +1,14 @@
 """Recursive schemas: the compiler's terms, which hold a marker where a recursive
-schema occurs (_Compiler._marker), turned into something a DFA of derivatives can
-run. Two ways:
+schema occurs (_Compiler._marker), turned into something a DFA of derivatives can run.
+
 - lazy terms (`lazy_recursion`, the default where it applies): each marker becomes a
-  deferred term (TermBuilder.deferred) whose body is its rule's term, so the state is
-  a term whose tail holds what the open values still need (a stack, written as a
-  concatenation); the token automaton and its masks are those of every other schema,
-  and no grammar is built. A small tree schema's time to first mask is ~0.29 ms, not
-  ~0.54; on SchemaStore's recursive schemas a step's median is ~0.4x the grammar
-  path's. But a state is a term per depth: along a document nested deep every
-  level's states are new (a first-pass step's median ~40 us, against ~8 us on the
-  grammar path, whose masks are per lexeme and parser state: recursion="grammar";
-  benchmarks/recursive_depth.py: the tree's first document is cheaper as lazy terms
-  at depth 2, dearer from depth 5, 3x at depth 30);
-- BNF rules over regular terminals for fsm/grammar.py (_RecursiveRules), where a lazy
-  term would not be exact or would not end: a marker under an intersection or
-  complement (lenient mode's relaxed ones), a rule that may begin with itself
-  (`lazy_recursion`'s conditions).
-`_marker_index` finds the marker a term holds."""
+  deferred term whose body is its rule's term, so the token automaton is that of any
+  other schema and no grammar is built;
+- BNF rules over regular terminals for fsm/grammar/ (_RecursiveRules), where a lazy term
+  would not be exact or would not end (a marker under an intersection or complement, a
+  rule that may begin with itself).
+`_marker_index` finds the marker a term holds. Trade-offs: docs/json-schema.md, "Recursion".
+"""
 from __future__ import annotations
 
 import itertools

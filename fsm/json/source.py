@@ -1,8 +1,8 @@
-"""Emptiness of schema terms (fsm/json_schema.py's notes, "Emptiness"): the term
-builder that folds `X & ~X` to nothing and takes a head the parts of an intersection
-share out of it (JsonTermBuilder), and the state source whose emptiness check is
-structural, searching only AND/NOT parts, A* towards the shortest completion
-(JsonTermSource)."""
+"""Emptiness of schema terms (docs/json-schema.md, "Emptiness"): the term builder that
+folds `X & ~X` to nothing and takes a head the parts of an intersection share out of it
+(JsonTermBuilder), and the state source whose emptiness check is structural, searching
+only AND/NOT parts, A* towards the shortest completion (JsonTermSource).
+"""
 from __future__ import annotations
 
 import heapq

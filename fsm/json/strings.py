@@ -1,29 +1,12 @@
 """JSON string contents as byte-level terms, from the language of their *decoded* values.
 
-A JSON string's text is `"` + encoded characters + `"`. Every character has exactly one
-encoding here (the one `json.dumps(ensure_ascii=False)` writes): raw UTF-8, except `"`
--> `\\"`, `\\` -> `\\\\`, the controls with short escapes (`\\b \\f \\n \\r \\t`), and the other
-C0 controls -> `\\u00xx` (lower-case hex). `\\/`, `\\uXXXX` for other characters and
-surrogate pairs are not produced (nor accepted).
-
-Because the encoding is character by character and unique, a regular language X of
-decoded strings maps to the byte language "encodings of members of X" by replacing every
-character class of X's regex with the union of its members' encodings: we do this on
-Python's regex parse tree (`_JsonConverter` reuses fsm/regex.py's converter and swaps the
-leaves). Intersection and complement of such terms then agree with intersection and
-complement of the decoded languages, so `pattern` + `minLength` + `format` compose exactly.
-
-`pattern` follows ECMA-262 `RegExp.prototype.test`: a search, not a full match. We wrap the
-pattern as `.*(?:p).*` over characters, except where it is anchored with `^` / `$` at the
-start / end of a top-level branch. ECMA meanings of classes: `\\d` = [0-9], `\\w` =
-[A-Za-z0-9_], `\\s` = ECMA white space and line terminators, `.` = anything but line
-terminators. ECMA named groups `(?<name>...)` are groups, and General_Category property
-escapes `\\p{L}`, `\\P{Lu}`, `\\p{gc=Nd}` are classes (fsm/regex.py python_text; other
-properties are refused). Lookarounds, word boundaries (ECMA's: by `\\w`, ASCII) and
-anchors inside the pattern are exact (fsm/regex.py: a lookahead sees the string to its
-end); a lookbehind must be of fixed width, as Python's parser takes it.
-Constructs Python's `re` parses differently from ECMA (`\\cX`, backreferences) raise
-RegexError (refused with the keyword and pointer).
+Every character has exactly one encoding (the one `json.dumps(ensure_ascii=False)`
+writes), so a regular language of decoded strings maps to the byte language of their
+encodings by swapping each character class for its members' encodings, on Python's parse
+tree of the regex (the regex front end's converter, other leaves). Intersection and
+complement then agree with those of the decoded languages: `pattern` (ECMA-262 search
+semantics), minLength/maxLength and `format` compose exactly. Details:
+docs/json-schema.md, "Strings and pattern".
 """
 from __future__ import annotations
 

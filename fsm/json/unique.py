@@ -1,108 +1,12 @@
-"""uniqueItems over arrays of strings and numbers, checked while decoding.
+"""uniqueItems over arrays of strings, numbers, lists and objects, checked while decoding.
 
-An array whose items are all distinct is not a regular language, so the automaton
-cannot hold it. Where the items are strings or numbers, it is checked beside the
-automaton instead, exactly: a tracker reads the output's bytes, knows from a table
-where the unique arrays are, keeps each one's items so far, and refuses the token that
-would close an item equal to an earlier one (fsm/unique_matcher.py masks those). Items
-are compared as values: a string by its characters (`"\\u0061"` repeats `"a"`), a
-number by its value (`1.0` repeats `1`), and a string never repeats a number. Kinds of
-items:
-- *open* strings (any string of at least minLength code points): from every point
-  inside one there are endlessly many ways to finish it, so refusing those tokens never
-  leads into a dead end;
-- *bounded* strings (maxLength, pattern, format, enum) of at least MIN_UNIQUE_DOMAIN
-  values (counted on their DFA when planning): no array reaches that many items, so a
-  new item can always be added, but one begun may have no way left but to repeat
-  (`["ab","a` with maxLength 2): the matcher also refuses the tokens after which the
-  item cannot end as a new value (UniqueMatcher._viable, a walk over the automaton's
-  bytes along the earlier items' rests);
-- *listed* strings (an enum or const of strings, nothing else on the strings: N
-  values, N at least every way's minItems): bounded strings as above, and once the
-  array holds all N, the comma that would begin another item is refused
-  (UniquePlan.limits); so no item ever begins that cannot end as a new value, and the
-  array can always end, its N items being at least minItems. The automaton stays a
-  plain enum (an intersection of one count per value instead, as the compiler builds
-  for other finite sets, took 5-50 ms a first mask per item at 16-56 values). Bounded
-  strings of fewer than MIN_UNIQUE_DOMAIN values (citation's languages, `^[a-z]{2,3}$`)
-  are kept so too, N counted on their DFA, where the array has one way and its items
-  are strings only;
-- *lists* of open strings or of any values (LISTS: arrays without maxItems whose items
-  are open strings, gitlab-ci's stages, or anything): from every point inside one there
-  are endlessly many ways to finish it (a longer string, one more), so only the `]` that
-  closes a repeat is refused;
-- *open objects* (OBJECTS: objects that can always take one more key of endlessly many,
-  with any value: compose's `^x-` extensions, or any undeclared key where no schema
-  closes them): the same, at the `}` that closes one.
-  One with a uniqueItems below (compose's volume labels) is read with its frames, its
-  bytes kept beside them (a ("c", bytes) stack entry). Lists and
-  objects are compared as values (keys in any order, numbers by value, _value_key);
-- *closed objects* (CLOSED: additionalProperties false and no patternProperties, in
-  every way, the objects below too; at least
-  MIN_UNIQUE_DOMAIN values, counted on their DFA of normal texts: travis' {"secure":
-  ...}, citation's authors): bounded strings' way, on the item's *normal text*
-  (_normal_text). Their keys are declared ones, which the automaton writes in the key
-  order, and strings have one encoding, so a value has one text but for whitespace
-  and numbers' trailing zeros, which the normal text drops (holding back a number's
-  `0` or `.` until it is known to be no digit of its value). The matcher refuses the
-  tokens after which the item can only end as an earlier one (a walk along the earlier
-  items' normal rests); the candidates are the tokens that follow a rest up to where
-  the output may write what the normal text does not show (UniqueMatcher._sync_tokens).
-  One with unique arrays below (travis' notifications and their rooms, citation's
-  references and their authors) is read with its frames, its bytes kept (a ("c",
-  bytes) stack entry), where those arrays' items hold none (one such level); it is
-  counted with those arrays of one item at most (_one_item: no value counted repeats
-  an item there, so the count is a lower bound). The matcher walks both levels: the
-  object's along its normal rests, in which the tracker refuses the bytes that repeat
-  an item below, and where that walk leaves every rest, the item below must still be
-  able to end as a new value (ends_new's `capture`);
-- numbers without bounds (NUMBERS), or above one of 0 or more: from every prefix of
-  one, appending a digit makes a new value, so nothing corners them;
-- integers without bounds (INTEGERS), or above one of 0 or more: once an integer's digits are all there ("0", or
-  "5." in the automaton's universe, whose integers may be written 5.0) it can only end
-  as that value, so the tracker refuses those bytes where the value came before;
-- *literals* (LITERALS: true, false, null, beside the kinds above, so `{"uniqueItems":
-  true}` over any values): a literal is its value from its first byte, which the
-  tracker refuses where it came before. That never corners an item that may be of an
-  endless kind too; an item of literals only (a prefix item) is checked where its
-  place is below their number (the second of two booleans: one is left), and an array
-  of literals only is a finite set, which the compiler keeps distinct.
-Numbers with an upper or negative bound, multipleOf or an enum are refused: a finite or
-sparse set, which refusing repeats might corner. A `not` that lists values (`not: {enum:
-[0]}`) takes out a few, and a lower bound of 0 or more (`set[conint(ge=0)]`,
-PositiveInt) the ones below it, and the numbers stay endless: checked.
-
-The table (`UniquePlan`) is built before compiling, from the schema: the *frames* of the
-instance's containers. A frame is what applies to a value of one kind (object, array)
-at one place, as the ways it may hold: each way a set of `sure` schemas, which every
-instance taking that way satisfies there (properties, items, allOf, $ref, the one
-anyOf/oneOf branch that takes that kind; a union with several branches of that kind is
-one way per branch, up to MAX_ALTERNATIVES), and `maybe` ones, which may apply or be
-negated (not, if/then/else, dependentSchemas, contains). An if/then/else whose `if`
-tests one key's value against a string const is two ways instead, each marked with its
-outcome; the object frame reads that key's value and goes on in the ways it leaves
-(UniquePlan.frames' `disc`; for values other than objects the test holds: `then`). A key that no `properties`
-declares is read by the patternProperties it matches: the tracker runs each pattern's
-DFA over the key (up to MAX_KEY_PATTERNS patterns per frame, of MAX_PATTERN_STATES DFA
-states each; more, and they are maybe schemas). An array frame is checked at run time
-when every way holds uniqueItems in a sure schema, no maybe one does, and the items are
-of the kinds above (maybe schemas of the items: nothing but types, as under `not` a
-minLength bounds from above). An endless kind is taken as such only where the ways hold
-exactly the items of that kind (`_Planner._exact`: no `not` but one that lists values, no
-false `then`, no types in maybe schemas, no oneOf whose branches overlap, which the ways
-read as anyOf); elsewhere open strings are counted as bounded ones, and the rest refused:
-`oneOf: [{type: [boolean, string]}, {type: string}]` leaves no string at all, and after
-`[true,false` a comma would lead nowhere. A refusal says which test failed (`_Planner._no`).
-Those uniqueItems are dropped from the schema the compiler reads (a copy), so the
-compiler's own rule (finite domains, or SchemaError) applies to all the others. An
-anyOf with a branch that every value holds (`{}`, true) always holds: where no
-unevaluated* asks which branch did, the table reads it, and the compiler's copy
-drops it, so a uniqueItems in its other branches binds nothing (gitlab-ci's hidden
-jobs).
-
-Cost: the plan is built once per compile (~2-30 ms for SchemaStore files with unique
-arrays); a step reads the token's bytes (accept) and, in a unique array, tests the few
-candidate tokens the mask allows (fill): ~5 us a step here.
+Distinct items are not a regular language, so a tracker beside the automaton reads the
+output's bytes, keeps each unique array's items so far (compared as values: `"\\u0061"`
+repeats `"a"`, `1.0` repeats `1`), and the matcher (unique_matcher.py) refuses the token
+that would close an item equal to an earlier one. Where the unique arrays are, and which
+kinds of items they hold, is a table (UniquePlan) built from the schema before compiling;
+those uniqueItems are then dropped from the copy the compiler reads. The kinds taken, and
+why refusing never leads into a dead end: docs/json-schema.md, "Unique items".
 
 >>> from structgen.fsm.json.schema import unique_plan_of
 >>> plan = unique_plan_of({"type": "array", "items": {"type": "string"}, "uniqueItems": True})

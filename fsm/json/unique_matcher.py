@@ -1,17 +1,10 @@
-"""A Matcher that also keeps the items of unique arrays of strings and numbers distinct
-(fsm/json_unique.py says where and why this is exact).
+"""A Matcher that also keeps the items of unique arrays distinct (fsm/json/unique.py
+says where and why this is exact).
 
 Masks: the automaton's mask, less the tokens that would close an item equal to an
-earlier one of its array. Only tokens with a `"` can close an item, and most are ruled
-out without reading them (`QuoteTokens`): inside an item, a token closes it with the
-bytes before its first quote, so those equal to the rest of an earlier item are looked
-up; between items a token needs two quotes to make one, and outside unique arrays four
-(two items). A string item closes at a quote; a number item at the first byte that is
-no number's (`NumberTokens`): inside one, a token closes it as its bytes so far + the
-token's head, looked up once per head the mask allows; elsewhere only the few tokens
-where a number begins and ends (or, for integers, is left with all its digits: "0",
-"5.") can finish one. The few tokens left that the mask allows are stepped through
-the tracker.
+earlier one of its array. Most tokens are ruled out without reading them (only tokens
+with a quote can close a string item, only a number's end a number item: QuoteTokens,
+NumberTokens); the few left that the mask allows are stepped through the tracker.
 """
 from __future__ import annotations
 

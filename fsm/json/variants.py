@@ -1,8 +1,9 @@
-"""The parts of an object schema that fsm/json_schema.py writes as a union of variants,
+"""The parts of an object schema that fsm/json/schema.py writes as a union of variants,
 not as an intersection: presence parts, which only say which of its own keys an object
 has (_presence_parts, read as formulas over the keys), and value conditions, an `if`
 that tests one property's value (_value_conditions). Found here, on schema dicts;
-_Compiler._presence_variants and _condition_variants make the variants."""
+_Compiler._presence_variants and _condition_variants make the variants.
+"""
 from __future__ import annotations
 
 import functools
