@@ -66,17 +66,13 @@ def _gather_blocks(cache: torch.Tensor, blocks: torch.Tensor) -> torch.Tensor:
     return cache.index_select(0, blocks).view(-1, cache.shape[2], cache.shape[3])
 
 
-# Decodes attended per SDPA call. A group of 8 keeps its gathered K/V small enough to
-# stay in cache: measured about 3x faster than one call over 32 decodes, on top of
-# padding each group only to its own longest context. 4 and 8 measure the same within
-# noise, 16 is slower. Also measured and no faster at 32 decodes of ~150 tokens: a
-# head-major cache layout (gathered K/V contiguous for SDPA), one gather for K and V
-# together, one SDPA call per sequence without padding, and bmm/softmax/bmm in place
-# of SDPA.
+# Decodes attended per SDPA call on CPU: a small group keeps its gathered K/V small
+# enough to stay in cache, and pads only to its own longest context. (Not faster: a
+# head-major cache layout, one gather for K and V together, one SDPA call per sequence
+# without padding, bmm/softmax/bmm in place of SDPA.)
 DECODE_GROUP = 8
-# On CUDA a kernel launch costs more than the padding it saves (an H200 at 128 decodes,
-# benchmarks/engine_throughput.py: 1012 tok/s in groups of 8, 1486 tok/s together), so
-# decodes go together, as many per SDPA call as fit in this many gathered token slots.
+# On CUDA a kernel launch costs more than the padding it saves, so decodes go together,
+# as many per SDPA call as fit in this many gathered token slots.
 CUDA_DECODE_SLOTS = 1 << 18
 
 

@@ -35,7 +35,7 @@ class StateSource(Protocol):
 GUESS_MAX = 4096  # longest candidate has_guess derives along
 MIN_CHARS_MAX = 4096  # terms min_chars may visit before it gives up (None)
 
-# The lexer of JSON string characters (json_strings' encoding: raw UTF-8, `\\X`,
+# The lexer of JSON string characters (fsm/json/strings.py's encoding: raw UTF-8, `\\X`,
 # `\\u00xx`), for counting them along bytes: CHAR_START at a character boundary, where
 # any byte begins one; ESCAPE after a backslash; k > 0 while k more bytes belong to it.
 CHAR_START, ESCAPE = 0, -1
@@ -433,7 +433,7 @@ class LazyDFA:
         self._cells: dict = {}  # state -> cells computed one by one (sparse)
         self.keys: list = []
         self._index: dict = {}
-        cap = 32  # (rows of 1 KiB: np.full of 256 of them cost ~40 us per automaton)
+        cap = 32  # (rows of 1 KiB: a small start, as every automaton fills its table)
         self.table = np.full((cap, 256), UNKNOWN, dtype=np.int32)
         self.expanded = np.zeros(cap, dtype=bool)
         self.accepting = np.zeros(cap, dtype=bool)
@@ -522,8 +522,8 @@ class LazyDFA:
     def walk(self, s: int, data: bytes) -> int:
         """The state after `data` from s. Past the cells already known, a source with a
         `derive` has the rest derived key by key, and only the state it ends in is
-        registered: a state per byte in between cost a registration and an emptiness
-        check each (a token's key after an object's optional keys: ~60-150 µs)."""
+        registered: a state per byte in between would cost a registration and an
+        emptiness check each (a token's key after an object's optional keys)."""
         for i, b in enumerate(data):
             if s == DEAD:
                 return DEAD

@@ -98,7 +98,7 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]) -> _Tables:
     """The LALR(1) tables of `rules` ((left side, right side's symbols) pairs of names:
     the terminals those `term_index` numbers, see _rule_pairs); a conflict is a cell holding
     every action (a fork). Lark's analysis, with its items and symbols as Python
-    objects, took 20 ms of SQL's compile; this is the same algorithm (LR(0) states,
+    objects, was a large part of a grammar's compile; this is the same algorithm (LR(0) states,
     then DeRemer and Pennello's lookaheads, as lark computes them) over integers and
     bit sets."""
     nts = {"$root_" + start: 0}
@@ -114,7 +114,7 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]) -> _Tables:
         by_lhs[a].append(k)
     # nullable nonterminals, by a worklist: a rule counts the symbols of its right side
     # not yet known nullable (a JSON object's rules are many and long: passes over all
-    # of them until nothing changes cost package.json's grammar ~40 ms)
+    # of them until nothing changes were dear for large recursive schemas)
     nullable = [False] * nnt
     left = [len(rhs) for _a, rhs in prods]
     uses: list = [[] for _ in range(nnt)]
@@ -295,7 +295,7 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]) -> _Tables:
 # The state source
 # ---------------------------------------------------------------------------------
 class GrammarSource:
-    """A `StateSource` (fsm/dfa.py) for a grammar over regular terminals, parsed by its
+    """A `StateSource` (fsm/core/dfa.py) for a grammar over regular terminals, parsed by its
     LALR(1) tables (forking at their conflicts).
 
     `terms[i]` is terminal i's term, `ignored[i]` whether it is %ignore'd, `names[i]`
@@ -542,7 +542,7 @@ class GrammarSource:
 
 
 class GrammarAutomaton(TokenAutomaton):
-    """TokenAutomaton over a GrammarSource whose masks come from fsm/grammar_masks.py:
+    """TokenAutomaton over a GrammarSource whose masks come from fsm/grammar/masks.py:
     a context-free lexer pass per lexer position, cached, plus a few parser steps per
     configuration. The byte DFA itself (token steps, EOS, forced bytes) is the
     GrammarSource's."""
@@ -572,8 +572,9 @@ class GrammarAutomaton(TokenAutomaton):
             data = self.vocab.token_bytes
             if not 0 <= token_id < len(data) or not data[token_id]:
                 return DEAD
-            # (no pause of the collector: a step makes a few dozen objects, and a pause
-            # costs ~1 us; collections it would put off come at the next allocation)
+            # (no pause of the collector: a step makes a few dozen objects, a pause costs
+            # more than that, and the collections it would put off come at the next
+            # allocation anyway)
             with self._lock:
                 key, step, b = self.dfa.keys[s], self.source.step, data[token_id]
                 if len(key) == 1:  # one lexeme going on (a string's content): its bytes
@@ -627,7 +628,7 @@ def _productive(rules, terminals: set) -> set:
     """Nonterminals (left sides of `rules`, name pairs) that derive some string of
     `terminals`: a worklist, each rule counting the nonterminals on its right not yet
     known productive (a rule with another symbol never fires). Passes over every rule
-    until nothing changed cost package.json's recursive schema ~25 ms."""
+    until nothing changed were dear for large recursive schemas."""
     nts = {lhs for lhs, _ in rules}
     left, uses, todo = [], {}, []
     for k, (lhs, syms) in enumerate(rules):
@@ -806,8 +807,8 @@ _META_LOCK = threading.Lock()
 
 def _warm_lark() -> None:
     """Build lark's own grammar-of-grammars parser once per process, skipping the
-    regex-collision check (interegular) that lark runs on its meta-grammar: ~1 s, and
-    its answer is fixed. Lark caches the parser in `_get_parser.cache`."""
+    regex-collision check (interegular) that lark runs on its meta-grammar: it is slow,
+    and its answer is fixed. Lark caches the parser in `_get_parser.cache`."""
     from lark import load_grammar as lg
     if getattr(lg._get_parser, "cache", None) is not None:
         return
@@ -829,7 +830,7 @@ _IMPORTS: dict = {}  # (dotted path, aliases) -> pristine definitions (see _buil
 def _builder():
     """Lark's GrammarBuilder, remembering what each `%import` of lark's own library
     (`common.NUMBER`, ...) defines: lark re-parses and re-mangles the whole imported
-    file on every load (~10 ms per grammar). The library files ship with lark and do
+    file on every load. The library files ship with lark and do
     not change while the process runs; relative imports read the file system and are
     not remembered."""
     import os
@@ -892,9 +893,9 @@ def _hoist_tails(defs: dict) -> None:
 def load_lark(grammar: str, start: str = "start", hoist: bool = False):
     """Lark text -> (rules, terminal defs, ignore names), exactly as lark's own loader
     gives them; `hoist`: with long alternatives' optional tails made rules
-    (`_hoist_tails`). Our front end (fsm/lark_text.py, ~1 ms) reads the common part of
-    Lark's language; the rest, and every grammar with an error, goes through lark's
-    loader (`_load_with_lark`, 6-18 ms), so its errors and messages stay lark's."""
+    (`_hoist_tails`). Our front end (fsm/grammar/lark_text.py, much cheaper) reads the
+    common part of Lark's language; the rest, and every grammar with an error, goes
+    through lark's loader (`_load_with_lark`), so its errors and messages stay lark's."""
     if not isinstance(grammar, str):
         raise GrammarError("grammar must be Lark grammar text (a str)")
     from lark.exceptions import LarkError

@@ -323,7 +323,7 @@ def _read_library(path: tuple):
 
 
 def _hoist_tails(rules: dict) -> None:
-    """fsm/grammar.py's `_hoist_tails` on our trees: an alternative with 3+ optional
+    """fsm/grammar/automaton.py's `_hoist_tails` on our trees: an alternative with 3+ optional
     parts keeps its parts up to the first optional one, the rest becomes a fresh rule
     `__<rule>_tail<k>` (hoisted again if it qualifies). Same order and names."""
     def optional(c) -> bool:

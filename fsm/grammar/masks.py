@@ -63,9 +63,10 @@ class LexerSource:
     `(seq, -1, None, NORMAL)`.
 
     Items are numbered as they are met, and a key is the int with their bits set: a
-    byte's target is the OR of each item's target, kept per (item, cap, byte). SQL's
-    boundary walk meets ~1.2k lexer states of a few items each, most at a byte or two;
-    as frozensets of item tuples (hashed and merged whole) they cost ~35 µs each."""
+    byte's target is the OR of each item's target, kept per (item, cap, byte). A
+    keyword-heavy grammar's boundary walk meets a thousand or more lexer states of a few
+    items each, most at a byte or two; as frozensets of item tuples (hashed and merged
+    whole) they were dear."""
 
     def __init__(self, g):
         self.g = g
@@ -282,8 +283,8 @@ class LexerWalker(TrieWalker):
         lead u to itself; with every non-ASCII character where those loop too:
         _chars_loop) ends in u: decided for all tokens at once. Only the others are
         walked, byte column by byte column (TokenColumns; no trie prefixes shared, but
-        they are few: SmolLM2 has ~300 tokens with a quote or newline, and ~300 that
-        cut a character short)."""
+        they are few: a typical vocabulary has a few hundred tokens with a quote or
+        newline, and a few hundred that cut a character short)."""
         dfa, least = self.dfa, LOOP_SHARE * len(cols.order)
         if not len(cols.order):
             return None
@@ -323,7 +324,7 @@ class LexerWalker(TrieWalker):
         character, R starting with none of them) that cannot end there (or an
         ignored one: longest match). Then a token of whole characters walks like
         its ASCII ones: a string's or comment's tokens with accents or CJK loop too
-        (SmolLM2: ~600 fewer walked)."""
+        (hundreds fewer walked)."""
         keys, items = self.dfa.keys, self.dfa.source.items
         in_u = items(keys[u])
         if s != u and {(q, i, x, NORMAL) for q, i, x, _k in items(keys[s])} != set(in_u):
@@ -347,10 +348,10 @@ class LexerWalker(TrieWalker):
                     whole: bool) -> tuple:
         """loop_walk's split of the tokens: (looping: bool per token id, their number,
         the positions of the others that live past their first byte). The others are
-        few (a string's: ~300 with a quote or newline, or not whole UTF-8 characters
+        few (a string's: those with a quote or newline, or not whole UTF-8 characters
         where those loop, `whole`): they are read from the vocabulary's per-byte
-        lists, and the looping tokens are all but them (a test of every token's byte
-        set, and a scatter of the ~48k looping ones, cost ~0.4 ms)."""
+        lists, and the looping tokens are all but them (cheaper than a test of every
+        token's byte set and a scatter of the many looping ones)."""
         order = cols.order
         looping = np.zeros(self.width, dtype=bool)
         others = cols.with_bytes(~cls, cls & ~starts_u, len(order) // 4)
@@ -432,8 +433,8 @@ class GrammarMasks:
             self._plans[key] = p
             if self.dfa.num_states - before >= COLLECT_AFTER:
                 # Thousands of new lexer items and sets, all kept: the collector would
-                # scan them young in the next steps anyway (gen 0, then gen 1: ~5-8 ms
-                # each after SQL's boundary walk); done here, in the step already slow.
+                # scan them young in the next steps anyway (gen 0, then gen 1); done here,
+                # in the step already slow.
                 gc.collect(1)
         return p
 
@@ -489,8 +490,8 @@ class GrammarMasks:
         goes on), and the tokens that run past a whole word walked on from the boundary
         of all terminals, shared: their lexer states are relative to the boundary after
         t, so their requirements get t in front (_assemble). A walk from the position
-        itself builds a lexer state for every state after t: SQL's `JO|IN` ~90 of
-        them, ~3-4 ms, though the boundary's walk has most of them already."""
+        itself builds a lexer state for every state after t (dozens for a keyword such
+        as `JO|IN`), though the boundary's walk has most of them already."""
         self.stats["walks"] += 1
         dfa, trie, lex, cols = self.dfa, self.vocab.trie, self.lex, self.vocab.columns
         s_pos = dfa.state_of(lex.position(None, t, x))
@@ -645,7 +646,7 @@ class GrammarMasks:
         plan = _Plan(tokens, token_class, parent, term, skip, cols, starts, dcols, dstarts)
         if 4 * len(tokens) > self.width and np.bincount(tokens).max() == 1:
             # most tokens live (a boundary, an identifier): a mask is one gather by token
-            # id (~60 us at 49k tokens), not a gather, a selection and a scatter (~190)
+            # id, cheaper than a gather, a selection and a scatter
             plan.by_id = np.full(self.width, len(per_class), dtype=np.intp)
             plan.by_id[tokens] = token_class
         if loop is not None:
@@ -871,12 +872,12 @@ class GrammarMasks:
         more into a terminal, that some byte leaves where they are (an identifier's
         tail, a number's digits, a string's or a comment's body; at most `most`
         lexemes explored per terminal). A document meets most of them at its first
-        identifier, number or string, where each walk cost a step ~0.5-2 ms (49k
-        tokens): done here, in the time to the first mask. Only walks that are cheap
-        anyway: a loop walk (LexerWalker.loop_walk), or a trie walk of at most
-        EAGER_TOKENS tokens (by first byte). SQL's identifier position is neither: its
-        keyword and NAME NAME splits cost ~30 ms of lexer states, paid once, by
-        whichever walk meets them first (the boundary's, lazily)."""
+        identifier, number or string, where each walk would slow that step: done here,
+        in the time to the first mask. Only walks that are cheap anyway: a loop walk
+        (LexerWalker.loop_walk), or a trie walk of at most EAGER_TOKENS tokens (by first
+        byte). An SQL identifier position is neither: its keyword and NAME NAME splits
+        cost many lexer states, paid once, by whichever walk meets them first (the
+        boundary's, lazily)."""
         g, first = self.g, self.vocab.columns.first_counts
         for t, term in enumerate(g.terms):
             seen, todo = {term.id}, [term]

@@ -13,7 +13,7 @@ import re
 from ..core.terms import LAZY, Term
 
 # The formats the JSON Schema specification defines (drafts 4 to 2020-12): any other
-# name is a custom format (json_schema's custom_formats option)
+# name is a custom format (schema.py's custom_formats option)
 SPEC_FORMATS = frozenset((
     "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname",
     "ipv4", "ipv6", "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template",
@@ -61,7 +61,7 @@ _SUB = r"[!$&'()*+,;=]"
 _IPVF = rf"[vV][0-9A-Fa-f]+\.(?:{_UNRES}|{_SUB}|:)+"  # (ASCII in IRIs too: RFC 3987 keeps IP-literal)
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.-]*"
 # RFC 3987: an IRI's iunreserved adds ucschar to unreserved, its query also iprivate
-# (classes of code points: surrogates are never members, fsm/charset.py)
+# (classes of code points: surrogates are never members, fsm/regex/charset.py)
 _UCSCHAR = (r"[\u00a0-\ud7ff\uf900-\ufdcf\ufdf0-\uffef"  # (then planes 1-13 to xFFFD, 14 from E1000)
             + "".join(rf"\U000{p:x}0000-\U000{p:x}fffd" for p in range(1, 14)) + r"\U000e1000-\U000efffd]")
 _IPRIVATE = r"[\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd]"
@@ -145,7 +145,7 @@ def _leap_second_time(st) -> Term:
     23:59). A trie on the digits, a lazy piece per digit read (a step loads the few
     entries of the branch the output took: the whole relation is 1440 leaves). It was
     two tries intersected, whose every state inside a date-time needed an emptiness
-    search (~0.3 ms of a first-pass step)."""
+    search in a first-pass step."""
     tb = st.tb
     lit = lambda x: tb.literal(x.encode())  # noqa: E731
     frac = st.fullmatch(_FRAC)
@@ -222,7 +222,7 @@ def _build(st, name: str, python: bool) -> Term:
     elif name == "hostname":
         # The lengths are length bounds (automaton.length_bound) beside unbounded shapes,
         # not counted repeats inside them: a mask then takes the shape's states (a few),
-        # not one per byte count (~60 row derivations per label on a first pass), for
+        # not one per byte count (dozens of row derivations per label on a first pass), for
         # the tokens that cannot reach the bound. The shape is ASCII: bytes are counted
         # (a one-segment row) rather than UTF-8 characters.
         label = tb.intersect([st.fullmatch(_LABEL), tb.repeat(tb.any_byte, 1, 63)])
@@ -477,7 +477,7 @@ def _piece(st, name: str, build) -> Term:
     per process): the program of the format around it, and the first row that the step
     entering the format loads, hold one node for it, and its own entries load when the
     output reaches it (a date-time's first step loaded its leap-second relation: 1k
-    entries, ~3 ms)."""
+    entries)."""
     prog = _PROGRAMS.get((name, False))
     if prog is None:
         prog = _PROGRAMS[(name, False)] = st.tb.export(build())

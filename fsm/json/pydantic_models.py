@@ -18,7 +18,7 @@ def _pydantic_generator():
       the numbers it takes (`decimal_json_schema`);
     - URL types: format uri, without their allowed schemes, and wider than the URL
       parser reads (ports past 65535, an http host `a.1`); here format `url:SCHEMES:HOST`
-      (fsm/json_formats.py `_pydantic_url`);
+      (fsm/json/formats.py `_pydantic_url`);
     - NaiveDatetime: format date-time, which has an offset; here naive-date-time;
     - dict keys of int, float, bool or Decimal: any string; here their text;
     - bytes with max_length: Pydantic counts the UTF-8 bytes of the string, JSON Schema
@@ -160,7 +160,7 @@ def _decimal_value(v):
 
 
 def _pydantic_defaults(schema, options: dict) -> None:
-    """A Pydantic source's defaults (fsm/json_schema.py's notes): what Python parses back."""
+    """A Pydantic source's defaults (docs/json-schema.md): what Python parses back."""
     if not isinstance(schema, (dict, bool, str, bytes)):
         options.setdefault("python_dates", True)
         options.setdefault("python_sets", True)

@@ -18,22 +18,23 @@ from .source import JsonTermSource
 from ..core.terms import ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOT, NOTHING, REPEAT, Term, TermBuilder
 
 class _RecursiveRules:
-    """Terms with recursion markers -> BNF rules over regular terminals (fsm/grammar.py).
+    """Terms with recursion markers -> BNF rules over regular terminals (fsm/grammar/automaton.py).
 
     Each recursive schema's term (its rule body) and the root term contain markers
     where the recursive schema occurs. Structure that contains a marker becomes rules
     (concatenation: a sequence, alternation: alternatives, repeat: list rules); every
     maximal marker-free piece becomes one terminal (nullable pieces: an optional
     non-nullable terminal). A union's alternatives that start with the same part are
-    merged (_factored); the rest of a union's ambiguity forks the parse (fsm/grammar.py).
+    merged (_factored); the rest of a union's ambiguity forks the parse (fsm/grammar/automaton.py).
     A marker under an intersection or complement (allOf, not, oneOf with overlapping
     branches, contains...) raises SchemaError; lenient mode takes one of its parts
     (_one_part)."""
 
     MAX_REPEAT_UNROLL = 64  # bounds up to this are alternatives of each length; above, a chain of rules
     MAX_REPEAT_RULES = 4096
-    # nonterminals of the grammar: argo-workflows' ~1500 definitions make 5.7k; OpenAPI
-    # 3.1's unions of objects factored on their common keys passed 400k (a minute, no end)
+    # nonterminals of the grammar: a large real-world schema of a thousand or more
+    # definitions stays well below; unions of objects factored on their common keys can
+    # grow without practical end, and are refused here
     MAX_RULES = 50_000
 
     def __init__(self, tb: TermBuilder, root: Term, bodies: dict[int, Term], marked: dict,
@@ -124,8 +125,8 @@ class _RecursiveRules:
     def _nonterminal(self, t: Term) -> str:
         """t's nonterminal, its rules made by __init__'s loop (made here, they would nest
         one call per level: a shared tail's rules name the next tail, one per slot; a
-        head's its own heads, one per object around a recursive reference: argo
-        workflows' Kubernetes definitions passed Python's stack)."""
+        head's its own heads, one per object around a recursive reference: large
+        schemas' definitions would pass Python's stack)."""
         name = self._sym.get(t.id)
         if name is None:
             if len(self._sym) >= self.MAX_RULES:
@@ -219,8 +220,8 @@ class _RecursiveRules:
             return [self._terminal(t)]
         if k == ALT:
             # the alternatives without a marker are one terminal, their union: one lexeme
-            # reads them all (SAM's ~900 resource objects beside recursive ones were ~900
-            # lexemes going on at once, a lexer item each per byte: seconds per token)
+            # reads them all (hundreds of objects beside recursive ones would be as many
+            # lexemes going on at once, a lexer item each per byte)
             free, out = [], []
             for c in self._factored(t.args):
                 if self._has_marker(c):
@@ -244,7 +245,7 @@ class _RecursiveRules:
                 raise SchemaError(f"recursive schema: a bound of more than {self.MAX_REPEAT_RULES} items "
                                   "(maxItems - minItems...) around a recursive reference is not supported", "$ref")
             # at most hi - lo more: a chain of rules `m_j: | item m_(j-1)`, linear in the
-            # bound (alternatives of every length are quadratic: mergify's maxItems 500)
+            # bound (alternatives of every length are quadratic in it)
             more: list = []
             for _ in range(hi - lo):
                 name = f"n{len(self._sym)}"

@@ -99,8 +99,8 @@ class CompiledSchema:
 
     rules = None  # _RecursiveRules for recursive schemas on the grammar path
     recursion = None  # how a recursive schema is run: "lazy" (lazy terms) or "grammar" (rules)
-    unique = None  # json_unique.UniquePlan: the uniqueItems checked beside the automaton
-    keys = None  # json_keys.KeyPlan: objects' keys kept distinct beside the automaton
+    unique = None  # unique.UniquePlan: the uniqueItems checked beside the automaton
+    keys = None  # keys.KeyPlan: objects' keys kept distinct beside the automaton
     own_slots = None  # (root schema, its _Compiler: _meets, _resolve...) where objects may slot own keys only
     MAX_ARRANGEMENTS = 256
 
@@ -359,7 +359,7 @@ class _Compiler(AllOfMerges):
         if recursion not in ("auto", "grammar", "refuse"):
             raise SchemaError(f"recursion must be 'auto', 'grammar' or 'refuse', not {recursion!r}")
         # recursive $ref: markers in terms (_marker), then lazy terms or context-free
-        # rules (fsm/json_recursive.py)
+        # rules (fsm/json/recursive.py)
         self.recursion = recursion
         self.recursion_grammar = recursion != "refuse" and max_recursion_depth is None
         self.nonterminals: dict[int, int] = {}  # id(node) -> index
@@ -387,7 +387,7 @@ class _Compiler(AllOfMerges):
         self.dynamic_anchors: dict[tuple, dict] = {}  # (base, name) -> the schema whose $dynamicAnchor it is
         self._dynamic = False  # whether _index met a $dynamicRef
         self._unevaluated = False  # whether it met an unevaluatedProperties / unevaluatedItems
-        self._uniques: list[dict] = []  # the schemas with uniqueItems: true (fsm/json_unique.py)
+        self._uniques: list[dict] = []  # the schemas with uniqueItems: true (fsm/json/unique.py)
         self.unique_reasons: dict[str, str] = {}  # JSON pointer -> why the planner does not check it
         self.base_of: dict[int, str] = {}
         self.ptr_of: dict[int, str] = {}
@@ -395,7 +395,7 @@ class _Compiler(AllOfMerges):
         self._key_set: set = set()
         self._refs: list[dict] = []  # the schemas with a $ref, as _index met them
         # draft-04 (and 03) differ: a schema's URI is named by `id` (where `$id` is no
-        # keyword: SchemaStore's cryproj puts JSON pointers in `$id`s that jsonschema ignores),
+        # keyword: some schemas put JSON pointers in `$id`s, which validators ignore there),
         # and an integer is a number written without a fraction (2.0 is none: nt)
         schema_uri = root.get("$schema") if isinstance(root, dict) else None
         self._draft4 = isinstance(schema_uri, str) and re.search(r"draft-0[34]\b", schema_uri) is not None
@@ -451,11 +451,11 @@ class _Compiler(AllOfMerges):
         self._uneval: dict = {}  # id(node) -> _unevaluated_written(node)
         self._negated = 0
         # objects that take keys no slot writes (kept distinct while decoding:
-        # fsm/json_keys.py), and whether some of those keys are bounded
+        # fsm/json/keys.py), and whether some of those keys are bounded
         self.free_keys = self.walk_keys = False
         self._key_languages: dict = {}  # (key terms' ids, bare ones', minProperties) -> _free_keys' verdict
         # the schema to compile: root, or where it has $dynamicRefs, its copy with them
-        # resolved (fsm/json_dynamic.py)
+        # resolved (fsm/json/dynamic.py)
         self.entry = root
         if self._dynamic:
             self.entry = DynamicRefs(self).entry(root)
@@ -468,8 +468,8 @@ class _Compiler(AllOfMerges):
 
     def plain_number(self, integer: bool) -> Term:
         """The integers, or the numbers, without bounds: a program made once per process,
-        loaded when the output first reaches one (NumberTerms' ~30 terms took a fifth of
-        a small schema's compile)."""
+        loaded when the output first reaches one (NumberTerms' ~30 terms were a large part
+        of a small schema's compile)."""
         name = f"json:integer:{self.nt_fraction}" if integer else "json:number"  # (numbers keep fractions)
         prog = _NUMBERS.get(name)
         if prog is None:
@@ -576,7 +576,7 @@ class _Compiler(AllOfMerges):
 
     def _index_targets(self) -> None:
         """Index the schemas that $refs point to through places _index does not walk
-        (travis' `#/definitions/notificationObject/slack`: under a key that is no
+        (`#/definitions/notificationObject/slack`: under a key that is no
         keyword), and those their own $refs reach, before the key order is read: an
         object's keys have their places there (compiling reads them). References that
         point nowhere are left to _resolve, which names them where the output meets them."""
@@ -604,7 +604,7 @@ class _Compiler(AllOfMerges):
         return res, uri, frag
 
     def _resolve(self, node: dict, ref: str):
-        key = (self.base_of.get(id(node), ""), ref)  # (once per base: cloudify's merges resolve 590k refs)
+        key = (self.base_of.get(id(node), ""), ref)  # (once per base: merges resolve the same refs often)
         out = self._resolved.get(key)
         if out is None:
             out = self._resolved[key] = self._find(node, ref)
@@ -640,7 +640,7 @@ class _Compiler(AllOfMerges):
     def _peek(self, node: dict):
         """What node's $ref points to, as _find reads it, but without a word where that is
         nowhere (None: the error or the lenient note is the compilation's to make) and
-        without indexing it (fsm/json_union.py's reachability)."""
+        without indexing it (fsm/json/union.py's reachability)."""
         ref = node["$ref"]
         res, uri, frag = self._ref_document(node, ref) if isinstance(ref, str) else (None, "", "")
         if res is None or not frag:
@@ -671,7 +671,7 @@ class _Compiler(AllOfMerges):
         term drops them; only complements need the canonical one, and complement operands
         and their universes are always built in canonical mode."""
         self._uses_depth()
-        self.free_keys |= d >= 1  # (its objects take any keys: fsm/json_keys.py)
+        self.free_keys |= d >= 1  # (its objects take any keys: fsm/json/keys.py)
         canon = self._negated > 0
         t = self._any.get((d, canon))
         prog_key = (d, self.ws_options)
@@ -772,7 +772,7 @@ class _Compiler(AllOfMerges):
     def _meets(self, node) -> bool:
         """Whether the values of schema `node` meet (are intersected or complemented),
         so that every object below it slots every known key (module notes). Not for a
-        oneOf alone whose branches are disjoint (json_disjoint.disjoint: a union), nor for
+        oneOf alone whose branches are disjoint (disjoint.disjoint: a union), nor for
         patternProperties whose intersections take at most one part that holds
         objects (`"^x-": {}`: the cheap universe accepts every key order), nor for a
         $ref beside a `type` its target has (_typed_ref), nor for an allOf (or a $ref
@@ -816,7 +816,7 @@ class _Compiler(AllOfMerges):
 
     def _typed_ref(self, node: dict) -> bool:
         """Whether node is a $ref with only a `type` beside it that its target has
-        already (and keywords of other types, which assert nothing then: renovate's
+        already (and keywords of other types, which assert nothing then:
         `{"type": "object", "$ref": "#", "items": ...}`): compiled as the target (_value),
         it meets nothing."""
         beside = _beside_ref(node) if "$ref" in node else set()
@@ -912,8 +912,8 @@ class _Compiler(AllOfMerges):
         if typed is not None:
             return self.value(typed, d, budget)
         if self._typed_ref(node):
-            # `type` beside a $ref whose target has those types already (renovate's
-            # {"type": "object", "$ref": "#"}): the target alone, not an intersection
+            # `type` beside a $ref whose target has those types already
+            # ({"type": "object", "$ref": "#"}): the target alone, not an intersection
             return self.value(self._resolve(node, node["$ref"]), d, budget)
         for k, what in _UNSUPPORTED.items():
             if k in node:
@@ -989,7 +989,7 @@ class _Compiler(AllOfMerges):
     def _meet(self, node: dict, keyword: str, t: Term, relaxed, instead: str | None = None) -> Term:
         """t, an intersection or complement made for `keyword` of node (or a union of
         them: oneOf). One that holds a recursive reference, which neither lazy terms nor
-        the grammar path intersect (fsm/json_recursive.py), is refused naming the keyword, the node and
+        the grammar path intersect (fsm/json/recursive.py), is refused naming the keyword, the node and
         the recursive schema; lenient mode warns and takes `relaxed()`, a superset
         (oneOf as anyOf, the node without `not`...), or what `instead` says it is."""
         if not self.nonterminals:
@@ -1010,12 +1010,11 @@ class _Compiler(AllOfMerges):
         """node = {oneOf|anyOf: branches, type-specific keywords} as one schema per
         branch, each with the keywords of the types it may have (`{type: object}` takes
         patternProperties, a string branch none: they assert nothing of strings), and
-        node's `type` (every branch takes it: cmake-presets' root, an object). The
-        union of these is node where a oneOf's branches are disjoint (their types known:
-        json_disjoint.types_of, and apart, or json_disjoint.disjoint); github-workflow's matrix,
-        `oneOf: [{type: object}, ${{...}}]` beside object keywords whose values are
-        recursive, needs no intersection so, nor circle-ci's jobs, a oneOf of three ways to
-        name an executor beside recursive steps. None where node is not of that form."""
+        node's `type` (every branch takes it: a root object). The union of these is node
+        where a oneOf's branches are disjoint (their types known: disjoint.types_of, and
+        apart, or disjoint.disjoint): `oneOf: [{type: object}, ${{...}}]` beside object
+        keywords whose values are recursive needs no intersection so, nor a oneOf of three
+        ways to name an executor beside recursive steps. None where node is not of that form."""
         if id(node) in self._type_vars:  # (once per node: the variants' ids key the memos below them)
             return self._type_vars[id(node)]
         self._type_vars[id(node)] = out = None
@@ -1058,7 +1057,7 @@ class _Compiler(AllOfMerges):
         the keys they name that satisfies them: those keys required, the others'
         properties false. Without `type`, the variants are objects, and the node's other
         values make one more variant where the parts hold on them (every `required`
-        does: netlify's `oneOf: [{required: [files]}, {required: [folder]}]` does not).
+        does: `oneOf: [{required: [files]}, {required: [folder]}]` does not).
         None where node has no presence parts."""
         if id(node) in self._variants:
             return self._variants[id(node)]
@@ -1214,7 +1213,7 @@ class _Compiler(AllOfMerges):
         other values, as [node on objects, rest on the others with every `then`]: an
         `if` that tests a property holds on a value that is no object, and on objects
         the tests of one key group (_outcomes), where 2^n outcomes of n tests would not
-        (minecraft's item modifiers: 23 `if`s on an optional `function`, untyped). None
+        (a score of `if`s on an optional, untyped `function`). None
         where rest holds objects only, or no objects."""
         types = types_of(self, rest)
         types = set(_TYPES) if types is None else types  # (unknown: any; none: no value, nothing to split)
@@ -1235,9 +1234,9 @@ class _Compiler(AllOfMerges):
         together, at most CONDITIONS_MAX of them (or CONDITIONS_ONE_KEY_MAX + 2 for the
         tests of one key); None where there are more. Tests of one key of an object for
         values apart hold one at a time where the key is always there (required by the
-        `if` or by rest: github-issue-forms' form items, five `if`s on their `type`, are six
-        outcomes, not 32), and also all at once where it may be absent (minecraft's
-        predicates: 17 `if`s on an optional `conditions`, 19 outcomes)."""
+        `if` or by rest: five `if`s on a form item's `type` are six outcomes, not 32), and
+        also all at once where it may be absent (17 `if`s on an optional `conditions`: 19
+        outcomes)."""
         groups: dict = {}  # (key, always there) -> indexes of tests of it that exclude each other
         lone = []
         objects = types_of(self, rest) == {"object"}  # (every `if` holds on other values)
@@ -1294,8 +1293,8 @@ class _Compiler(AllOfMerges):
 
     def _matches(self, t: Term, key: bytes) -> bool:
         """tb.matches, remembered: every object of a document with intersections slots
-        all its keys, and checks each against the same patterns (docker-compose's `^x-`
-        in 58 objects)."""
+        all its keys, and checks each against the same patterns (an `^x-` pattern in
+        dozens of objects)."""
         k = (t.id, key)
         r = self._key_matches.get(k)
         if r is None:
@@ -1353,7 +1352,7 @@ class _Compiler(AllOfMerges):
         no type, None where it leaves them all. The complements of the others then need
         no emptiness search of those types' values: `oneOf: [{type: array, items: ...},
         {properties: ...}]`, whose second branch takes every array, had the search
-        prove that no array of free objects is outside it (a TooLargeError after ~15 s)."""
+        prove that no array of free objects is outside it (a long search, then TooLargeError)."""
         types = types_of(self, subs[i])
         types = set(_TYPES) if types is None else types
         lost = {t for t in types if any(self._idle_of(s, t) for j, s in enumerate(subs) if j != i)}
@@ -1365,7 +1364,7 @@ class _Compiler(AllOfMerges):
 
     def _keys_narrowed(self, node: dict, group: list) -> list:
         """node's oneOf branches `group` (indexes), closed objects whose keys are apart
-        (json_disjoint.keys_apart), each narrowed to the values no other one holds:
+        (disjoint.keys_apart), each narrowed to the values no other one holds:
         `minProperties: 1` where another holds `{}` too, `type: object` where another
         is untyped too (a non-object holds both). Their union is the oneOf's, exactly."""
         key = (id(node), tuple(group))
@@ -1404,7 +1403,7 @@ class _Compiler(AllOfMerges):
         """Lenient mode's oneOf where branches overlap, a recursive reference stands
         under the complements, and _apart_by_keys finds no keys: (k, each branch an object
         that requires k) where every branch lists values of its property k, apart from
-        the other branches' (argo's manifests: five kinds of one shape, `kind` a const
+        the other branches' (manifests of five kinds of one shape, `kind` a const
         but not required). A subset of the oneOf that keeps the output valid: an object
         with k holds one branch at most. None where no property does."""
         if self.strict:
@@ -1559,7 +1558,7 @@ class _Compiler(AllOfMerges):
             if not any(has.values()):
                 return None
             types = list(_TYPES)
-            if not node.keys().isdisjoint(_TYPE_SAYERS):  # (the types its applicators leave: adonisrc's
+            if not node.keys().isdisjoint(_TYPE_SAYERS):  # (the types its applicators leave:
                 # uniqueItems beside a oneOf of strings and objects says nothing)
                 known = types_of(self, node)
                 types = types if known is None else [t for t in types if t in known]
@@ -1679,8 +1678,8 @@ class _Compiler(AllOfMerges):
 
     def _range(self, name: tuple, build) -> Term:
         """A digit-range term, built when the output first reaches it (a schema's
-        numbers cost nothing before its first mask: `numbers` compiled in 1.7 ms, 1.3 of
-        them digit ranges). `build()` makes a non-empty language, the same for `name`."""
+        numbers cost nothing before its first mask: digit ranges were most of a
+        number-heavy schema's compile). `build()` makes a non-empty language, the same for `name`."""
         return self.tb.deferred(("json:range",) + name, build, False)
 
     # -- objects ---------------------------------------------------------------------
@@ -1759,12 +1758,12 @@ class _Compiler(AllOfMerges):
         # one: objects agree on one order, and complements see only canonical texts
         # (below a schema that meets: _meets). Elsewhere only the object's own keys have
         # one (the same for all its dependentRequired variants) and every other key is
-        # among the other keys: a Kubernetes manifest's objects hold a few slots each
-        # instead of one per key of the document (CompiledSchema.canonical writes that order).
+        # among the other keys: a large schema's objects hold a few slots each instead
+        # of one per key of the document (CompiledSchema.canonical writes that order).
         canon = self._negated > 0 or self._meeting > 0
         if canon:
             gkeys = self._gkeys
-        else:  # (its own keys in key order: not a scan of every key, azure-pipelines' 1536)
+        else:  # (its own keys in key order: not a scan of every key of the document)
             index = self._gkey_index
             gkeys = [(k, tb.literal(string_text(k))) for k in sorted((k for k in _own_keys(node) if k in index),
                                                                      key=index.__getitem__)]
@@ -1846,7 +1845,7 @@ class _Compiler(AllOfMerges):
         def tail(c: int) -> Term:
             rlo = max(0, lo - c)
             rhi = None if hi is None else hi - c
-            if limit is not None:  # (fewer other keys than minProperties asks: json_keys)
+            if limit is not None:  # (fewer other keys than minProperties asks: keys.py)
                 rhi = limit if rhi is None else min(rhi, limit)
             if rhi is not None and rhi < rlo:
                 return tb.nothing
@@ -1878,7 +1877,7 @@ class _Compiler(AllOfMerges):
         """Notes that an object takes keys no slot writes (`keys`: their quoted
         languages; `bare`: the same without the declared keys taken out, where patterns
         or propertyNames bound them, else empty), which the matcher keeps distinct
-        (fsm/json_keys.py), and whether some are bounded: not endless from every
+        (fsm/json/keys.py), and whether some are bounded: not endless from every
         beginning, or meeting others where objects are intersected or complemented
         (the matcher then walks). Returns how many such keys there are where fewer
         than minProperties `lo`, else None: the object then takes no more of them."""
@@ -1907,8 +1906,8 @@ class _Compiler(AllOfMerges):
         first written slot each optional one is a factor (, slot)? of a concatenation;
         the first is one of the slots up to the first required one. As alternations
         (a slot, or the choice among the rest) each would hold all the later slots:
-        quadratic in the slots (package.json's objects: ~200 each where every key of
-        the document has a slot, 0.6 s to build)."""
+        quadratic in the slots (objects where every key of the document has a slot
+        hold hundreds)."""
         tb, comma = self.tb, self.comma
         after = [tail]  # after[j]: what may follow slot n-1-j once a slot is written
         for pair, req in reversed(slots):
@@ -2042,13 +2041,13 @@ class _Compiler(AllOfMerges):
     def _holders(self, contains, c: Term, items_s: list, items: list) -> list[bool]:
         """For each place of an array (prefix items, then the rest: schemas `items_s`,
         terms `items`), whether its item may hold `contains` (term c): False where their
-        types are apart (json_disjoint.types_of: `contains: {const: 0}` beside objects)
+        types are apart (disjoint.types_of: `contains: {const: 0}` beside objects)
         or their intersection is empty, as a search of at most CONTAINS_SEARCH_STATES
         states shows (`contains: {enum: [true, "a"]}` beside closed objects); True where
         it may or where that is not known. Otherwise the count's terms meet the items only
         inside the array's states, and an emptiness search there (at a mask past the
         array's key, mid-output) explored every array of the items for one more that
-        holds c: a TooLargeError after ~20 s."""
+        holds c: a long search, then TooLargeError."""
         ct = types_of(self, contains)
         src = JsonTermSource(self.tb, CONTAINS_SEARCH_STATES)
         out = []
@@ -2113,7 +2112,7 @@ class _Compiler(AllOfMerges):
         return vals if len(vals) <= MAX_UNIQUE_DOMAIN else None
 
 
-_TYPE_SAYERS = frozenset(("anyOf", "oneOf", "allOf", "$ref", "enum", "const"))  # (json_disjoint.types_of reads)
+_TYPE_SAYERS = frozenset(("anyOf", "oneOf", "allOf", "$ref", "enum", "const"))  # (disjoint.types_of reads)
 
 
 _NOWHERE = object()  # (_pointer: no such place)

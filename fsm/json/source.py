@@ -109,7 +109,7 @@ class JsonTermBuilder(TermBuilder):
         start with a backslash). A recursive reference's marker (byte 0xFF): every
         byte, as the marker's structure says nothing of the rule's values."""
         k = x.kind
-        if k == BYTES:  # (byte 0xFF: a recursive reference's marker, json_schema._Compiler._marker)
+        if k == BYTES:  # (byte 0xFF: a recursive reference's marker, schema._Compiler._marker)
             return ALL_BYTES if x.args[1] == 0xFF else 0
         if k in (STR, NOTHING, EMPTY):
             return 0

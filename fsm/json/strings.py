@@ -167,9 +167,9 @@ class StringTerms:
         a trie whose every node also takes any other character, then anything. Each
         node is a deferred term (TermBuilder.deferred), built when a derivative first
         reaches it: a key is a few nodes deep, while the whole trie of an object's own
-        keys is hundreds (most of a Kubernetes schema's compile time). A derivative by a
+        keys is hundreds (most of a large schema's compile time). A derivative by a
         plain ASCII byte does not build the node's body either (_not_in_step): a token
-        of a key steps through its nodes without building them (~50 us a node)."""
+        of a key steps through its nodes without building them."""
         return self._not_in_node(tuple(sorted(set(words))))
 
     def _not_in_node(self, rests: tuple) -> Term:
@@ -200,7 +200,7 @@ class StringTerms:
 
     def _not_in_step(self, rests: tuple, b: int) -> Term | None:
         """The derivative of node `rests` by a plain ASCII byte b, without its body
-        (_not_in_term: ~50 us a node, and a key's walk meets a new node per byte): the
+        (_not_in_term is dear, and a key's walk meets a new node per byte): the
         node of the rests through b, or where none goes on, anything. None for other
         bytes (a key's non-ASCII or escaped character: the body decides)."""
         if not _plain(b):
@@ -243,7 +243,7 @@ class StringTerms:
         as one repeat where content is a run of one character class (`^[^<>]*$`,
         `^\\S+$`); None for other contents. An intersection with `length` instead counts
         characters one state at a time, each an emptiness question, where the class takes
-        non-ASCII characters (`^[^<>]*$` with maxLength 255: ~11 ms a step)."""
+        non-ASCII characters (`^[^<>]*$` with maxLength 255: slow steps)."""
         if content.kind != REPEAT or not self._one_char(content.args[0]):
             return None
         c, m, n = content.args
@@ -252,7 +252,7 @@ class StringTerms:
 
     def search(self, pattern: str) -> Term:
         """Encoded strings whose decoded value contains a match of ECMA `pattern` (once per
-        pattern: docker-compose's `^x-` patternProperties stand in 58 objects)."""
+        pattern: an `^x-` patternProperties may stand in dozens of objects)."""
         t = self._searches.get(pattern)
         if t is None:
             t = self._searches[pattern] = _search_term(self, pattern)

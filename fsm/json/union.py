@@ -53,7 +53,7 @@ def root_unions(comp) -> list[dict]:
 
 def schemas_below(comp, schemas: list) -> set[int]:
     """The ids of `schemas` and of the schemas they apply somewhere, and so on
-    (json_unique._subschemas: $ref targets as _Compiler._peek reads them)."""
+    (unique._subschemas: $ref targets as _Compiler._peek reads them)."""
     seen, todo = set(), list(schemas)
     while todo:
         x = todo.pop()
@@ -66,8 +66,8 @@ def schemas_below(comp, schemas: list) -> set[int]:
 def branch_schemas(root, documents: dict | None, union: dict) -> list[tuple]:
     """(root, documents) copies, one per branch of the anyOf `union`, whose anyOf is
     that branch, as an allOf branch (an allOf of objects merges into one object; an
-    anyOf of one branch beside it did not, and its objects were intersections: masks
-    at tsconfig's keys ~100 ms each)."""
+    anyOf of one branch beside it did not, and its objects were intersections, whose
+    masks at every key are dear)."""
     def cut(node: dict, i: int) -> None:
         kept = node.get("allOf")
         node["allOf"] = [*(kept if isinstance(kept, list) else ()), node.pop("anyOf")[i]]
@@ -76,7 +76,7 @@ def branch_schemas(root, documents: dict | None, union: dict) -> list[tuple]:
 
 
 class UnionSchema:
-    """The compiled branches (json_schema.CompiledSchema each) of a split anyOf: the
+    """The compiled branches (schema.CompiledSchema each) of a split anyOf: the
     CompiledSchema contract (accepts, dfa, canonical, key_order, relaxed)."""
 
     rules = unique = keys = None

@@ -35,8 +35,8 @@ from .variants import _condition
 MAX_UNIQUE_FRAMES = 4096  # frames of containers read while looking for unique arrays
 MAX_ALTERNATIVES = 64  # ways a frame's unions may hold, read one by one (above: together)
 MAX_KEY_PATTERNS = 4  # patternProperties of an object frame that the tracker tests keys on
-# DFA states of one of those patterns (each state's row is built when planning, ~0.1-0.4 ms:
-# JSON-stat's link relations, 77 names, need ~300-500)
+# DFA states of one of those patterns (each state's row is built when planning: an
+# alternation of a few dozen names needs some hundreds)
 MAX_PATTERN_STATES = 1024
 # how an array frame's items are kept distinct (UniquePlan.frames): flags of the kinds
 # of items it may hold, 0 where it is not checked
@@ -501,7 +501,7 @@ def _canon(v) -> str:
 
 def _number_key(text: bytes) -> bytes:
     """The value of a number's text, as the one text each value has here: the
-    automaton's numbers (fsm/json_numbers.py: no exponents, no -0) without the trailing
+    automaton's numbers (fsm/json/numbers.py: no exponents, no -0) without the trailing
     zeros of their fraction; an exponent form (never written there) through Decimal.
 
     >>> [_number_key(t) for t in (b"10", b"1.50", b"-2.0", b"0.0", b"1.5e1", b"-0")]
@@ -561,7 +561,7 @@ def plan_unique_items(comp, make_compiler=None,
     compiler, of the copies of the schema and its documents that `edit(root, documents)` returns,
     to count bounded strings and closed objects with (None: only open strings). `counts`:
     the counts of other plans of copies of the schema to share (a split anyOf's branches:
-    fsm/json_union.py), by the schemas' JSON text."""
+    fsm/json/union.py), by the schemas' JSON text."""
     if not comp._uniques:
         return None
     if comp._dynamic:  # ($dynamicRef copies are made per compiler)
@@ -621,8 +621,8 @@ class _Planner:
         self.tables: dict = {}  # pattern -> _pattern_table
         self.endless: dict = {}  # pattern -> _endless
         self.marks: dict = {}  # id(schema) -> its if/then/else branches, marked (_if_branches)
-        # ids of `not` schemas that only list values (winget's `not: {enum: [0]}` on its
-        # exit codes): they take out a few values of numbers, which stay endless
+        # ids of `not` schemas that only list values (`not: {enum: [0]}` on exit codes):
+        # they take out a few values of numbers, which stay endless
         self.excluded: set = set()
         self.types: dict = {}  # id(schema) -> types_of
         self.domains: dict = {}  # ids of item schemas -> _domain_size
@@ -636,7 +636,7 @@ class _Planner:
         self.why: str | None = None  # why the frame _checkable reads is not checked (_no)
         # ids of the schemas whose anyOf always holds (a branch of annotations only, `{}`),
         # where no unevaluated* reads which branch held: read, and compiled, without it
-        # (gitlab-ci's hidden jobs, `anyOf: [job_template, {}]`, whose exit_codes are unique)
+        # (`anyOf: [job_template, {}]`, whose template's arrays are unique)
         self.holds: dict = {}  # (id(schema), kind) -> _holds_all
         self.vacuous = set() if comp._unevaluated else {
             k for k, s in self.nodes.items() if any(_always(b) for b in _list(s, "anyOf"))}
@@ -761,7 +761,7 @@ class _Planner:
 
     def _holds_all(self, s: dict, kind: str) -> bool:
         """Whether s's anyOf holds on every value of `kind` (a branch that asserts nothing
-        of them: localazy's `{items: ...}` beside object branches), where no
+        of them: `{items: ...}` beside object branches), where no
         unevaluated* reads which branch held: read without it for that kind, as a
         vacuous one (the uniqueItems in its other branches bind nothing there)."""
         key = (id(s), kind)
@@ -773,7 +773,7 @@ class _Planner:
 
     def _if_branches(self, s: dict, kind: str):
         """For a schema with an if/then/else whose `if` tests one key's value
-        (json_variants._condition): for a value that is no object, `then` (the test
+        (variants._condition): for a value that is no object, `then` (the test
         holds: properties and required say nothing of it); for an object, where the test
         is a string const, both branches, each marked with its outcome (_IF: the key,
         the value, whether the test holds, whether it requires the key), for the frame
@@ -866,7 +866,7 @@ class _Planner:
         return out
 
     def _types(self, s):
-        """json_disjoint.types_of, remembered (the frames ask it of the same branches often)."""
+        """disjoint.types_of, remembered (the frames ask it of the same branches often)."""
         k = id(s)
         if k not in self.types:
             self.types[k] = types_of(self.comp, s)
@@ -964,7 +964,7 @@ class _Planner:
         if types & _LITERAL_TYPES:
             # a literal is its value from its first byte on; refusing one that came never
             # corners the item where it can be of an endless kind too (whatever narrows
-            # the literals: stylelint's `[true, {...}]`, `enum: [true]` beside open
+            # the literals: `[true, {...}]`, `enum: [true]` beside open
             # objects), or where it is the index-th item and there are more literals
             # than the index (an earlier item or two cannot take them all; only where no
             # schema narrows them)
@@ -1058,14 +1058,14 @@ class _Planner:
         _normal_text) and are at least MIN_UNIQUE_DOMAIN values: each way of one holds,
         in sure schemas only, additionalProperties false (its keys are declared ones,
         which come in the key order) and no patternProperties, and the objects below are
-        so too (_closed_below). One with a unique array below (travis' notifications,
-        citation's references) is read with its frames, its bytes kept (the matcher walks
+        so too (_closed_below). One with a unique array below (a list of references,
+        each with its unique authors) is read with its frames, its bytes kept (the matcher walks
         both levels: UniqueMatcher._viable_capture), and counted with those arrays of one
         item at most (_one_item: fewer values, none repeating an item)."""
         if self.make_compiler is None or not self._closed_below(items, set()):
             return False
-        # (by the schemas of its ways: the arrays of one kind of object, citation's authors
-        # and editors, count it once)
+        # (by the schemas of its ways: the arrays of one kind of object, authors
+        # and editors alike, count it once)
         ways = sorted({tuple(sorted(k for k, x in sure.items() if not _only(x, _QUIET)))
                        for sure, _ in self._alternatives(items, "object")})
         key = ("object", *ways)
@@ -1182,7 +1182,7 @@ class _Planner:
     def _counted(self, alts: list, ways: list) -> int:
         """N where the array has one way, whose items are strings only (one way of
         them, no maybe schemas) of N < MIN_UNIQUE_DOMAIN values counted on their DFA
-        (citation's languages, `^[a-z]{2,3}$`: 18252), and asks for at most N of them;
+        (language codes, `^[a-z]{2,3}$`: 18252), and asks for at most N of them;
         else 0. Such items are kept distinct as listed ones are: no comma after N."""
         if len(ways) != 1 or self.make_compiler is None or self._types_of(ways[0]) != {"string"}:
             return 0

@@ -58,7 +58,7 @@ def regex_to_term(tb: TermBuilder, pattern: str, flags: int = 0, lookaround: boo
         raise RegexError(f"unsupported regex flags {flags & ~_SUPPORTED_FLAGS:#x} "
                          "(LOCALE and DEBUG are not supported)", pattern, None)
     words = _plain_alternation(pattern, flags)
-    if words is not None:  # a word list: skip re's parser, which costs ~1.5 µs a character
+    if words is not None:  # a word list: skip re's parser, dear on long lists
         return tb.alt(tb.literal(w.encode()) for w in words)
     text, edits = python_text(pattern, flags)
     try:
@@ -73,7 +73,7 @@ def regex_to_term(tb: TermBuilder, pattern: str, flags: int = 0, lookaround: boo
 
 def python_text(pattern: str, flags: int = 0, ecma_groups: bool = False) -> tuple[str, list]:
     """The text Python's parser reads for `pattern`, and the edits made (for original_pos):
-    each Unicode property escape `\\p{X}` / `\\P{X}` (fsm/uprops.py) is written out as
+    each Unicode property escape `\\p{X}` / `\\P{X}` (fsm/regex/uprops.py) is written out as
     its code points, `[\\U...-\\U...]` (inside a class, the members alone); with
     `ecma_groups`, ECMA named groups `(?<name>` become Python's `(?P<name>`.
 
@@ -273,7 +273,7 @@ def _own_ats(items) -> None:
     """Give each anchor and word boundary of a parse tree a tuple of its own, in place
     (re's parser shares one `(AT, AT_BOUNDARY)` among all `\\b`), so that an error finds
     its place among them by identity (Converter._fail_at). Idempotent: a tree shared
-    by compilations (json_strings._parse) reads the same after it."""
+    by compilations (fsm/json/strings.py's _parse) reads the same after it."""
     for k, (op, av) in enumerate(items):
         if op == C.AT:
             items[k] = (op, av)
