@@ -1,8 +1,7 @@
 """Pydantic sources (docs/json-schema.md, "Pydantic sources"): the JSON Schema generator
 that writes what Pydantic's validators take where Pydantic's own schema says less
 (_pydantic_generator, decimal_json_schema), and the compile options' defaults for a
-Pydantic source (_pydantic_defaults). Pydantic is imported only for a Pydantic source.
-"""
+Pydantic source (_pydantic_defaults). Pydantic is imported only for a Pydantic source."""
 from __future__ import annotations
 
 import functools
@@ -160,7 +159,7 @@ def _decimal_value(v):
 
 
 def _pydantic_defaults(schema, options: dict) -> None:
-    """A Pydantic source's defaults (docs/json-schema.md): what Python parses back."""
+    """A Pydantic source's defaults (fsm/json_schema.py's notes): what Python parses back."""
     if not isinstance(schema, (dict, bool, str, bytes)):
         options.setdefault("python_dates", True)
         options.setdefault("python_sets", True)
