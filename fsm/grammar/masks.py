@@ -46,8 +46,8 @@ def _terms(seq: tuple) -> tuple:
 
 
 class LexerSource:
-    """A StateSource over sets of lexing items `(seq, terminal, lexeme, kind)` (see the
-    module docstring); `g` is the GrammarSource whose terminals are lexed. Items are
+    """A StateSource over sets of lexing items `(seq, terminal, lexeme, kind)` (see
+    docs/grammars.md, "Masks"); `g` is the GrammarSource whose terminals are lexed. Items are
     only created live (lexemes whose language is empty are dropped), so a non-empty
     key is a live state.
 

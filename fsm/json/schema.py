@@ -105,7 +105,7 @@ class CompiledSchema:
     MAX_ARRANGEMENTS = 256
 
     def canonical(self, instance, indent: int | None = None) -> str:
-        """The canonical text of an instance (module notes), compact or indented.
+        """The canonical text of an instance (docs/json-schema.md), compact or indented.
 
         Where objects put their own keys first (`own_slots`), which keys are an object's
         own depends on the subschema it is read under: the instance is walked with the
@@ -771,7 +771,7 @@ class _Compiler(AllOfMerges):
 
     def _meets(self, node) -> bool:
         """Whether the values of schema `node` meet (are intersected or complemented),
-        so that every object below it slots every known key (module notes). Not for a
+        so that every object below it slots every known key (docs/json-schema.md). Not for a
         oneOf alone whose branches are disjoint (disjoint.disjoint: a union), nor for
         patternProperties whose intersections take at most one part that holds
         objects (`"^x-": {}`: the cheap universe accepts every key order), nor for a

@@ -40,12 +40,12 @@ MAX_KEY_PATTERNS = 4  # patternProperties of an object frame that the tracker te
 MAX_PATTERN_STATES = 1024
 # how an array frame's items are kept distinct (UniquePlan.frames): flags of the kinds
 # of items it may hold, 0 where it is not checked
-OPEN, BOUNDED = 1, 2  # strings: open ones, bounded ones (module notes)
+OPEN, BOUNDED = 1, 2  # strings: open ones, bounded ones (docs/json-schema.md)
 NUMBERS, INTEGERS = 4, 8  # numbers without bounds: any, or integers only
 _NUMBER_KINDS = NUMBERS | INTEGERS
-LISTS, OBJECTS = 16, 32  # lists of open strings, open objects (module notes)
-CLOSED = 64  # closed objects (module notes)
-LITERALS = 128  # true, false and null (module notes)
+LISTS, OBJECTS = 16, 32  # lists of open strings, open objects (docs/json-schema.md)
+CLOSED = 64  # closed objects (docs/json-schema.md)
+LITERALS = 128  # true, false and null (docs/json-schema.md)
 VALUE_MARK = b"\xfe"  # heads a list or object item's key (_value_key): no UTF-8 text has it
 _CONTAINERS = LISTS | OBJECTS | CLOSED
 _KEYED = _NUMBER_KINDS | _CONTAINERS | LITERALS  # items kept by their keys (_number_key, _value_key, _LITERAL_KEYS)
@@ -952,8 +952,8 @@ class _Planner:
 
     def _item_kinds(self, items: list, index: int | None) -> int:
         """The flags of the kinds of items the schemas `items` allow at place `index`
-        of the array (None: after its prefix items): OPEN or BOUNDED strings (module
-        notes), NUMBERS or INTEGERS without bounds, LISTS, OBJECTS, CLOSED, LITERALS;
+        of the array (None: after its prefix items): OPEN or BOUNDED strings
+        (docs/json-schema.md), NUMBERS or INTEGERS without bounds, LISTS, OBJECTS, CLOSED, LITERALS;
         0 where some item they allow is none of those."""
         types = self._types_of(items)
         if types is None:  # (no type said: every kind must take whatever the schemas allow)
