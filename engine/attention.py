@@ -5,11 +5,11 @@ Every model layer calls these two; a Triton version of each (kernels/) must keep
     store_kv_cache(key, value, k_cache, v_cache, slot_mapping) -> None
     paged_attention(query, k_cache, v_cache, meta, scale, sliding_window=None) -> out
 
-key/value [T, kv_heads, head_dim]; k_cache/v_cache [num_blocks, block_size, kv_heads,
-head_dim]; query/out [T, heads, head_dim]; `meta` (AttentionMetadata) maps tokens to
-slots and sequences to blocks. The first `meta.num_decodes` sequences have one query
-token each; the rest are prefill chunks, possibly after cached context. The full shape
-table: docs/engine.md, "Model runner and attention".
+With T new tokens in the step: key/value [T, kv_heads, head_dim]; k_cache/v_cache
+[num_blocks, block_size, kv_heads, head_dim] (one pair per layer); query/out [T, heads,
+head_dim]; `meta` (AttentionMetadata) maps tokens to slots and sequences to blocks. The
+first `meta.num_decodes` sequences have one query token each; the rest are prefill
+chunks, possibly after cached context. See docs/engine.md, "Model runner and attention".
 """
 from __future__ import annotations
 
@@ -21,6 +21,11 @@ import torch.nn.functional as F
 
 @dataclass
 class AttentionMetadata:
+    """Where a step's tokens go, with S sequences in the step:
+    slot_mapping [T] int64, slot = block * block_size + offset (-1: do not store);
+    block_tables [S, max_blocks] int32 (unused entries 0); seq_lens [S] int32, tokens in
+    the cache after this step's writes; query_start_loc [S+1] int32, sequence s owns
+    query rows qsl[s]:qsl[s+1], its *last* q_len positions (causal within it)."""
     slot_mapping: torch.Tensor
     block_tables: torch.Tensor
     seq_lens: torch.Tensor
