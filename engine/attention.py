@@ -1,25 +1,15 @@
 """The attention interface over the paged KV cache, and its plain-torch reference.
 
-Every model layer calls two functions with these signatures; a Triton version of
-each (kernels/, a later issue) must keep them:
+Every model layer calls these two; a Triton version of each (kernels/) must keep them:
 
     store_kv_cache(key, value, k_cache, v_cache, slot_mapping) -> None
     paged_attention(query, k_cache, v_cache, meta, scale, sliding_window=None) -> out
 
-Shapes (T = new tokens in the step, S = sequences in the step):
-    key, value         [T, kv_heads, head_dim]
-    k_cache, v_cache   [num_blocks, block_size, kv_heads, head_dim] (one pair per layer)
-    query, out         [T, heads, head_dim]
-    meta.slot_mapping  [T]  int64, slot = block * block_size + offset; -1 = do not store
-    meta.block_tables  [S, max_blocks] int32 (unused entries are 0)
-    meta.seq_lens      [S]  int32: tokens in the cache after this step's writes
-    meta.query_start_loc [S+1] int32: sequence s owns query rows qsl[s]:qsl[s+1],
-                        which are its *last* q_len positions (causal within the sequence)
-The first `meta.num_decodes` sequences have exactly one query token each (decodes
-are put first so they can be batched; the model runner orders them by context length
-so that each group of neighbours pads little); the rest are prefill chunks of any length,
-with or without cached context before them (prefix cache, chunked prefill,
-jump-forward tokens).
+With T new tokens in the step: key/value [T, kv_heads, head_dim]; k_cache/v_cache
+[num_blocks, block_size, kv_heads, head_dim] (one pair per layer); query/out [T, heads,
+head_dim]; `meta` (AttentionMetadata) maps tokens to slots and sequences to blocks. The
+first `meta.num_decodes` sequences have one query token each; the rest are prefill
+chunks, possibly after cached context. See docs/engine.md, "Model runner and attention".
 """
 from __future__ import annotations
 
@@ -31,6 +21,11 @@ import torch.nn.functional as F
 
 @dataclass
 class AttentionMetadata:
+    """Where a step's tokens go, with S sequences in the step:
+    slot_mapping [T] int64, slot = block * block_size + offset (-1: do not store);
+    block_tables [S, max_blocks] int32 (unused entries 0); seq_lens [S] int32, tokens in
+    the cache after this step's writes; query_start_loc [S+1] int32, sequence s owns
+    query rows qsl[s]:qsl[s+1], its *last* q_len positions (causal within it)."""
     slot_mapping: torch.Tensor
     block_tables: torch.Tensor
     seq_lens: torch.Tensor
@@ -76,17 +71,13 @@ def _gather_blocks(cache: torch.Tensor, blocks: torch.Tensor) -> torch.Tensor:
     return cache.index_select(0, blocks).view(-1, cache.shape[2], cache.shape[3])
 
 
-# Decodes attended per SDPA call. A group of 8 keeps its gathered K/V small enough to
-# stay in cache: measured about 3x faster than one call over 32 decodes, on top of
-# padding each group only to its own longest context. 4 and 8 measure the same within
-# noise, 16 is slower. Also measured and no faster at 32 decodes of ~150 tokens: a
-# head-major cache layout (gathered K/V contiguous for SDPA), one gather for K and V
-# together, one SDPA call per sequence without padding, and bmm/softmax/bmm in place
-# of SDPA.
+# Decodes attended per SDPA call on CPU: a small group keeps its gathered K/V small
+# enough to stay in cache, and pads only to its own longest context. (Not faster: a
+# head-major cache layout, one gather for K and V together, one SDPA call per sequence
+# without padding, bmm/softmax/bmm in place of SDPA.)
 DECODE_GROUP = 8
-# On CUDA a kernel launch costs more than the padding it saves (an H200 at 128 decodes,
-# benchmarks/engine_throughput.py: 1012 tok/s in groups of 8, 1486 tok/s together), so
-# decodes go together, as many per SDPA call as fit in this many gathered token slots.
+# On CUDA a kernel launch costs more than the padding it saves, so decodes go together,
+# as many per SDPA call as fit in this many gathered token slots.
 CUDA_DECODE_SLOTS = 1 << 18
 
 

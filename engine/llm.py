@@ -119,10 +119,10 @@ class LLM:
         self._seq_ids = itertools.count()
         self._request_ids = itertools.count()
         self.stats = {"prefill_tokens": 0, "decode_tokens": 0, "steps": 0, "forced_tokens": 0}
-        # What is alive now (torch, transformers, the weights' Python objects: ~300k) is
-        # moved out of the cyclic collector's reach, as vLLM does after loading: its
-        # full collections would otherwise rescan them all (~200-300 ms, inside some
-        # decoding step) while constraints build their caches.
+        # What is alive now (torch, transformers, the weights' Python objects) is moved
+        # out of the cyclic collector's reach, as vLLM does after loading: its full
+        # collections would otherwise rescan them all, inside some decoding step, while
+        # constraints build their caches.
         gc.collect()
         if not gc.get_freeze_count():  # once per process; given back at exit, so that
             atexit.register(gc.unfreeze)  # native bindings see their objects finalized

@@ -1,8 +1,7 @@
 """Find model weights: the embedded default, a Hugging Face folder, or a GGUF file.
 
-A GGUF file is dequantised once by transformers (about 20 s for SmolLM2-135M) and
-saved as a safetensors + tokenizer folder under the cache directory; later loads
-read that folder in seconds.
+A GGUF file is dequantised once by transformers and saved as a safetensors + tokenizer
+folder under the cache directory; later loads read that folder.
 """
 from __future__ import annotations
 

@@ -136,8 +136,8 @@ def onednn_available(weight: torch.Tensor) -> bool:
 class Linear(nn.Linear):
     """nn.Linear that, once `pack()`ed on CPU, multiplies by a oneDNN pre-packed copy
     of its weight. At decode batch sizes MKL's sgemm (what F.linear uses) streams the
-    weight far below memory bandwidth: the packed oneDNN path measured 1.3-2x faster
-    here, the LM head most of all. Still fp32 throughout; only the summation order
+    weight far below memory bandwidth; the packed oneDNN path does not, the LM head
+    gaining most. Still fp32 throughout; only the summation order
     differs (as it does between batch sizes in sgemm), and each output row no longer
     depends on the other rows of the batch. The packed copy costs the weight's size
     again in memory. No better at 8-64 rows: packing for a given batch size, MKL's

@@ -1,28 +1,11 @@
 """A byte DFA lifted to the tokens of one vocabulary: the compiled constraint.
 
-Per-state token masks are computed on a state's first visit, the cheapest of four
-ways that applies (all exact; tests compare each with a token-by-token walk):
-- branches that start with literal bytes (word lists, JSON keys, punctuation, enum
-  tries): each literal is looked up in the vocabulary trie; only what runs past it
-  is walked;
-- a run of a character class, x{lo,hi} then something x's characters cannot start (a
-  JSON string's content, `[a-z]{0,50}`): a token of x's characters is alive iff it
-  has at most hi of them, decided for all tokens at once; tokens with other bytes (a
-  quote, an escape) are walked, byte column by byte column, or in a JSON string split
-  into its characters and what follows its quote, walked once per string;
-- a state that a wide byte class moves along a chain of states: a token made of the
-  class is alive iff the chain survives its length; the others are walked;
-- otherwise the vocabulary trie is walked level by level (numpy), dropping nodes as
-  soon as they die; most die at their first byte.
-States that no token can tell apart share one mask (`clip_repeats`: along a string
-with maxLength 10000 every state clips to one). A length bound the longest tokens can
-reach (`A AND x{0,hi}`: a pattern within maxLength, a hostname's labels) shares A's
-mask for the tokens too short to reach it and checks the few longer ones
-(`_bounded_words`); an alternation with such a branch is masked branch by branch.
-Masks are cached per state, so a state's later visits cost a copy.
-
-A TokenAutomaton is logically immutable: its lazy caches are filled under a lock, so
-one instance is shared by any number of requests and threads.
+A state's token mask is computed on its first visit, the cheapest of four exact ways
+that applies (literal branches, runs of a character class, chains of a wide byte class,
+the trie walk), then cached; states no token can tell apart share one mask. A
+TokenAutomaton is logically immutable: its lazy caches are filled under a lock, so one
+instance is shared by any number of requests and threads. The mask methods:
+docs/automaton.md, "Token masks".
 """
 from __future__ import annotations
 
@@ -101,7 +84,7 @@ class TokenAutomaton(Constraint):
     @classmethod
     def from_term(cls, tb: TermBuilder, root: Term, vocab: Vocabulary, description: str = "",
                   max_states: int | None = None) -> "TokenAutomaton":
-        """The automaton of a byte-level regular term (see fsm/terms.py)."""
+        """The automaton of a byte-level regular term (see fsm/core/terms.py)."""
         max_states = max_states or DEFAULT_MAX_STATES
         return cls(TermSource(tb, max_states), root, vocab, description, max_states)
 
@@ -110,8 +93,8 @@ class TokenAutomaton(Constraint):
         automaton's alone: when the automaton is freed, the source's reference cycles
         are broken (TermBuilder.release), so that reference counting frees it at once.
         Otherwise a dropped automaton waits for a full collection of the cyclic
-        collector, which traverses all of it inside whatever step it falls in
-        (SchemaStore's azure-pipelines: ~470k objects, 0.3-0.9 s). Returns self."""
+        collector, which traverses all of it (hundreds of thousands of objects for a
+        large schema) inside whatever step it falls in. Returns self."""
         weakref.finalize(self, self.dfa.source.release).atexit = False
         return self
 
@@ -247,9 +230,8 @@ class TokenAutomaton(Constraint):
         bytes); the longer ones alive there are checked one by one, by the bound they
         need (`_need`, kept per A and R), but where they are many, those made of bytes
         that keep A where it is (an email's local part) by one test of their length.
-        Along a pattern with maxLength 63 each character is a new count: its walk over
-        the vocabulary took 1-2 ms; an email's last ~100 characters within maxLength
-        254, 2-25 ms."""
+        Along a pattern within maxLength each character is a new count, which would
+        otherwise cost a walk over the vocabulary each."""
         dfa, src = self.dfa, self.dfa.source
         if key.kind != CONCAT or key.args[0].kind != AND:
             return None
@@ -363,7 +345,7 @@ class TokenAutomaton(Constraint):
         A R's (one state for every position of the key, and a run of string content:
         `_run_words`) minus the tokens that start with an excluded rest and one of R's
         first bytes. A walk of N R would meet most of the vocabulary at every key
-        position of an open object (7-15 ms)."""
+        position of an open object."""
         tb = self.dfa.source.tb
         if key.kind != CONCAT or key.args[0].id not in tb.cofinite:
             return None
@@ -393,7 +375,8 @@ class TokenAutomaton(Constraint):
         walked, or split (`_split_walk`). The token lists are built once per vocabulary
         and (class, dead bytes),
         and so is the packed bitmask of the run's tokens per bound hi (a JSON string's
-        content allows ~45k tokens: setting their bits costs ~200 µs, an OR ~2)."""
+        content allows most of the vocabulary: setting their bits costs far more than
+        an OR of the kept bitmask)."""
         tb, cols = self.dfa.source.tb, self.vocab.columns
         head, after = key.args if key.kind == CONCAT else (key, tb.empty)
         if head.kind == REPEAT:
@@ -441,7 +424,7 @@ class TokenAutomaton(Constraint):
         starts with and the rest (`_split_lists`, once per vocabulary and class). It lives
         iff its members fit (at most hi; at least lo where R follows) and its rest lives
         from R, walked once per R for all such rests. None where a token splits two
-        ways. A string's counts walked their own states: ~25-50 new ones (UTF-8 and
+        ways. A string's counts walked their own states: dozens of new ones (UTF-8 and
         escape states of that count) at each new count of a string with maxLength."""
         cols, dfa = self.vocab.columns, self.dfa
         key = ("split", lists_key, np.packbits(follow).tobytes())
@@ -522,8 +505,8 @@ class TokenAutomaton(Constraint):
         of L's bytes is alive iff the chain is still alive after as many steps as the
         token has bytes: one test of each token's byte set and its length settles
         them all (the chain is built once and shared by the states along it; their
-        bitmask is kept per vocabulary, class and length: ~45k ids cost ~0.2 ms to
-        pack). Only the other tokens are walked, byte column by byte column (most die at
+        bitmask is kept per vocabulary, class and length, as packing tens of thousands
+        of ids is not free). Only the other tokens are walked, byte column by byte column (most die at
         their first byte). A trie walk would visit every node of the tokens made of L,
         and expand a state per byte of them."""
         dfa, cols = self.dfa, self.vocab.columns
@@ -599,8 +582,8 @@ class TokenAutomaton(Constraint):
 
     def _walk_literals(self, heads: list) -> np.ndarray:
         """The walk of alternatives that start with literal bytes: each literal
-        descends the trie directly (a state per trie node would cost ~20 µs each: a
-        200-word list has hundreds), and only a branch's continuation past its whole
+        descends the trie directly (a DFA state per trie node would be dear: a long word
+        list has hundreds of nodes), and only a branch's continuation past its whole
         literal is walked."""
         trie, dfa, tb = self.vocab.trie, self.dfa, self.dfa.source.tb
         _, cstart, cend = trie.lists
@@ -625,8 +608,9 @@ class TokenAutomaton(Constraint):
         return np.concatenate(out)
 
 
-# Below this many trie nodes a subtree is walked node by node in Python (numpy costs
-# ~10-15 µs a level, Python ~1 µs a node; the trie's deep levels hold a few long tokens).
+# Below this many trie nodes a subtree is walked node by node in Python: numpy's fixed
+# cost per level outweighs Python's per node there (the trie's deep levels hold a few
+# long tokens).
 SMALL_SUBTREE = 256
 SMALL_SUBTREE_REMEMBERED = 512  # the walk of each is kept: worth more levels in Python
 
@@ -732,7 +716,7 @@ def step_states(dfa: LazyDFA, st: np.ndarray, col: np.ndarray) -> np.ndarray:
             for u, cs in cells.items():
                 dfa.fill(u, cs)
         else:
-            for u in set(st[missing].tolist()):  # (np.unique imports numpy.ma: 20 ms once)
+            for u in set(st[missing].tolist()):  # (np.unique imports numpy.ma on first use)
                 dfa.expand(u)
         nxt[missing] = dfa.table.reshape(-1).take(idx[missing])
     return nxt
@@ -743,7 +727,7 @@ def walk_columns(dfa: LazyDFA, cols, token_bytes, pos: np.ndarray, st: np.ndarra
     """The tokens at TokenColumns positions `pos` (ascending), in DFA states `st` after
     their first `j` bytes, walked on byte column by byte column: (the positions of those
     alive at their end, their final states). The last 32 tokens or fewer (the longest)
-    finish one at a time in Python: a column costs numpy ~12 µs, a byte Python ~0.35."""
+    finish one at a time in Python, where a numpy column costs more than their bytes."""
     done_pos, done_st = [], []
     while len(pos):
         n = int(np.searchsorted(pos, cols.count[j])) if j < len(cols.count) else 0
@@ -979,9 +963,9 @@ def char_class(tb: TermBuilder, x: Term) -> tuple | None:
     `some` is True when x takes some non-ASCII characters but not all (tokens with
     such bytes are then checked one by one). None when a non-ASCII member is not one
     well-formed character, or no member is one byte. A LAZY class (a JSON string's
-    character) is read once per process: its UTF-8 check walks ~100 rows (~0.35 ms)."""
+    character) is read once per process: its UTF-8 check walks about a hundred rows."""
     if x.kind == LAZY and x.args[0] not in tb.members:  # (a cyclic one may be one compile's: a
-        # recursive schema's rule, json_recursive.lazy_recursion)
+        # recursive schema's rule, fsm/json/recursive.py's lazy_recursion)
         r = _LAZY_CHAR_CLASSES.get(x.args[0], False)
         if r is False:
             r = _LAZY_CHAR_CLASSES[x.args[0]] = _read_char_class(tb, x)
@@ -1098,7 +1082,7 @@ def made_of(cols, cls: np.ndarray) -> np.ndarray:
     """By token position (TokenColumns order): the token's bytes all lie in the byte
     class `cls`. Remembered per vocabulary and class (read-only): a JSON string's or a
     pattern's run, a grammar's string or comment, are the same classes in every
-    constraint on the vocabulary (~0.2-0.4 ms each at 49k tokens)."""
+    constraint on the vocabulary, and each costs a pass over every token."""
     def make():
         outside = (~np.packbits(cls, bitorder="little").view("<u8")).tolist()
         words = range(4)
@@ -1128,8 +1112,8 @@ def _class_successor(tb: TermBuilder, t: Term, bits: int, endings: dict) -> Term
     item x each byte of the class ends (and, where lo is 0, R starts with none of
     them) or one that no byte of the class starts (a oneOf's variants at a string with
     maxLength); None where another branch is there, and the row decides (_one_target).
-    Along a string's counts the rows of a 7-branch alternation took ~1 ms each (new
-    terms for every UTF-8 and escape segment), read ~80 deep on its first mask.
+    Along a string's counts the rows of a many-branch alternation are dear (new terms
+    for every UTF-8 and escape segment), and a first mask reads dozens of them.
 
     `endings`: term id -> the bytes that end it (its row's segments to EMPTY)."""
     out = []

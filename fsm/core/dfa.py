@@ -1,16 +1,11 @@
 """A DFA over bytes, built lazily from any source of derivatives.
 
 A source (see `StateSource`) names states by hashable keys and gives, for a key, its
-derivative row: sorted byte segments (start, end_exclusive, next_key) of the bytes
-that keep the output alive. Regexes use terms as keys (`TermSource`); grammars use
-sets of (parser stack, lexeme) pairs. Everything above this module (token masks,
-matchers, the engine) is the same for both.
-
-State 0 is dead (its row is all 0). `table[s, b]` is the next state; the row of a
-state not yet expanded holds UNKNOWN (-1) (but for bytes a single `step` filled),
-so a vectorised walk detects missing rows with one reduction (`min() < 0`) and expands
-just those. Arrays grow by doubling, so callers must read
-`dfa.table` afresh after calling `expand`.
+derivative row: sorted byte segments (start, end_exclusive, next_key) of the bytes that
+keep the output alive. Regexes use terms as keys (`TermSource`); grammars use sets of
+(parser stack, lexeme) elements. State 0 is dead; `table[s, b]` is the next state, UNKNOWN
+(-1) where a row is not expanded yet. Arrays grow by doubling, so callers must read
+`dfa.table` afresh after calling `expand`. See docs/automaton.md, "The lazy DFA".
 """
 from __future__ import annotations
 
@@ -40,7 +35,7 @@ class StateSource(Protocol):
 GUESS_MAX = 4096  # longest candidate has_guess derives along
 MIN_CHARS_MAX = 4096  # terms min_chars may visit before it gives up (None)
 
-# The lexer of JSON string characters (json_strings' encoding: raw UTF-8, `\\X`,
+# The lexer of JSON string characters (fsm/json/strings.py's encoding: raw UTF-8, `\\X`,
 # `\\u00xx`), for counting them along bytes: CHAR_START at a character boundary, where
 # any byte begins one; ESCAPE after a backslash; k > 0 while k more bytes belong to it.
 CHAR_START, ESCAPE = 0, -1
@@ -438,7 +433,7 @@ class LazyDFA:
         self._cells: dict = {}  # state -> cells computed one by one (sparse)
         self.keys: list = []
         self._index: dict = {}
-        cap = 32  # (rows of 1 KiB: np.full of 256 of them cost ~40 us per automaton)
+        cap = 32  # (rows of 1 KiB: a small start, as every automaton fills its table)
         self.table = np.full((cap, 256), UNKNOWN, dtype=np.int32)
         self.expanded = np.zeros(cap, dtype=bool)
         self.accepting = np.zeros(cap, dtype=bool)
@@ -527,8 +522,8 @@ class LazyDFA:
     def walk(self, s: int, data: bytes) -> int:
         """The state after `data` from s. Past the cells already known, a source with a
         `derive` has the rest derived key by key, and only the state it ends in is
-        registered: a state per byte in between cost a registration and an emptiness
-        check each (a token's key after an object's optional keys: ~60-150 µs)."""
+        registered: a state per byte in between would cost a registration and an
+        emptiness check each (a token's key after an object's optional keys)."""
         for i, b in enumerate(data):
             if s == DEAD:
                 return DEAD

@@ -1,14 +1,10 @@
 """Byte-level regular expressions as hash-consed terms, with Brzozowski derivatives.
 
 Every constraint compiles to a `Term` over bytes. A term's derivative by a byte is
-again a term; the distinct derivatives reachable from a term are the states of its
-DFA, built lazily (fsm/dfa.py). Derivatives make compile time nearly free (nothing
-is expanded up front), keep bounded repeats compact (`x{0,10000}` is one node whose
-derivative is `d(x) . x{0,9999}`), and give intersection and complement for free,
-which JSON Schema needs ("any key except the declared ones").
-
-Terms are interned by a `TermBuilder`: equal terms are the same object, so a term's
-identity is its `id` and derivative rows are memoised on the term itself.
+again a term; the distinct derivatives reachable from a term are the states of its DFA,
+built lazily (fsm/core/dfa.py). Terms are interned by a `TermBuilder`: equal terms are
+the same object, so a term's identity is its `id` and derivative rows are memoised on
+the term itself. Why derivatives: docs/automaton.md, "Terms and derivatives".
 
     >>> tb = TermBuilder()
     >>> t = tb.concat(tb.literal(b"ab"), tb.star(tb.byte_range(0x30, 0x39)))
@@ -31,7 +27,7 @@ LAZY_PROGRAMS: dict[str, tuple] = {}
 _LAZY_ROWS: dict[str, tuple | None] = {}
 # and the bytes their members may start with (256-bit masks, from the program: first()),
 # so that a walk meeting one at a byte it cannot start with does not load it (the
-# tokens `["`, `[[`... after an email's `@`: ~0.4 ms to load its address literal's row)
+# tokens `["`, `[[`... after an email's `@`: its address literal's row is dear to load)
 _LAZY_FIRST: dict[str, int] = {}
 
 ALL_BYTES = (1 << 256) - 1
@@ -108,10 +104,9 @@ def paused_gc() -> _PausedGC:
 
     They are many small acyclic objects (freed by reference counting), yet each batch
     of them counts towards a full collection, which in a process that has loaded
-    transformers scans ~300k objects (~100+ ms). A compilation that leaves many
-    objects young (SchemaStore's package.json: ~200k) collects them at its end
-    (`collect_young`). Re-entrant and thread-safe; a collector the user disabled stays
-    disabled."""
+    transformers scans hundreds of thousands of objects. A compilation that leaves many
+    objects young (a large schema) collects them at its end (`collect_young`).
+    Re-entrant and thread-safe; a collector the user disabled stays disabled."""
     return _PAUSED_GC
 
 
@@ -201,7 +196,7 @@ class TermBuilder:
         self._steps: dict = {}  # LAZY name -> its derivatives without the body (deferred)
         self.members: dict = {}  # deferred name -> a shortest member (None: none known), where the body is cyclic
         # term id -> (ends, A): the term is A's language minus the strings `ends` (a key
-        # other than the object's own ones, part way: json_strings.not_in), and every
+        # other than the object's own ones, part way: fsm/json/strings.py's not_in), and every
         # derivative leaves it for A once off the ends' paths (TokenAutomaton masks it
         # as A's mask minus the ends' continuations)
         self.cofinite: dict[int, tuple] = {}
@@ -301,7 +296,7 @@ class TermBuilder:
         enum values would rebuild all 50 per byte). Masks still see whole words
         (automaton.literal_heads reads through the trie). Building one costs about
         twice a flat alternation: JSON enums use it (a document walks on through
-        them), regex word lists do not (the bench's 200 words: 2.3 -> 3.7 ms TTFM).
+        them), regex word lists do not (their time to first mask would grow).
 
         >>> tb = TermBuilder()
         >>> tb.words([b"country-1", b"country-22"]) is tb.concat(

@@ -1,95 +1,11 @@
 """Context-free constraints: Lark grammars (and plain BNF with regular terminals).
 
-Supported class: context-free grammars (Lark's EBNF after expansion, templates,
-`?rule`/`_rule` inlining and `%import`s), ambiguous ones included. The parser is
-LALR(1) where the grammar is; where its tables have a conflict (shift/reduce or
-reduce/reduce, at a terminal or at the end of input) the parse forks, GLR-style: each
-action goes on as a stack of its own, and stacks that meet again are one (they are
-interned), so two readings of one value are one stack once their union is reduced.
-Resolving a conflict as Lark's LALR parser does (shift, or rule priority) would
-silently shrink the language; forking keeps it whole. The cost is per open reading: a
-grammar ambiguous at every step (`e: e "+" e | "1"`) keeps a stack per way of
-bracketing what is still open, so a step's work grows with the output (300 tokens of
-`1+1+...`: 150 stacks at the end, ~1.1 s in all, against milliseconds for its
-unambiguous form). A grammar whose readings grow without bound at one point (a
-right-recursive rule over a nullable one) stops at MAX_FORKS (4096) stacks for one
-terminal with GrammarError, when the parse gets there.
-
-The language: a string is a sentence iff it splits into terminal lexemes, with lexemes
-of `%ignore`d terminals anywhere between (and around) them, such that the grammar
-derives the terminal sequence, under ANY split, not only Lark's longest match (so
-`selecta FROM t` is SELECT + NAME(a) when the grammar allows that). That is what
-Lark's Earley parser with `lexer="dynamic_complete"` accepts, which takes only the
-longest match of an %ignore'd terminal: so do we (a line comment `//[^\n]*` runs to
-the end of its line; `{ //}` is not a closed block). Masks are exact: a token is allowed iff the output so far plus the token is a prefix of a
-sentence; EOS iff the output is a sentence. Tokens that span several terminals, end
-inside one, or can be lexed more than one way are all handled.
-
-Terminals are regular languages: a regex terminal means its full matches. Terminal
-priorities do not change the language (any split counts). Two refinements follow
-what Lark's lexers do with a non-greedy regex: a terminal whose pattern contains a lazy
-quantifier (`*?`, `+?`, `??`, `{m,n}?`) matches only its shortest matches (no proper
-prefix of the lexeme is also a match: `/\\/\\*(.|\\n)*?\\*\\//` ends at the first `*/`);
-and `common.ESCAPED_STRING`, whose lookbehind is not regular, is read as the language
-it means, `"(?:[^"\\\\\\n]|\\\\[^\\n])*"`. Other lookaround, backreferences and
-zero-width terminals raise `GrammarError` naming the terminal.
-
-How: the byte DFA of fsm/dfa.py is built lazily over keys that are frozensets of
-elements `(stack, terminal, lexeme)`: `stack` is an interned persistent LR stack (the
-parser before the terminal being lexed), `terminal` the index of the terminal being
-lexed (an ignored one leaves the stack alone), `lexeme` the derivative of that
-terminal's term by the bytes lexed so far. A byte continues each element's lexeme;
-where a lexeme is complete, the parser takes the terminal (reductions, then a shift)
-and every terminal the new stack can take next (plus the ignored ones) starts. The
-set holds every way of lexing and parsing the output, so masks are exact, and equal
-configurations share one DFA state, so a configuration seen before costs a mask copy.
-
-Masks of new configurations (GrammarAutomaton, fsm/grammar_masks.py): a token's fate
-depends on the stack only where it completes a terminal inside itself. So one
-context-free pass per lexer position (the boundary, for the set of terminals that can
-start there; or a lexeme that goes on) walks the vocabulary trie through a lexer DFA
-whose states hold every way of splitting the token into lexemes, each with the
-terminals it completes; tokens with the same final lexer state form a class. A mask
-then costs a few cached parser steps (does the stack take those terminal sequences?),
-a class-to-token gather and ORs of packed rows; outcomes are cached per pattern, so
-stacks that differ deeper than the tokens reach share masks. Tokens whose lexings
-complete more terminals than the lexer tracks (ambiguous lexer states) are checked
-one by one, stepping the configuration (`step`) from the element.
-
-Performance (benchmarks/grammar_bench.py --repeat 3 --passes 3, SmolLM2 vocabulary, 2
-shared cores, so +-50%; a step's time is its minimum over 3 passes on fresh compiles):
-grammar to first mask 4-12 ms for arithmetic and JSON, 7-20 ms for the SQL subset,
-10-27 ms for the toy language. Grammar text is read by our own front end
-(fsm/lark_text.py, ~1 ms; Lark's loader only for what it does not read), the LALR
-analysis is ours (`_lalr_tables`, ~2 ms), case-insensitive keywords skip re's parser
-(`regex.caseless_literal`), and a rule with 3+ optional parts gets its tail as a
-fresh rule before optionals are expanded in place (`_hoist_tails`). The positions
-inside strings, comments, identifiers and numbers are walked when the automaton is
-built (`GrammarMasks.walk_loops`, ~0.5-1.5 ms each), not at their first visit. Time
-between masks: median 7-70 µs, 0.03-0.22x llguidance's but 0.8-1.15x on JSON (7-25 µs
-against 8-22): a mask copy for a configuration seen before, else ~10-300 µs. p99
-0.1-0.55 ms for arithmetic and JSON, 0.35-0.5 ms for the toy language, 0.6-0.96 ms for
-SQL (0.6-0.7 in a quiet phase), whose keyword/identifier lexer states are many: its
-boundary's walk over every terminal takes ~30-80 ms once, the slowest step (~1.2k new
-lexer states, most met at a byte or two: their cells are derived one by one,
-LexerSource.derive, ~7 µs each; its identifier position is walked in the same step),
-a position inside a keyword ~0.35-0.95 ms (walked on from that boundary's lexer
-states: `GrammarMasks._literal_plan`), the p99.
-Python's collector adds to single runs: a step leaves ~10-25 objects it tracks (stack
-nodes, parser outcomes, lexer items; keys are ints where they can be), and the young
-collections they cause (0.05-0.4 ms, ~0.8-2 ms for generation 1) land in whichever
-step allocates next; a discarded automaton is cyclic garbage (stack nodes point at
-their parents and kids) that a later full collection frees, in some step (the bench
-collects it between passes). A single pass's p99 was 0.15-0.2 ms for arithmetic and
-JSON, 0.37-0.54 ms for the toy language and 0.71-0.72 ms for SQL in two runs.
-Memory: each DFA state (one per configuration reached) keeps its mask (vocabulary/8
-bytes) and, once its row is built, a 256-entry row; bound them with `max_states`.
-Each lexer position walked keeps its live tokens with their class (16 bytes each; a
-string or comment position keeps its looping tokens as one byte per vocabulary entry;
-one where most tokens live, their class by token id too: 8 bytes per vocabulary entry).
-
-Lower level, used by recursive JSON Schemas: `compile_cfg` takes BNF rules over
-terminals given as terms.
+Masks are exact: a token is allowed iff the output plus it is a prefix of a sentence,
+under any split into lexemes (as Lark's Earley parser with lexer="dynamic_complete").
+DFA states are sets of (LR stack, terminal, lexeme); LALR(1) conflicts fork the parse.
+`compile_cfg`, used by recursive JSON Schemas, takes BNF rules over terminals given as
+terms of `tb`, which the automaton keeps using (one builder per constraint).
+Design: docs/grammars.md.
 
     >>> from structgen.fsm.core.terms import TermBuilder
     >>> from structgen.fsm.regex.syntax import regex_to_term
@@ -100,12 +16,6 @@ terminals given as terms.
     ...          "RB": tb.literal(b"]"), "COMMA": tb.literal(b","),
     ...          "WS": regex_to_term(tb, r"[ \\n]+")}
     >>> auto = compile_cfg(rules, terms, "value", vocab, tb, ignore=("WS",))  # doctest: +SKIP
-    >>> auto.matcher()                                                     # doctest: +SKIP
-
-Rules map nonterminal names to alternatives (lists of symbol names; [] is the empty
-alternative); a symbol that is not a rule name must be a key of `terminals`. The terms
-must come from `tb`, which the automaton keeps using (do not share `tb` with another
-thread while the automaton is in use; one builder per compiled constraint).
 """
 from __future__ import annotations
 
@@ -190,7 +100,7 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]) -> _Tables:
     """The LALR(1) tables of `rules` ((left side, right side's symbols) pairs of names:
     the terminals those `term_index` numbers, see _rule_pairs); a conflict is a cell holding
     every action (a fork). Lark's analysis, with its items and symbols as Python
-    objects, took 20 ms of SQL's compile; this is the same algorithm (LR(0) states,
+    objects, was a large part of a grammar's compile; this is the same algorithm (LR(0) states,
     then DeRemer and Pennello's lookaheads, as lark computes them) over integers and
     bit sets."""
     nts = {"$root_" + start: 0}
@@ -206,7 +116,7 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]) -> _Tables:
         by_lhs[a].append(k)
     # nullable nonterminals, by a worklist: a rule counts the symbols of its right side
     # not yet known nullable (a JSON object's rules are many and long: passes over all
-    # of them until nothing changes cost package.json's grammar ~40 ms)
+    # of them until nothing changes were dear for large recursive schemas)
     nullable = [False] * nnt
     left = [len(rhs) for _a, rhs in prods]
     uses: list = [[] for _ in range(nnt)]
@@ -387,7 +297,7 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]) -> _Tables:
 # The state source
 # ---------------------------------------------------------------------------------
 class GrammarSource:
-    """A `StateSource` (fsm/dfa.py) for a grammar over regular terminals, parsed by its
+    """A `StateSource` (fsm/core/dfa.py) for a grammar over regular terminals, parsed by its
     LALR(1) tables (forking at their conflicts).
 
     `terms[i]` is terminal i's term, `ignored[i]` whether it is %ignore'd, `names[i]`
@@ -634,7 +544,7 @@ class GrammarSource:
 
 
 class GrammarAutomaton(TokenAutomaton):
-    """TokenAutomaton over a GrammarSource whose masks come from fsm/grammar_masks.py:
+    """TokenAutomaton over a GrammarSource whose masks come from fsm/grammar/masks.py:
     a context-free lexer pass per lexer position, cached, plus a few parser steps per
     configuration. The byte DFA itself (token steps, EOS, forced bytes) is the
     GrammarSource's."""
@@ -664,8 +574,9 @@ class GrammarAutomaton(TokenAutomaton):
             data = self.vocab.token_bytes
             if not 0 <= token_id < len(data) or not data[token_id]:
                 return DEAD
-            # (no pause of the collector: a step makes a few dozen objects, and a pause
-            # costs ~1 us; collections it would put off come at the next allocation)
+            # (no pause of the collector: a step makes a few dozen objects, a pause costs
+            # more than that, and the collections it would put off come at the next
+            # allocation anyway)
             with self._lock:
                 key, step, b = self.dfa.keys[s], self.source.step, data[token_id]
                 if len(key) == 1:  # one lexeme going on (a string's content): its bytes
@@ -719,7 +630,7 @@ def _productive(rules, terminals: set) -> set:
     """Nonterminals (left sides of `rules`, name pairs) that derive some string of
     `terminals`: a worklist, each rule counting the nonterminals on its right not yet
     known productive (a rule with another symbol never fires). Passes over every rule
-    until nothing changed cost package.json's recursive schema ~25 ms."""
+    until nothing changed were dear for large recursive schemas."""
     nts = {lhs for lhs, _ in rules}
     left, uses, todo = [], {}, []
     for k, (lhs, syms) in enumerate(rules):
@@ -898,8 +809,8 @@ _META_LOCK = threading.Lock()
 
 def _warm_lark() -> None:
     """Build lark's own grammar-of-grammars parser once per process, skipping the
-    regex-collision check (interegular) that lark runs on its meta-grammar: ~1 s, and
-    its answer is fixed. Lark caches the parser in `_get_parser.cache`."""
+    regex-collision check (interegular) that lark runs on its meta-grammar: it is slow,
+    and its answer is fixed. Lark caches the parser in `_get_parser.cache`."""
     from lark import load_grammar as lg
     if getattr(lg._get_parser, "cache", None) is not None:
         return
@@ -921,7 +832,7 @@ _IMPORTS: dict = {}  # (dotted path, aliases) -> pristine definitions (see _buil
 def _builder():
     """Lark's GrammarBuilder, remembering what each `%import` of lark's own library
     (`common.NUMBER`, ...) defines: lark re-parses and re-mangles the whole imported
-    file on every load (~10 ms per grammar). The library files ship with lark and do
+    file on every load. The library files ship with lark and do
     not change while the process runs; relative imports read the file system and are
     not remembered."""
     import os
@@ -984,9 +895,9 @@ def _hoist_tails(defs: dict) -> None:
 def load_lark(grammar: str, start: str = "start", hoist: bool = False):
     """Lark text -> (rules, terminal defs, ignore names), exactly as lark's own loader
     gives them; `hoist`: with long alternatives' optional tails made rules
-    (`_hoist_tails`). Our front end (fsm/lark_text.py, ~1 ms) reads the common part of
-    Lark's language; the rest, and every grammar with an error, goes through lark's
-    loader (`_load_with_lark`, 6-18 ms), so its errors and messages stay lark's."""
+    (`_hoist_tails`). Our front end (fsm/grammar/lark_text.py, much cheaper) reads the
+    common part of Lark's language; the rest, and every grammar with an error, goes
+    through lark's loader (`_load_with_lark`), so its errors and messages stay lark's."""
     if not isinstance(grammar, str):
         raise GrammarError("grammar must be Lark grammar text (a str)")
     from lark.exceptions import LarkError

@@ -1,28 +1,12 @@
 """Lark grammar text -> (BNF rules, terminal definitions, ignored terminal names), the
-triple lark's own loader gives (GrammarBuilder, then Grammar.compile), in about a
-millisecond instead of 6-18: a tokenizer, a recursive-descent parser into tuples and a
-few direct passes, where lark builds and transforms parse trees.
+triple lark's own loader gives (GrammarBuilder, then Grammar.compile), by a tokenizer, a
+recursive-descent parser into tuples and a few direct passes, where lark builds and
+transforms parse trees.
 
-The output is lark's, field for field: `lark.grammar.Rule`s (origins, expansions,
-order, aliases, options), `lark.lexer.TerminalDef`s (names, PatternStr/PatternRE,
-values, flags, priorities) and the ignore list. So are the names lark makes up: a
-literal in a rule takes the terminal defined as exactly it, else a name from lark's
-`_TERMINAL_NAMES` ("(" -> LPAR), its upper-cased text ("select" -> SELECT) or
-`__ANON_n`; `x*` and `x+` become rules `__<rule>_star_<n>` / `__<rule>_plus_<n>`, one
-per distinct operand.
-
-Read here: rules and terminals with modifiers (`?rule`, `!rule`, `_rule`, `_TERM`)
-and priorities (`rule.2:`, `TERM.3:`); alternatives (also on lines starting with `|`)
-and aliases (`-> name`); `x?`, `x*`, `x+`, `[x]`, `(...)`, `x ~ n`, `x ~ n..m` (m < 50
-in rules); strings (`"..."i`), regexes with flags, ranges (`"a".."z"`); terminals made
-of terminals; `%import` of terminals from lark's own library files (`common.NAME`,
-`common.NAME -> ALIAS`, `common (A, B)`; each file read once per process); `%ignore`
-of names and expressions; `%declare` of terminals; comments. `hoist=True` gives what
-fsm/grammar.py's `_hoist_tails` gives through lark's loader.
-
-Anything else raises `Unsupported`, and fsm.grammar.load_lark asks lark's loader:
-templates, `%override`, `%extend`, other imports, `%declare`d rules, longer repeats,
-and every error in the grammar (so errors, with their line, stay lark's).
+The output is lark's, field for field (Rules, TerminalDefs, the names lark makes up).
+What is read here is listed in docs/grammars.md, "Reading Lark text"; anything else
+raises `Unsupported`, and fsm/grammar/automaton.py's load_lark asks lark's loader
+(templates, `%override`, `%extend`, other imports, every error in the grammar).
 """
 from __future__ import annotations
 
@@ -339,7 +323,7 @@ def _read_library(path: tuple):
 
 
 def _hoist_tails(rules: dict) -> None:
-    """fsm/grammar.py's `_hoist_tails` on our trees: an alternative with 3+ optional
+    """fsm/grammar/automaton.py's `_hoist_tails` on our trees: an alternative with 3+ optional
     parts keeps its parts up to the first optional one, the rest becomes a fresh rule
     `__<rule>_tail<k>` (hoisted again if it qualifies). Same order and names."""
     def optional(c) -> bool:

@@ -1,58 +1,13 @@
 """Token masks of grammar configurations: a context-free lexer pass, cached per lexer
-position, plus a few parser steps per mask (used by fsm/grammar.py).
+position, plus a few parser steps per mask (used by fsm/grammar/automaton.py).
 
-A grammar configuration element is (stack, terminal, lexeme): the LR stack before the
-terminal being lexed, and the derivative of that terminal's term by the bytes lexed
-so far. Which tokens it allows depends on the stack only where a token completes a
-terminal inside itself: the parser then has to take that terminal and start the next
-one. Everything else is lexing, the same under every stack (XGrammar's split of
-context-independent and context-dependent tokens, shaped for a lexer + LR parser).
-
-So for each lexer position (the boundary, where the next lexeme starts; or a lexeme
-that must go on) one vectorised walk of the vocabulary trie runs through a *lexer DFA*
-(`LexerSource`), built lazily and shared by every position of the grammar. Its states
-are sets of lexing items `(seq, terminal, lexeme, kind)`: `seq` the non-ignored
-terminals completed since the token started, `terminal` the one being lexed and
-`lexeme` its derivative. Items hold every way of splitting the token into lexemes
-(derivatives are interned, so the splits of an identifier into NAME NAME ... collapse
-into one item per count). A token's final lexer state is its *class*; a class is
-allowed under a stack iff one of its items' requirements holds: the stack takes
-seq + (terminal,) in turn (reductions, shift) without error. Requirements are
-checked per mask with the parser's cached steps (shared prefixes once), then a
-class-to-token gather gives the mask; the mask is cached per pattern of outcomes, and
-per the states of the stack's top nodes that the parser steps read (a parser step
-records how deep its reductions went), so a new stack whose top looks like one seen
-before (nesting) costs a lookup.
-
-The walk (`LexerWalker`) keeps only live nodes: levels whole with numpy while most of
-a level lives, then the children of live nodes, and small subtrees (the trie's deep
-levels) node by node in Python, remembered per (state, node). Where most tokens go
-into one lexer state that loops on all their bytes (inside a string or a comment),
-they are decided at once from their byte sets and only the others are walked.
-
-Boundary walks start from the terminals that can start at the stack (a walk made for
-a superset is reused; the second boundary walk takes every terminal, so the boundary
-is walked at most twice; an ignored lexeme's position takes every terminal at once);
-after a completed terminal t only the terminals in `follows[t]` start. Sequences grow
-freely in unambiguous lexer states (`((((`, `"}]}`); in ambiguous ones (identifiers
-and case-insensitive keywords) after one or no completed terminal a lexing becomes a
-sticky DEEP marker, and the tokens whose only lexings are marked are checked exactly,
-one by one, by stepping the element's configuration. Masks are thus exact.
-
-An element whose lexeme can end here also allows what the boundary after it allows
-(the stack after the terminal; for an %ignore'd terminal, the same stack, minus the
-tokens whose first byte would continue the ignored lexeme: longest match).
-
-Positions are walked when first met, but for two kinds. The positions inside a
-terminal's loops (strings, comments, identifiers, numbers) are walked when the
-automaton is built where that is cheap, and the wide ones (SQL's identifier) right
-after the boundary walk of all terminals (`walk_loops`). A position inside a keyword
-(`JO|IN`: a lexeme with a few words left) walks those words' trie paths, and the
-tokens that run past a word (its trie subtree, or byte columns where that is big) on
-from the boundary of all terminals, whose lexer states are then shared: relative to
-the boundary after the keyword, their requirements get it in front (`_literal_plan`).
-Requirement sequences are interned as ids (`_seq`), so that building a plan's tree
-hashes no tuples.
+A token's fate depends on the parser stack only where it completes a terminal inside
+itself; everything else is lexing, the same under every stack. So each lexer position is
+walked once through a lazily built lexer DFA (LexerSource, LexerWalker), whose final
+states class the tokens, and a mask is a few cached parser steps per class, a
+class-to-token gather and ORs of rows, cached per pattern of outcomes. Tokens whose
+lexings the lexer does not track are checked one by one, so masks are exact.
+Design: docs/grammars.md, "Masks".
 """
 from __future__ import annotations
 
@@ -91,8 +46,8 @@ def _terms(seq: tuple) -> tuple:
 
 
 class LexerSource:
-    """A StateSource over sets of lexing items `(seq, terminal, lexeme, kind)` (see the
-    module docstring); `g` is the GrammarSource whose terminals are lexed. Items are
+    """A StateSource over sets of lexing items `(seq, terminal, lexeme, kind)` (see
+    docs/grammars.md, "Masks"); `g` is the GrammarSource whose terminals are lexed. Items are
     only created live (lexemes whose language is empty are dropped), so a non-empty
     key is a live state.
 
@@ -108,9 +63,10 @@ class LexerSource:
     `(seq, -1, None, NORMAL)`.
 
     Items are numbered as they are met, and a key is the int with their bits set: a
-    byte's target is the OR of each item's target, kept per (item, cap, byte). SQL's
-    boundary walk meets ~1.2k lexer states of a few items each, most at a byte or two;
-    as frozensets of item tuples (hashed and merged whole) they cost ~35 µs each."""
+    byte's target is the OR of each item's target, kept per (item, cap, byte). A
+    keyword-heavy grammar's boundary walk meets a thousand or more lexer states of a few
+    items each, most at a byte or two; as frozensets of item tuples (hashed and merged
+    whole) they were dear."""
 
     def __init__(self, g):
         self.g = g
@@ -327,8 +283,8 @@ class LexerWalker(TrieWalker):
         lead u to itself; with every non-ASCII character where those loop too:
         _chars_loop) ends in u: decided for all tokens at once. Only the others are
         walked, byte column by byte column (TokenColumns; no trie prefixes shared, but
-        they are few: SmolLM2 has ~300 tokens with a quote or newline, and ~300 that
-        cut a character short)."""
+        they are few: a typical vocabulary has a few hundred tokens with a quote or
+        newline, and a few hundred that cut a character short)."""
         dfa, least = self.dfa, LOOP_SHARE * len(cols.order)
         if not len(cols.order):
             return None
@@ -368,7 +324,7 @@ class LexerWalker(TrieWalker):
         character, R starting with none of them) that cannot end there (or an
         ignored one: longest match). Then a token of whole characters walks like
         its ASCII ones: a string's or comment's tokens with accents or CJK loop too
-        (SmolLM2: ~600 fewer walked)."""
+        (hundreds fewer walked)."""
         keys, items = self.dfa.keys, self.dfa.source.items
         in_u = items(keys[u])
         if s != u and {(q, i, x, NORMAL) for q, i, x, _k in items(keys[s])} != set(in_u):
@@ -392,10 +348,10 @@ class LexerWalker(TrieWalker):
                     whole: bool) -> tuple:
         """loop_walk's split of the tokens: (looping: bool per token id, their number,
         the positions of the others that live past their first byte). The others are
-        few (a string's: ~300 with a quote or newline, or not whole UTF-8 characters
+        few (a string's: those with a quote or newline, or not whole UTF-8 characters
         where those loop, `whole`): they are read from the vocabulary's per-byte
-        lists, and the looping tokens are all but them (a test of every token's byte
-        set, and a scatter of the ~48k looping ones, cost ~0.4 ms)."""
+        lists, and the looping tokens are all but them (cheaper than a test of every
+        token's byte set and a scatter of the many looping ones)."""
         order = cols.order
         looping = np.zeros(self.width, dtype=bool)
         others = cols.with_bytes(~cls, cls & ~starts_u, len(order) // 4)
@@ -477,8 +433,8 @@ class GrammarMasks:
             self._plans[key] = p
             if self.dfa.num_states - before >= COLLECT_AFTER:
                 # Thousands of new lexer items and sets, all kept: the collector would
-                # scan them young in the next steps anyway (gen 0, then gen 1: ~5-8 ms
-                # each after SQL's boundary walk); done here, in the step already slow.
+                # scan them young in the next steps anyway (gen 0, then gen 1); done here,
+                # in the step already slow.
                 gc.collect(1)
         return p
 
@@ -534,8 +490,8 @@ class GrammarMasks:
         goes on), and the tokens that run past a whole word walked on from the boundary
         of all terminals, shared: their lexer states are relative to the boundary after
         t, so their requirements get t in front (_assemble). A walk from the position
-        itself builds a lexer state for every state after t: SQL's `JO|IN` ~90 of
-        them, ~3-4 ms, though the boundary's walk has most of them already."""
+        itself builds a lexer state for every state after t (dozens for a keyword such
+        as `JO|IN`), though the boundary's walk has most of them already."""
         self.stats["walks"] += 1
         dfa, trie, lex, cols = self.dfa, self.vocab.trie, self.lex, self.vocab.columns
         s_pos = dfa.state_of(lex.position(None, t, x))
@@ -690,7 +646,7 @@ class GrammarMasks:
         plan = _Plan(tokens, token_class, parent, term, skip, cols, starts, dcols, dstarts)
         if 4 * len(tokens) > self.width and np.bincount(tokens).max() == 1:
             # most tokens live (a boundary, an identifier): a mask is one gather by token
-            # id (~60 us at 49k tokens), not a gather, a selection and a scatter (~190)
+            # id, cheaper than a gather, a selection and a scatter
             plan.by_id = np.full(self.width, len(per_class), dtype=np.intp)
             plan.by_id[tokens] = token_class
         if loop is not None:
@@ -916,12 +872,12 @@ class GrammarMasks:
         more into a terminal, that some byte leaves where they are (an identifier's
         tail, a number's digits, a string's or a comment's body; at most `most`
         lexemes explored per terminal). A document meets most of them at its first
-        identifier, number or string, where each walk cost a step ~0.5-2 ms (49k
-        tokens): done here, in the time to the first mask. Only walks that are cheap
-        anyway: a loop walk (LexerWalker.loop_walk), or a trie walk of at most
-        EAGER_TOKENS tokens (by first byte). SQL's identifier position is neither: its
-        keyword and NAME NAME splits cost ~30 ms of lexer states, paid once, by
-        whichever walk meets them first (the boundary's, lazily)."""
+        identifier, number or string, where each walk would slow that step: done here,
+        in the time to the first mask. Only walks that are cheap anyway: a loop walk
+        (LexerWalker.loop_walk), or a trie walk of at most EAGER_TOKENS tokens (by first
+        byte). An SQL identifier position is neither: its keyword and NAME NAME splits
+        cost many lexer states, paid once, by whichever walk meets them first (the
+        boundary's, lazily)."""
         g, first = self.g, self.vocab.columns.first_counts
         for t, term in enumerate(g.terms):
             seen, todo = {term.id}, [term]

@@ -27,7 +27,7 @@ def subtract(row: tuple, cover: tuple) -> tuple:
 def merge(parts: list) -> tuple:
     """Union of rows whose targets are frozensets: sorted disjoint segments. Merged two
     at a time, smallest first (a lexer state's row: a few small rows of lexemes going on
-    beside one big start row; 1.4x faster than splitting all at every bound)."""
+    beside one big start row: cheaper than splitting all at every bound)."""
     if not parts:
         return ()
     parts = sorted(parts, key=len)

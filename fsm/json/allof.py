@@ -1,20 +1,13 @@
-"""allOf merged into one schema where the compiler can (fsm/json_schema.py's module
-notes, "Emptiness": where schemas merge, an intersection is one schema instead).
+"""allOf merged into one schema where the compiler can, instead of an intersection.
 
 AllOfMerges is a part of _Compiler (its base class), kept here: the merges read and fill
-the compiler's memos, resolve its $refs and compile subschemas (`self.value`):
-- an allOf as one schema (_merged_all_of): objects (_merged_objects), listed values
-  beside scalar keywords (_merged_values), one anyOf branch distributed over the others
-  (_distributed), a branch of several types split per type (_type_split); a $ref beside
-  other keywords as one more branch (_conjunction);
-- an object beside an anyOf of objects as a union of merged objects (_union_distributed),
-  allOf branches compiled for the types they share (_narrowed);
-- a recursion met by types, copied per type instead of intersected (the grammar path
-  cannot intersect one): a $ref with a type (_typed_copies), with other branches'
-  keywords and types (_ref_typed), typed $refs to different schemas (_per_type), a type
-  narrowing a union's branches (_typed_union), listed scalars matched against a union's
-  scalar branches (_scalars_of).
-The plain merges of schema dicts are fsm/json_merge.py's."""
+the compiler's memos, resolve its $refs and compile subschemas (`self.value`). An allOf
+as one schema (_merged_all_of), a $ref beside other keywords as one more branch
+(_conjunction), an object beside an anyOf of objects (_union_distributed), and a recursion
+met by types copied per type rather than intersected (_typed_copies, _ref_typed,
+_per_type, _typed_union). The plain merges of schema dicts are fsm/json/merge.py's. Why
+merges matter: docs/json-schema.md, "How a schema becomes a constraint".
+"""
 from __future__ import annotations
 
 import collections
@@ -74,8 +67,8 @@ class AllOfMerges:
         if/then, oneOf...), as anyOf, for each type t of T, R with its type narrowed to t
         and K beside it: the same instances as the intersection, R's keywords compiled
         once per type, where R met with T is an intersection that the grammar path cannot
-        take when R recurses (minecraft's number providers: `type: [integer, object]`
-        beside a $ref to an untyped schema whose if/then branches recurse). R may be a
+        take when R recurses (`type: [integer, object]` beside a $ref to an untyped
+        schema whose if/then branches recurse). R may be a
         $ref with a type itself (the types meet). None for other nodes."""
         if id(node) in self._copies:
             return self._copies[id(node)]
@@ -123,8 +116,8 @@ class AllOfMerges:
         """allOf (beside notes only) whose branches are each a $ref with a type at most
         beside it, all to one schema R (through such $refs): `{type: the types they all
         name, $ref: R}` (_typed_copies takes it), not an intersection of R with itself,
-        which the grammar path cannot take where R recurses (minecraft's `min` of a
-        number provider, declared in two branches); one plain $ref beside branches of
+        which the grammar path cannot take where R recurses (a recursive property
+        declared in two branches); one plain $ref beside branches of
         notes only: that branch. None for other nodes."""
         if _beside_ref(node) != {"allOf"} or not isinstance(node["allOf"], list):
             return None
@@ -132,7 +125,7 @@ class AllOfMerges:
                      if b is not True and not (isinstance(b, dict) and _schema_keys(b) <= _ANNOTATIONS)]
         if len(asserting) == 1 and "$ref" not in node and isinstance(b := asserting[0], dict) and "$ref" in b \
                 and not _beside_ref(b):
-            return b  # (a $ref beside notes: yippee-ki-json's suppliers, whose if/then recurse)
+            return b  # (a $ref beside notes, whose target's if/then may recurse)
         if not any(isinstance(b, dict) and "type" in b for b in node["allOf"]):  # (no type: a plain merge)
             return None
         types, ends = _TYPES, []
@@ -153,9 +146,9 @@ class AllOfMerges:
     def _per_type(self, node: dict, types: list, ends: list):
         """_one_ref's allOf whose $refs reach different schemas (`ends`: each branch, the
         last $ref of its chain, that schema), none a $ref and each typed, as anyOf, for
-        each type t they all name, of the allOf of their copies for t (_typed_copy):
-        minecraft's predicate `value`, an integer range or a number provider, each
-        recursive. None where a target is not such a schema."""
+        each type t they all name, of the allOf of their copies for t (_typed_copy): a
+        value that is an integer range or a number provider, each recursive. None where
+        a target is not such a schema."""
         if not all(isinstance(x, dict) and "$ref" not in x and _well_typed(x.get("type")) for _, _, x in ends):
             return None
         out = {"anyOf": []}
@@ -211,7 +204,7 @@ class AllOfMerges:
         return True
 
     def _holds_none(self, s, t: str) -> bool:
-        """Whether schema s holds no value of type t, by its types (json_disjoint.types_of)."""
+        """Whether schema s holds no value of type t, by its types (disjoint.types_of)."""
         held = types_of(self, s)
         return held is not None and ("number" if t == "integer" else t) not in held
 
@@ -232,8 +225,8 @@ class AllOfMerges:
             first = todo.popleft()
             b = deref(self, first)
             via_ref |= b is not first
-            if b is True or id(b) in seen:  # (a branch twice is once: cloudify's node types
-                continue  # inherit through allOf chains that meet, ~3800 branches a merge unshared)
+            if b is True or id(b) in seen:  # (a branch twice is once: types that inherit
+                continue  # through allOf chains that meet would otherwise make thousands of branches)
             seen.add(id(b))
             if not isinstance(b, dict) or not isinstance(b.get("allOf", []), list):
                 branches = None
@@ -260,14 +253,14 @@ class AllOfMerges:
 
     def _ref_typed(self, branches: list):
         """allOf branches of which one, R, holds a $ref beside other keywords (or is an
-        anyOf of that one: jsonld's `anyOf: [{$ref: common}]`), and the others keywords R
+        anyOf of that one: `anyOf: [{$ref: common}]`), and the others keywords R
         does not hold (or, without a $ref, R holds a union and the others only types:
-        _typed_union narrows it): R with them and the types they all name (minecraft's looting
-        `limit`, `{type: [integer, object], $ref: numberProvider, properties: ...}` beside
-        `{type: integer}`; jsonld's `@graph`, an array's `additionalItems` beside an
-        untyped recursive `common`), which _typed_copies compiles as R's target once per
-        type, each with the keywords that assert something of it, where an intersection
-        with the target could not be taken when it recurses. False where no type is in
+        _typed_union narrows it): R with them and the types they all name (`{type:
+        [integer, object], $ref: numberProvider, properties: ...}` beside `{type:
+        integer}`; an array's `additionalItems` beside an untyped recursive `common`),
+        which _typed_copies compiles as R's target once per type, each with the keywords
+        that assert something of it, where an intersection with the target could not be
+        taken when it recurses. False where no type is in
         them all; None for other branches. Remembered, so that a recursion through it
         meets the same schema."""
         said = [b["anyOf"][0] if _schema_keys(b) - _ANNOTATIONS == {"anyOf"} and isinstance(b["anyOf"], list)
@@ -313,9 +306,8 @@ class AllOfMerges:
         and the others hold string and number keywords only (a `type`, a `pattern`) as
         one enum: the values in every list that the others accept (scalars matched
         against their term, containers by type: the only keyword of those that reads
-        them). azure-pipelines' `{"enum": [...], "$ref": "#/definitions/string"}`, its
-        task names (an anyOf of 259 enums) beside `{"pattern": "^PowerShell@2$"}`. None
-        where a branch says more."""
+        them): `{"enum": [...], "$ref": "#/definitions/string"}`, or an anyOf of hundreds
+        of enums beside `{"pattern": "^PowerShell@2$"}`. None where a branch says more."""
         said = [b for b in branches if not _schema_keys(b) <= _ANNOTATIONS]
         lists = [self._listed_values(b) for b in said]
         others = [b for b, vs in zip(said, lists) if vs is None]
@@ -344,8 +336,8 @@ class AllOfMerges:
     def _scalars_of(self, others: list, values: list) -> Term | None:
         """The term of allOf branches `others` beside lists of the scalars `values`,
         each branch's oneOf/anyOf kept to the branches that take a type of those values
-        (hayson's `ver`, listed "3.0", beside a pattern's value: a oneOf of strings,
-        numbers and recursive objects, of which the string is left). None where a value
+        (a listed "3.0" beside a pattern's value: a oneOf of strings, numbers and
+        recursive objects, of which the string is left). None where a value
         is a container, or a branch says more than scalar keywords and unions of scalar
         schemas (it might reach a recursion, which has no term to match against)."""
         if self._draft4 or any(isinstance(v, (dict, list)) for v in values):
@@ -378,8 +370,8 @@ class AllOfMerges:
 
     def _scalar_check(self, scalars: dict) -> Term:
         """The term of a merged scalar schema (_merged_scalars' dict), built once per
-        text: the dict stays alive (memo keys are ids) and azure-pipelines' 259 task
-        names beside their patterns compile each pattern once."""
+        text: the dict stays alive (memo keys are ids), and hundreds of listed names
+        beside the same patterns compile each pattern once."""
         text = json.dumps(scalars, sort_keys=True)
         got = self._scalar_checks.get(text)
         if got is None:
@@ -403,7 +395,7 @@ class AllOfMerges:
 
     def _distributed(self, branches: list, node: dict, most: int = MAX_DISTRIBUTED):
         """allOf [A, B, anyOf [C1, C2]] as anyOf [merged A B C1, merged A B C2] where
-        each of those merges (tsconfig's root: seven objects and an anyOf of four); one
+        each of those merges (a root of several objects and an anyOf of a few); one
         anyOf branch of at most MAX_DISTRIBUTED alternatives. A union of plain objects,
         not an object beside an anyOf (which intersect and meet: _meets); None
         otherwise."""
@@ -427,8 +419,8 @@ class AllOfMerges:
         """`{allOf: [node's property key, the patternProperties it matches]}`, once per
         set of those schemas (its id keys the merge's memo: where a merged object holds
         the same key again, one level down, the merge is the same schema, whose
-        recursion is then seen, not unrolled with a new copy per level: package.json's
-        exports, >300 s)."""
+        recursion is then seen, not unrolled with a new copy per level, which would not
+        end in reasonable time)."""
         props = node.get("properties", {})
         parts = ([props[key]] if key in props else []) + matched
         memo = tuple(map(id, parts))
@@ -442,8 +434,8 @@ class AllOfMerges:
     def _type_split(self, branches: list, node: dict):
         """allOf branches one of which lists several types as anyOf [their merge for each
         of the types], each branch without the keywords that assert nothing of that type:
-        bukkit's permission children, `type: [boolean, object]` beside a $ref to an
-        untyped schema of object keywords that recurses, are a boolean or that object
+        `type: [boolean, object]` beside a $ref to an untyped schema of object keywords
+        that recurses is a boolean or that object
         (no intersection of the two). None where a merge fails."""
         listed = [i for i, b in enumerate(branches) if isinstance(b.get("type"), list) and len(b["type"]) > 1]
         if len(listed) != 1 or not _well_typed(branches[listed[0]]["type"]):
@@ -465,10 +457,10 @@ class AllOfMerges:
         """The allOf branches `subs` of node, each that may hold more types than the
         branches (and node's `type`) have in common taken with those types where that
         merges into one schema: `{"pattern": p}` beside a string enum is a string
-        pattern, not also the universe of every other type (azure-pipelines' task names:
-        an open object of the document's 1536 keys each, under an intersection). None
-        where they have no type in common: no value holds them all (renovate's objects of
-        strings beside `$ref: "#"`, merged: the root's 381 properties, each also a string)."""
+        pattern, not also the universe of every other type (under an intersection, an
+        open object slotting every key of the document). None where they have no type in
+        common: no value holds them all (objects of strings beside `$ref: "#"`, merged:
+        every property of the root, each also a string)."""
         if id(node) in self._narrowing:
             return subs
         types = [types_of(self, s) for s in subs]
@@ -548,10 +540,10 @@ class AllOfMerges:
     def _union_distributed(self, node: dict):
         """node = {keywords K, anyOf: [B1, ...]} (or a oneOf whose branches are disjoint)
         as anyOf [K merged with B1, ...] where each merges (_distributed): a union of plain
-        schemas instead of K intersected with a union. azure-pipelines' task is an object
-        beside an anyOf of 259 objects, one per task name: intersected, every object
-        below slotted every one of the document's 1536 keys (meets: ~60 s to compile);
-        distributed, 259 objects of their own keys. None for other schemas."""
+        schemas instead of K intersected with a union. An object beside an anyOf of
+        hundreds of objects, one per name: intersected, every object below would slot
+        every key of the document (meets), far too dear to compile; distributed, each
+        object has its own keys. None for other schemas."""
         if "anyOf" not in node and "oneOf" not in node:  # (most schemas: at once)
             return None
         kws = [k for k in ("anyOf", "oneOf") if isinstance(node.get(k), list)]
@@ -597,7 +589,7 @@ class AllOfMerges:
     def _merged_objects(self, branches: list):
         """_merged_all_of for object schemas; None where they are not all of that kind.
         patternProperties may stand in one branch where the others take any other key
-        (package.json: an open object with `^_` patterns, and one with a property): the
+        (an open object with `^_` patterns, and one with a property): the
         merged object keeps them, and that branch's additionalProperties meets a key
         another branch declares only where no pattern of it matches the key."""
         carried = {}
@@ -619,7 +611,7 @@ class AllOfMerges:
                     carried.update((k, b[k]) for k in group if k in b)
                     carried.setdefault(group[0], None)
             keys = self._MERGEABLE | set(carried) | ({"patternProperties"} if b is pb else set())
-            if _names_type(b.get("type"), "object"):  # (other types' keywords assert nothing: renovate's `items`)
+            if _names_type(b.get("type"), "object"):  # (other types' keywords assert nothing: `items`)
                 keys = keys | _idle_keywords({"object"})
             if not _schema_keys(b) <= keys or not _names_type(b.get("type", "object"), "object"):
                 return None  # (other keys are vendor annotations, which the compiler ignores)

@@ -1,5 +1,5 @@
 """Whether the branches of a oneOf (or anyOf) can hold together: the reading the
-compiler makes before taking complements (fsm/json_schema.py's module notes, Emptiness).
+compiler makes before taking complements (docs/json-schema.md, "Emptiness").
 Each function takes the compiler (`comp`: its $ref resolution, its memo of listed values
 and key matches) and plain schema dicts; nothing here builds terms but `_allows_none`'s
 propertyNames.
@@ -38,8 +38,8 @@ def group_ways(comp, node, subs) -> list:
     types are unknown), each as (indexes, how exactly one of them holds): "union"
     (one branch, or disjoint), "keys" (keys_apart: each narrowed, then a union) or
     "complement". Exactly one branch holds iff exactly one of its group does, so a
-    group's way is its own whatever the other groups' (avro's types: two strings that
-    overlap beside recursive objects told apart by their `type`)."""
+    group's way is its own whatever the other groups' (two strings that overlap beside
+    recursive objects told apart by their `type`)."""
     out = []
     for g in overlaps(comp, subs) or [list(range(len(subs)))]:
         x = [subs[i] for i in g]
@@ -57,9 +57,8 @@ def keys_apart(comp, subs) -> bool:
     """Whether the branches `subs` are objects that take only keys they name
     (closed_keys) and no key two of them allow: then a value of two is `{}` or a
     non-object (where both are untyped), which the compiler narrows each branch
-    against (_Compiler._keys_narrowed), so that the oneOf is a union: snapcraft's
-    grammar items (`on ...`, `to ...`, `try`, `else` keys as patterns), GCP
-    workflows' `except` (a step, or `{as, steps}`)."""
+    against (_Compiler._keys_narrowed), so that the oneOf is a union: items keyed by
+    `on ...`, `to ...`, `try` or `else` (patterns), a step or `{as, steps}`."""
     ks = [closed_keys(comp, s) for s in subs]
     if None in ks:
         return False
@@ -101,9 +100,9 @@ def closed_keys(comp, s) -> tuple | None:
 def overlaps(comp, subs) -> list | None:
     """oneOf branches grouped by types in common (connected: a branch of objects
     and strings joins both), as lists of indexes; None where some branch's types are
-    unknown. Exactly one branch holds iff exactly one of its group does: circle-ci's
-    orbs, two string patterns beside an object whose values recurse, take complements
-    of the strings only."""
+    unknown. Exactly one branch holds iff exactly one of its group does: two string
+    patterns beside an object whose values recurse take complements of the strings
+    only."""
     types = [types_of(comp, s) for s in subs]
     if None in types:
         return None
@@ -125,8 +124,8 @@ def deref(comp, s, depth: int = 0):
 def types_of(comp, s, seen: frozenset = frozenset()) -> set | None:
     """The JSON types s's instances may have (integer counts as number), or None
     where unknown: from type, const, enum, $ref, and the branches of anyOf/oneOf
-    (their union) and allOf (their intersection): package.json's exports are a
-    oneOf of oneOfs of strings, objects and arrays."""
+    (their union) and allOf (their intersection), as in a oneOf of oneOfs of strings,
+    objects and arrays."""
     s = deref(comp, s)
     if s is False:
         return set()
@@ -217,8 +216,8 @@ def disjoint(comp, node, subs) -> bool:
 def _branches(comp, s, depth: int = 0) -> list:
     """s, or where s is only a union (anyOf / oneOf and annotations) its branches', flat:
     a value of s holds one of them, so two schemas are apart where every branch of one
-    is apart from every branch of the other (snapcraft's root: a oneOf of two oneOfs of
-    projects told apart by a required `base` one side allows and the other does not)."""
+    is apart from every branch of the other (a oneOf of two oneOfs of objects told
+    apart by a required `base` that one side allows and the other does not)."""
     s = deref(comp, s)
     if depth < 8 and isinstance(s, dict) and len(kw := _schema_keys(s) - _ANNOTATIONS) == 1 \
             and (k := next(iter(kw))) in ("oneOf", "anyOf") and isinstance(s[k], list) and s[k]:
@@ -229,14 +228,13 @@ def _branches(comp, s, depth: int = 0) -> list:
 def _apart(comp, x: tuple, y: tuple, objects: bool) -> bool:
     """Whether schemas a and b (x, y: (schema, its types (_types_of), _closed_object))
     hold no value in common: types apart, or a schema that requires a key beside a
-    closed object that does not allow it (vega's field: a closed datum, group or parent
-    reference beside an open `{signal}`), or a closed object that holds a key
-    (required, minProperties) beside an object schema that allows none of its keys (circle-ci's logic: one
-    operator key, or any keys but the operators by propertyNames); where only
-    objects count (`objects`, or a and b hold objects only), a required property's
-    listed values or types that the other excludes (gitlab-ci's jobs: `when: {enum:
-    [delayed]}` required, or `when: {not: {enum: [delayed]}}`; hayson's values: a `val`
-    number or one of three strings)."""
+    closed object that does not allow it (a closed `{datum}` beside an open
+    `{signal}`), or a closed object that holds a key (required, minProperties) beside
+    an object schema that allows none of its keys (one operator key, or any keys but
+    the operators by propertyNames); where only objects count (`objects`, or a and b
+    hold objects only), a required property's listed values or types that the other
+    excludes (`when: {enum: [delayed]}` required, or `when: {not: {enum: [delayed]}}`;
+    a `val` number or one of three strings)."""
     (a, ta, ca), (b, tb, cb) = x, y
     if ta is not None and tb is not None and not ta & tb:
         return True
@@ -304,12 +302,12 @@ def closed_object(comp, s) -> tuple | None:
     schema that holds objects only and
     no undeclared key (additionalProperties false, no patternProperties), else None.
     Two such branches are disjoint where one requires a key the other does not
-    allow: github-workflow's jobs, a oneOf of a job that needs `runs-on` and one
-    that needs `uses`, each without the other's key."""
+    allow: a oneOf of a job that needs `runs-on` and one that needs `uses`, each
+    without the other's key."""
     s = deref(comp, s)
     while isinstance(s, dict) and len(kw := _schema_keys(s) - _ANNOTATIONS) == 1 \
             and (k := next(iter(kw))) in ("oneOf", "anyOf", "allOf") and isinstance(s[k], list) and len(s[k]) == 1:
-        s = deref(comp, s[k][0])  # (a wrapper of one branch: gitlab-ci's steps)
+        s = deref(comp, s[k][0])  # (a wrapper of one branch)
     if not isinstance(s, dict) or types_of(comp, s) != {"object"} \
             or s.get("additionalProperties") is not False or s.get("patternProperties") \
             or not isinstance(s.get("properties", {}), dict) or not isinstance(s.get("required", []), list):

@@ -1,16 +1,10 @@
 """`$dynamicRef` (draft 2020-12), resolved before compiling.
 
-A dynamic reference whose static target carries a `$dynamicAnchor` of the name in its
-fragment goes to the outermost schema resource of the dynamic scope (the resources
-that evaluation has entered to reach it, through subschemas with an `$id` and through
-`$ref`s) that has a `$dynamicAnchor` of that name; otherwise it is a plain `$ref`. The
-scope is known where the compiler walks, so the schemas that reach a dynamic
-reference are copied once per scope that matters (the resources with dynamic anchors
-in it, outermost first), each with plain `$ref`s to its targets: the compiler, the
-key-order analyses and the canonical writer then see no dynamic reference at all.
-Copies keep the base URI and JSON pointer of the schema they copy (errors name the
-original place). A cycle through dynamic references is a cycle of `$ref`s between
-copies: recursive, the grammar path as usual.
+The schemas that reach a dynamic reference are copied once per dynamic scope that
+matters, each with plain `$ref`s to its targets, so the compiler, the key-order analyses
+and the canonical writer see no dynamic reference at all. Copies keep the base URI and
+JSON pointer of the schema they copy (errors name the original place). The resolution
+rule: docs/json-schema.md, "$dynamicRef".
 """
 from __future__ import annotations
 

@@ -1,38 +1,10 @@
 """`format` as exact string-content terms (decoded characters, then JSON-encoded).
 
-Supported (assertion semantics; each a regular language written from its RFC):
-- date, time, date-time (RFC 3339 section 5.6: real month lengths and leap years,
-  case-insensitive T/Z, and leap seconds exactly where the UTC time is 23:59:60:
-  the local time and the offset are checked together);
-- duration (RFC 3339 appendix A);
-- email (RFC 5321 Mailbox: dot-atom or quoted local part; hostname or address literal);
-- hostname (RFC 1123 labels of 1-63 LDH characters, 253 characters in all, no hyphen at
-  a label's ends, no "--" in positions 3-4: A-labels ("xn--") are refused, since
-  checking their Punycode is not regular);
-- ipv4 (dotted quad without leading zeros), ipv6 (RFC 4291 text forms, no zone id);
-- uuid (8-4-4-4-12 hex, either case);
-- uri, uri-reference (RFC 3986 collected ABNF); iri, iri-reference (RFC 3987: the
-  same rules with ucschar among the unreserved characters, and iprivate in queries);
-- uri-template (RFC 6570 level 4; "'" is taken in literals, as the JSON Schema suite
-  does, though the RFC's ABNF leaves it out);
-- json-pointer, relative-json-pointer (RFC 6901 / draft);
-- regex: a subset of ECMA-262 patterns that Python's re reads too (_regex_syntax: groups
-  nested 3 deep, no lookbehind, backreference or named group): narrower than the
-  format, as the context-free whole is not regular;
-- for Pydantic sources (python=True) also ipvanyaddress, ipv4interface, ipv6interface
-  and ipvanyinterface (an address, then a prefix length or none); ipv4network,
-  ipv6network and ipvanynetwork (an address whose bits past the prefix length are zero,
-  then the length; or a bare address: see `_network`); uuid1, uuid3 ... uuid8
-  (the uuid form with that version digit and the RFC 4122 variant, as Pydantic checks);
-  base64 and base64url (padded base64 of ASCII text: `_BASE64`); naive-date-time (a
-  date-time without an offset: NaiveDatetime), `url:SCHEMES:HOST` (Pydantic's URL
-  types as its WHATWG URL parser reads them: `_pydantic_url`); and email narrowed to
-  what EmailStr's email-validator takes (no quoted local part or address literal, a
-  period in the domain, its last label ending with a letter, no special-use name),
-  and name-email (NameEmail: that email, or a display name and it in <>).
-Others (idn-*, unknown names) raise KeyError: the caller refuses them (strict)
-or drops them (lenient), or, for names outside SPEC_FORMATS with
-custom_formats='ignore', reads them as annotations.
+Each supported format (SPEC_FORMATS, plus the Pydantic ones with python=True) is a
+regular language written from its RFC, with assertion semantics. Others (idn-*, unknown
+names) raise KeyError: the caller refuses them (strict), drops them (lenient), or, for
+names outside SPEC_FORMATS with custom_formats='ignore', reads them as annotations.
+The list, and what each one admits: docs/json-schema.md, "Formats".
 """
 from __future__ import annotations
 
@@ -41,7 +13,7 @@ import re
 from ..core.terms import LAZY, Term
 
 # The formats the JSON Schema specification defines (drafts 4 to 2020-12): any other
-# name is a custom format (json_schema's custom_formats option)
+# name is a custom format (schema.py's custom_formats option)
 SPEC_FORMATS = frozenset((
     "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname",
     "ipv4", "ipv6", "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template",
@@ -89,7 +61,7 @@ _SUB = r"[!$&'()*+,;=]"
 _IPVF = rf"[vV][0-9A-Fa-f]+\.(?:{_UNRES}|{_SUB}|:)+"  # (ASCII in IRIs too: RFC 3987 keeps IP-literal)
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.-]*"
 # RFC 3987: an IRI's iunreserved adds ucschar to unreserved, its query also iprivate
-# (classes of code points: surrogates are never members, fsm/charset.py)
+# (classes of code points: surrogates are never members, fsm/regex/charset.py)
 _UCSCHAR = (r"[\u00a0-\ud7ff\uf900-\ufdcf\ufdf0-\uffef"  # (then planes 1-13 to xFFFD, 14 from E1000)
             + "".join(rf"\U000{p:x}0000-\U000{p:x}fffd" for p in range(1, 14)) + r"\U000e1000-\U000efffd]")
 _IPRIVATE = r"[\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd]"
@@ -173,7 +145,7 @@ def _leap_second_time(st) -> Term:
     23:59). A trie on the digits, a lazy piece per digit read (a step loads the few
     entries of the branch the output took: the whole relation is 1440 leaves). It was
     two tries intersected, whose every state inside a date-time needed an emptiness
-    search (~0.3 ms of a first-pass step)."""
+    search in a first-pass step."""
     tb = st.tb
     lit = lambda x: tb.literal(x.encode())  # noqa: E731
     frac = st.fullmatch(_FRAC)
@@ -250,7 +222,7 @@ def _build(st, name: str, python: bool) -> Term:
     elif name == "hostname":
         # The lengths are length bounds (automaton.length_bound) beside unbounded shapes,
         # not counted repeats inside them: a mask then takes the shape's states (a few),
-        # not one per byte count (~60 row derivations per label on a first pass), for
+        # not one per byte count (dozens of row derivations per label on a first pass), for
         # the tokens that cannot reach the bound. The shape is ASCII: bytes are counted
         # (a one-segment row) rather than UTF-8 characters.
         label = tb.intersect([st.fullmatch(_LABEL), tb.repeat(tb.any_byte, 1, 63)])
@@ -505,7 +477,7 @@ def _piece(st, name: str, build) -> Term:
     per process): the program of the format around it, and the first row that the step
     entering the format loads, hold one node for it, and its own entries load when the
     output reaches it (a date-time's first step loaded its leap-second relation: 1k
-    entries, ~3 ms)."""
+    entries)."""
     prog = _PROGRAMS.get((name, False))
     if prog is None:
         prog = _PROGRAMS[(name, False)] = st.tb.export(build())

@@ -1,36 +1,12 @@
 """An object's keys kept distinct, checked while decoding.
 
-JSON Schema reads an object, not its text: a parser keeps the last of two equal keys,
-so `{"b":1,"b":2}` is the one-key object {"b": 2}, and a text that counts it as two
-(minProperties: 2) or a reader that refuses repeats is wrong-footed. Declared keys
-have a slot each in the automaton (written once, in the key order), but the keys an
-object takes beyond them (additionalProperties, patternProperties, the free values'
-objects) are a repeated part, which a regular language cannot keep apart. So a tracker
-beside the automaton reads the output's bytes, keeps each open object's keys so far (as
-values: `"\\u0061"` repeats `"a"`), and the matcher refuses the token that would close
-a key equal to an earlier one of its object (KeyMatcher).
-
-Where the undeclared keys are endless from every beginning (any string but the
-declared ones, `^x-`, `^[a-z]+$`), refusing those tokens never leads into a dead end:
-there is always a new way to finish the key. Where they are bounded (propertyNames
-with an enum or maxLength, `^[a-z]{2}$` with additionalProperties false, the
-intersection of patterns where objects meet or are complemented), a key begun may have
-no way left but to repeat, and after a comma every key may be used up: there
-(`KeyPlan.walks`) the matcher also refuses the tokens after which the key cannot end
-as a new one, by a walk over the automaton's bytes along the earlier keys' rests
-(json_unique.ends_new's way, MAX_VIABLE_STEPS bytes at most). Where fewer such keys
-exist than minProperties needs beyond the declared ones, the compiler counts them
-(json_schema._Compiler._free_keys), so the automaton never asks for more.
-
-Cost: nothing where no object takes undeclared keys (the automaton's matcher is
-returned as it is); elsewhere a step reads the token's bytes (most have no quote or
-bracket and change nothing) and looks up the few tokens the mask allows that hold an
-earlier key whole: a warm step of the bench's k8s-deployment ~2.5 us against ~0.5
-without the tracker. Where some keys are bounded, the tokens that may begin a key or
-keep one an earlier key's beginning are stepped through the tracker too, and the walks
-are remembered per automaton state and earlier keys: SchemaStore's github-workflow
-(its `on` events' `^(branche|tag|path)s(-ignore)?$` keys) ~3 us a warm step against ~2
-without the walks.
+Declared keys have a slot each in the automaton, but the keys an object takes beyond
+them (additionalProperties, patternProperties, free values' objects) are a repeated
+part, which a regular language cannot keep apart. A tracker beside the automaton keeps
+each open object's keys so far (as values), and KeyMatcher refuses the token that would
+close a key equal to an earlier one of its object; where those keys are bounded, also
+the tokens after which a key can only end as an earlier one (KeyPlan.walks). Nothing is
+added where no object takes undeclared keys. Why: docs/json-schema.md, "Distinct keys".
 
 >>> plan = KeyPlan(walks=False)
 >>> plan.accepts(b'{"a":{"a":1},"b":[{"a":2}]}'), plan.accepts(b'{"a":1,"\\\\u0061":2}')

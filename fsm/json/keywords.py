@@ -1,8 +1,9 @@
-"""The JSON Schema vocabulary as fsm/json_schema.py reads it: the keywords, grouped by
+"""The JSON Schema vocabulary as fsm/json/schema.py reads it: the keywords, grouped by
 the type they constrain, where subschemas sit, which only annotate, and what each
 keyword's value must be (_check_values). Plain tables, shared by the compiler and the
-schema rewrites beside it (fsm/json_merge.py, fsm/json_variants.py); nothing here
-builds terms."""
+schema rewrites beside it (fsm/json/merge.py, fsm/json/variants.py); nothing here
+builds terms.
+"""
 from __future__ import annotations
 
 from ..core.errors import SchemaError
@@ -29,7 +30,7 @@ _NOTES = frozenset(("$ref", "$id", "$schema", "$comment", "$anchor", "$dynamicAn
                     "readOnly", "writeOnly"))
 _ANNOTATIONS = _NOTES - {"$ref"}  # keywords that assert nothing
 # The JSON Schema keywords of drafts 4 to 2020-12 (and OpenAPI's that assert): any other
-# key of a schema (tsconfig's allowTrailingCommas, x-...) is a vendor annotation
+# key of a schema (allowTrailingCommas, x-...) is a vendor annotation
 _KEYWORDS = frozenset((
     "$schema", "$id", "id", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor", "$recursiveRef",
     "$recursiveAnchor", "$vocabulary", "$comment", "$defs", "definitions", "allOf", "anyOf", "oneOf", "not",
@@ -46,14 +47,14 @@ _UNSUPPORTED = {"$dynamicRef": "dynamic references here (fsm/json_dynamic.py res
 
 
 def _schema_keys(node: dict) -> set:
-    """The keys of schema `node` that are JSON Schema keywords: vendor keys (tsconfig's
-    allowTrailingCommas, azure-pipelines' doNotSuggest and ignoreCase) assert nothing."""
+    """The keys of schema `node` that are JSON Schema keywords: vendor keys (editors'
+    allowTrailingCommas, doNotSuggest, ignoreCase...) assert nothing."""
     return {k for k in node if k in _KEYWORDS}
 
 
 def _beside_ref(node: dict) -> set:
     """The keys of schema `node` that assert something beside its $ref (not notes, not
-    vendor keys: azure-pipelines' `{"$ref": ..., "doNotSuggest": true}` is its target)."""
+    vendor keys: `{"$ref": ..., "doNotSuggest": true}` is its target)."""
     return _schema_keys(node) - _NOTES
 
 
@@ -65,7 +66,7 @@ def _names_type(ty, name: str) -> bool:
 
 def _idle_keywords(types) -> frozenset:
     """The type-specific keywords that assert nothing of values of `types` (type names,
-    integer as number): `items` beside `type: object` (renovate's managers)."""
+    integer as number): `items` beside `type: object`."""
     types = {"number" if t == "integer" else t for t in types}
     return frozenset(k for t, kws in _FAMILIES.items() if t not in types for k in kws)
 

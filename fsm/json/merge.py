@@ -3,7 +3,8 @@ number bounds, array items: _merged_scalars, _merged_arrays), the values a schem
 (_finite_values), and the tests on JSON values they read: a value's type, membership of
 a `type`, equality as JSON Schema compares values; a value's canonical text
 (canonical_json). Plain functions of schema dicts and values; the merges that read the
-compiler are fsm/json_allof.py's."""
+compiler are fsm/json/allof.py's.
+"""
 from __future__ import annotations
 
 import json
@@ -20,7 +21,7 @@ _TYPED_ENUM_KEYS = {"type", "enum", "title", "description", "$comment", "default
 
 
 def _well_typed(types) -> bool:
-    """A `type` value fsm/json_schema.py reads (absent, a type name, a list of them)."""
+    """A `type` value fsm/json/schema.py reads (absent, a type name, a list of them)."""
     names = [types] if isinstance(types, str) else types if isinstance(types, list) else None
     return types is None or (bool(names) and all(t in _TYPES or t == "integer" for t in names))
 
@@ -144,8 +145,8 @@ _TIGHTER = {"minimum": max, "exclusiveMinimum": max, "minLength": max,
 
 def _finite_values(s) -> list | None:
     """The values a schema (dereferenced) accepts when it lists them: const, enum
-    (beside `type` at most, and keywords of types none of them has: yippee-ki-json's
-    `additionalItems` beside an enum of strings) or the type boolean / null; None for
+    (beside `type` at most, and keywords of types none of them has: `additionalItems`
+    beside an enum of strings) or the type boolean / null; None for
     any other schema."""
     if not isinstance(s, dict):
         return None
@@ -183,7 +184,7 @@ def _number_text(v) -> str:
 
 def canonical_json(value, key_order, indent: int | None = None) -> str:
     """The canonical text of a JSON value with object keys in `key_order` (None: as
-    they are; see fsm/json_schema.py's module notes, and CompiledSchema.canonical);
+    they are; see docs/json-schema.md, and CompiledSchema.canonical);
     indent gives a flexible-whitespace variant (json.dumps-like indentation)."""
     order = {k: i for i, k in enumerate(key_order or ())}
     return _canonical(value, 0, None if key_order is None else order, len(order), indent)
@@ -192,7 +193,7 @@ def canonical_json(value, key_order, indent: int | None = None) -> str:
 def _canonical(v, level: int, order: dict | None, big: int, indent: int | None) -> str:
     """canonical_json's work (a function of the module, not a closure: a recursive
     closure is a reference cycle, and enum checks make tens of thousands per compile:
-    ~500k objects of garbage for SchemaStore's azure-pipelines)."""
+    hundreds of thousands of objects of cyclic garbage for a large schema)."""
     if v is None:
         return "null"
     if v is True:

@@ -1,17 +1,13 @@
 """JSON numbers as byte-level terms: the number universe, exact decimal bounds, multipleOf.
 
-The number universe (what every number-accepting term agrees on, so that
-intersection and complement of schema terms stay exact):
+The universe, which every number-accepting term agrees on so that intersection and
+complement of schema terms stay exact:
 
     -?(0|[1-9][0-9]*)(\\.[0-9]+)?      without exponents, and without negative zero
 
-A value has several texts in this universe (``1``, ``1.0``, ``1.00``...): every term
-that accepts a value accepts all of its texts. Exponent forms (``1e5``) and ``-0`` are
-outside the universe: the automaton never produces them (documented limit).
-
-Bounds are exact for any decimal bound (``minimum: 1.25``, ``exclusiveMaximum: -3``):
-a number is compared digit by digit (integer part by digit-range automata, fraction
-by lexicographic comparison with zero padding).
+Every term that accepts a value accepts all its texts (``1``, ``1.0``...). Bounds are
+exact for any decimal bound (compared digit by digit); multipleOf is a residue automaton
+over the digits. See docs/json-schema.md, "Numbers".
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pydantic sources (fsm/json_schema.py's notes, "Sources"): the JSON Schema generator
+"""Pydantic sources (docs/json-schema.md, "Pydantic sources"): the JSON Schema generator
 that writes what Pydantic's validators take where Pydantic's own schema says less
 (_pydantic_generator, decimal_json_schema), and the compile options' defaults for a
 Pydantic source (JsonOptions.for_source). Pydantic is imported only for a Pydantic source."""
@@ -17,7 +17,7 @@ def _pydantic_generator():
       the numbers it takes (`decimal_json_schema`);
     - URL types: format uri, without their allowed schemes, and wider than the URL
       parser reads (ports past 65535, an http host `a.1`); here format `url:SCHEMES:HOST`
-      (fsm/json_formats.py `_pydantic_url`);
+      (fsm/json/formats.py `_pydantic_url`);
     - NaiveDatetime: format date-time, which has an offset; here naive-date-time;
     - dict keys of int, float, bool or Decimal: any string; here their text;
     - bytes with max_length: Pydantic counts the UTF-8 bytes of the string, JSON Schema

@@ -1,22 +1,14 @@
 """Recursive schemas: the compiler's terms, which hold a marker where a recursive
-schema occurs (_Compiler._marker), turned into something a DFA of derivatives can
-run. Two ways:
+schema occurs (_Compiler._marker), turned into something a DFA of derivatives can run.
+
 - lazy terms (`lazy_recursion`, the default where it applies): each marker becomes a
-  deferred term (TermBuilder.deferred) whose body is its rule's term, so the state is
-  a term whose tail holds what the open values still need (a stack, written as a
-  concatenation); the token automaton and its masks are those of every other schema,
-  and no grammar is built. A small tree schema's time to first mask is ~0.29 ms, not
-  ~0.54; on SchemaStore's recursive schemas a step's median is ~0.4x the grammar
-  path's. But a state is a term per depth: along a document nested deep every
-  level's states are new (a first-pass step's median ~40 us, against ~8 us on the
-  grammar path, whose masks are per lexeme and parser state: recursion="grammar";
-  benchmarks/recursive_depth.py: the tree's first document is cheaper as lazy terms
-  at depth 2, dearer from depth 5, 3x at depth 30);
-- BNF rules over regular terminals for fsm/grammar.py (_RecursiveRules), where a lazy
-  term would not be exact or would not end: a marker under an intersection or
-  complement (lenient mode's relaxed ones), a rule that may begin with itself
-  (`lazy_recursion`'s conditions).
-`_marker_index` finds the marker a term holds."""
+  deferred term whose body is its rule's term, so the token automaton is that of any
+  other schema and no grammar is built;
+- BNF rules over regular terminals for fsm/grammar/ (_RecursiveRules), where a lazy term
+  would not be exact or would not end (a marker under an intersection or complement, a
+  rule that may begin with itself).
+`_marker_index` finds the marker a term holds. Trade-offs: docs/json-schema.md, "Recursion".
+"""
 from __future__ import annotations
 
 import itertools
@@ -26,22 +18,23 @@ from .source import JsonTermSource
 from ..core.terms import ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOT, NOTHING, REPEAT, Term, TermBuilder
 
 class _RecursiveRules:
-    """Terms with recursion markers -> BNF rules over regular terminals (fsm/grammar.py).
+    """Terms with recursion markers -> BNF rules over regular terminals (fsm/grammar/automaton.py).
 
     Each recursive schema's term (its rule body) and the root term contain markers
     where the recursive schema occurs. Structure that contains a marker becomes rules
     (concatenation: a sequence, alternation: alternatives, repeat: list rules); every
     maximal marker-free piece becomes one terminal (nullable pieces: an optional
     non-nullable terminal). A union's alternatives that start with the same part are
-    merged (_factored); the rest of a union's ambiguity forks the parse (fsm/grammar.py).
+    merged (_factored); the rest of a union's ambiguity forks the parse (fsm/grammar/automaton.py).
     A marker under an intersection or complement (allOf, not, oneOf with overlapping
     branches, contains...) raises SchemaError; lenient mode takes one of its parts
     (_one_part)."""
 
     MAX_REPEAT_UNROLL = 64  # bounds up to this are alternatives of each length; above, a chain of rules
     MAX_REPEAT_RULES = 4096
-    # nonterminals of the grammar: argo-workflows' ~1500 definitions make 5.7k; OpenAPI
-    # 3.1's unions of objects factored on their common keys passed 400k (a minute, no end)
+    # nonterminals of the grammar: a large real-world schema of a thousand or more
+    # definitions stays well below; unions of objects factored on their common keys can
+    # grow without practical end, and are refused here
     MAX_RULES = 50_000
 
     def __init__(self, tb: TermBuilder, root: Term, bodies: dict[int, Term], marked: dict,
@@ -132,8 +125,8 @@ class _RecursiveRules:
     def _nonterminal(self, t: Term) -> str:
         """t's nonterminal, its rules made by __init__'s loop (made here, they would nest
         one call per level: a shared tail's rules name the next tail, one per slot; a
-        head's its own heads, one per object around a recursive reference: argo
-        workflows' Kubernetes definitions passed Python's stack)."""
+        head's its own heads, one per object around a recursive reference: large
+        schemas' definitions would pass Python's stack)."""
         name = self._sym.get(t.id)
         if name is None:
             if len(self._sym) >= self.MAX_RULES:
@@ -227,8 +220,8 @@ class _RecursiveRules:
             return [self._terminal(t)]
         if k == ALT:
             # the alternatives without a marker are one terminal, their union: one lexeme
-            # reads them all (SAM's ~900 resource objects beside recursive ones were ~900
-            # lexemes going on at once, a lexer item each per byte: seconds per token)
+            # reads them all (hundreds of objects beside recursive ones would be as many
+            # lexemes going on at once, a lexer item each per byte)
             free, out = [], []
             for c in self._factored(t.args):
                 if self._has_marker(c):
@@ -252,7 +245,7 @@ class _RecursiveRules:
                 raise SchemaError(f"recursive schema: a bound of more than {self.MAX_REPEAT_RULES} items "
                                   "(maxItems - minItems...) around a recursive reference is not supported", "$ref")
             # at most hi - lo more: a chain of rules `m_j: | item m_(j-1)`, linear in the
-            # bound (alternatives of every length are quadratic: mergify's maxItems 500)
+            # bound (alternatives of every length are quadratic in it)
             more: list = []
             for _ in range(hi - lo):
                 name = f"n{len(self._sym)}"

@@ -4,210 +4,14 @@
     >>> auto = fsm.compile_json_schema({"type": "object", "properties": {"a": {"type": "integer"}},
     ...                                 "required": ["a"]}, vocab)   # doctest: +SKIP
 
-How
----
-Every (sub)schema compiles directly to a term (fsm/terms.py) whose language is the set of
-texts of the JSON values valid under it. Because terms are closed under union,
-intersection and complement, the composition keywords are exact: `allOf` is an
-intersection, `anyOf` a union, `oneOf` the union of each branch minus the others
-(plain union when the branches are provably disjoint: distinct types or a const
-discriminator; a branch loses first the types that another holds every value of,
-_held_alone), `not` the universe minus the subschema, `if/then/else` is
-(if & then) | (universe - if) & else, `dependentSchemas` and `dependentRequired` are
-unions of "key absent" and "key present and ..." (a dependentSchemas entry that only
-requires keys is a dependentRequired one). Parts of an object schema that only say
-which keys it has (`oneOf: [{required: [a]}, {required: [b]}]`, `not: {required:
-[...]}`, dependencies of that kind, more than five dependentRequired keys:
-_presence_parts) are no intersection either: the object is the union of its variants,
-one per allowed set of those keys (at most 64 sets of 16 keys). A oneOf of closed
-objects that no key two of them allow is the union of its branches, each without the
-`{}` and non-objects another holds too (json_disjoint.keys_apart). Likewise an `if`
-that tests one property's value (`if: {properties: {kind: {const: "cron"}}}`,
-then/else) makes one variant per outcome: the test and `then`, or the other values and
-`else`. `contains` counts the items that hold it among those that may (types apart,
-or an empty intersection with the item's schema: none, or the prefix items only).
-allOf branches are merged where they are plain objects (properties merged per key, some
-keywords of one branch carried over), plain arrays (items merged), value lists
-(common values) or string/number keywords (tightest bounds): one term, not an
-intersection. Derivatives are lazy, so nothing is expanded at compile time:
-`maxLength: 10000` is one repeat node.
-
-For intersection and complement to be exact, every term that accepts a value must accept
-exactly the same texts of it. The texts of a value (its canonical forms):
-- objects: keys that occur anywhere in the schema (properties, required, dependencies,
-  keys of const/enum objects) in the order of their first occurrence in the schema
-  document (`key_order`), each at most once; then the other keys, in any order.
-  For an ordinary schema this is the declared property order. Optional properties may
-  be omitted. That is the order of every value below a schema that intersects or
-  complements (`_Compiler._meets`: a keyword of `_MEETS`, such as an allOf that does
-  not merge into one schema (over one anyOf branch too: _distributed), not, if,
-  dependentSchemas, a oneOf whose branches may overlap, patternProperties that
-  intersect two schemas holding objects, a $ref with sibling keywords, two parts that
-  may both hold objects...; presence parts do not count). Elsewhere nothing meets, and
-  an object's own keys (its properties, required and dependentRequired keys) come
-  first, in key order, each at most once; all other keys come after them, in any
-  order. That is the issue's "declared property order, undeclared keys after them",
-  per object; an open object's term stays small in schemas with many keys (a
-  Kubernetes manifest; eslintrc's and docker-compose's objects: ~6k and ~4k terms,
-  not ~21k each with every key slotted). A recursive schema met in both orders (a
-  cycle through a meeting schema) takes the key order everywhere (_MixedOrders).
-  `CompiledSchema.canonical` writes it (it walks the instance with the schema). Other
-  keys are masked as any string but the slotted ones (TokenAutomaton._cofinite_words).
-  The other keys are a repeated part, which cannot keep them apart: the matcher does,
-  while decoding (fsm/json_keys.py), so no text holds a key twice in one object.
-- numbers: plain decimal without exponent and without negative zero; an integral value
-  may carry `.0`, `.00`... (see fsm/json_numbers.py). Integers are written as integers.
-- strings: one encoding per character (fsm/json_strings.py).
-- whitespace: none (`whitespace="compact"`), or with `whitespace="flexible"` up to
-  `max_whitespace` (default 20) JSON whitespace bytes ([ \\t\\n\\r]) at each position
-  where JSON allows whitespace (around `{ } [ ] , :` and around the whole document).
-- nesting: values are at most `max_depth` (default 20) containers deep. This bounds the
-  values generated where the schema leaves them free (`{}`, `true`, missing `items`).
-`CompiledSchema.canonical(instance)` writes an instance in the compact canonical form
-(`canonical_json(instance, key_order)` where every object uses the key order).
-
-Strict mode (default): what cannot be enforced exactly raises `SchemaError` naming the
-keyword and the JSON pointer of the subschema. `strict=False` warns (SchemaWarning)
-and drops that keyword instead: the output may then violate it. Where a recursive
-reference sits under an intersection (see Emptiness below), lenient mode relaxes to a
-superset: an overlapping oneOf to anyOf (beside `type` and type-specific keywords: each
-branch with them), `not` dropped, if/then/else to then or else, the parts beside the
-one holding the reference dropped (and any other intersection that holds one, such as
-`contains` or `dependencies` of a recursive schema: one of its parts, in the grammar's
-rules, _RecursiveRules._one_part); a `$ref` to another document
-(not fetched) takes any value. An overlapping oneOf of objects that each require a key
-the others do not is narrowed instead, to a subset that keeps the output valid: each
-branch without the keys the others require; where no such keys exist but every branch
-lists its values of one property, apart from the others', each branch with that
-property required (argo's manifests and their `kind`).
-
-Enforced exactly: type, enum, const, properties, required, additionalProperties,
-patternProperties (every set of patterns an undeclared key may match, up to
-MAX_PATTERN_PROPERTIES_PARTITION = 5 patterns; past that, the sets whose patterns meet,
-at most MAX_PATTERN_SUBSETS = 64), propertyNames, min/maxProperties, dependentRequired,
-dependentSchemas, dependencies (draft-07), items, prefixItems, additionalItems,
-contains, min/maxContains, min/maxItems, minLength/maxLength (code points), pattern
-(ECMA search semantics), format (see fsm/json_formats.py; a custom format, one the
-specification does not define, is refused unless custom_formats='ignore' takes it as
-an annotation), minimum, maximum,
-exclusiveMinimum, exclusiveMaximum (also draft-04's boolean flags on minimum/maximum),
-multipleOf (any decimal divisor: a residue automaton over the digits,
-json_numbers.NumberTerms.multiple_of), allOf, anyOf, oneOf, not,
-if/then/else, $ref to $defs/definitions/JSON pointers/$anchor/$id inside the document
-(or in `documents`; a $ref beside other keywords is merged with them as an allOf branch
-where it merges: _Compiler._conjunction), $dynamicRef (resolved by the dynamic scope
-before compiling: fsm/json_dynamic.py),
-unevaluatedProperties and unevaluatedItems (beside allOf/$ref/anyOf/oneOf/if/
-dependentSchemas/contains/not too: the schema is written as the ways its applicators
-may hold, each with the keys and items they evaluate, _Compiler._ways; refused where a
-branch has branches of its own or the ways exceed UNEVALUATED_MAX_CASES). A keyword
-value of the wrong kind (a negative or fractional count, a non-number bound,
-`required` not an array of strings...) raises SchemaError naming it (_check_values).
-uniqueItems: exact when the array's elements range over a finite set of at most 16
-values (enum, const, boolean, null); for arrays of strings (set[str]; with maxLength,
-pattern, format or enum too, where they allow at least 65536 strings; listed by an enum
-or const alone, any number of them, as many as minItems at least, or fewer than 65536
-strings of one pattern or length counted, in an array of one way), of lists of strings
-or of any values without maxItems, of objects that can always take another key with any
-value (an `^x-` patternProperties, or undeclared keys allowed: compared by their
-values), of closed objects of at least
-65536 values (additionalProperties false all the way down: travis' {"secure": ...},
-citation's authors; an item may not end as an earlier one; with unique arrays below
-whose items hold none: travis' notifications, citation's references), of numbers or
-integers without bounds or above a bound of 0 or more (set[int], set[float],
-set[conint(ge=0)]; compared as values: 1 repeats 1.0), or
-of several of these, with true, false and null too (`{"uniqueItems": true}`: any
-values; a slot of literals only where its place is below their number), checked while decoding beside the automaton (fsm/json_unique.py: whether the
-array is unique must not hang on a not, contains, dependentSchemas, an anyOf/oneOf whose
-array branches disagree, or an if/then/else other than one whose `if` tests a key's
-value against a string const, which the tracker reads before the keys that come after
-it: github-issue-forms' dropdown options); where the anyOf that applies to the whole
-instance has branches that disagree (tsconfig's), an automaton per branch, run side by
-side (fsm/json_union.py); otherwise refused (strict), or not
-enforced for Pydantic sources (python_sets, below).
-Recursive $ref: exact, as lazy terms (recursion="auto", the default: each recursive
-schema a deferred term, its rule's body opened as the output enters it; a state's
-term holds what the open values still need, fsm/json_recursive.lazy_recursion), where
-they are exact and end; else through the context-free path (fsm/grammar.py; always,
-with recursion="grammar"); or unrolled with `max_recursion_depth=N`: each recursive
-reference is then followed at most N times along any path. On the context-free path
-the rules are parsed by LALR(1) tables: a union's branches that start alike are merged (two objects' `{}`);
-where branches stay ambiguous further on (two objects of an anyOf that both declare a
-key, a value two branches both allow) the parse forks there (fsm/grammar.py: exact,
-each reading a stack of its own until they meet again). The grammar has at most
-_RecursiveRules.MAX_RULES (50,000) nonterminals, and a bound around a recursive
-reference spans at most MAX_REPEAT_RULES (4096) items: past either, SchemaError.
-
-Sources: a dict, JSON text, or a Pydantic model class / type (`model_json_schema()`).
-For Pydantic sources three defaults change, to what the model parses back: objects are
-closed (allow_extra_properties=False); dates/times are those Python's datetime holds
-(no year 0000, no leap second), the formats Pydantic writes for bytes, SecretStr and
-Path (binary, password, path) take any string, those of IPvAnyAddress and the
-ipaddress interfaces an address with an optional prefix length, those of the ipaddress
-networks an address with its host bits zero and the prefix length (or none), those
-of UUID1-8 a uuid with that version, and those of the Base64 types padded base64 of
-ASCII text, and integers without a fraction part (`1`, not `1.0`, which
-Pydantic's strict ints refuse; floats, and an enum's or a const's values, which
-Pydantic takes as 1.0 too, keep theirs) (python_dates=True); and the
-uniqueItems of a set that is neither checked while decoding nor over a finite set
-(`set[conint(le=9999)]`, `set[tuple[int, int]]`) is not enforced (python_sets=True):
-Pydantic reads an array with a repeated item into the set, so the text may repeat an
-item while the object is valid (`set[Literal[...]]` stays exact, and `set[str]`,
-`set[int]` wherever fsm/json_unique.py checks them). Where
-Pydantic's own schema says less than its validators check, its schema is written
-differently (`_pydantic_generator`): a Decimal within its max_digits and
-decimal_places, URLs with their schemes as Pydantic's URL parser reads them,
-NaiveDatetime without an offset, dict keys of ints, floats and booleans as their text;
-PastDate/FutureDatetime, dates with bounds and `Json[...]` are refused.
-
-Emptiness: intersections and complements can make a derivative empty without being
-syntactically NOTHING; the DFA asks the source. `JsonTermSource.is_empty` decides it
-structurally (concatenation, alternation, repeat) and searches only AND/NOT parts:
-first a guessed member (TermSource.has_guess), then A* towards the shortest accepted
-completion; `JsonTermBuilder` folds `X & ~X` (and `X & ~(X|Y)`) to nothing, which
-otherwise needs an exhaustive search of X's states, and takes a value that every part
-of an intersection starts with out of it (`V R1 & ~(V R2)` = `V (R1 & ~R2)`: two open
-objects of a oneOf at a key neither declares), so that the search decides such a state
-by its tail, not over every position inside the value. A recursive reference (the grammar
-path) cannot be intersected: refused where the intersection is made (_meet). None is
-needed for oneOf branches whose types differ (read through their own anyOf/oneOf),
-whose discriminator values differ (where only objects count), or that are pairwise apart
-by their keys or values; complements are taken only among branches that share types
-(fsm/json_disjoint.py reads all that); nor for type-specific keywords beside a union
-whose branches' types are known: each branch takes its types' keywords (_type_variants).
-Where schemas merge, an intersection is one schema instead: allOf branches and a $ref
-beside keywords (_conjunction), listed values beside scalar keywords (_merged_values),
-an object beside an anyOf of objects as a union of merged objects (_union_distributed),
-allOf branches compiled for the types they share (_narrowed). Met by types, a recursion
-is copied per type instead: a $ref with a type (_typed_copies), with other branches'
-keywords and types (_ref_typed), typed $refs to different schemas (_per_type); a type
-narrows a union's branches to it (_typed_union), listed scalars are matched against a
-union's scalar branches (_scalars_of), and value conditions on an untyped schema split
-objects from the other values, on which every `if` holds (_objects_apart).
-
-Free positions (`{}`, `true`, missing `items`/`additionalProperties` values) use a cheap
-universe: objects with any keys in any order. Complement operands (`not`, `if` and
-`else`, overlapping `oneOf` branches, `contains`, `uniqueItems`) are built in canonical
-mode (the key order above everywhere), which keeps complements exact.
-
-An object's keys are distinct: declared ones have a slot each; undeclared ones (not a
-regular language: a repeated part) are kept apart while decoding (fsm/json_keys.py: the
-compiler notes where objects take them and whether they are bounded, `_free_keys`, and
-where fewer exist than minProperties needs, takes no more of them).
-
-Known limits: not read: `$schema`
-vocabularies, `$ref`s to documents not passed in `documents`, 2019-09's `$recursiveRef`.
-Numbers are produced without exponent.
-
-Modules: this one holds the compiler (_Compiler), CompiledSchema and the public API;
-beside it fsm/json_keywords.py (the keyword tables, _check_values), fsm/json_allof.py
-(the compiler's allOf merges and per-type copies: its base class AllOfMerges),
-fsm/json_merge.py (plain merges of schema dicts, the JSON value tests, canonical_json),
-fsm/json_variants.py (presence parts, value conditions), fsm/json_source.py
-(JsonTermBuilder, JsonTermSource: emptiness),
-fsm/json_recursive.py (recursion: lazy_recursion, and _RecursiveRules: the grammar path),
-fsm/json_pydantic.py
-(Pydantic sources: _pydantic_generator, decimal_json_schema).
+Every (sub)schema compiles to a term whose language is the canonical texts of the values
+valid under it, so the composition keywords are exact intersections, unions and
+complements of terms. What cannot be enforced exactly raises SchemaError naming the
+keyword and JSON pointer (strict), or is dropped with a SchemaWarning (strict=False).
+uniqueItems and distinct keys are checked beside the automaton (unique.py, keys.py), a
+split root anyOf runs as several automata (union.py), recursion goes through recursive.py.
+This module holds the compiler (_Compiler), CompiledSchema and the public API. Keyword
+support, canonical form, options and limits: docs/json-schema.md.
 """
 from __future__ import annotations
 
@@ -295,13 +99,13 @@ class CompiledSchema:
 
     rules = None  # _RecursiveRules for recursive schemas on the grammar path
     recursion = None  # how a recursive schema is run: "lazy" (lazy terms) or "grammar" (rules)
-    unique = None  # json_unique.UniquePlan: the uniqueItems checked beside the automaton
-    keys = None  # json_keys.KeyPlan: objects' keys kept distinct beside the automaton
+    unique = None  # unique.UniquePlan: the uniqueItems checked beside the automaton
+    keys = None  # keys.KeyPlan: objects' keys kept distinct beside the automaton
     own_slots = None  # (root schema, its _Compiler: _meets, _resolve...) where objects may slot own keys only
     MAX_ARRANGEMENTS = 256
 
     def canonical(self, instance, indent: int | None = None) -> str:
-        """The canonical text of an instance (module notes), compact or indented.
+        """The canonical text of an instance (docs/json-schema.md), compact or indented.
 
         Where objects put their own keys first (`own_slots`), which keys are an object's
         own depends on the subschema it is read under: the instance is walked with the
@@ -548,7 +352,7 @@ class _Compiler(AllOfMerges):
         self.python_dates = options.python_dates
         self.python_sets = options.python_sets
         # recursive $ref: markers in terms (_marker), then lazy terms or context-free
-        # rules (fsm/json_recursive.py)
+        # rules (fsm/json/recursive.py)
         self.recursion = recursion
         self.recursion_grammar = recursion != "refuse" and max_recursion_depth is None
         self.nonterminals: dict[int, int] = {}  # id(node) -> index
@@ -576,7 +380,7 @@ class _Compiler(AllOfMerges):
         self.dynamic_anchors: dict[tuple, dict] = {}  # (base, name) -> the schema whose $dynamicAnchor it is
         self._dynamic = False  # whether _index met a $dynamicRef
         self._unevaluated = False  # whether it met an unevaluatedProperties / unevaluatedItems
-        self._uniques: list[dict] = []  # the schemas with uniqueItems: true (fsm/json_unique.py)
+        self._uniques: list[dict] = []  # the schemas with uniqueItems: true (fsm/json/unique.py)
         self.unique_reasons: dict[str, str] = {}  # JSON pointer -> why the planner does not check it
         self.base_of: dict[int, str] = {}
         self.ptr_of: dict[int, str] = {}
@@ -584,7 +388,7 @@ class _Compiler(AllOfMerges):
         self._key_set: set = set()
         self._refs: list[dict] = []  # the schemas with a $ref, as _index met them
         # draft-04 (and 03) differ: a schema's URI is named by `id` (where `$id` is no
-        # keyword: SchemaStore's cryproj puts JSON pointers in `$id`s that jsonschema ignores),
+        # keyword: some schemas put JSON pointers in `$id`s, which validators ignore there),
         # and an integer is a number written without a fraction (2.0 is none: nt)
         schema_uri = root.get("$schema") if isinstance(root, dict) else None
         self._draft4 = isinstance(schema_uri, str) and re.search(r"draft-0[34]\b", schema_uri) is not None
@@ -640,11 +444,11 @@ class _Compiler(AllOfMerges):
         self._uneval: dict = {}  # id(node) -> _unevaluated_written(node)
         self._negated = 0
         # objects that take keys no slot writes (kept distinct while decoding:
-        # fsm/json_keys.py), and whether some of those keys are bounded
+        # fsm/json/keys.py), and whether some of those keys are bounded
         self.free_keys = self.walk_keys = False
         self._key_languages: dict = {}  # (key terms' ids, bare ones', minProperties) -> _free_keys' verdict
         # the schema to compile: root, or where it has $dynamicRefs, its copy with them
-        # resolved (fsm/json_dynamic.py)
+        # resolved (fsm/json/dynamic.py)
         self.entry = root
         if self._dynamic:
             self.entry = DynamicRefs(self).entry(root)
@@ -657,8 +461,8 @@ class _Compiler(AllOfMerges):
 
     def plain_number(self, integer: bool) -> Term:
         """The integers, or the numbers, without bounds: a program made once per process,
-        loaded when the output first reaches one (NumberTerms' ~30 terms took a fifth of
-        a small schema's compile)."""
+        loaded when the output first reaches one (NumberTerms' ~30 terms were a large part
+        of a small schema's compile)."""
         name = f"json:integer:{self.nt_fraction}" if integer else "json:number"  # (numbers keep fractions)
         prog = _NUMBERS.get(name)
         if prog is None:
@@ -765,7 +569,7 @@ class _Compiler(AllOfMerges):
 
     def _index_targets(self) -> None:
         """Index the schemas that $refs point to through places _index does not walk
-        (travis' `#/definitions/notificationObject/slack`: under a key that is no
+        (`#/definitions/notificationObject/slack`: under a key that is no
         keyword), and those their own $refs reach, before the key order is read: an
         object's keys have their places there (compiling reads them). References that
         point nowhere are left to _resolve, which names them where the output meets them."""
@@ -793,7 +597,7 @@ class _Compiler(AllOfMerges):
         return res, uri, frag
 
     def _resolve(self, node: dict, ref: str):
-        key = (self.base_of.get(id(node), ""), ref)  # (once per base: cloudify's merges resolve 590k refs)
+        key = (self.base_of.get(id(node), ""), ref)  # (once per base: merges resolve the same refs often)
         out = self._resolved.get(key)
         if out is None:
             out = self._resolved[key] = self._find(node, ref)
@@ -829,7 +633,7 @@ class _Compiler(AllOfMerges):
     def _peek(self, node: dict):
         """What node's $ref points to, as _find reads it, but without a word where that is
         nowhere (None: the error or the lenient note is the compilation's to make) and
-        without indexing it (fsm/json_union.py's reachability)."""
+        without indexing it (fsm/json/union.py's reachability)."""
         ref = node["$ref"]
         res, uri, frag = self._ref_document(node, ref) if isinstance(ref, str) else (None, "", "")
         if res is None or not frag:
@@ -860,7 +664,7 @@ class _Compiler(AllOfMerges):
         term drops them; only complements need the canonical one, and complement operands
         and their universes are always built in canonical mode."""
         self._uses_depth()
-        self.free_keys |= d >= 1  # (its objects take any keys: fsm/json_keys.py)
+        self.free_keys |= d >= 1  # (its objects take any keys: fsm/json/keys.py)
         canon = self._negated > 0
         t = self._any.get((d, canon))
         prog_key = (d, self.ws_options)
@@ -960,8 +764,8 @@ class _Compiler(AllOfMerges):
 
     def _meets(self, node) -> bool:
         """Whether the values of schema `node` meet (are intersected or complemented),
-        so that every object below it slots every known key (module notes). Not for a
-        oneOf alone whose branches are disjoint (json_disjoint.disjoint: a union), nor for
+        so that every object below it slots every known key (docs/json-schema.md). Not for a
+        oneOf alone whose branches are disjoint (disjoint.disjoint: a union), nor for
         patternProperties whose intersections take at most one part that holds
         objects (`"^x-": {}`: the cheap universe accepts every key order), nor for a
         $ref beside a `type` its target has (_typed_ref), nor for an allOf (or a $ref
@@ -1005,7 +809,7 @@ class _Compiler(AllOfMerges):
 
     def _typed_ref(self, node: dict) -> bool:
         """Whether node is a $ref with only a `type` beside it that its target has
-        already (and keywords of other types, which assert nothing then: renovate's
+        already (and keywords of other types, which assert nothing then:
         `{"type": "object", "$ref": "#", "items": ...}`): compiled as the target (_value),
         it meets nothing."""
         beside = _beside_ref(node) if "$ref" in node else set()
@@ -1101,8 +905,8 @@ class _Compiler(AllOfMerges):
         if typed is not None:
             return self.value(typed, d, budget)
         if self._typed_ref(node):
-            # `type` beside a $ref whose target has those types already (renovate's
-            # {"type": "object", "$ref": "#"}): the target alone, not an intersection
+            # `type` beside a $ref whose target has those types already
+            # ({"type": "object", "$ref": "#"}): the target alone, not an intersection
             return self.value(self._resolve(node, node["$ref"]), d, budget)
         for k, what in _UNSUPPORTED.items():
             if k in node:
@@ -1178,7 +982,7 @@ class _Compiler(AllOfMerges):
     def _meet(self, node: dict, keyword: str, t: Term, relaxed, instead: str | None = None) -> Term:
         """t, an intersection or complement made for `keyword` of node (or a union of
         them: oneOf). One that holds a recursive reference, which neither lazy terms nor
-        the grammar path intersect (fsm/json_recursive.py), is refused naming the keyword, the node and
+        the grammar path intersect (fsm/json/recursive.py), is refused naming the keyword, the node and
         the recursive schema; lenient mode warns and takes `relaxed()`, a superset
         (oneOf as anyOf, the node without `not`...), or what `instead` says it is."""
         if not self.nonterminals:
@@ -1199,12 +1003,11 @@ class _Compiler(AllOfMerges):
         """node = {oneOf|anyOf: branches, type-specific keywords} as one schema per
         branch, each with the keywords of the types it may have (`{type: object}` takes
         patternProperties, a string branch none: they assert nothing of strings), and
-        node's `type` (every branch takes it: cmake-presets' root, an object). The
-        union of these is node where a oneOf's branches are disjoint (their types known:
-        json_disjoint.types_of, and apart, or json_disjoint.disjoint); github-workflow's matrix,
-        `oneOf: [{type: object}, ${{...}}]` beside object keywords whose values are
-        recursive, needs no intersection so, nor circle-ci's jobs, a oneOf of three ways to
-        name an executor beside recursive steps. None where node is not of that form."""
+        node's `type` (every branch takes it: a root object). The union of these is node
+        where a oneOf's branches are disjoint (their types known: disjoint.types_of, and
+        apart, or disjoint.disjoint): `oneOf: [{type: object}, ${{...}}]` beside object
+        keywords whose values are recursive needs no intersection so, nor a oneOf of three
+        ways to name an executor beside recursive steps. None where node is not of that form."""
         if id(node) in self._type_vars:  # (once per node: the variants' ids key the memos below them)
             return self._type_vars[id(node)]
         self._type_vars[id(node)] = out = None
@@ -1247,7 +1050,7 @@ class _Compiler(AllOfMerges):
         the keys they name that satisfies them: those keys required, the others'
         properties false. Without `type`, the variants are objects, and the node's other
         values make one more variant where the parts hold on them (every `required`
-        does: netlify's `oneOf: [{required: [files]}, {required: [folder]}]` does not).
+        does: `oneOf: [{required: [files]}, {required: [folder]}]` does not).
         None where node has no presence parts."""
         if id(node) in self._variants:
             return self._variants[id(node)]
@@ -1403,7 +1206,7 @@ class _Compiler(AllOfMerges):
         other values, as [node on objects, rest on the others with every `then`]: an
         `if` that tests a property holds on a value that is no object, and on objects
         the tests of one key group (_outcomes), where 2^n outcomes of n tests would not
-        (minecraft's item modifiers: 23 `if`s on an optional `function`, untyped). None
+        (a score of `if`s on an optional, untyped `function`). None
         where rest holds objects only, or no objects."""
         types = types_of(self, rest)
         types = set(_TYPES) if types is None else types  # (unknown: any; none: no value, nothing to split)
@@ -1424,9 +1227,9 @@ class _Compiler(AllOfMerges):
         together, at most CONDITIONS_MAX of them (or CONDITIONS_ONE_KEY_MAX + 2 for the
         tests of one key); None where there are more. Tests of one key of an object for
         values apart hold one at a time where the key is always there (required by the
-        `if` or by rest: github-issue-forms' form items, five `if`s on their `type`, are six
-        outcomes, not 32), and also all at once where it may be absent (minecraft's
-        predicates: 17 `if`s on an optional `conditions`, 19 outcomes)."""
+        `if` or by rest: five `if`s on a form item's `type` are six outcomes, not 32), and
+        also all at once where it may be absent (17 `if`s on an optional `conditions`: 19
+        outcomes)."""
         groups: dict = {}  # (key, always there) -> indexes of tests of it that exclude each other
         lone = []
         objects = types_of(self, rest) == {"object"}  # (every `if` holds on other values)
@@ -1483,8 +1286,8 @@ class _Compiler(AllOfMerges):
 
     def _matches(self, t: Term, key: bytes) -> bool:
         """tb.matches, remembered: every object of a document with intersections slots
-        all its keys, and checks each against the same patterns (docker-compose's `^x-`
-        in 58 objects)."""
+        all its keys, and checks each against the same patterns (an `^x-` pattern in
+        dozens of objects)."""
         k = (t.id, key)
         r = self._key_matches.get(k)
         if r is None:
@@ -1542,7 +1345,7 @@ class _Compiler(AllOfMerges):
         no type, None where it leaves them all. The complements of the others then need
         no emptiness search of those types' values: `oneOf: [{type: array, items: ...},
         {properties: ...}]`, whose second branch takes every array, had the search
-        prove that no array of free objects is outside it (a TooLargeError after ~15 s)."""
+        prove that no array of free objects is outside it (a long search, then TooLargeError)."""
         types = types_of(self, subs[i])
         types = set(_TYPES) if types is None else types
         lost = {t for t in types if any(self._idle_of(s, t) for j, s in enumerate(subs) if j != i)}
@@ -1554,7 +1357,7 @@ class _Compiler(AllOfMerges):
 
     def _keys_narrowed(self, node: dict, group: list) -> list:
         """node's oneOf branches `group` (indexes), closed objects whose keys are apart
-        (json_disjoint.keys_apart), each narrowed to the values no other one holds:
+        (disjoint.keys_apart), each narrowed to the values no other one holds:
         `minProperties: 1` where another holds `{}` too, `type: object` where another
         is untyped too (a non-object holds both). Their union is the oneOf's, exactly."""
         key = (id(node), tuple(group))
@@ -1593,7 +1396,7 @@ class _Compiler(AllOfMerges):
         """Lenient mode's oneOf where branches overlap, a recursive reference stands
         under the complements, and _apart_by_keys finds no keys: (k, each branch an object
         that requires k) where every branch lists values of its property k, apart from
-        the other branches' (argo's manifests: five kinds of one shape, `kind` a const
+        the other branches' (manifests of five kinds of one shape, `kind` a const
         but not required). A subset of the oneOf that keeps the output valid: an object
         with k holds one branch at most. None where no property does."""
         if self.strict:
@@ -1748,7 +1551,7 @@ class _Compiler(AllOfMerges):
             if not any(has.values()):
                 return None
             types = list(_TYPES)
-            if not node.keys().isdisjoint(_TYPE_SAYERS):  # (the types its applicators leave: adonisrc's
+            if not node.keys().isdisjoint(_TYPE_SAYERS):  # (the types its applicators leave:
                 # uniqueItems beside a oneOf of strings and objects says nothing)
                 known = types_of(self, node)
                 types = types if known is None else [t for t in types if t in known]
@@ -1868,8 +1671,8 @@ class _Compiler(AllOfMerges):
 
     def _range(self, name: tuple, build) -> Term:
         """A digit-range term, built when the output first reaches it (a schema's
-        numbers cost nothing before its first mask: `numbers` compiled in 1.7 ms, 1.3 of
-        them digit ranges). `build()` makes a non-empty language, the same for `name`."""
+        numbers cost nothing before its first mask: digit ranges were most of a
+        number-heavy schema's compile). `build()` makes a non-empty language, the same for `name`."""
         return self.tb.deferred(("json:range",) + name, build, False)
 
     # -- objects ---------------------------------------------------------------------
@@ -1948,12 +1751,12 @@ class _Compiler(AllOfMerges):
         # one: objects agree on one order, and complements see only canonical texts
         # (below a schema that meets: _meets). Elsewhere only the object's own keys have
         # one (the same for all its dependentRequired variants) and every other key is
-        # among the other keys: a Kubernetes manifest's objects hold a few slots each
-        # instead of one per key of the document (CompiledSchema.canonical writes that order).
+        # among the other keys: a large schema's objects hold a few slots each instead
+        # of one per key of the document (CompiledSchema.canonical writes that order).
         canon = self._negated > 0 or self._meeting > 0
         if canon:
             gkeys = self._gkeys
-        else:  # (its own keys in key order: not a scan of every key, azure-pipelines' 1536)
+        else:  # (its own keys in key order: not a scan of every key of the document)
             index = self._gkey_index
             gkeys = [(k, tb.literal(string_text(k))) for k in sorted((k for k in _own_keys(node) if k in index),
                                                                      key=index.__getitem__)]
@@ -2035,7 +1838,7 @@ class _Compiler(AllOfMerges):
         def tail(c: int) -> Term:
             rlo = max(0, lo - c)
             rhi = None if hi is None else hi - c
-            if limit is not None:  # (fewer other keys than minProperties asks: json_keys)
+            if limit is not None:  # (fewer other keys than minProperties asks: keys.py)
                 rhi = limit if rhi is None else min(rhi, limit)
             if rhi is not None and rhi < rlo:
                 return tb.nothing
@@ -2067,7 +1870,7 @@ class _Compiler(AllOfMerges):
         """Notes that an object takes keys no slot writes (`keys`: their quoted
         languages; `bare`: the same without the declared keys taken out, where patterns
         or propertyNames bound them, else empty), which the matcher keeps distinct
-        (fsm/json_keys.py), and whether some are bounded: not endless from every
+        (fsm/json/keys.py), and whether some are bounded: not endless from every
         beginning, or meeting others where objects are intersected or complemented
         (the matcher then walks). Returns how many such keys there are where fewer
         than minProperties `lo`, else None: the object then takes no more of them."""
@@ -2096,8 +1899,8 @@ class _Compiler(AllOfMerges):
         first written slot each optional one is a factor (, slot)? of a concatenation;
         the first is one of the slots up to the first required one. As alternations
         (a slot, or the choice among the rest) each would hold all the later slots:
-        quadratic in the slots (package.json's objects: ~200 each where every key of
-        the document has a slot, 0.6 s to build)."""
+        quadratic in the slots (objects where every key of the document has a slot
+        hold hundreds)."""
         tb, comma = self.tb, self.comma
         after = [tail]  # after[j]: what may follow slot n-1-j once a slot is written
         for pair, req in reversed(slots):
@@ -2231,13 +2034,13 @@ class _Compiler(AllOfMerges):
     def _holders(self, contains, c: Term, items_s: list, items: list) -> list[bool]:
         """For each place of an array (prefix items, then the rest: schemas `items_s`,
         terms `items`), whether its item may hold `contains` (term c): False where their
-        types are apart (json_disjoint.types_of: `contains: {const: 0}` beside objects)
+        types are apart (disjoint.types_of: `contains: {const: 0}` beside objects)
         or their intersection is empty, as a search of at most CONTAINS_SEARCH_STATES
         states shows (`contains: {enum: [true, "a"]}` beside closed objects); True where
         it may or where that is not known. Otherwise the count's terms meet the items only
         inside the array's states, and an emptiness search there (at a mask past the
         array's key, mid-output) explored every array of the items for one more that
-        holds c: a TooLargeError after ~20 s."""
+        holds c: a long search, then TooLargeError."""
         ct = types_of(self, contains)
         src = JsonTermSource(self.tb, CONTAINS_SEARCH_STATES)
         out = []
@@ -2302,7 +2105,7 @@ class _Compiler(AllOfMerges):
         return vals if len(vals) <= MAX_UNIQUE_DOMAIN else None
 
 
-_TYPE_SAYERS = frozenset(("anyOf", "oneOf", "allOf", "$ref", "enum", "const"))  # (json_disjoint.types_of reads)
+_TYPE_SAYERS = frozenset(("anyOf", "oneOf", "allOf", "$ref", "enum", "const"))  # (disjoint.types_of reads)
 
 
 _NOWHERE = object()  # (_pointer: no such place)

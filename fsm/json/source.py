@@ -1,8 +1,8 @@
-"""Emptiness of schema terms (fsm/json_schema.py's notes, "Emptiness"): the term
-builder that folds `X & ~X` to nothing and takes a head the parts of an intersection
-share out of it (JsonTermBuilder), and the state source whose emptiness check is
-structural, searching only AND/NOT parts, A* towards the shortest completion
-(JsonTermSource)."""
+"""Emptiness of schema terms (docs/json-schema.md, "Emptiness"): the term builder that
+folds `X & ~X` to nothing and takes a head the parts of an intersection share out of it
+(JsonTermBuilder), and the state source whose emptiness check is structural, searching
+only AND/NOT parts, A* towards the shortest completion (JsonTermSource).
+"""
 from __future__ import annotations
 
 import heapq
@@ -109,7 +109,7 @@ class JsonTermBuilder(TermBuilder):
         start with a backslash). A recursive reference's marker (byte 0xFF): every
         byte, as the marker's structure says nothing of the rule's values."""
         k = x.kind
-        if k == BYTES:  # (byte 0xFF: a recursive reference's marker, json_schema._Compiler._marker)
+        if k == BYTES:  # (byte 0xFF: a recursive reference's marker, schema._Compiler._marker)
             return ALL_BYTES if x.args[1] == 0xFF else 0
         if k in (STR, NOTHING, EMPTY):
             return 0

@@ -1,29 +1,12 @@
 """JSON string contents as byte-level terms, from the language of their *decoded* values.
 
-A JSON string's text is `"` + encoded characters + `"`. Every character has exactly one
-encoding here (the one `json.dumps(ensure_ascii=False)` writes): raw UTF-8, except `"`
--> `\\"`, `\\` -> `\\\\`, the controls with short escapes (`\\b \\f \\n \\r \\t`), and the other
-C0 controls -> `\\u00xx` (lower-case hex). `\\/`, `\\uXXXX` for other characters and
-surrogate pairs are not produced (nor accepted).
-
-Because the encoding is character by character and unique, a regular language X of
-decoded strings maps to the byte language "encodings of members of X" by replacing every
-character class of X's regex with the union of its members' encodings: we do this on
-Python's regex parse tree (`_JsonConverter` reuses fsm/regex.py's converter and swaps the
-leaves). Intersection and complement of such terms then agree with intersection and
-complement of the decoded languages, so `pattern` + `minLength` + `format` compose exactly.
-
-`pattern` follows ECMA-262 `RegExp.prototype.test`: a search, not a full match. We wrap the
-pattern as `.*(?:p).*` over characters, except where it is anchored with `^` / `$` at the
-start / end of a top-level branch. ECMA meanings of classes: `\\d` = [0-9], `\\w` =
-[A-Za-z0-9_], `\\s` = ECMA white space and line terminators, `.` = anything but line
-terminators. ECMA named groups `(?<name>...)` are groups, and General_Category property
-escapes `\\p{L}`, `\\P{Lu}`, `\\p{gc=Nd}` are classes (fsm/regex.py python_text; other
-properties are refused). Lookarounds, word boundaries (ECMA's: by `\\w`, ASCII) and
-anchors inside the pattern are exact (fsm/regex.py: a lookahead sees the string to its
-end); a lookbehind must be of fixed width, as Python's parser takes it.
-Constructs Python's `re` parses differently from ECMA (`\\cX`, backreferences) raise
-RegexError (refused with the keyword and pointer).
+Every character has exactly one encoding (the one `json.dumps(ensure_ascii=False)`
+writes), so a regular language of decoded strings maps to the byte language of their
+encodings by swapping each character class for its members' encodings, on Python's parse
+tree of the regex (the regex front end's converter, other leaves). Intersection and
+complement then agree with those of the decoded languages: `pattern` (ECMA-262 search
+semantics), minLength/maxLength and `format` compose exactly. Details:
+docs/json-schema.md, "Strings and pattern".
 """
 from __future__ import annotations
 
@@ -184,9 +167,9 @@ class StringTerms:
         a trie whose every node also takes any other character, then anything. Each
         node is a deferred term (TermBuilder.deferred), built when a derivative first
         reaches it: a key is a few nodes deep, while the whole trie of an object's own
-        keys is hundreds (most of a Kubernetes schema's compile time). A derivative by a
+        keys is hundreds (most of a large schema's compile time). A derivative by a
         plain ASCII byte does not build the node's body either (_not_in_step): a token
-        of a key steps through its nodes without building them (~50 us a node)."""
+        of a key steps through its nodes without building them."""
         return self._not_in_node(tuple(sorted(set(words))))
 
     def _not_in_node(self, rests: tuple) -> Term:
@@ -217,7 +200,7 @@ class StringTerms:
 
     def _not_in_step(self, rests: tuple, b: int) -> Term | None:
         """The derivative of node `rests` by a plain ASCII byte b, without its body
-        (_not_in_term: ~50 us a node, and a key's walk meets a new node per byte): the
+        (_not_in_term is dear, and a key's walk meets a new node per byte): the
         node of the rests through b, or where none goes on, anything. None for other
         bytes (a key's non-ASCII or escaped character: the body decides)."""
         if not _plain(b):
@@ -260,7 +243,7 @@ class StringTerms:
         as one repeat where content is a run of one character class (`^[^<>]*$`,
         `^\\S+$`); None for other contents. An intersection with `length` instead counts
         characters one state at a time, each an emptiness question, where the class takes
-        non-ASCII characters (`^[^<>]*$` with maxLength 255: ~11 ms a step)."""
+        non-ASCII characters (`^[^<>]*$` with maxLength 255: slow steps)."""
         if content.kind != REPEAT or not self._one_char(content.args[0]):
             return None
         c, m, n = content.args
@@ -269,7 +252,7 @@ class StringTerms:
 
     def search(self, pattern: str) -> Term:
         """Encoded strings whose decoded value contains a match of ECMA `pattern` (once per
-        pattern: docker-compose's `^x-` patternProperties stand in 58 objects)."""
+        pattern: an `^x-` patternProperties may stand in dozens of objects)."""
         t = self._searches.get(pattern)
         if t is None:
             t = self._searches[pattern] = _search_term(self, pattern)

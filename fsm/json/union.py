@@ -1,23 +1,12 @@
 """A schema whose whole instance is an anyOf that uniqueItems sets apart, compiled as
 one automaton per branch, run side by side.
 
-tsconfig's root is `allOf: [..., {anyOf: [{properties: {files: F}}, {properties:
-{exclude: E}}, ...]}]`, F and E unique arrays. In the branch of `exclude`, `files` is
-any value; so `files` may repeat an item as long as some other branch holds, which is
-not known until the object ends. The uniqueItems tracker (fsm/json_unique.py) checks
-an array only where every way to it holds uniqueItems, and refuses the rest. Here each
-branch is exact on its own: the root with that anyOf replaced by the branch (as an
-allOf branch) compiles, its arrays reached in one way each. The instances are the union of the branches', so the
-output is valid where any branch's automaton accepts it: a UnionMatcher keeps a matcher
-per branch, masks with the union of the masks of those still alive, and a token leaves
-alive those that take it.
-
-Only an anyOf that applies to the whole instance (reached from the root through $ref
-and allOf) is split: one met below (an array's items, a property's value) may take a
-different branch at each place. At most MAX_BRANCHES branches (each an automaton, each
-step a mask per live branch); a split is tried only where the schema is refused (strict)
-or relaxed (lenient) for a uniqueItems, and kept only where every branch compiles
-without relaxing one. oneOf is not split (its branches must exclude each other).
+Where a unique array is free in some branches of the root anyOf, the uniqueItems tracker
+cannot check it (whether it must be unique is not known until the object ends), but each
+branch on its own is exact. UnionAutomaton keeps the branches' automata and its matcher
+masks with the union of the masks of the branches still alive; same Matcher contract as
+a TokenAutomaton. At most MAX_BRANCHES branches; oneOf is not split. See
+docs/json-schema.md, "Unions split at the root".
 
 >>> cs = schema_to_term({"anyOf": [{"properties": {"a": U}}, {"properties": {"b": U}}]})  # doctest: +SKIP
 >>> cs.accepts('{"a":[1,1]}'), cs.accepts('{"a":[1,1],"b":[2,2]}')                        # doctest: +SKIP
@@ -64,7 +53,7 @@ def root_unions(comp) -> list[dict]:
 
 def schemas_below(comp, schemas: list) -> set[int]:
     """The ids of `schemas` and of the schemas they apply somewhere, and so on
-    (json_unique._subschemas: $ref targets as _Compiler._peek reads them)."""
+    (unique._subschemas: $ref targets as _Compiler._peek reads them)."""
     seen, todo = set(), list(schemas)
     while todo:
         x = todo.pop()
@@ -77,8 +66,8 @@ def schemas_below(comp, schemas: list) -> set[int]:
 def branch_schemas(root, documents: dict | None, union: dict) -> list[tuple]:
     """(root, documents) copies, one per branch of the anyOf `union`, whose anyOf is
     that branch, as an allOf branch (an allOf of objects merges into one object; an
-    anyOf of one branch beside it did not, and its objects were intersections: masks
-    at tsconfig's keys ~100 ms each)."""
+    anyOf of one branch beside it did not, and its objects were intersections, whose
+    masks at every key are dear)."""
     def cut(node: dict, i: int) -> None:
         kept = node.get("allOf")
         node["allOf"] = [*(kept if isinstance(kept, list) else ()), node.pop("anyOf")[i]]
@@ -87,7 +76,7 @@ def branch_schemas(root, documents: dict | None, union: dict) -> list[tuple]:
 
 
 class UnionSchema:
-    """The compiled branches (json_schema.CompiledSchema each) of a split anyOf: the
+    """The compiled branches (schema.CompiledSchema each) of a split anyOf: the
     CompiledSchema contract (accepts, dfa, canonical, key_order, relaxed)."""
 
     rules = unique = keys = None

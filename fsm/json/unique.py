@@ -1,108 +1,12 @@
-"""uniqueItems over arrays of strings and numbers, checked while decoding.
+"""uniqueItems over arrays of strings, numbers, lists and objects, checked while decoding.
 
-An array whose items are all distinct is not a regular language, so the automaton
-cannot hold it. Where the items are strings or numbers, it is checked beside the
-automaton instead, exactly: a tracker reads the output's bytes, knows from a table
-where the unique arrays are, keeps each one's items so far, and refuses the token that
-would close an item equal to an earlier one (fsm/unique_matcher.py masks those). Items
-are compared as values: a string by its characters (`"\\u0061"` repeats `"a"`), a
-number by its value (`1.0` repeats `1`), and a string never repeats a number. Kinds of
-items:
-- *open* strings (any string of at least minLength code points): from every point
-  inside one there are endlessly many ways to finish it, so refusing those tokens never
-  leads into a dead end;
-- *bounded* strings (maxLength, pattern, format, enum) of at least MIN_UNIQUE_DOMAIN
-  values (counted on their DFA when planning): no array reaches that many items, so a
-  new item can always be added, but one begun may have no way left but to repeat
-  (`["ab","a` with maxLength 2): the matcher also refuses the tokens after which the
-  item cannot end as a new value (UniqueMatcher._viable, a walk over the automaton's
-  bytes along the earlier items' rests);
-- *listed* strings (an enum or const of strings, nothing else on the strings: N
-  values, N at least every way's minItems): bounded strings as above, and once the
-  array holds all N, the comma that would begin another item is refused
-  (UniquePlan.limits); so no item ever begins that cannot end as a new value, and the
-  array can always end, its N items being at least minItems. The automaton stays a
-  plain enum (an intersection of one count per value instead, as the compiler builds
-  for other finite sets, took 5-50 ms a first mask per item at 16-56 values). Bounded
-  strings of fewer than MIN_UNIQUE_DOMAIN values (citation's languages, `^[a-z]{2,3}$`)
-  are kept so too, N counted on their DFA, where the array has one way and its items
-  are strings only;
-- *lists* of open strings or of any values (LISTS: arrays without maxItems whose items
-  are open strings, gitlab-ci's stages, or anything): from every point inside one there
-  are endlessly many ways to finish it (a longer string, one more), so only the `]` that
-  closes a repeat is refused;
-- *open objects* (OBJECTS: objects that can always take one more key of endlessly many,
-  with any value: compose's `^x-` extensions, or any undeclared key where no schema
-  closes them): the same, at the `}` that closes one.
-  One with a uniqueItems below (compose's volume labels) is read with its frames, its
-  bytes kept beside them (a ("c", bytes) stack entry). Lists and
-  objects are compared as values (keys in any order, numbers by value, _value_key);
-- *closed objects* (CLOSED: additionalProperties false and no patternProperties, in
-  every way, the objects below too; at least
-  MIN_UNIQUE_DOMAIN values, counted on their DFA of normal texts: travis' {"secure":
-  ...}, citation's authors): bounded strings' way, on the item's *normal text*
-  (_normal_text). Their keys are declared ones, which the automaton writes in the key
-  order, and strings have one encoding, so a value has one text but for whitespace
-  and numbers' trailing zeros, which the normal text drops (holding back a number's
-  `0` or `.` until it is known to be no digit of its value). The matcher refuses the
-  tokens after which the item can only end as an earlier one (a walk along the earlier
-  items' normal rests); the candidates are the tokens that follow a rest up to where
-  the output may write what the normal text does not show (UniqueMatcher._sync_tokens).
-  One with unique arrays below (travis' notifications and their rooms, citation's
-  references and their authors) is read with its frames, its bytes kept (a ("c",
-  bytes) stack entry), where those arrays' items hold none (one such level); it is
-  counted with those arrays of one item at most (_one_item: no value counted repeats
-  an item there, so the count is a lower bound). The matcher walks both levels: the
-  object's along its normal rests, in which the tracker refuses the bytes that repeat
-  an item below, and where that walk leaves every rest, the item below must still be
-  able to end as a new value (ends_new's `capture`);
-- numbers without bounds (NUMBERS), or above one of 0 or more: from every prefix of
-  one, appending a digit makes a new value, so nothing corners them;
-- integers without bounds (INTEGERS), or above one of 0 or more: once an integer's digits are all there ("0", or
-  "5." in the automaton's universe, whose integers may be written 5.0) it can only end
-  as that value, so the tracker refuses those bytes where the value came before;
-- *literals* (LITERALS: true, false, null, beside the kinds above, so `{"uniqueItems":
-  true}` over any values): a literal is its value from its first byte, which the
-  tracker refuses where it came before. That never corners an item that may be of an
-  endless kind too; an item of literals only (a prefix item) is checked where its
-  place is below their number (the second of two booleans: one is left), and an array
-  of literals only is a finite set, which the compiler keeps distinct.
-Numbers with an upper or negative bound, multipleOf or an enum are refused: a finite or
-sparse set, which refusing repeats might corner. A `not` that lists values (`not: {enum:
-[0]}`) takes out a few, and a lower bound of 0 or more (`set[conint(ge=0)]`,
-PositiveInt) the ones below it, and the numbers stay endless: checked.
-
-The table (`UniquePlan`) is built before compiling, from the schema: the *frames* of the
-instance's containers. A frame is what applies to a value of one kind (object, array)
-at one place, as the ways it may hold: each way a set of `sure` schemas, which every
-instance taking that way satisfies there (properties, items, allOf, $ref, the one
-anyOf/oneOf branch that takes that kind; a union with several branches of that kind is
-one way per branch, up to MAX_ALTERNATIVES), and `maybe` ones, which may apply or be
-negated (not, if/then/else, dependentSchemas, contains). An if/then/else whose `if`
-tests one key's value against a string const is two ways instead, each marked with its
-outcome; the object frame reads that key's value and goes on in the ways it leaves
-(UniquePlan.frames' `disc`; for values other than objects the test holds: `then`). A key that no `properties`
-declares is read by the patternProperties it matches: the tracker runs each pattern's
-DFA over the key (up to MAX_KEY_PATTERNS patterns per frame, of MAX_PATTERN_STATES DFA
-states each; more, and they are maybe schemas). An array frame is checked at run time
-when every way holds uniqueItems in a sure schema, no maybe one does, and the items are
-of the kinds above (maybe schemas of the items: nothing but types, as under `not` a
-minLength bounds from above). An endless kind is taken as such only where the ways hold
-exactly the items of that kind (`_Planner._exact`: no `not` but one that lists values, no
-false `then`, no types in maybe schemas, no oneOf whose branches overlap, which the ways
-read as anyOf); elsewhere open strings are counted as bounded ones, and the rest refused:
-`oneOf: [{type: [boolean, string]}, {type: string}]` leaves no string at all, and after
-`[true,false` a comma would lead nowhere. A refusal says which test failed (`_Planner._no`).
-Those uniqueItems are dropped from the schema the compiler reads (a copy), so the
-compiler's own rule (finite domains, or SchemaError) applies to all the others. An
-anyOf with a branch that every value holds (`{}`, true) always holds: where no
-unevaluated* asks which branch did, the table reads it, and the compiler's copy
-drops it, so a uniqueItems in its other branches binds nothing (gitlab-ci's hidden
-jobs).
-
-Cost: the plan is built once per compile (~2-30 ms for SchemaStore files with unique
-arrays); a step reads the token's bytes (accept) and, in a unique array, tests the few
-candidate tokens the mask allows (fill): ~5 us a step here.
+Distinct items are not a regular language, so a tracker beside the automaton reads the
+output's bytes, keeps each unique array's items so far (compared as values: `"\\u0061"`
+repeats `"a"`, `1.0` repeats `1`), and the matcher (unique_matcher.py) refuses the token
+that would close an item equal to an earlier one. Where the unique arrays are, and which
+kinds of items they hold, is a table (UniquePlan) built from the schema before compiling;
+those uniqueItems are then dropped from the copy the compiler reads. The kinds taken, and
+why refusing never leads into a dead end: docs/json-schema.md, "Unique items".
 
 >>> from structgen.fsm.json.schema import unique_plan_of
 >>> plan = unique_plan_of({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
@@ -131,17 +35,17 @@ from .variants import _condition
 MAX_UNIQUE_FRAMES = 4096  # frames of containers read while looking for unique arrays
 MAX_ALTERNATIVES = 64  # ways a frame's unions may hold, read one by one (above: together)
 MAX_KEY_PATTERNS = 4  # patternProperties of an object frame that the tracker tests keys on
-# DFA states of one of those patterns (each state's row is built when planning, ~0.1-0.4 ms:
-# JSON-stat's link relations, 77 names, need ~300-500)
+# DFA states of one of those patterns (each state's row is built when planning: an
+# alternation of a few dozen names needs some hundreds)
 MAX_PATTERN_STATES = 1024
 # how an array frame's items are kept distinct (UniquePlan.frames): flags of the kinds
 # of items it may hold, 0 where it is not checked
-OPEN, BOUNDED = 1, 2  # strings: open ones, bounded ones (module notes)
+OPEN, BOUNDED = 1, 2  # strings: open ones, bounded ones (docs/json-schema.md)
 NUMBERS, INTEGERS = 4, 8  # numbers without bounds: any, or integers only
 _NUMBER_KINDS = NUMBERS | INTEGERS
-LISTS, OBJECTS = 16, 32  # lists of open strings, open objects (module notes)
-CLOSED = 64  # closed objects (module notes)
-LITERALS = 128  # true, false and null (module notes)
+LISTS, OBJECTS = 16, 32  # lists of open strings, open objects (docs/json-schema.md)
+CLOSED = 64  # closed objects (docs/json-schema.md)
+LITERALS = 128  # true, false and null (docs/json-schema.md)
 VALUE_MARK = b"\xfe"  # heads a list or object item's key (_value_key): no UTF-8 text has it
 _CONTAINERS = LISTS | OBJECTS | CLOSED
 _KEYED = _NUMBER_KINDS | _CONTAINERS | LITERALS  # items kept by their keys (_number_key, _value_key, _LITERAL_KEYS)
@@ -597,7 +501,7 @@ def _canon(v) -> str:
 
 def _number_key(text: bytes) -> bytes:
     """The value of a number's text, as the one text each value has here: the
-    automaton's numbers (fsm/json_numbers.py: no exponents, no -0) without the trailing
+    automaton's numbers (fsm/json/numbers.py: no exponents, no -0) without the trailing
     zeros of their fraction; an exponent form (never written there) through Decimal.
 
     >>> [_number_key(t) for t in (b"10", b"1.50", b"-2.0", b"0.0", b"1.5e1", b"-0")]
@@ -657,7 +561,7 @@ def plan_unique_items(comp, make_compiler=None,
     compiler, of the copies of the schema and its documents that `edit(root, documents)` returns,
     to count bounded strings and closed objects with (None: only open strings). `counts`:
     the counts of other plans of copies of the schema to share (a split anyOf's branches:
-    fsm/json_union.py), by the schemas' JSON text."""
+    fsm/json/union.py), by the schemas' JSON text."""
     if not comp._uniques:
         return None
     if comp._dynamic:  # ($dynamicRef copies are made per compiler)
@@ -717,8 +621,8 @@ class _Planner:
         self.tables: dict = {}  # pattern -> _pattern_table
         self.endless: dict = {}  # pattern -> _endless
         self.marks: dict = {}  # id(schema) -> its if/then/else branches, marked (_if_branches)
-        # ids of `not` schemas that only list values (winget's `not: {enum: [0]}` on its
-        # exit codes): they take out a few values of numbers, which stay endless
+        # ids of `not` schemas that only list values (`not: {enum: [0]}` on exit codes):
+        # they take out a few values of numbers, which stay endless
         self.excluded: set = set()
         self.types: dict = {}  # id(schema) -> types_of
         self.domains: dict = {}  # ids of item schemas -> _domain_size
@@ -732,7 +636,7 @@ class _Planner:
         self.why: str | None = None  # why the frame _checkable reads is not checked (_no)
         # ids of the schemas whose anyOf always holds (a branch of annotations only, `{}`),
         # where no unevaluated* reads which branch held: read, and compiled, without it
-        # (gitlab-ci's hidden jobs, `anyOf: [job_template, {}]`, whose exit_codes are unique)
+        # (`anyOf: [job_template, {}]`, whose template's arrays are unique)
         self.holds: dict = {}  # (id(schema), kind) -> _holds_all
         self.vacuous = set() if comp._unevaluated else {
             k for k, s in self.nodes.items() if any(_always(b) for b in _list(s, "anyOf"))}
@@ -857,7 +761,7 @@ class _Planner:
 
     def _holds_all(self, s: dict, kind: str) -> bool:
         """Whether s's anyOf holds on every value of `kind` (a branch that asserts nothing
-        of them: localazy's `{items: ...}` beside object branches), where no
+        of them: `{items: ...}` beside object branches), where no
         unevaluated* reads which branch held: read without it for that kind, as a
         vacuous one (the uniqueItems in its other branches bind nothing there)."""
         key = (id(s), kind)
@@ -869,7 +773,7 @@ class _Planner:
 
     def _if_branches(self, s: dict, kind: str):
         """For a schema with an if/then/else whose `if` tests one key's value
-        (json_variants._condition): for a value that is no object, `then` (the test
+        (variants._condition): for a value that is no object, `then` (the test
         holds: properties and required say nothing of it); for an object, where the test
         is a string const, both branches, each marked with its outcome (_IF: the key,
         the value, whether the test holds, whether it requires the key), for the frame
@@ -962,7 +866,7 @@ class _Planner:
         return out
 
     def _types(self, s):
-        """json_disjoint.types_of, remembered (the frames ask it of the same branches often)."""
+        """disjoint.types_of, remembered (the frames ask it of the same branches often)."""
         k = id(s)
         if k not in self.types:
             self.types[k] = types_of(self.comp, s)
@@ -1048,8 +952,8 @@ class _Planner:
 
     def _item_kinds(self, items: list, index: int | None) -> int:
         """The flags of the kinds of items the schemas `items` allow at place `index`
-        of the array (None: after its prefix items): OPEN or BOUNDED strings (module
-        notes), NUMBERS or INTEGERS without bounds, LISTS, OBJECTS, CLOSED, LITERALS;
+        of the array (None: after its prefix items): OPEN or BOUNDED strings
+        (docs/json-schema.md), NUMBERS or INTEGERS without bounds, LISTS, OBJECTS, CLOSED, LITERALS;
         0 where some item they allow is none of those."""
         types = self._types_of(items)
         if types is None:  # (no type said: every kind must take whatever the schemas allow)
@@ -1060,7 +964,7 @@ class _Planner:
         if types & _LITERAL_TYPES:
             # a literal is its value from its first byte on; refusing one that came never
             # corners the item where it can be of an endless kind too (whatever narrows
-            # the literals: stylelint's `[true, {...}]`, `enum: [true]` beside open
+            # the literals: `[true, {...}]`, `enum: [true]` beside open
             # objects), or where it is the index-th item and there are more literals
             # than the index (an earlier item or two cannot take them all; only where no
             # schema narrows them)
@@ -1154,14 +1058,14 @@ class _Planner:
         _normal_text) and are at least MIN_UNIQUE_DOMAIN values: each way of one holds,
         in sure schemas only, additionalProperties false (its keys are declared ones,
         which come in the key order) and no patternProperties, and the objects below are
-        so too (_closed_below). One with a unique array below (travis' notifications,
-        citation's references) is read with its frames, its bytes kept (the matcher walks
+        so too (_closed_below). One with a unique array below (a list of references,
+        each with its unique authors) is read with its frames, its bytes kept (the matcher walks
         both levels: UniqueMatcher._viable_capture), and counted with those arrays of one
         item at most (_one_item: fewer values, none repeating an item)."""
         if self.make_compiler is None or not self._closed_below(items, set()):
             return False
-        # (by the schemas of its ways: the arrays of one kind of object, citation's authors
-        # and editors, count it once)
+        # (by the schemas of its ways: the arrays of one kind of object, authors
+        # and editors alike, count it once)
         ways = sorted({tuple(sorted(k for k, x in sure.items() if not _only(x, _QUIET)))
                        for sure, _ in self._alternatives(items, "object")})
         key = ("object", *ways)
@@ -1278,7 +1182,7 @@ class _Planner:
     def _counted(self, alts: list, ways: list) -> int:
         """N where the array has one way, whose items are strings only (one way of
         them, no maybe schemas) of N < MIN_UNIQUE_DOMAIN values counted on their DFA
-        (citation's languages, `^[a-z]{2,3}$`: 18252), and asks for at most N of them;
+        (language codes, `^[a-z]{2,3}$`: 18252), and asks for at most N of them;
         else 0. Such items are kept distinct as listed ones are: no comma after N."""
         if len(ways) != 1 or self.make_compiler is None or self._types_of(ways[0]) != {"string"}:
             return 0

@@ -1,17 +1,10 @@
-"""A Matcher that also keeps the items of unique arrays of strings and numbers distinct
-(fsm/json_unique.py says where and why this is exact).
+"""A Matcher that also keeps the items of unique arrays distinct (fsm/json/unique.py
+says where and why this is exact).
 
 Masks: the automaton's mask, less the tokens that would close an item equal to an
-earlier one of its array. Only tokens with a `"` can close an item, and most are ruled
-out without reading them (`QuoteTokens`): inside an item, a token closes it with the
-bytes before its first quote, so those equal to the rest of an earlier item are looked
-up; between items a token needs two quotes to make one, and outside unique arrays four
-(two items). A string item closes at a quote; a number item at the first byte that is
-no number's (`NumberTokens`): inside one, a token closes it as its bytes so far + the
-token's head, looked up once per head the mask allows; elsewhere only the few tokens
-where a number begins and ends (or, for integers, is left with all its digits: "0",
-"5.") can finish one. The few tokens left that the mask allows are stepped through
-the tracker.
+earlier one of its array. Most tokens are ruled out without reading them (only tokens
+with a quote can close a string item, only a number's end a number item: QuoteTokens,
+NumberTokens); the few left that the mask allows are stepped through the tracker.
 """
 from __future__ import annotations
 
@@ -24,7 +17,7 @@ import numpy as np
 from .unique import INTEGERS, LITERALS, MAX_VIABLE_STEPS, VALUE_MARK, _number_key
 from ..core.matcher import TokenMatcher
 
-_NUMBER_BYTES = frozenset(b"0123456789.eE+-")  # (json_unique._NUMBER_STOP's complement)
+_NUMBER_BYTES = frozenset(b"0123456789.eE+-")  # (unique._NUMBER_STOP's complement)
 _NUMBER_STARTS = frozenset(b"0123456789-")
 
 
@@ -35,7 +28,7 @@ class QuoteTokens:
     tokens with a comma (between the items of an array whose listed values all came,
     they would begin another: UniquePlan.limits), and `closers` / `quoted_closers`,
     those with a `]` or `}` / with one after a quote (they may close a list or object
-    item, from outside / inside a string: json_unique.LISTS, OBJECTS)."""
+    item, from outside / inside a string: unique.LISTS, OBJECTS)."""
 
     def __init__(self, token_bytes):
         closing: dict[bytes, list] = {}
@@ -109,7 +102,7 @@ class NumberTokens:
 
 
 class LiteralTokens:
-    """The vocabulary's tokens where a literal item (true, false, null: json_unique.
+    """The vocabulary's tokens where a literal item (true, false, null: unique.
     LITERALS) may begin: `heads`, those that begin with one (after whitespace and a
     comma, maybe: between items); `after`, those with one after a comma (they may end
     an item and begin one); `quoted_after`, those with one after a comma after their
@@ -235,8 +228,8 @@ def _bounded_memo(automaton, name: str) -> dict:
 
 
 def tracked_prefix(plan, track, tokens: list, token_bytes) -> list:
-    """The longest beginning of `tokens` that the tracker `plan` (json_unique.UniquePlan,
-    json_keys.KeyPlan) reads from its state `track` without a refusal: forced tokens
+    """The longest beginning of `tokens` that the tracker `plan` (unique.UniquePlan,
+    keys.KeyPlan) reads from its state `track` without a refusal: forced tokens
     stop before one it would refuse."""
     for k, t in enumerate(tokens):
         track = plan.feed(track, token_bytes[t])
@@ -440,7 +433,7 @@ class UniqueMatcher(TokenMatcher):
 
     def _container_candidates(self, words: np.ndarray) -> list:
         """The tokens `words` allows that may close a list or object item
-        (json_unique.LISTS, OBJECTS) where one came before in the array: those with a `]`
+        (unique.LISTS, OBJECTS) where one came before in the array: those with a `]`
         or `}` (after a quote, from inside a string)."""
         stack, dead, mode, _ = self.track
         if self.plan.capturing(self.track):  # (inside an object item read with its frames: any
@@ -456,7 +449,7 @@ class UniqueMatcher(TokenMatcher):
 
     def _literal_candidates(self, words: np.ndarray) -> list:
         """The tokens `words` allows that may begin a literal item (true, false, null)
-        of a unique array that keeps them (json_unique.LITERALS): from between its
+        of a unique array that keeps them (unique.LITERALS): from between its
         items, those that begin one or have one after a comma; from inside a string,
         those with one after a quote and a comma; from elsewhere below it, those with
         one after a comma (LiteralTokens)."""

@@ -1,8 +1,9 @@
-"""The parts of an object schema that fsm/json_schema.py writes as a union of variants,
+"""The parts of an object schema that fsm/json/schema.py writes as a union of variants,
 not as an intersection: presence parts, which only say which of its own keys an object
 has (_presence_parts, read as formulas over the keys), and value conditions, an `if`
 that tests one property's value (_value_conditions). Found here, on schema dicts;
-_Compiler._presence_variants and _condition_variants make the variants."""
+_Compiler._presence_variants and _condition_variants make the variants.
+"""
 from __future__ import annotations
 
 import functools
@@ -25,8 +26,8 @@ def _own_keys(node: dict) -> set:
 _PRESENCE_KW = frozenset(("required", "allOf", "anyOf", "oneOf", "not", "properties", "title",
                           "description", "$comment"))
 PRESENCE_MAX_KEYS = 16  # keys of presence parts written as variants, and
-PRESENCE_MAX_VARIANTS = 64  # the sets of them that satisfy the parts, at most (comet's root:
-# exactly one of 8 keys, 8 variants; `anyOf` of 8 `required`, 255, is an intersection)
+PRESENCE_MAX_VARIANTS = 64  # the sets of them that satisfy the parts, at most (a root of
+# exactly one of 8 keys: 8 variants; `anyOf` of 8 `required`, 255, is an intersection)
 
 
 def _presence(s):
@@ -139,8 +140,8 @@ def _presence_parts(node: dict):
     sets of them that satisfy the parts): (those keywords, the formula they make
     together, node without them); None where there are none. _Compiler writes the node
     as the alternation of its variants, one per allowed set of those keys (required /
-    forbidden), not as an intersection with complements: dependabot's `oneOf: [{required:
-    [directory]}, {required: [directories]}]`, an emptiness search at each new state."""
+    forbidden), not as an intersection with complements (`oneOf: [{required:
+    [directory]}, {required: [directories]}]`: an emptiness search at each new state)."""
     if not isinstance(node, dict) or not _names_type(node.get("type", "object"), "object") \
             or not ("anyOf" in node or "oneOf" in node or "not" in node or "allOf" in node
                     or "dependentRequired" in node or "dependentSchemas" in node or "dependencies" in node):
@@ -168,7 +169,7 @@ def _presence_parts(node: dict):
             else:
                 del rest["allOf"]
     # dependencies that say which keys the object has: "its key absent, or the keys
-    # present / the presence schema holding" (tmLanguage's rules: `match` without
+    # present / the presence schema holding" (rules of `match` without
     # `begin`, `begin` with `end` or `while`...). Lists of keys alone, five keys or fewer,
     # are unions already (_Compiler._object); with more, or beside other presence parts,
     # variants here too
@@ -209,7 +210,7 @@ def _condition(part, objects: bool = False):
     """An if/then/else whose `if` tests one property's value: {"if": {"properties": {k:
     test}, "required": [k]?}, "then": ..., "else": ...} -> (k, test, required, then,
     else); None for any other `if`, or none. Where the schema holds objects only
-    (`objects`), the `if` may say `type: object` too (yippee-ki-json's suppliers)."""
+    (`objects`), the `if` may say `type: object` too."""
     c = part.get("if") if isinstance(part, dict) else None
     if isinstance(c, dict) and _schema_keys(c) - _ANNOTATIONS == {"anyOf"}:
         c = _absent_or(c["anyOf"]) or c
@@ -229,7 +230,7 @@ def _condition(part, objects: bool = False):
 
 def _absent_or(branches) -> dict | None:
     """`anyOf: [{not: {required: [k]}}, {required: [k], properties: {k: T}}]` (k absent,
-    or its value T: circle-ci's jobs of type build) as what it is, {properties: {k: T}};
+    or its value T: jobs of one type) as what it is, {properties: {k: T}};
     None for other branches."""
     if not isinstance(branches, list) or len(branches) != 2 or not all(isinstance(b, dict) for b in branches):
         return None
@@ -252,8 +253,8 @@ def _value_conditions(node: dict):
     and allOf branches that are only that: (their conditions, node without them); None
     where there are none. _Compiler writes node as the union of one variant per outcome
     of the tests, each holding `then` or `else` and the property's test or its
-    negation: no complement of a whole object schema (dependabot's `if: {properties:
-    {interval: {const: cron}}}`: an emptiness search at each new state)."""
+    negation: no complement of a whole object schema (`if: {properties: {interval:
+    {const: cron}}}`: an emptiness search at each new state)."""
     if not isinstance(node, dict) or ("if" not in node and "allOf" not in node):
         return None
     found, rest = [], dict(node)

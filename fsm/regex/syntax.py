@@ -1,31 +1,12 @@
-"""Python `re` syntax -> byte-level term (fsm/terms.py), with full-match semantics.
+"""Python `re` syntax -> byte-level term (fsm/core/terms.py), with full-match semantics.
 
-We let Python's own regex parser read the pattern, so escapes, classes, flags and
-error positions are exactly those of `re`; this module only maps the parse tree to
-terms. Constructs that are not regular, or that this module does not take
-(backreferences, conditionals, atomic groups, possessive repeats) raise RegexError with
-the position of the construct.
-
-Lookarounds are regular and exact (Converter.then): `(?=B)` / `(?!B)` keep the texts
-after them that do / do not begin with a match of B (a lookahead sees the rest of the
-input, to its end); `(?<=B)` / `(?<!B)` keep the texts of the items before them that
-do / do not end with one, where those items' shortest match is as long as B (Python
-takes lookbehinds of fixed width). A repeat at the end whose item is one character with
-lookaheads (the tempered token `^((?!--).)*$`) is exact as well (_tempered). So are
-word boundaries (`\\b`: a lookbehind and a lookahead of one word character, one of them
-negated; `\\B`: both or neither) and anchors inside the pattern (`^`: nothing before
-it, with MULTILINE or a newline; `$`: a lookahead of the input's end). RegexError for a
-lookahead (`\\b`, `$`) inside another repeat of more than Converter.MAX_LOOK_REPEAT,
-and a lookbehind (`\\b`, `^`) that would look before its group.
-
-Extension over Python `re`: Unicode property escapes `\\p{X}` / `\\P{X}` (negated), alone
-or in classes (`[\\p{L}_0-9]`, `[^\\p{L}]`), where X is a General_Category value by short
-or long name (`L`, `Letter`, `Lu`, `Nd`, ...), also written `gc=X` or
-`General_Category=X` (fsm/uprops.py: data from unicodedata; surrogates match nothing).
-They are written out as classes of their code points before re's parser reads the
-pattern (python_text), and error positions are mapped back to the pattern as given.
-Script and binary properties, unknown names and a property as a range endpoint raise
-RegexError at the escape. The first use costs one scan of all code points (~0.16 s).
+Python's own regex parser reads the pattern, so escapes, classes, flags and error
+positions are exactly those of `re`; this module maps the parse tree to terms.
+Lookarounds, word boundaries and inner anchors are exact; Unicode property escapes
+`\\p{X}` / `\\P{X}` (General_Category) are an extension, written out as classes before
+re's parser reads the pattern (python_text). Constructs that are not regular or not
+taken (backreferences, conditionals, atomic groups, possessive repeats) raise RegexError
+with their position. Supported syntax and limits: docs/regex.md.
 
     >>> from structgen.fsm.core.terms import TermBuilder
     >>> tb = TermBuilder()
@@ -77,7 +58,7 @@ def regex_to_term(tb: TermBuilder, pattern: str, flags: int = 0, lookaround: boo
         raise RegexError(f"unsupported regex flags {flags & ~_SUPPORTED_FLAGS:#x} "
                          "(LOCALE and DEBUG are not supported)", pattern, None)
     words = _plain_alternation(pattern, flags)
-    if words is not None:  # a word list: skip re's parser, which costs ~1.5 µs a character
+    if words is not None:  # a word list: skip re's parser, dear on long lists
         return tb.alt(tb.literal(w.encode()) for w in words)
     text, edits = python_text(pattern, flags)
     try:
@@ -92,7 +73,7 @@ def regex_to_term(tb: TermBuilder, pattern: str, flags: int = 0, lookaround: boo
 
 def python_text(pattern: str, flags: int = 0, ecma_groups: bool = False) -> tuple[str, list]:
     """The text Python's parser reads for `pattern`, and the edits made (for original_pos):
-    each Unicode property escape `\\p{X}` / `\\P{X}` (fsm/uprops.py) is written out as
+    each Unicode property escape `\\p{X}` / `\\P{X}` (fsm/regex/uprops.py) is written out as
     its code points, `[\\U...-\\U...]` (inside a class, the members alone); with
     `ecma_groups`, ECMA named groups `(?<name>` become Python's `(?P<name>`.
 
@@ -292,7 +273,7 @@ def _own_ats(items) -> None:
     """Give each anchor and word boundary of a parse tree a tuple of its own, in place
     (re's parser shares one `(AT, AT_BOUNDARY)` among all `\\b`), so that an error finds
     its place among them by identity (Converter._fail_at). Idempotent: a tree shared
-    by compilations (json_strings._parse) reads the same after it."""
+    by compilations (fsm/json/strings.py's _parse) reads the same after it."""
     for k, (op, av) in enumerate(items):
         if op == C.AT:
             items[k] = (op, av)

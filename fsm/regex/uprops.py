@@ -1,19 +1,11 @@
 """Unicode property escapes `\\p{...}` / `\\P{...}`: the code points of a General_Category.
 
-Only General_Category values are known, by short or long name or ECMA-262's other aliases
-(`L`, `Letter`, `Lu`, `Uppercase_Letter`, `punct`, ...), alone or as `General_Category=X` /
-`gc=X`; names are case-sensitive, as in ECMA-262. The data is Python's
-`unicodedata.category` (Unicode `unicodedata.unidata_version`: 14.0.0 on Python 3.11).
-Script (`Script=`, `sc=`, `Script_Extensions=`, `scx=`) and binary properties
-(`Alphabetic`, `White_Space`, ...) are refused: unicodedata has no data for them.
-
-Surrogates (Cs, U+D800..U+DFFF) are in the sets returned here, as Unicode has them, but
-match nothing: they have no UTF-8 form, and fsm/charset.py drops them from every class
-(so `\\p{Cs}` matches nothing and `\\P{Cs}` every encodable character).
-
-The table costs one scan of the 0x110000 code points (~0.16 s on the development
-machine), done once per process, for every category at once, the first time a property
-escape is used; nothing is scanned on import.
+Only General_Category values are known (short or long name, ECMA-262's aliases, alone
+or as `General_Category=X` / `gc=X`; case-sensitive), from Python's
+`unicodedata.category`; script and binary properties are refused. Surrogates are in the
+sets, but fsm/regex/charset.py drops them from every class. The table is one scan of all
+code points, once per process, at the first property escape; nothing on import.
+See docs/regex.md, "Unicode property escapes".
 """
 from __future__ import annotations
 
