@@ -5,8 +5,8 @@ import atexit
 import gc
 import itertools
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import torch
 
@@ -128,7 +128,7 @@ class LLM:
             atexit.register(gc.unfreeze)  # native bindings see their objects finalized
         gc.freeze()
 
-    def with_config(self, **overrides) -> "LLM":
+    def with_config(self, **overrides) -> LLM:
         """A new engine on the same weights and tokenizer, with some config changed.
 
         The two must not generate at the same time (they share the model's modules).
@@ -213,7 +213,7 @@ class LLM:
         if not batch:
             return finished
         self.stats["steps"] += 1
-        for seq, n in batch:
+        for _seq, n in batch:
             self.stats["prefill_tokens" if n > 1 else "decode_tokens"] += n
         results = self.runner.execute(batch, self.eos_token_ids)
         for r in results:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 from .attention import AttentionMetadata, paged_attention, store_kv_cache
 
@@ -44,7 +44,7 @@ class ModelConfig:
     hf_config: object = None
 
     @classmethod
-    def from_folder(cls, folder: str | Path) -> "ModelConfig":
+    def from_folder(cls, folder: str | Path) -> ModelConfig:
         """Read a Hugging Face config.json (+ generation_config.json for EOS ids)."""
         from transformers import AutoConfig
         folder = Path(folder)
@@ -52,7 +52,7 @@ class ModelConfig:
         return cls.from_hf(hf, folder)
 
     @classmethod
-    def from_hf(cls, hf, folder: Path | None = None) -> "ModelConfig":
+    def from_hf(cls, hf, folder: Path | None = None) -> ModelConfig:
         arch = (getattr(hf, "architectures", None) or [""])[0]
         if arch not in SUPPORTED_ARCHITECTURES:
             mt = getattr(hf, "model_type", "")
@@ -329,7 +329,7 @@ def load_model(folder: str | Path, dtype: torch.dtype = torch.float32, device="c
             raise KeyError("lm_head.weight missing and embeddings are not tied")
         model.lm_head.weight = model.embed_tokens.weight
         loaded.add(("lm_head.weight", 0))
-    missing = [n for n in params if not any(l[0] == n for l in loaded)]
+    missing = [n for n in params if not any(got[0] == n for got in loaded)]
     if missing:
         raise KeyError(f"weights missing from {folder}: {missing[:5]}")
     model.build_rope_cache(cfg.max_position_embeddings)

@@ -1,4 +1,4 @@
-"""Regex-constrained extraction from a paragraph: dates, phone numbers, amounts.
+r"""Regex-constrained extraction from a paragraph: dates, phone numbers, amounts.
 
 Patterns say [0-9], not \d: as in Python's re, \d also matches other scripts' digits.
 

@@ -6,7 +6,7 @@ Run: .venv/bin/python examples/json_invoice.py
 from __future__ import annotations
 
 from datetime import date
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -36,7 +36,7 @@ class Address(BaseModel):
 class Person(BaseModel):
     name: str = Field(max_length=40)
     age: int = Field(ge=0, le=120)
-    email: Optional[str] = Field(default=None, pattern=r"^[a-z0-9.]+@[a-z0-9.]+\.[a-z]{2,6}$")
+    email: str | None = Field(default=None, pattern=r"^[a-z0-9.]+@[a-z0-9.]+\.[a-z]{2,6}$")
     addresses: list[Address] = Field(max_length=2)
 
 

@@ -6,8 +6,7 @@
     'yes'
     >>> guided.json(model, Person)("Describe a person.")         # a Person instance     # doctest: +SKIP
 """
-from .generate import (Generator, GuidedOutput, IncompleteOutputError, choice, grammar, json,
-                       regex)
+from .generate import Generator, GuidedOutput, IncompleteOutputError, choice, grammar, json, regex
 from .logits_processor import ConstraintLogitsProcessor
 from .model import Model, load
 

@@ -8,12 +8,12 @@
 from __future__ import annotations
 
 import json as _json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .. import fsm
 from ..fsm.core.options import describe
-
 from .model import Model, load
 
 

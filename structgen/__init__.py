@@ -9,8 +9,7 @@ The user API lives here; the layers below stay importable: `structgen.fsm` (comp
 constraints, numpy only), `structgen.kernels`, `structgen.engine`, `structgen.guided`.
 The generators load on first use, so that `import structgen.fsm` never imports torch.
 """
-from .fsm.core.errors import (ConstraintError, GrammarError, RegexError, SchemaError, SchemaWarning,
-                              TooLargeError)
+from .fsm.core.errors import ConstraintError, GrammarError, RegexError, SchemaError, SchemaWarning, TooLargeError
 
 _GUIDED = ("load", "Model", "regex", "choice", "json", "grammar", "Generator", "GuidedOutput",
            "IncompleteOutputError", "ConstraintLogitsProcessor")

@@ -61,3 +61,16 @@ def test_installs_beside_hf_kernels_and_newest_transformers(wheel, tmp_path):
     )
     run = subprocess.run([str(py), "-c", probe], cwd=tmp_path, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
+    # From the repository root (on sys.path as ''), our kernels/ folder is found first as
+    # `kernels`: it gives the name to Hugging Face's package, which transformers then uses.
+    root_probe = (
+        "import sys, kernels\n"
+        f"assert kernels.__file__.startswith({str(env_dir)!r}), kernels.__file__\n"
+        "from transformers import LlamaConfig, LlamaForCausalLM\n"
+        "import torch\n"
+        "cfg = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,\n"
+        "                  num_key_value_heads=1, vocab_size=64)\n"
+        "LlamaForCausalLM(cfg).generate(torch.tensor([[1, 2]]), max_new_tokens=2, do_sample=False)\n"
+    )
+    run = subprocess.run([str(py), "-c", root_probe], cwd=REPO, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]

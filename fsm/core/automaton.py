@@ -11,19 +11,41 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
-from .dfa import (CHAR_START, DEAD, DEFAULT_MAX_STATES, UNKNOWN, LazyDFA, StateSource, TermSource, char_bound,
-                  char_step, length_bound)
 from .constraint import Constraint
+from .dfa import (
+    CHAR_START,
+    DEAD,
+    DEFAULT_MAX_STATES,
+    UNKNOWN,
+    LazyDFA,
+    StateSource,
+    TermSource,
+    char_bound,
+    char_step,
+    length_bound,
+)
 from .errors import ConstraintError
 from .matcher import Matcher, TokenMatcher
-from .terms import (LAZY_PROGRAMS, ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOTHING, REPEAT, STR, Term,
-                    TermBuilder, paused_gc)
+from .terms import (
+    ALT,
+    AND,
+    BYTES,
+    CONCAT,
+    EMPTY,
+    LAZY,
+    LAZY_PROGRAMS,
+    NOTHING,
+    REPEAT,
+    STR,
+    Term,
+    TermBuilder,
+    paused_gc,
+)
 from .vocabulary import TokenColumns, Vocabulary
-
 
 # A state whose byte class chain has at least this many bytes gets its mask token by token
 # (TokenAutomaton._chain_words) instead of by a trie walk.
@@ -83,12 +105,12 @@ class TokenAutomaton(Constraint):
 
     @classmethod
     def from_term(cls, tb: TermBuilder, root: Term, vocab: Vocabulary, description: str = "",
-                  max_states: int | None = None) -> "TokenAutomaton":
+                  max_states: int | None = None) -> TokenAutomaton:
         """The automaton of a byte-level regular term (see fsm/core/terms.py)."""
         max_states = max_states or DEFAULT_MAX_STATES
         return cls(TermSource(tb, max_states), root, vocab, description, max_states)
 
-    def owns_source(self) -> "TokenAutomaton":
+    def owns_source(self) -> TokenAutomaton:
         """Declare the state source (its term builder, a grammar's parser stacks) this
         automaton's alone: when the automaton is freed, the source's reference cycles
         are broken (TermBuilder.release), so that reference counting frees it at once.
@@ -103,7 +125,7 @@ class TokenAutomaton(Constraint):
         automaton: JSON's unique items and distinct keys)."""
         return TokenMatcher(self) if self.make_matcher is None else self.make_matcher(self)
 
-    def require_output(self) -> "TokenAutomaton":
+    def require_output(self) -> TokenAutomaton:
         """self, or ConstraintError if no output can begin: the first mask (needed anyway)
         is empty (a schema whose keywords contradict each other, `false`, a regex that
         matches nothing or only what the vocabulary cannot spell). Generating from it

@@ -18,13 +18,13 @@ class Constraint:
     grammars) and the JSON front end's UnionAutomaton.
     """
 
-    vocab: "Vocabulary"
+    vocab: Vocabulary
     description: str = ""
     info: object = None
 
-    def matcher(self) -> "Matcher":
+    def matcher(self) -> Matcher:
         raise NotImplementedError
 
-    def require_output(self) -> "Constraint":
+    def require_output(self) -> Constraint:
         """self, or ConstraintError where no output can begin."""
         raise NotImplementedError

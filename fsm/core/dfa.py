@@ -9,13 +9,28 @@ keep the output alive. Regexes use terms as keys (`TermSource`); grammars use se
 """
 from __future__ import annotations
 
+from collections.abc import Hashable
+from typing import Protocol
+
 import numpy as np
 
-from typing import Hashable, Protocol
-
 from .errors import TooLargeError
-from .terms import (LAZY_PROGRAMS, ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOT, NOTHING, REPEAT, STR, Term,
-                    TermBuilder, row_target)
+from .terms import (
+    ALT,
+    AND,
+    BYTES,
+    CONCAT,
+    EMPTY,
+    LAZY,
+    LAZY_PROGRAMS,
+    NOT,
+    NOTHING,
+    REPEAT,
+    STR,
+    Term,
+    TermBuilder,
+    row_target,
+)
 
 DEFAULT_MAX_STATES = 200_000
 DEAD, UNKNOWN = 0, -1

@@ -42,7 +42,7 @@ class Matcher(Protocol):
     def forced_tokens(self, limit: int = 256) -> list[int]:
         """The tokens that are the only way forward, one after another."""
 
-    def copy(self) -> "Matcher":
+    def copy(self) -> Matcher:
         """An independent matcher at the same point."""
 
 
@@ -57,7 +57,7 @@ class TokenMatcher:
 
     __slots__ = ("automaton", "state", "_history", "_terminated")
 
-    def __init__(self, automaton: "TokenAutomaton"):
+    def __init__(self, automaton: TokenAutomaton):
         self.automaton = automaton
         self.state = automaton.start
         self._history: list[int] = []
@@ -147,7 +147,7 @@ class TokenMatcher:
             s = a.next_state(s, t)
         return out
 
-    def copy(self) -> "TokenMatcher":
+    def copy(self) -> TokenMatcher:
         m = TokenMatcher(self.automaton)
         m.state, m._history, m._terminated = self.state, list(self._history), self._terminated
         return m

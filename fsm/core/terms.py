@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gc
 import threading
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 NOTHING, EMPTY, BYTES, CONCAT, ALT, REPEAT, AND, NOT, STR, LAZY = range(10)
 

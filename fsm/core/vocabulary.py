@@ -15,10 +15,10 @@ import codecs
 import json
 import re
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -76,7 +76,7 @@ class Vocabulary:
     # -- builders -----------------------------------------------------------------
     @classmethod
     def from_tokenizer(cls, tokenizer, vocab_size: int | None = None,
-                       eos_ids: Sequence[int] | None = None) -> "Vocabulary":
+                       eos_ids: Sequence[int] | None = None) -> Vocabulary:
         """Build from a Hugging Face tokenizer (fast or slow), a mistral_common
         Tekkenizer, or a tiktoken Encoding. `vocab_size` is the model's logits width."""
         if hasattr(tokenizer, "decode_single_token_bytes") and hasattr(tokenizer, "n_vocab"):
@@ -86,7 +86,7 @@ class Vocabulary:
         return cls._from_hf(tokenizer, vocab_size, eos_ids)
 
     @classmethod
-    def _from_hf(cls, tok, vocab_size, eos_ids) -> "Vocabulary":
+    def _from_hf(cls, tok, vocab_size, eos_ids) -> Vocabulary:
         n = len(tok)
         special = set(getattr(tok, "all_special_ids", []))
         for tid, added in getattr(tok, "added_tokens_decoder", {}).items():
@@ -130,7 +130,7 @@ class Vocabulary:
                          "byte-level BPE or SentencePiece (Metaspace / byte fallback)")
 
     @classmethod
-    def _from_tiktoken(cls, enc, vocab_size, eos_ids) -> "Vocabulary":
+    def _from_tiktoken(cls, enc, vocab_size, eos_ids) -> Vocabulary:
         special = set(getattr(enc, "special_tokens_set", set()))
         special_ids = {enc.encode_single_token(s) for s in special}
         out = []
@@ -147,7 +147,7 @@ class Vocabulary:
         return cls(tuple(out), tuple(eos_ids), vocab_size or enc.n_vocab, enc.name)
 
     @classmethod
-    def _from_tekkenizer(cls, tok, vocab_size, eos_ids) -> "Vocabulary":
+    def _from_tekkenizer(cls, tok, vocab_size, eos_ids) -> Vocabulary:
         n = tok.n_words
         nspecial = tok.num_special_tokens
         out = [None] * nspecial + [tok._model.decode_single_token_bytes(i)
@@ -156,7 +156,7 @@ class Vocabulary:
                    vocab_size or n, "tekken")
 
     @classmethod
-    def from_tekken_json(cls, path: str | Path, vocab_size: int | None = None) -> "Vocabulary":
+    def from_tekken_json(cls, path: str | Path, vocab_size: int | None = None) -> Vocabulary:
         """Build from a mistral `tekken*.json` file (tiktoken-style, byte tokens)."""
         data = json.loads(Path(path).read_text())
         cfg = data["config"]
@@ -174,11 +174,11 @@ class Vocabulary:
         return (self.size + 31) // 32
 
     @cached_property
-    def trie(self) -> "TokenTrie":
+    def trie(self) -> TokenTrie:
         return TokenTrie.build(self.token_bytes)
 
     @cached_property
-    def columns(self) -> "TokenColumns":
+    def columns(self) -> TokenColumns:
         return TokenColumns.build(self.token_bytes)
 
     def fingerprint(self) -> tuple:
@@ -260,7 +260,7 @@ class TokenColumns:
         return got[0]
 
     @classmethod
-    def build(cls, token_bytes: Sequence[bytes | None]) -> "TokenColumns":
+    def build(cls, token_bytes: Sequence[bytes | None]) -> TokenColumns:
         lengths = np.array([len(b) if b else 0 for b in token_bytes], dtype=np.intp)
         order = np.argsort(-lengths, kind="stable")
         order = order[: int(np.count_nonzero(lengths))]
@@ -431,7 +431,7 @@ class TokenTrie:
                 tuple(c.tolist() for c in self.child_end))
 
     @classmethod
-    def build(cls, token_bytes: Sequence[bytes | None]) -> "TokenTrie":
+    def build(cls, token_bytes: Sequence[bytes | None]) -> TokenTrie:
         ids = [i for i, b in enumerate(token_bytes) if b]
         depth = max((len(token_bytes[i]) for i in ids), default=0)
         prefixes: list[set] = [set() for _ in range(depth)]

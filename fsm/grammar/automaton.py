@@ -29,11 +29,11 @@ import numpy as np
 
 from ..core.automaton import TokenAutomaton
 from ..core.dfa import DEAD, DEFAULT_MAX_STATES, TermSource
-from ..core.errors import ConstraintError, GrammarError, RegexError
+from ..core.errors import GrammarError, RegexError
 from ..core.options import describe, documented, option, resolve
-from ..regex.syntax import caseless_literal, regex_to_term
 from ..core.terms import Term, TermBuilder, row_target
 from ..core.vocabulary import Vocabulary
+from ..regex.syntax import caseless_literal, regex_to_term
 from .masks import GrammarMasks
 from .rows import merge, stacks, subtract
 
@@ -66,7 +66,7 @@ class _Stack:
     """An interned persistent LR stack node: equal stacks are the same object."""
     __slots__ = ("state", "parent", "height", "feed", "starts", "end", "kids")
 
-    def __init__(self, state: int, parent: "_Stack | None"):
+    def __init__(self, state: int, parent: _Stack | None):
         self.state, self.parent = state, parent
         self.kids: dict = {}      # state -> the node pushed on this one (interned)
         self.height = 0 if parent is None else parent.height + 1
@@ -522,10 +522,10 @@ class GrammarSource:
                     starting = self._starting.get(c)
                     if starting is None:
                         starting = self._starting[c] = row_target(self.template(self._all), c) or ()
-                for nxt in stacks(nxt):
-                    for j, z in starting:  # as _start_row(nxt) at c, without the whole row
-                        if ignored[j] or feed(nxt, j) is not None:
-                            out.add((nxt, j, z))
+                for stack_ in stacks(nxt):
+                    for j, z in starting:  # as _start_row(stack_) at c, without the whole row
+                        if ignored[j] or feed(stack_, j) is not None:
+                            out.add((stack_, j, z))
         return frozenset(out)
 
     def accepting(self, key) -> bool:
@@ -549,7 +549,7 @@ class GrammarAutomaton(TokenAutomaton):
     configuration. The byte DFA itself (token steps, EOS, forced bytes) is the
     GrammarSource's."""
 
-    def __init__(self, source: "GrammarSource", vocab: Vocabulary, description: str = "",
+    def __init__(self, source: GrammarSource, vocab: Vocabulary, description: str = "",
                  max_states: int | None = None, ahead: bool = True, **constraint):
         super().__init__(source, source.start_key, vocab, description, max_states, **constraint)
         self.source = source
@@ -908,7 +908,7 @@ def load_lark(grammar: str, start: str = "start", hoist: bool = False):
     except (Unsupported, LarkError):  # outside the front end, or an error lark's helpers found
         pass
     except Exception as e:  # noqa: BLE001 - a bug of ours: say so, but still compile
-        warnings.warn(f"fsm.lark_text failed ({type(e).__name__}: {e}); using lark's loader "
+        warnings.warn(f"fsm.grammar.lark_text failed ({type(e).__name__}: {e}); using lark's loader "
                       "(please report this grammar)", RuntimeWarning, stacklevel=2)
     return _load_with_lark(grammar, start, hoist)
 

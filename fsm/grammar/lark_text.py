@@ -405,7 +405,7 @@ def _pattern(node: tuple, scope: dict, memo: dict, busy: frozenset):
             return PatternRE("".join(p.to_regexp() for p in ps))
         # longest first: Python's re takes the first alternative that matches
         ps.sort(key=lambda p: (-p.max_width, -p.min_width, -len(p.value)))
-        return PatternRE("(?:%s)" % "|".join(p.to_regexp() for p in ps))
+        return PatternRE(f"(?:{'|'.join(p.to_regexp() for p in ps)})")
     if kind == "T":
         return _named(node[1], scope, memo, busy)
     if kind == "pat":  # an imported terminal, compiled with its library
@@ -419,7 +419,7 @@ def _pattern(node: tuple, scope: dict, memo: dict, busy: frozenset):
         if kind == "rep" and node[3] is not None and node[3] < node[2]:
             raise Unsupported("bad repeat range")
         op = ("?" if kind == "maybe" else node[2] if kind == "op" else
-              "{%d}" % node[2] if node[3] is None else "{%d,%d}" % node[2:])
+              f"{{{node[2]}}}" if node[3] is None else f"{{{node[2]},{node[3]}}}")
         return PatternRE(f"(?:{inner.to_regexp()}){op}", inner.flags)
     raise Unsupported(f"{kind} in a terminal")
 

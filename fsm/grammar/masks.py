@@ -17,9 +17,9 @@ import numpy as np
 
 from ..core.automaton import TrieWalker, char_class, first_bytes, made_of, walk_columns
 from ..core.dfa import DEFAULT_MAX_STATES, LazyDFA
-from .rows import merge, stacks, subtract
 from ..core.terms import CONCAT, REPEAT, paused_gc, row_target
 from ..core.vocabulary import ascending_set
+from .rows import merge, stacks, subtract
 
 # Completed non-ignored terminals a lexing may hold before another one starts: LONG_SEQ
 # in lexer states of at most SMALL_KEY items (unambiguous lexing, e.g. `((((` or
@@ -73,7 +73,7 @@ class LexerSource:
         self.dead = 0
         n = len(g.terms)
         follows = [set() for _ in range(n)]
-        for st, acts in g.t.action.items():
+        for acts in g.t.action.values():
             for i, act in acts.items():
                 for shift, arg in act[1] if act[0] is None else (act,):  # (a fork: each action)
                     if shift:

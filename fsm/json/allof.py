@@ -14,13 +14,30 @@ import collections
 import json
 
 from ..core.errors import RegexError
-from .disjoint import deref, disjoint, types_of
-from .keywords import (_ANNOTATIONS, _NUMBER_KW, _STRING_KW, _TYPES, _beside_ref, _idle_keywords, _names_type,
-                            _schema_keys)
-from .merge import (_common_values, _finite_values, _has_type, _json_type, _merged_arrays, _merged_scalars,
-                         _types_meet, _well_typed, canonical_json)
-from .strings import encode_string
 from ..core.terms import Term
+from .disjoint import deref, disjoint, types_of
+from .keywords import (
+    _ANNOTATIONS,
+    _NUMBER_KW,
+    _STRING_KW,
+    _TYPES,
+    _beside_ref,
+    _idle_keywords,
+    _names_type,
+    _schema_keys,
+)
+from .merge import (
+    _common_values,
+    _finite_values,
+    _has_type,
+    _json_type,
+    _merged_arrays,
+    _merged_scalars,
+    _types_meet,
+    _well_typed,
+    canonical_json,
+)
+from .strings import encode_string
 
 _SCALAR_TYPES = frozenset(("string", "number", "boolean", "null"))  # (types_of's names)
 # keywords that read each other within one schema: two schemas' are not one schema's

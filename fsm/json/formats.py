@@ -153,9 +153,9 @@ def _leap_second_time(st) -> Term:
     def trie(name: str, leaf, values: range) -> Term:
         """The texts f"{v:02d}" then leaf(v), lazy per digit."""
         def second(a):
-            return tb.alt(tb.concat(lit(f"{v:02d}"[1]), _piece(st, f"{name}-{v:02d}", lambda: leaf(v)))
+            return tb.alt(tb.concat(lit(f"{v:02d}"[1]), _piece(st, f"{name}-{v:02d}", lambda v=v: leaf(v)))
                           for v in values if f"{v:02d}"[0] == a)
-        return tb.alt(tb.concat(lit(a), _piece(st, f"{name}-{a}", lambda: second(a)))
+        return tb.alt(tb.concat(lit(a), _piece(st, f"{name}-{a}", lambda a=a: second(a)))
                       for a in sorted({f"{v:02d}"[0] for v in values}))
 
     def offsets(hh: int, mm: int) -> Term:

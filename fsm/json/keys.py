@@ -19,8 +19,8 @@ from bisect import bisect_left
 
 import numpy as np
 
-from .unique import MAX_VIABLE_STEPS, decoded_prefix, string_value
 from ..core.matcher import TokenMatcher
+from .unique import MAX_VIABLE_STEPS, decoded_prefix, string_value
 from .unique_matcher import _among, _bounded_memo, _drop, _index_of, _path_tokens, _rests, tracked_prefix
 
 _STRUCTURE = re.compile(rb'["{}\[\],]')
@@ -270,7 +270,7 @@ class KeyMatcher:
     def forced_tokens(self, limit: int = 256) -> list[int]:
         return tracked_prefix(self.plan, self.track, self.inner.forced_tokens(limit), self.automaton.vocab.token_bytes)
 
-    def copy(self) -> "KeyMatcher":
+    def copy(self) -> KeyMatcher:
         m = KeyMatcher(self.inner.copy(), self.plan)
         m.track, m._tracks = self.track, list(self._tracks)
         return m

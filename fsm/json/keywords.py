@@ -42,7 +42,7 @@ _KEYWORDS = frozenset((
     "dependentRequired", "format", "contentEncoding", "contentMediaType", "contentSchema", "title",
     "description", "default", "deprecated", "readOnly", "writeOnly", "examples", "discriminator",
     "nullable"))
-_UNSUPPORTED = {"$dynamicRef": "dynamic references here (fsm/json_dynamic.py resolves those it reaches)",
+_UNSUPPORTED = {"$dynamicRef": "dynamic references here (fsm/json/dynamic.py resolves those it reaches)",
                 "$recursiveRef": "recursive references (2019-09)"}
 
 

@@ -10,8 +10,17 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
-from .keywords import (_ANNOTATIONS, _FAMILIES, _KEYWORDS, _NUMBER_KW, _STRING_KW, _TYPED_KW, _TYPES, _names_type,
-                            _schema_keys)
+from .keywords import (
+    _ANNOTATIONS,
+    _FAMILIES,
+    _KEYWORDS,
+    _NUMBER_KW,
+    _STRING_KW,
+    _TYPED_KW,
+    _TYPES,
+    _names_type,
+    _schema_keys,
+)
 from .numbers import to_decimal
 
 # keywords that may stand beside `type` and `enum` for the enum to be filtered by type

@@ -4,8 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..core.errors import SchemaError
-from ..core.options import documented
-from ..core.options import option
+from ..core.options import documented, option
 
 
 @documented
@@ -52,7 +51,7 @@ class JsonOptions:
         if self.documents is not None and not isinstance(self.documents, dict):
             raise SchemaError(f"documents must be a dict {{uri: schema}}, not {type(self.documents).__name__}")
 
-    def for_source(self, schema) -> "JsonOptions":
+    def for_source(self, schema) -> JsonOptions:
         """These options with the source-dependent defaults (None) decided for `schema`."""
         pydantic = not isinstance(schema, (dict, bool, str, bytes))
         return replace(self, **{name: value for name, value in (("python_dates", pydantic), ("python_sets", pydantic),

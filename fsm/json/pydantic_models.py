@@ -9,6 +9,7 @@ from decimal import Decimal
 
 from ..core.errors import SchemaError
 
+
 @functools.cache
 def _pydantic_generator():
     """Pydantic's JSON Schema generator, but where Pydantic's schema is wider than what

@@ -14,8 +14,9 @@ from __future__ import annotations
 import itertools
 
 from ..core.errors import ConstraintError, SchemaError
-from .source import JsonTermSource
 from ..core.terms import ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOT, NOTHING, REPEAT, Term, TermBuilder
+from .source import JsonTermSource
+
 
 class _RecursiveRules:
     """Terms with recursion markers -> BNF rules over regular terminals (fsm/grammar/automaton.py).

@@ -16,45 +16,79 @@ support, canonical form, options and limits: docs/json-schema.md.
 from __future__ import annotations
 
 import functools
-import math
 import json
+import math
 import re
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from itertools import combinations, product
-from dataclasses import dataclass, replace
-from typing import Callable, NamedTuple
-from urllib.parse import unquote, urldefrag, urljoin
+from typing import NamedTuple
+from urllib.parse import unquote, urldefrag
 
 from ..core.automaton import TokenAutomaton
 from ..core.dfa import DEFAULT_MAX_STATES, LazyDFA
+from ..core.errors import ConstraintError, RegexError, SchemaError, SchemaWarning, TooLargeError
 from ..core.matcher import TokenMatcher
 from ..core.options import describe, resolve
-from ..core.errors import ConstraintError, RegexError, SchemaError, SchemaWarning, TooLargeError
+from ..core.terms import ALT, AND, BYTES, CONCAT, NOT, STR, Term, TermBuilder, paused_gc
 from ..grammar.automaton import GrammarAutomaton
-from .formats import PYDANTIC_ANY_STRING, SPEC_FORMATS
-from .disjoint import (_disc_values, closed_keys, deref, disjoint, group_ways, pairwise_apart,
-                            required_keys, scalar_overlaps, types_of)
-from .dynamic import DynamicRefs, join_uri
-from .keywords import (_ANNOTATIONS, _ARRAY_KW, _FAMILIES, _NUMBER_KW, _OBJECT_KW, _STRING_KW, _SUB_LIST,
-                            _SUB_MAP, _SUB_ONE, _TYPED_KW, _TYPES, _UNSUPPORTED, _beside_ref, _check_values,
-                            _idle_keywords, _names_type, _schema_keys)
 from .allof import AllOfMerges
-from .merge import (_TYPED_ENUM_KEYS, _common_values, _finite_values, _has_type, _json_equal, _well_typed,
-                         canonical_json)
+from .disjoint import (
+    _disc_values,
+    closed_keys,
+    deref,
+    disjoint,
+    group_ways,
+    pairwise_apart,
+    required_keys,
+    scalar_overlaps,
+    types_of,
+)
+from .dynamic import DynamicRefs, join_uri
+from .formats import PYDANTIC_ANY_STRING, SPEC_FORMATS
+from .keys import KeyMatcher, KeyPlan, key_language
+from .keywords import (
+    _ANNOTATIONS,
+    _ARRAY_KW,
+    _FAMILIES,
+    _NUMBER_KW,
+    _OBJECT_KW,
+    _STRING_KW,
+    _SUB_LIST,
+    _SUB_MAP,
+    _SUB_ONE,
+    _TYPED_KW,
+    _TYPES,
+    _UNSUPPORTED,
+    _beside_ref,
+    _check_values,
+    _idle_keywords,
+    _names_type,
+    _schema_keys,
+)
+from .merge import _TYPED_ENUM_KEYS, _common_values, _finite_values, _has_type, _json_equal, _well_typed, canonical_json
 from .numbers import NumberTerms, integer_texts, number_text_term, to_decimal
 from .options import JsonOptions
 from .pydantic_models import _pydantic_generator
-from .recursive import MarkerMemo, _RecursiveRules, _marker_index, lazy_recursion
-from .union import UnionAutomaton, UnionSchema, branch_schemas, root_unions, schemas_below
-from .keys import KeyMatcher, KeyPlan, key_language
-from .unique import MIN_UNIQUE_DOMAIN, UniquePlan, _count_strings, plan_unique_items, without_unique_items
-from .unique_matcher import UniqueMatcher
+from .recursive import MarkerMemo, _marker_index, _RecursiveRules, lazy_recursion
 from .source import JsonTermBuilder, JsonTermSource
 from .strings import StringTerms, encode_string, string_text
-from .variants import (CONDITIONS_MAX, CONDITIONS_ONE_KEY_MAX, _holds, _named, _own_keys, _presence_parts,
-                            _presence_sets, _required_only, _value_conditions)
-from ..core.terms import ALT, AND, BYTES, CONCAT, NOT, STR, Term, TermBuilder, paused_gc
+from .union import UnionAutomaton, UnionSchema, branch_schemas, root_unions, schemas_below
+from .unique import MIN_UNIQUE_DOMAIN, UniquePlan, _count_strings, plan_unique_items, without_unique_items
+from .unique_matcher import UniqueMatcher
+from .variants import (
+    CONDITIONS_MAX,
+    CONDITIONS_ONE_KEY_MAX,
+    _holds,
+    _named,
+    _own_keys,
+    _presence_parts,
+    _presence_sets,
+    _required_only,
+    _value_conditions,
+)
 
 MAX_UNIQUE_DOMAIN = 16
 MAX_PATTERN_PROPERTIES_PARTITION = 5  # patterns whose every subset is a way a key may match
@@ -267,7 +301,7 @@ class _Evaluated(NamedTuple):
     every_item: bool = False
     contains: tuple = ()
 
-    def __or__(self, f: "_Evaluated") -> "_Evaluated":
+    def __or__(self, f: _Evaluated) -> _Evaluated:
         return _Evaluated(tuple(dict.fromkeys(self.keys + f.keys)), tuple(dict.fromkeys(self.patterns + f.patterns)),
                           self.every_key or f.every_key, max(self.prefix, f.prefix),
                           self.every_item or f.every_item, self.contains + f.contains)
@@ -338,8 +372,8 @@ def load_schema(schema):
 
 
 class _Compiler(AllOfMerges):
-    def __init__(self, root, tb: JsonTermBuilder, options: JsonOptions = JsonOptions(), all_meet: bool = False):
-        options = options.for_source(root)  # (a loaded schema: Pydantic's were decided before)
+    def __init__(self, root, tb: JsonTermBuilder, options: JsonOptions | None = None, all_meet: bool = False):
+        options = (options or JsonOptions()).for_source(root)  # (a loaded schema: Pydantic's were decided before)
         whitespace, max_whitespace, strict = options.whitespace, options.max_whitespace, options.strict
         max_recursion_depth, recursion, documents = options.max_recursion_depth, options.recursion, options.documents
         self.options = options
@@ -1790,7 +1824,7 @@ class _Compiler(AllOfMerges):
                 if merged is not None:
                     vparts = [self.value(merged, d - 1, budget)]
             vt = vparts[0] if len(vparts) == 1 else self._meet(  # (lenient: the first part, a superset)
-                node, "patternProperties", tb.intersect(vparts), lambda: vparts[0])
+                node, "patternProperties", tb.intersect(vparts), lambda vparts=vparts: vparts[0])
             if vt is tb.nothing:
                 if req:
                     return tb.nothing
@@ -2019,7 +2053,7 @@ class _Compiler(AllOfMerges):
                             "lists of strings or of any values, open objects, closed objects of at least that "
                             "many values (whose unique arrays below hold none), or numbers without bounds or above one "
                             "of 0 or more (any, or integers), with true, false and null beside them, in an "
-                            "array whose place every valid instance decides (fsm/json_unique.py)")
+                            "array whose place every valid instance decides (fsm/json/unique.py)")
             elif dom is not None:
                 self._negated += 1
                 try:
@@ -2219,7 +2253,7 @@ def _split_union(comp, given: tuple, options: JsonOptions, pointers: list[str], 
     """The root anyOf of the schema `comp` indexed (given: its root and documents) split
     into a compiled schema per branch, where a uniqueItems at `pointers` (refused, or
     relaxed) lies below one of its branches, and no branch refuses or relaxes a
-    uniqueItems; else None (fsm/json_union.py). `counts`: the planner's of the whole schema."""
+    uniqueItems; else None (fsm/json/union.py). `counts`: the planner's of the whole schema."""
     targets = [t for p in pointers if p.startswith("#/") and (t := _pointer(comp.root, p[1:])) is not _NOWHERE]
     if not targets or comp._dynamic or comp._unevaluated:  # (unevaluated*: what every branch that
         return None  # holds evaluates counts, and one branch alone evaluates less)

@@ -9,9 +9,23 @@ import heapq
 
 from ..core.dfa import DEFAULT_MAX_STATES, TermSource, alphabet_of, fold
 from ..core.errors import TooLargeError
+from ..core.terms import (
+    ALL_BYTES,
+    ALT,
+    AND,
+    BYTES,
+    CONCAT,
+    EMPTY,
+    LAZY,
+    LAZY_PROGRAMS,
+    NOT,
+    NOTHING,
+    REPEAT,
+    STR,
+    Term,
+    TermBuilder,
+)
 from .formats import NONEMPTY_LAZY
-from ..core.terms import (ALL_BYTES, LAZY_PROGRAMS, ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOT, NOTHING, REPEAT, STR,
-                    Term, TermBuilder)
 
 _NUMBER_BYTES = sum(1 << b for b in b"0123456789.eE+-")
 

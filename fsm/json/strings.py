@@ -12,9 +12,21 @@ from __future__ import annotations
 
 import functools
 
-from ..regex import charset
-from ..regex.syntax import AT_BEGIN, AT_END, FLAG_I, FLAG_S, TERM_OP, C, P, RegexError, Converter, original_pos, python_text
 from ..core.terms import BYTES, REPEAT, STR, Term, TermBuilder
+from ..regex import charset
+from ..regex.syntax import (
+    AT_BEGIN,
+    AT_END,
+    FLAG_I,
+    FLAG_S,
+    TERM_OP,
+    C,
+    Converter,
+    P,
+    RegexError,
+    original_pos,
+    python_text,
+)
 
 _SHORT = {0x08: b"\\b", 0x0C: b"\\f", 0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t", 0x22: b'\\"', 0x5C: b"\\\\"}
 _SPECIAL = charset.normalize([(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])

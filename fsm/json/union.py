@@ -19,11 +19,11 @@ import os
 
 import numpy as np
 
+from ..core.constraint import Constraint
 from ..core.dfa import DEFAULT_MAX_STATES
 from ..core.errors import ConstraintError
-from .unique import _edited, _subschemas
-from ..core.constraint import Constraint
 from ..core.matcher import TokenMatcher
+from .unique import _edited, _subschemas
 
 MAX_BRANCHES = 8
 
@@ -115,10 +115,10 @@ class UnionAutomaton(Constraint):
     def __repr__(self) -> str:
         return f"UnionAutomaton({self.automata!r})"
 
-    def matcher(self) -> "UnionMatcher":
+    def matcher(self) -> UnionMatcher:
         return UnionMatcher(self)
 
-    def require_output(self) -> "UnionAutomaton":
+    def require_output(self) -> UnionAutomaton:
         """self, or ConstraintError where no branch can begin an output."""
         for a in self.automata:
             try:
@@ -197,7 +197,7 @@ class UnionMatcher:
             out.append(int(ids[0]))
         return out
 
-    def copy(self) -> "UnionMatcher":
+    def copy(self) -> UnionMatcher:
         m = UnionMatcher.__new__(UnionMatcher)
         m.automaton, m.matchers, m.live = self.automaton, [x.copy() for x in self.matchers], self.live
         m._history, m._row = list(self._history), np.zeros_like(self._row)

@@ -26,9 +26,20 @@ from decimal import Decimal, InvalidOperation
 from ..core.dfa import LazyDFA
 from ..core.errors import RegexError, SchemaError, TooLargeError
 from .disjoint import disjoint, types_of
+from .keywords import (
+    _ANNOTATIONS,
+    _ARRAY_KW,
+    _KEYWORDS,
+    _NOTES,
+    _NUMBER_KW,
+    _OBJECT_KW,
+    _STRING_KW,
+    _SUB_LIST,
+    _SUB_MAP,
+    _SUB_ONE,
+    _schema_keys,
+)
 from .merge import _finite_values
-from .keywords import (_ANNOTATIONS, _ARRAY_KW, _KEYWORDS, _NOTES, _NUMBER_KW, _OBJECT_KW, _STRING_KW,
-                            _SUB_LIST, _SUB_MAP, _SUB_ONE, _schema_keys)
 from .source import JsonTermSource
 from .variants import _condition
 
@@ -242,7 +253,8 @@ class UniquePlan:
                     dead += 1
                 else:
                     dead -= 1
-                    if not dead and stack and stack[-1][0] == "c" and not _close_capture(stack, frames, starts, data[:i]):
+                    if (not dead and stack and stack[-1][0] == "c"
+                            and not _close_capture(stack, frames, starts, data[:i])):
                         return None
                 continue
             c = data[i]
@@ -1045,7 +1057,8 @@ class _Planner:
             pats = [_map(x, "patternProperties") for x in sure.values()]
             if not all(_always(v) for ps in pats for v in ps.values()):
                 return False
-            if not sure or self.comp.allow_extra and all(_always(x.get("additionalProperties", True)) for x in sure.values()):
+            if not sure or self.comp.allow_extra and all(_always(x.get("additionalProperties", True))
+                                                         for x in sure.values()):
                 continue  # (any key that none declares, with any value: no schema here, or none closes it)
             closing = [ps for x, ps in zip(sure.values(), pats) if not _always(x.get("additionalProperties", True))]
             if not any(all(p in ps for ps in closing) and self._endless(p) for ps in pats for p in ps):

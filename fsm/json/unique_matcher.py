@@ -14,8 +14,8 @@ from bisect import bisect_left
 
 import numpy as np
 
-from .unique import INTEGERS, LITERALS, MAX_VIABLE_STEPS, VALUE_MARK, _number_key
 from ..core.matcher import TokenMatcher
+from .unique import INTEGERS, LITERALS, MAX_VIABLE_STEPS, VALUE_MARK, _number_key
 
 _NUMBER_BYTES = frozenset(b"0123456789.eE+-")  # (unique._NUMBER_STOP's complement)
 _NUMBER_STARTS = frozenset(b"0123456789-")
@@ -201,7 +201,8 @@ def ends_new(dfa, plan, state: int, track: tuple, capture: bool = False) -> bool
                     continue  # (new here, but the item below can only repeat)
                 return True  # (a new value, or one on its way)
             r = dfa.step(q, b)
-            if rests is not None and inside[0][:1] == VALUE_MARK:  # (an object item's walk may loop: 1.000..., whitespace)
+            # (an object item's walk may loop: 1.000..., whitespace)
+            if rests is not None and inside[0][:1] == VALUE_MARK:
                 if held is None:
                     held = plan.held(nxt)
                 key = (r, rests, held[:1 + max(map(len, rests))])
@@ -415,7 +416,8 @@ class UniqueMatcher(TokenMatcher):
         for k in range(min(len(rest), longest) + 1):
             if not in_string:
                 parts += [trie.tokens_under(rest[:k] + w) for w in (b" ", b"\t", b"\n", b"\r")]
-                if (rest[k - 1] in _NUMBER_BYTES if k else in_number) and (k == len(rest) or rest[k] not in _NUMBER_BYTES):
+                if (rest[k - 1] in _NUMBER_BYTES if k else in_number) and \
+                        (k == len(rest) or rest[k] not in _NUMBER_BYTES):
                     parts += [trie.tokens_under(rest[:k] + b"0"), trie.tokens_under(rest[:k] + b".")]
             if k == len(rest):
                 break
@@ -555,7 +557,7 @@ class UniqueMatcher(TokenMatcher):
     def forced_tokens(self, limit: int = 256) -> list[int]:
         return tracked_prefix(self.plan, self.track, super().forced_tokens(limit), self.automaton.vocab.token_bytes)
 
-    def copy(self) -> "UniqueMatcher":
+    def copy(self) -> UniqueMatcher:
         m = UniqueMatcher(self.automaton, self.plan)
         m.state, m._history, m._terminated = self.state, list(self._history), self._terminated
         m.track, m._tracks = self.track, list(self._tracks)

@@ -10,6 +10,7 @@ import functools
 
 from .keywords import _ANNOTATIONS, _names_type, _schema_keys
 
+
 def _own_keys(node: dict) -> set:
     """An object schema's own keys: its properties, required and dependentRequired keys
     (the keys that have slots where objects slot their own keys only)."""

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import re
 
-from . import charset
-from . import uprops
 from ..core.errors import RegexError
 from ..core.terms import Term, TermBuilder
+from . import charset, uprops
 
 try:  # Python >= 3.11
     import re._constants as C

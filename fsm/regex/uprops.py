@@ -69,7 +69,7 @@ def property_ranges(spec: str) -> tuple:
     return _category_ranges(short)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _category_ranges(short: str) -> tuple:
     table = _table()
     members = _GROUPS.get(short, short).split()
