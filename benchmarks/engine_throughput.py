@@ -19,16 +19,13 @@ second and, in brackets, per CPU second of the process:
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from structgen.engine import LLM, SamplingParams  # noqa: E402
+from structgen.engine import LLM, SamplingParams
 
 TOPICS = ["the sea", "a lost key", "autumn in Paris", "a robot learning to paint", "the moon",
           "a small bakery", "mountains at dawn", "a chess match", "an old library", "rain",

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/grammar_bench.py [--repeat N] [--passes P] [--grammars arith,json,...]
 
 For each grammar (arithmetic, JSON, SQL SELECT subset with case-insensitive keywords,
-a toy language with nested blocks and %ignore'd comments; texts in tests/test_grammar.py)
+a toy language with nested blocks and %ignore'd comments; texts in tests/oracles.py)
 and each library: grammar -> first mask (compile + matcher + first mask, median over
 `--repeat` fresh compiles), then along realistic documents tokenized by the SmolLM2
 tokenizer (none starts or ends with ignored text: llguidance refuses that), the time of
@@ -36,12 +36,12 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
 from structgen import fsm  # noqa: E402
 from structgen.fsm.grammar.automaton import GrammarAutomaton, grammar_source  # noqa: E402
 from structgen.fsm.core.terms import TermBuilder  # noqa: E402
-from tests.test_grammar import GRAMMARS as TEST_GRAMMARS  # noqa: E402
+from oracles import GRAMMARS as TEST_GRAMMARS  # noqa: E402
 
 # llguidance reads lazy quantifiers greedily, so the toy language's block comment is
 # spelled without one here (the same language), for all three libraries.

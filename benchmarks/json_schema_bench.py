@@ -24,15 +24,12 @@ import argparse
 import gc
 import json
 import multiprocessing as mp
-import pathlib
 import statistics
 import sys
 import time
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 ADDRESS = {"type": "object", "properties": {
     "street": {"type": "string", "maxLength": 80}, "city": {"type": "string", "maxLength": 40},

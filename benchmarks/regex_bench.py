@@ -19,7 +19,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 
 from structgen import fsm  # noqa: E402
 from peers import Ours, make_peers  # noqa: E402
@@ -138,8 +138,8 @@ def main():
               + f" | {us(statistics.median(first))} | {us(max(first))} | {ratio} |")
     # the 131k vocabulary: our first visits only (peers need an HF tokenizer for it)
     try:
-        from tests.conftest import _mistral_data
-        big = fsm.Vocabulary.from_tekken_json(_mistral_data("tekken_240911.json"))
+        from oracles import mistral_data
+        big = fsm.Vocabulary.from_tekken_json(mistral_data("tekken_240911.json"))
     except Exception as e:  # mistral-common data not installed
         print(f"\n(skipping the 131k vocabulary: {e})")
         return

@@ -28,17 +28,14 @@ import pathlib
 import random
 import re
 import signal
-import sys
 import time
 import warnings
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-
-from structgen import fsm  # noqa: E402
-from structgen.fsm.core.errors import ConstraintError  # noqa: E402
-from structgen.fsm.json.schema import build_automaton  # noqa: E402
+from structgen import fsm
+from structgen.fsm.core.errors import ConstraintError
+from structgen.fsm.json.schema import build_automaton
 
 
 class _Timeout(Exception):

@@ -20,12 +20,10 @@ import sys
 import time
 import warnings
 
+from structgen.fsm.core.errors import ConstraintError
+from structgen.fsm.json.schema import schema_to_term
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from structgen.fsm.core.errors import ConstraintError  # noqa: E402
-from structgen.fsm.json.schema import schema_to_term  # noqa: E402
-
 SUITE = ROOT.parent / "shared" / "data" / "json-schema-test-suite" / "tests" / "draft2020-12"
 REPORT = ROOT / "tests" / "json_suite_report.md"
 

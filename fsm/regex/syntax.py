@@ -618,7 +618,7 @@ class Converter:
 
 
 # Code points that an ASCII letter matches under re.IGNORECASE (Unicode), beside its
-# two ASCII cases (checked against re in tests/test_grammar.py).
+# two ASCII cases (checked against re in tests/fsm/grammar/test_grammar.py).
 _CASE_EXTRA = {ord("i"): (0x130, 0x131), ord("k"): (0x212A,), ord("s"): (0x17F,)}
 
 

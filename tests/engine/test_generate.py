@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from structgen.engine import LLM, SamplingParams
-from tests.engine.conftest import PROMPTS, FakeConstraint, hf_greedy
+
+from oracles import PROMPTS, FakeConstraint, hf_greedy
 
 MAX_NEW = 20
 

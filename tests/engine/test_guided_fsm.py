@@ -7,9 +7,10 @@ import re
 import pytest
 
 from structgen.engine import LLM, SamplingParams
-from tests.engine.conftest import PROMPTS
 
-fsm = pytest.importorskip("fsm")
+from oracles import PROMPTS
+
+fsm = pytest.importorskip("structgen.fsm")
 if not hasattr(fsm, "compile_regex"):
     pytest.skip("fsm.compile_regex not available yet", allow_module_level=True)
 

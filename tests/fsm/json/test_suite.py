@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests import json_suite
+import json_suite
 
 KNOWN_GAPS = {
     # (file, group) -> reason; every valid instance rejected must be covered

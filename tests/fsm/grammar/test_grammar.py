@@ -23,104 +23,9 @@ from structgen.fsm.regex.syntax import regex_to_term
 from structgen.fsm.core.terms import TermBuilder
 from structgen.fsm.core.vocabulary import TokenColumns
 
-from .conftest import small_vocab
+from oracles import GRAMMARS, LALR_EXTRA, JSON_GRAMMAR as JSON, SQL_GRAMMAR as SQL, small_vocab
 
-# -- the grammars (also used by benchmarks/grammar_bench.py) ---------------------------
-ARITH = r"""
-?start: sum
-?sum: product | sum "+" product -> add | sum "-" product -> sub
-?product: atom | product "*" atom -> mul | product "/" atom -> div
-?atom: NUMBER -> number | "-" atom -> neg | "(" sum ")"
-%import common.NUMBER
-%import common.WS_INLINE
-%ignore WS_INLINE
-"""
-
-JSON = r"""
-?start: value
-?value: object | array | string | SIGNED_NUMBER -> number
-      | "true" -> true | "false" -> false | "null" -> null
-array  : "[" [value ("," value)*] "]"
-object : "{" [pair ("," pair)*] "}"
-pair   : string ":" value
-string : ESCAPED_STRING
-%import common.ESCAPED_STRING
-%import common.SIGNED_NUMBER
-%import common.WS
-%ignore WS
-"""
-
-SQL = r"""
-start: select_stmt [";"]
-select_stmt: SELECT [DISTINCT] select_list FROM table_ref join* [where] [group] [order] [limit]
-select_list: "*" | item ("," item)*
-item: expr [[AS] NAME]
-table_ref: NAME [[AS] NAME]
-join: JOIN table_ref ON cond
-where: WHERE cond
-group: GROUP BY column ("," column)*
-order: ORDER BY order_item ("," order_item)*
-order_item: column [ASC | DESC]
-limit: LIMIT INT
-?cond: cond OR conj | conj
-?conj: conj AND neg | neg
-?neg: NOT neg | comparison | "(" cond ")"
-comparison: expr CMP expr | expr IS [NOT] NULL
-?expr: column | INT | STRING | FUNC "(" (expr | "*") ")"
-column: NAME ["." NAME]
-CMP: "=" | "<>" | "!=" | "<" | ">" | "<=" | ">="
-FUNC: "count"i | "sum"i | "avg"i | "min"i | "max"i
-SELECT: "select"i
-DISTINCT: "distinct"i
-FROM: "from"i
-AS: "as"i
-JOIN: "join"i
-ON: "on"i
-WHERE: "where"i
-GROUP: "group"i
-ORDER: "order"i
-BY: "by"i
-ASC: "asc"i
-DESC: "desc"i
-LIMIT: "limit"i
-AND: "and"i
-OR: "or"i
-NOT: "not"i
-IS: "is"i
-NULL: "null"i
-NAME: /[a-z_][a-z0-9_]*/i
-STRING: /'[^']*'/
-%import common.INT
-%import common.WS
-%ignore WS
-"""
-
-TOY = r"""
-start: stmt*
-?stmt: assign | if_stmt | while_stmt | block | print_stmt
-assign: NAME "=" expr ";"
-print_stmt: "print" "(" expr ")" ";"
-if_stmt: "if" "(" expr ")" block ["else" block]
-while_stmt: "while" "(" expr ")" block
-block: "{" stmt* "}"
-?expr: expr CMP sum | sum
-?sum: sum ADD term | term
-?term: term MUL atom | atom
-?atom: NUMBER | NAME | STRING | "(" expr ")" | NAME "(" [expr ("," expr)*] ")"
-CMP: "==" | "!=" | "<" | ">" | "<=" | ">="
-ADD: "+" | "-"
-MUL: "*" | "/" | "%"
-NAME: /[a-zA-Z_][a-zA-Z0-9_]*/
-STRING: /"[^"\n]*"/
-COMMENT: "//" /[^\n]*/ | "/*" /(.|\n)*?/ "*/"
-%import common.NUMBER
-%import common.WS
-%ignore WS
-%ignore COMMENT
-"""
-
-GRAMMARS = {"arith": ARITH, "json": JSON, "sql": SQL, "toy": TOY}
-
+# -- documents in and out of the grammars (oracles.GRAMMARS) --------------------------------
 DOCUMENTS = {
     "arith": ["1 + 2 * (3 - 4.5) / -6", "((1))", "-(-2e3)*7", "12"],
     "json": ['{"a": [1, 2.5e-3, true, null], "b": {"c": "x\\"y\\u00e9 \u00e9"}}', "[]",
@@ -699,12 +604,6 @@ def test_unbounded_forks_are_refused():
     vocab = small_vocab([b"x", b"z"])
     with pytest.raises(GrammarError, match=r"forks into more than \d+ LR stacks"):
         compile_grammar(g, vocab).matcher().next_token_mask()
-
-
-LALR_EXTRA = {
-    "nullable": 'start: a b c [";"]\na: "x" |\nb: b "y" |\nc: "z" a c |\n',
-    "cycles": 'start: a\na: "x" b | "y" | c\nb: "z" a | "w"\nc: "q" c | "r" a |\n',
-}
 
 
 @pytest.mark.parametrize("name", [*GRAMMARS, *LALR_EXTRA])

@@ -66,7 +66,7 @@ def test_grammar_on_engine_outputs_parse_with_lark(engine_model, name, prompt):
     brute-force mask tests check."""
     from lark import Lark
 
-    from .test_grammar import GRAMMARS
+    from oracles import GRAMMARS
     earley = Lark(GRAMMARS[name], parser="earley", lexer="dynamic_complete")
     gen = guided.grammar(engine_model, GRAMMARS[name])
     outs = gen.generate([prompt], max_tokens=48)

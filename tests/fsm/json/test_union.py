@@ -16,7 +16,7 @@ from structgen.fsm.core.errors import SchemaError
 from structgen.fsm.json.schema import compile_json_schema, schema_to_term
 from structgen.fsm.json.union import UnionAutomaton, UnionMatcher, UnionSchema
 
-from .conftest import small_vocab
+from oracles import small_vocab
 
 UNIQUE = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
 # two keys, each unique in one branch and free in the other
@@ -38,7 +38,7 @@ TSCONFIG = {
 }
 
 
-# arrays unique, or of short strings (tests/test_json_unique.py's STRINGS beside a free array)
+# arrays unique, or of short strings (oracles.STRINGS beside a free array)
 SHORT_OR_UNIQUE = {"anyOf": [copy.deepcopy(UNIQUE), {"type": "array", "items": {"type": "string", "maxLength": 3}}]}
 UNIQUE_OR_LONG = {"anyOf": [copy.deepcopy(UNIQUE), {"type": "array", "items": {"type": "string"}, "minItems": 3}]}
 

@@ -16,10 +16,10 @@ import structgen.fsm.grammar.lark_text as lark_text
 from structgen.fsm.core.errors import GrammarError
 from structgen.fsm.grammar.automaton import _load_with_lark, load_lark
 
-from .test_grammar import GRAMMARS, LALR_EXTRA
+from oracles import GRAMMARS, LALR_EXTRA
 
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..")
 
 
 def _bench_grammars() -> dict:
@@ -43,7 +43,7 @@ def _project_texts() -> dict:
     return out
 
 
-# texts elsewhere in the project, and the small grammars of tests/test_grammar.py
+# texts elsewhere in the project, and the small grammars of oracles.py (GRAMMARS, LALR_EXTRA)
 PROJECT = {
     **_project_texts(),
     "nested": 'start: "[" start? "]"',
