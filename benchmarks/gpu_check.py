@@ -33,9 +33,10 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 
-from structgen.engine import LLM, SamplingParams  # noqa: E402
+from oracles import LONG, hf_greedy  # noqa: E402
+from oracles import PROMPTS as TEST_PROMPTS
 
-from oracles import LONG, PROMPTS as TEST_PROMPTS, hf_greedy  # noqa: E402
+from structgen.engine import LLM, SamplingParams  # noqa: E402
 
 # the engine tests' prompts (lengths, a shared prefix) and one that needs many KV blocks
 PROMPTS = TEST_PROMPTS + [LONG * 3 + "Summarise the rules above in one sentence:"]

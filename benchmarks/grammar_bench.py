@@ -38,10 +38,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
-from structgen import fsm  # noqa: E402
-from structgen.fsm.grammar.automaton import GrammarAutomaton, grammar_source  # noqa: E402
-from structgen.fsm.core.terms import TermBuilder  # noqa: E402
 from oracles import GRAMMARS as TEST_GRAMMARS  # noqa: E402
+
+from structgen import fsm  # noqa: E402
+from structgen.fsm.core.terms import TermBuilder  # noqa: E402
+from structgen.fsm.grammar.automaton import GrammarAutomaton, grammar_source  # noqa: E402
 
 # llguidance reads lazy quantifiers greedily, so the toy language's block comment is
 # spelled without one here (the same language), for all three libraries.

@@ -31,10 +31,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 def _prepare(path: str) -> None:
     """The vocabulary and each case's tokens, pickled (transformers is not imported under
     valgrind: its import alone takes minutes there)."""
+    import json_schema_bench as bench
     from transformers import AutoTokenizer
 
     from structgen import fsm
-    import json_schema_bench as bench
     from structgen.engine.loader import resolve_model
     from structgen.fsm.json.schema import schema_to_term
     tok = AutoTokenizer.from_pretrained(resolve_model())

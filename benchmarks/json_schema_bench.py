@@ -30,7 +30,6 @@ import time
 
 import numpy as np
 
-
 ADDRESS = {"type": "object", "properties": {
     "street": {"type": "string", "maxLength": 80}, "city": {"type": "string", "maxLength": 40},
     "zip": {"type": "string", "pattern": "^[0-9]{5}(-[0-9]{4})?$"},

@@ -21,8 +21,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(1, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 
-from structgen import fsm  # noqa: E402
 from peers import Ours, make_peers  # noqa: E402
+
+from structgen import fsm  # noqa: E402
 
 
 def word_list(vocab, n=200):

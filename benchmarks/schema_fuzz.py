@@ -32,11 +32,12 @@ from decimal import Decimal
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
+from oracles import exact_validator  # noqa: E402
+from schema_sweep import _distinct, _Repeated, closing_levels, walk  # noqa: E402
+
 from structgen import fsm  # noqa: E402
 from structgen.fsm.core.errors import ConstraintError  # noqa: E402
 from structgen.fsm.json.schema import build_automaton  # noqa: E402
-from schema_sweep import _distinct, _Repeated, closing_levels, walk  # noqa: E402
-from oracles import exact_validator  # noqa: E402
 
 
 class RandomSchemas:

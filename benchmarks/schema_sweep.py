@@ -180,6 +180,7 @@ def main() -> None:
                     help="how recursive schemas run (compile_json_schema's option)")
     args = ap.parse_args()
     from transformers import AutoTokenizer
+
     from structgen.engine.loader import resolve_model
     vocab = fsm.Vocabulary.from_tokenizer(AutoTokenizer.from_pretrained(resolve_model()))
     warm = build_automaton({"type": "object"}, vocab)

@@ -7,10 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from oracles import mistral_data
 
 from structgen import fsm
-
-from oracles import mistral_data
 
 
 def pytest_addoption(parser):

@@ -5,7 +5,6 @@ import pkgutil
 
 import pytest
 
-import structgen
 from structgen import engine, fsm, guided, kernels
 
 PACKAGES = (fsm, engine, guided, kernels)  # (mapped from the repository's top-level folders)

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from oracles import PROMPTS, FakeConstraint, hf_greedy
 
 from structgen.engine import LLM, SamplingParams
-
-from oracles import PROMPTS, FakeConstraint, hf_greedy
 
 MAX_NEW = 20
 

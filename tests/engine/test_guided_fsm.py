@@ -5,10 +5,9 @@ import json
 import re
 
 import pytest
+from oracles import PROMPTS
 
 from structgen.engine import LLM, SamplingParams
-
-from oracles import PROMPTS
 
 fsm = pytest.importorskip("structgen.fsm")
 if not hasattr(fsm, "compile_regex"):

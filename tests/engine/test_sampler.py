@@ -5,8 +5,13 @@ import numpy as np
 import pytest
 import torch
 
-from structgen.engine.sampler import (SamplingBatch, apply_penalties, apply_token_bitmask,
-                            apply_top_k_top_p_min_p, sample)
+from structgen.engine.sampler import (
+    SamplingBatch,
+    apply_penalties,
+    apply_token_bitmask,
+    apply_top_k_top_p_min_p,
+    sample,
+)
 
 V = 100
 

@@ -13,8 +13,7 @@ import pytest
 
 import structgen
 from structgen import fsm, guided
-from structgen.fsm import (ConstraintError, GrammarError, RegexError, SchemaError, SchemaWarning,
-                           TooLargeError)
+from structgen.fsm import ConstraintError, GrammarError, RegexError, SchemaError, SchemaWarning, TooLargeError
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
 GRAMMAR = 'start: "(" start ")" | "x"'

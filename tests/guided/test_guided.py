@@ -6,8 +6,7 @@ import re
 import pytest
 import torch
 
-from structgen import fsm
-from structgen import guided
+from structgen import fsm, guided
 
 PATTERNS = [r"[0-9]{4}-[0-9]{2}-[0-9]{2}", r"(中文|日本語|😀{1,3})( [a-z]{1,6})?", r"[A-Z][a-z]+ (is|was) [a-z ]{1,20}\."]
 
@@ -65,7 +64,6 @@ def test_grammar_on_engine_outputs_parse_with_lark(engine_model, name, prompt):
     seeds, so that the outputs differ. An output cut short is only a prefix, which the
     brute-force mask tests check."""
     from lark import Lark
-
     from oracles import GRAMMARS
     earley = Lark(GRAMMARS[name], parser="earley", lexer="dynamic_complete")
     gen = guided.grammar(engine_model, GRAMMARS[name])

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from oracles import live_tokens_brute_force, small_vocab
 
 from structgen import fsm
 from structgen.fsm.core.terms import TermBuilder
 from structgen.fsm.regex.syntax import regex_to_term
-
-from oracles import live_tokens_brute_force, small_vocab
 
 
 def test_constraints_without_outputs_are_refused():

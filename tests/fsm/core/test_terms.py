@@ -8,12 +8,11 @@ import re
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracles import dfa_fullmatch, patterns, strings_near
 
 from structgen.fsm.core.dfa import DEAD, LazyDFA, TermSource
 from structgen.fsm.core.terms import TermBuilder
 from structgen.fsm.regex.syntax import regex_to_term
-
-from oracles import dfa_fullmatch, patterns, strings_near
 
 
 def _repeats(rx, text: str, lo: int, hi: int) -> bool:

@@ -33,7 +33,6 @@ def test_smollm2_special_tokens_have_no_bytes(smol_tokenizer, smol_vocab):
 
 
 def test_sentencepiece_byte_fallback(sp_tokenizer, sp_vocab):
-    import sentencepiece as spm
     assert len(sp_vocab.token_bytes) == 32000
     byte_tok = sp_tokenizer.convert_tokens_to_ids("<0xE4>")
     assert sp_vocab.token_bytes[byte_tok] == b"\xe4"

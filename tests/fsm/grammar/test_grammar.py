@@ -15,15 +15,16 @@ import pytest
 import regex
 from lark import Lark, Token
 from lark.exceptions import LarkError
+from oracles import GRAMMARS, LALR_EXTRA, small_vocab
+from oracles import JSON_GRAMMAR as JSON
+from oracles import SQL_GRAMMAR as SQL
 
 from structgen import fsm
 from structgen.fsm.core.errors import GrammarError
-from structgen.fsm.grammar.automaton import compile_cfg, compile_grammar
-from structgen.fsm.regex.syntax import regex_to_term
 from structgen.fsm.core.terms import TermBuilder
 from structgen.fsm.core.vocabulary import TokenColumns
-
-from oracles import GRAMMARS, LALR_EXTRA, JSON_GRAMMAR as JSON, SQL_GRAMMAR as SQL, small_vocab
+from structgen.fsm.grammar.automaton import compile_cfg, compile_grammar
+from structgen.fsm.regex.syntax import regex_to_term
 
 # -- documents in and out of the grammars (oracles.GRAMMARS) --------------------------------
 DOCUMENTS = {

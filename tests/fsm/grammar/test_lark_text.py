@@ -11,13 +11,11 @@ import random
 import re
 
 import pytest
+from oracles import GRAMMARS, LALR_EXTRA
 
 import structgen.fsm.grammar.lark_text as lark_text
 from structgen.fsm.core.errors import GrammarError
 from structgen.fsm.grammar.automaton import _load_with_lark, load_lark
-
-from oracles import GRAMMARS, LALR_EXTRA
-
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..")
 

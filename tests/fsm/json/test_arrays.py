@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import jsonschema
 import pytest
+from oracles import compiled, valid
+from oracles import stepped_along as _stepped_along
 
 from structgen.fsm.json.schema import SchemaError, canonical_json, schema_to_term
-
-from oracles import compiled, stepped_along as _stepped_along, valid
 
 
 def test_arrays_prefix_items_contains():

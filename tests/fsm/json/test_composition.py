@@ -9,11 +9,10 @@ import random
 
 import jsonschema
 import pytest
+from oracles import agrees_on as _agrees_on
+from oracles import compiled, valid
 
 from structgen.fsm.json.schema import SchemaError, SchemaWarning, schema_to_term
-
-from oracles import agrees_on as _agrees_on, compiled, valid
-
 
 # -- unevaluatedProperties beside applicators -----------------------------------------------
 _DEFS = {"base": {"properties": {"a": {"type": "string"}}, "required": ["a"]},

@@ -9,10 +9,9 @@ import re
 
 import jsonschema
 import pytest
+from oracles import compiled, live_tokens_brute_force, random_walks, small_vocab
 
 from structgen.fsm.json.schema import SchemaError, schema_to_term
-
-from oracles import compiled, live_tokens_brute_force, random_walks, small_vocab
 
 
 def _leap_ok(hh, mm, sign, oh, om):
@@ -235,8 +234,8 @@ def test_format_entry_masks_read_the_loaded_format(smol_vocab):
     the loaded term where the program is small (automaton._loaded_head: a uuid's hex
     run), and it equals a token-by-token walk."""
     from structgen.fsm.core.automaton import LOADED_HEAD_MAX, _loaded_head
-    from structgen.fsm.json.schema import build_automaton
     from structgen.fsm.core.terms import TermBuilder
+    from structgen.fsm.json.schema import build_automaton
     whole = small_vocab([bytes([b]) for b in range(256)] + [  # tokens past a whole value
         b'1.2.3.4"}', b'1.2.3.4"', b'a@b.co"}', b'123e4567-e89b-12d3-a456-426614174000"}'])
     for vocab in (smol_vocab, whole):

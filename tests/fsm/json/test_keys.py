@@ -14,11 +14,10 @@ from json.decoder import scanstring
 import jsonschema
 import numpy as np
 import pytest
+from oracles import distinct_keys
 
 from structgen.fsm.json.keys import KeyMatcher, KeyPlan, key_language
 from structgen.fsm.json.schema import compile_json_schema, schema_to_term
-
-from oracles import distinct_keys
 
 FREE = {"type": "object"}  # (any keys, any values: the universe's objects)
 DICT = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "integer"},

@@ -8,10 +8,9 @@ import time
 import warnings
 
 import pytest
+from oracles import compiled, valid
 
 from structgen.fsm.json.schema import SchemaError, SchemaWarning, canonical_json, schema_to_term
-
-from oracles import compiled, valid
 
 
 @pytest.mark.parametrize("schema", [

@@ -9,14 +9,14 @@ import re
 import warnings
 
 import pytest
+from oracles import live_tokens_brute_force, small_vocab
+from oracles import stepped_along as _stepped_along
 
 from structgen.fsm.core.errors import TooLargeError
 from structgen.fsm.core.terms import CONCAT
 from structgen.fsm.json.schema import schema_to_term
 from structgen.fsm.json.source import JsonTermBuilder
 from structgen.fsm.regex.syntax import regex_to_term
-
-from oracles import live_tokens_brute_force, small_vocab, stepped_along as _stepped_along
 
 
 def test_token_steps_equal_byte_walks(smol_vocab):
@@ -140,6 +140,7 @@ def test_min_chars_equal_shortest_completions():
     byte) equals a search for the shortest completion with `re`, over texts of a, b, é,
     a newline, a quote and U+0001 (encodings of one, two and six bytes)."""
     import itertools
+
     from structgen.fsm.core.dfa import CHAR_START, TermSource, char_step
     from structgen.fsm.json.source import JsonTermBuilder
     from structgen.fsm.json.strings import StringTerms, encode_string

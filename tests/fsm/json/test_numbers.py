@@ -10,11 +10,9 @@ from decimal import Decimal
 
 import jsonschema
 import pytest
-
-from structgen.fsm.json.schema import schema_to_term
-
 from oracles import compiled, live_tokens_brute_force, small_vocab
 
+from structgen.fsm.json.schema import schema_to_term
 
 NUMBER_TEXTS = ([str(i) for i in range(-40, 41)] + [f"{i}.0" for i in range(-5, 6) if i]
                 + [f"{s}{i}.{f}" for s in ("", "-") for i in (0, 1, 2, 9, 10, 12) for f in
@@ -46,8 +44,8 @@ def test_number_intervals_random():
     """Random decimal bounds (either side, exclusive or not, crossing, equal) against
     Decimal comparisons, over random texts of the number universe (trailing zeros,
     -0 excluded); the interval term has no intersection (json_numbers.interval)."""
-    from structgen.fsm.json.numbers import NumberTerms
     from structgen.fsm.core.terms import TermBuilder
+    from structgen.fsm.json.numbers import NumberTerms
     rng = random.Random(11)
     pool = ["0", "0.5", "1", "1.25", "2", "9.99", "10", "10.05", "0.001", "99", "100.5", "0.1", "7"]
     for _ in range(120):
@@ -122,8 +120,8 @@ def test_multiple_of_shortest_members_are_shortest():
     intersect it with the number universe.)"""
     import itertools
 
-    from structgen.fsm.json.numbers import NumberTerms
     from structgen.fsm.core.terms import LAZY, NOTHING, TermBuilder
+    from structgen.fsm.json.numbers import NumberTerms
 
     def completes(text: str, d: Decimal) -> bool:
         got = re.fullmatch(r"([0-9]*)(?:\.([0-9]*))?", text)

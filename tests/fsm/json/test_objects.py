@@ -7,10 +7,11 @@ import random
 
 import jsonschema
 import pytest
+from oracles import compiled, live_tokens_brute_force, valid
+from oracles import token_walks as _token_walks
+from oracles import validator as _validator
 
 from structgen.fsm.json.schema import SchemaError, canonical_json, schema_to_term
-
-from oracles import compiled, live_tokens_brute_force, token_walks as _token_walks, valid, validator as _validator
 
 
 def test_object_declared_order_optional_and_extra():
@@ -34,8 +35,8 @@ def test_key_exclusion_tries_exact():
     content is accepted iff it is none of the words, for words and contents mixing
     ASCII, non-ASCII, escaped and control characters; deferred terms refuse export."""
     from structgen.fsm.core.dfa import LazyDFA, TermSource
-    from structgen.fsm.json.strings import StringTerms, encode_string
     from structgen.fsm.core.terms import LAZY, TermBuilder
+    from structgen.fsm.json.strings import StringTerms, encode_string
     rng = random.Random(1)
     alphabet = ["a", "b", "é", '"', "\\", "\x01", "\x7f", " ", "z", "~", "日"]
     for _ in range(120):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import jsonschema
 import pytest
+from oracles import agrees_on as _agrees_on
+from oracles import recursive_with_oracle as _recursive_with_oracle
+from oracles import stepped_along as _stepped_along
 
 from structgen.fsm.json.schema import schema_to_term
-
-from oracles import (agrees_on as _agrees_on, recursive_with_oracle as _recursive_with_oracle,
-                     stepped_along as _stepped_along)
 
 
 def test_recursive_oneof_of_objects_apart_by_their_keys():

@@ -20,11 +20,10 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from oracles import random_walks
+from oracles import validator as _validator
 
 from structgen.fsm.json.schema import schema_to_term
-
-from oracles import random_walks, validator as _validator
-
 
 SCHEMAS = [
     {"type": "object", "properties": {"name": {"type": "string", "minLength": 1, "maxLength": 8},

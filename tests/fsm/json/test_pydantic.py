@@ -11,17 +11,44 @@ import json
 import pathlib
 import random
 import uuid
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Literal
 
 import pytest
-from pydantic import (UUID1, UUID4, UUID7, AnyUrl, AwareDatetime, Base64Bytes, Base64Str, Base64UrlBytes, Base64UrlStr,
-                      BaseModel, ConfigDict, EmailStr, Field, FileUrl, FutureDatetime, HttpUrl, IPvAnyAddress,
-                      IPvAnyInterface, IPvAnyNetwork, Json, NaiveDatetime, NameEmail, PastDate, RedisDsn, SecretStr,
-                      StrictInt, TypeAdapter, ValidationError, WebsocketUrl)
+from oracles import live_tokens_brute_force, random_walks
+from oracles import validator as _validator
+from pydantic import (
+    UUID1,
+    UUID4,
+    UUID7,
+    AnyUrl,
+    AwareDatetime,
+    Base64Bytes,
+    Base64Str,
+    Base64UrlBytes,
+    Base64UrlStr,
+    BaseModel,
+    ConfigDict,
+    EmailStr,
+    Field,
+    FileUrl,
+    FutureDatetime,
+    HttpUrl,
+    IPvAnyAddress,
+    IPvAnyInterface,
+    IPvAnyNetwork,
+    Json,
+    NaiveDatetime,
+    NameEmail,
+    PastDate,
+    RedisDsn,
+    SecretStr,
+    StrictInt,
+    TypeAdapter,
+    ValidationError,
+    WebsocketUrl,
+)
 
 from structgen.fsm.json.schema import SchemaError, canonical_json, schema_to_term
-
-from oracles import live_tokens_brute_force, random_walks, validator as _validator
 
 
 class Color(enum.Enum):
@@ -49,9 +76,9 @@ class Person(BaseModel):
     age: int = Field(ge=0, lt=150)
     score: float = Field(gt=0, le=1)
     color: Color
-    nickname: Optional[str] = None
-    id: Union[int, str]
-    pet: Annotated[Union[Cat, Dog], Field(discriminator="kind")]
+    nickname: str | None = None
+    id: int | str
+    pet: Annotated[Cat | Dog, Field(discriminator="kind")]
     addresses: list[Address] = Field(max_length=2)
     pair: tuple[int, str]
     flags: set[Literal["a", "b", "c"]]
@@ -66,13 +93,13 @@ class Small(BaseModel):
     age: int = Field(ge=0, le=99)
     color: Color
     tags: list[Annotated[str, Field(max_length=3)]] = Field(max_length=2)
-    pet: Annotated[Union[Cat, Dog], Field(discriminator="kind")]
-    born: Optional[dt.date] = None
+    pet: Annotated[Cat | Dog, Field(discriminator="kind")]
+    born: dt.date | None = None
 
 
 class Tree(BaseModel):
     value: int
-    children: list["Tree"] = []
+    children: list[Tree] = []
 
 
 PEOPLE = [

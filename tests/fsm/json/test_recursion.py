@@ -10,13 +10,16 @@ import warnings
 
 import jsonschema
 import pytest
+from oracles import exact_recursive as _exact_recursive
+from oracles import instances_agree as _instances_agree
+from oracles import random_walks
+from oracles import recursive_with_oracle as _recursive_with_oracle
+from oracles import token_walks as _token_walks
+from oracles import validator as _validator
+from oracles import walks_validate as _walks_validate
 
 from structgen.fsm.core.errors import ConstraintError
 from structgen.fsm.json.schema import SchemaError, SchemaWarning, schema_to_term
-
-from oracles import (exact_recursive as _exact_recursive, instances_agree as _instances_agree, random_walks,
-                     recursive_with_oracle as _recursive_with_oracle, token_walks as _token_walks,
-                     validator as _validator, walks_validate as _walks_validate)
 
 
 def test_recursion_under_intersection_names_the_place():

@@ -9,11 +9,12 @@ import random
 import warnings
 
 import pytest
+from oracles import exact_recursive as _exact_recursive
+from oracles import instances_agree as _instances_agree
+from oracles import validator as _validator
+from oracles import walks_validate as _walks_validate
 
 from structgen.fsm.json.schema import SchemaError, SchemaWarning, schema_to_term
-
-from oracles import (exact_recursive as _exact_recursive, instances_agree as _instances_agree, validator as _validator,
-                     walks_validate as _walks_validate)
 
 
 def test_recursive_oneof_of_distinct_types_is_exact():

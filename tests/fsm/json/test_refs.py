@@ -7,10 +7,9 @@ import warnings
 
 import jsonschema
 import pytest
+from oracles import compiled, valid
 
 from structgen.fsm.json.schema import SchemaError, canonical_json, schema_to_term
-
-from oracles import compiled, valid
 
 
 def test_refs_and_recursion():

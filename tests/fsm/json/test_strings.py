@@ -9,10 +9,9 @@ import re
 
 import jsonschema
 import pytest
+from oracles import compiled, live_tokens_brute_force, small_vocab
 
 from structgen.fsm.json.schema import SchemaError, schema_to_term
-
-from oracles import compiled, live_tokens_brute_force, small_vocab
 
 
 def test_lengths_count_code_points():
@@ -221,8 +220,8 @@ def test_max_length_over_characters_of_several_bytes(smol_vocab):
     arithmetic on characters; masks equal token-by-token walks far from the bound
     (where clip_repeats drops it) and near it."""
     from structgen.fsm.core.automaton import clip_repeats
-    from structgen.fsm.json.schema import build_automaton
     from structgen.fsm.core.terms import LAZY
+    from structgen.fsm.json.schema import build_automaton
     longest = len(smol_vocab.columns.count)
     hi = 100 + longest  # far enough to clip at the first counts
     schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "[0-9]{3}", "maxLength": hi}},

@@ -3,9 +3,8 @@ byte automata: no invalid instance accepted anywhere; every valid instance of a
 supported schema accepted, except the gaps listed here with their reasons."""
 from __future__ import annotations
 
-import pytest
-
 import json_suite
+import pytest
 
 KNOWN_GAPS = {
     # (file, group) -> reason; every valid instance rejected must be covered

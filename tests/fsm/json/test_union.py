@@ -11,12 +11,11 @@ import warnings
 import jsonschema
 import numpy as np
 import pytest
+from oracles import small_vocab
 
 from structgen.fsm.core.errors import SchemaError
 from structgen.fsm.json.schema import compile_json_schema, schema_to_term
 from structgen.fsm.json.union import UnionAutomaton, UnionMatcher, UnionSchema
-
-from oracles import small_vocab
 
 UNIQUE = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
 # two keys, each unique in one branch and free in the other

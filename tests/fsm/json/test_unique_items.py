@@ -10,14 +10,52 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
+from oracles import (
+    ANY,
+    AUTHORS,
+    BOUNDED_CODES,
+    CAPS,
+    COUNTED,
+    FILES,
+    FLAGS_FIRST,
+    FORMS,
+    HIDDEN,
+    INTS,
+    INTS_BUT,
+    LETTERS,
+    LINKS,
+    LISTED,
+    LOOSE_FORMS,
+    MIXED,
+    NAMES,
+    NATURALS,
+    NOTIFY,
+    NUMS,
+    OPEN_ITEMS,
+    PAIRED,
+    PAIRS,
+    PORTS,
+    POSITIVE,
+    SECURE,
+    SHORT,
+    SPEC,
+    STAGES,
+    STRINGS,
+    TAGGED,
+    TREE,
+    TUPLE,
+    TUPLE_NUMS,
+    VARIANTS,
+    VOLUMES,
+    XCODE,
+    XCODES,
+    distinct_keys,
+    exact_validator,
+)
+from oracles import valid_no_formats as valid
 
 from structgen.fsm.core.errors import ConstraintError, SchemaError
 from structgen.fsm.json.schema import SchemaWarning, canonical_json, compile_json_schema, schema_to_term
-
-from oracles import (ANY, AUTHORS, BOUNDED_CODES, CAPS, COUNTED, FILES, FLAGS_FIRST, FORMS, HIDDEN, INTS, INTS_BUT,
-                     LETTERS, LINKS, LISTED, LOOSE_FORMS, MIXED, NAMES, NATURALS, NOTIFY, NUMS, OPEN_ITEMS, PAIRED,
-                     PAIRS, PORTS, POSITIVE, SECURE, SHORT, SPEC, STAGES, STRINGS, TAGGED, TREE, TUPLE, TUPLE_NUMS,
-                     VARIANTS, VOLUMES, XCODE, XCODES, distinct_keys, exact_validator, valid_no_formats as valid)
 
 
 @pytest.mark.parametrize("schema, instances", [

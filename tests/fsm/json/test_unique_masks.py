@@ -12,16 +12,47 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
+from oracles import (
+    ANY,
+    CAPS,
+    COUNTED,
+    FLAGS_FIRST,
+    FORMS,
+    INTS,
+    INTS_BUT,
+    LETTERS,
+    LISTED,
+    MIXED,
+    NARROWED_LITERALS,
+    NATURALS,
+    NOTIFY,
+    NUM_TREE,
+    NUMS,
+    OPEN_THEN_SHORT,
+    PAIRED,
+    PAIRS,
+    PORTS,
+    POSITIVE,
+    SHORT,
+    SHORT_TREE,
+    SPEC,
+    STAGES,
+    STRINGS,
+    TAGGED,
+    TREE,
+    TUPLE_NUMS,
+    VARIANTS,
+    VOLUMES,
+    XCODE,
+    XCODES,
+    small_vocab,
+)
+from oracles import valid_no_formats as valid
 
 from structgen.fsm.core.matcher import TokenMatcher
 from structgen.fsm.json.keys import KeyMatcher
 from structgen.fsm.json.schema import compile_json_schema
 from structgen.fsm.json.unique_matcher import UniqueMatcher
-
-from oracles import (ANY, CAPS, COUNTED, FLAGS_FIRST, FORMS, INTS, INTS_BUT, LETTERS, LISTED, MIXED, NARROWED_LITERALS,
-                     NATURALS, NOTIFY, NUM_TREE, NUMS, OPEN_THEN_SHORT, PAIRED, PAIRS, PORTS, POSITIVE, SHORT,
-                     SHORT_TREE, SPEC, STAGES, STRINGS, TAGGED, TREE, TUPLE_NUMS, VARIANTS, VOLUMES, XCODE, XCODES,
-                     small_vocab, valid_no_formats as valid)
 
 
 def _frozen(v):

@@ -7,10 +7,9 @@ import random
 
 import jsonschema
 import pytest
+from oracles import agrees_on as _agrees_on
 
 from structgen.fsm.json.schema import schema_to_term
-
-from oracles import agrees_on as _agrees_on
 
 
 def _presence_schema(rng: random.Random, depth: int = 0):

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from oracles import REGEX_ATOMS as ATOMS
+from oracles import dfa_fullmatch, patterns, small_vocab, strings_near
 
 from structgen import fsm
 from structgen.fsm.core.dfa import LazyDFA, TermSource
 from structgen.fsm.core.terms import TermBuilder
 from structgen.fsm.regex.syntax import regex_to_term
-
-from oracles import REGEX_ATOMS as ATOMS, dfa_fullmatch, patterns, small_vocab, strings_near
 
 
 def byte_dfa(pattern, flags=0):
