@@ -88,17 +88,16 @@ class Vocabulary:
     @classmethod
     def _from_hf(cls, tok, vocab_size, eos_ids) -> Vocabulary:
         n = len(tok)
+        added = dict(getattr(tok, "added_tokens_decoder", {}))  # (a property that rebuilds it: read once)
         special = set(getattr(tok, "all_special_ids", []))
-        for tid, added in getattr(tok, "added_tokens_decoder", {}).items():
-            if getattr(added, "special", True):
-                special.add(tid)
+        special.update(tid for tid, token in added.items() if getattr(token, "special", True))
         pieces = tok.convert_ids_to_tokens(list(range(n)))
         decode_piece = cls._piece_decoder(tok)
         out: list[bytes | None] = []
         for i, piece in enumerate(pieces):
             if i in special or piece is None:
                 out.append(None)
-            elif i in getattr(tok, "added_tokens_decoder", {}):
+            elif i in added:
                 out.append(piece.encode("utf-8"))  # non-special added tokens: literal text
             else:
                 out.append(decode_piece(piece))

@@ -76,3 +76,24 @@ def test_logits_width_padding_is_never_allowed(smol_tokenizer):
 def test_vocab_size_smaller_than_tokenizer_is_an_error(smol_tokenizer):
     with pytest.raises(ValueError, match="smaller"):
         fsm.Vocabulary.from_tokenizer(smol_tokenizer, vocab_size=100)
+
+
+def test_many_added_tokens(smol_tokenizer, smol_vocab):
+    """A thousand plain added tokens are their literal text, two hundred special ones
+    have no bytes, and the base vocabulary is unchanged: against the tokenizer's own
+    decoding of each id."""
+    import copy
+    tok = copy.deepcopy(smol_tokenizer)
+    tok.add_tokens([f"<extra_{i}>" for i in range(1000)])
+    tok.add_special_tokens({"additional_special_tokens": [f"<sp_{i}>" for i in range(200)]})
+    vocab = fsm.Vocabulary.from_tokenizer(tok)
+    base = len(smol_tokenizer)
+    assert len(vocab.token_bytes) == base + 1200
+    assert vocab.token_bytes[:base] == smol_vocab.token_bytes
+    special = set(tok.all_special_ids)
+    for i in range(base, base + 1200):
+        if i in special:
+            assert vocab.token_bytes[i] is None
+        else:
+            assert vocab.token_bytes[i] == tok.decode([i]).encode()
+    assert sum(b is None for b in vocab.token_bytes[base:]) == 200
