@@ -80,10 +80,10 @@ class Vocabulary:
         """Build from a Hugging Face tokenizer (fast or slow), a mistral_common
         Tekkenizer, or a tiktoken Encoding. `vocab_size` is the model's logits width."""
         if hasattr(tokenizer, "decode_single_token_bytes") and hasattr(tokenizer, "n_vocab"):
-            return cls._from_tiktoken(tokenizer, vocab_size, eos_ids)
+            return cls._from_tiktoken(tokenizer, vocab_size, eos_ids).prepare()
         if type(tokenizer).__name__ == "Tekkenizer":
-            return cls._from_tekkenizer(tokenizer, vocab_size, eos_ids)
-        return cls._from_hf(tokenizer, vocab_size, eos_ids)
+            return cls._from_tekkenizer(tokenizer, vocab_size, eos_ids).prepare()
+        return cls._from_hf(tokenizer, vocab_size, eos_ids).prepare()
 
     @classmethod
     def _from_hf(cls, tok, vocab_size, eos_ids) -> Vocabulary:
@@ -164,13 +164,20 @@ class Vocabulary:
         ranks = data["vocab"][: total - nspecial]
         out = [None] * nspecial + [base64.b64decode(v["token_bytes"]) for v in ranks]
         eos = [t["rank"] for t in data.get("special_tokens", []) if t.get("token_str") == "</s>"]
-        return cls(tuple(out), tuple(eos or [2]), vocab_size or total, Path(path).name)
+        return cls(tuple(out), tuple(eos or [2]), vocab_size or total, Path(path).name).prepare()
 
     # -- derived arrays (cached: a Vocabulary is shared by every constraint on it) ------
     @property
     def num_words(self) -> int:
         """Width of a bitmask row: ceil(size / 32)."""
         return (self.size + 31) // 32
+
+    def prepare(self) -> Vocabulary:
+        """Build the tables every constraint's masks read (the token trie, the byte
+        columns) now, as the vocabulary loads, not inside its first constraint. Returns
+        self; the builders (`from_tokenizer`, `from_tekken_json`) call it."""
+        _ = self.trie, self.columns
+        return self
 
     @cached_property
     def trie(self) -> TokenTrie:
@@ -431,49 +438,58 @@ class TokenTrie:
 
     @classmethod
     def build(cls, token_bytes: Sequence[bytes | None]) -> TokenTrie:
-        ids = [i for i, b in enumerate(token_bytes) if b]
-        depth = max((len(token_bytes[i]) for i in ids), default=0)
-        prefixes: list[set] = [set() for _ in range(depth)]
-        for i in ids:
-            b = token_bytes[i]
-            for k in range(len(b)):
-                prefixes[k].add(b[: k + 1])
-        levels = [sorted(p) for p in prefixes]
-        index = [{p: k for k, p in enumerate(level)} for level in levels]
+        """Level by level over the tokens in sorted order, where the tokens that share a
+        (j+1)-byte prefix are neighbours: a node of level j begins wherever a token's
+        first j+1 bytes differ from the previous token's (or it is too short to have them)."""
+        ids = sorted((i for i, b in enumerate(token_bytes) if b), key=token_bytes.__getitem__)  # (stable)
+        n = len(ids)
+        lens = np.fromiter((len(token_bytes[i]) for i in ids), dtype=np.intp, count=n)
+        flat = np.frombuffer(b"".join(token_bytes[i] for i in ids), dtype=np.uint8)
+        starts = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.intp) if n else lens
+        depth = int(lens.max()) if n else 0
+        ids = np.array(ids, dtype=np.intp)
         byte, parent, child_start, child_end, offset = [], [], [], [], []
-        total = 0
-        for j, level in enumerate(levels):
-            offset.append(total)
-            total += len(level)
-            byte.append(np.array([p[-1] for p in level], dtype=np.intp))  # intp: fast take()
-            par = np.array([index[j - 1][p[:-1]] for p in level] if j else [0] * len(level),
-                           dtype=np.intp)
+        same = np.ones(n, dtype=bool)  # the token's first j bytes equal the previous token's
+        node = np.zeros(n, dtype=np.intp)  # the token's node at the previous level
+        token_of_node, dup_nodes, dup_ids, total = [], [], [], 0
+        for j in range(depth):
+            at = np.flatnonzero(lens > j)  # the tokens that reach level j (positions, ascending)
+            col = np.full(n + 1, -1, dtype=np.int16)  # (col[-1]: nothing before the first token)
+            col[at] = flat[starts[at] + j]
+            same[at] &= col[at] == col[at - 1]
+            new = ~same[at]
+            begins = at[new]
+            level = np.cumsum(new) - 1  # each token's node index at level j
+            byte.append(col[begins].astype(np.intp))  # intp: fast take()
+            par = node[begins] if j else np.zeros(len(begins), dtype=np.intp)
             parent.append(par)
             if j:  # children ranges of level j-1, from the sorted parent column
-                n_prev = len(levels[j - 1])
+                n_prev = len(byte[j - 1])
                 child_start.append(np.searchsorted(par, np.arange(n_prev), "left"))
                 child_end.append(np.searchsorted(par, np.arange(n_prev), "right"))
-        child_start.append(np.zeros(len(levels[-1]) if levels else 0, dtype=np.intp))
-        child_end.append(np.zeros(len(levels[-1]) if levels else 0, dtype=np.intp))
-        token_of_node = np.full(total, -1, dtype=np.intp)
-        dups = []
-        for i in ids:
-            b = token_bytes[i]
-            node = offset[len(b) - 1] + index[len(b) - 1][b]
-            if token_of_node[node] < 0:
-                token_of_node[node] = i
-            else:
-                dups.append((node, i))
-        dup_nodes = np.array([n for n, _ in dups], dtype=np.intp)
-        dup_ids = np.array([i for _, i in dups], dtype=np.intp)
-        below = [np.zeros(len(level), dtype=np.intp) for level in levels]
-        for j in range(len(levels) - 2, -1, -1):  # children count + their descendants
+            node[at] = level
+            ends = np.flatnonzero(lens[at] == j + 1)  # (indices into `at`) the tokens that end here
+            here = level[ends]
+            first = np.ones(len(ends), dtype=bool)  # the first (lowest id) of tokens with equal bytes
+            first[1:] = here[1:] != here[:-1]
+            token_of_node.append((total + here[first], ids[at[ends[first]]]))
+            dup_nodes.append(total + here[~first])
+            dup_ids.append(ids[at[ends[~first]]])
+            offset.append(total)
+            total += len(begins)
+        child_start.append(np.zeros(len(byte[-1]) if byte else 0, dtype=np.intp))
+        child_end.append(np.zeros(len(byte[-1]) if byte else 0, dtype=np.intp))
+        owner = np.full(total, -1, dtype=np.intp)
+        for where, who in token_of_node:
+            owner[where] = who
+        below = [np.zeros(len(level), dtype=np.intp) for level in byte]
+        for j in range(len(byte) - 2, -1, -1):  # children count + their descendants
             per_child = 1 + below[j + 1]
             sums = np.concatenate([[0], np.cumsum(per_child)])
             below[j] = sums[child_end[j]] - sums[child_start[j]]
+        dup_nodes, dup_ids = (np.concatenate([np.zeros(0, np.intp), *x]).astype(np.intp) for x in (dup_nodes, dup_ids))
         return cls(tuple(byte), tuple(parent), tuple(child_start), tuple(child_end),
-                   tuple(offset), total, token_of_node, dup_nodes, dup_ids, tuple(below),
-                   len(token_bytes))
+                   tuple(offset), total, owner, dup_nodes, dup_ids, tuple(below), len(token_bytes))
 
 
 def _decoder_kind(tok) -> str:

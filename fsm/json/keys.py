@@ -142,11 +142,10 @@ class KeyTokens:
         whole: tuple[dict, dict] = ({}, {})
         heads: dict = {}
         odd, quoted, commas, quote_commas = [], [], [], []
-        self.plain = bytearray(len(token_bytes))
-        for t, b in enumerate(token_bytes):
-            if not b or not _STRUCTURE.search(b) and 0x5C not in b:
-                self.plain[t] = 1
-                continue
+        self.plain = bytearray(b"\x01") * len(token_bytes)
+        for t in _with_structure(token_bytes).tolist():  # (the others are plain)
+            b = token_bytes[t]
+            self.plain[t] = 0
             if 0x2C in b:
                 commas.append(t)
                 if 0x22 in b[:b.rindex(0x2C)]:
@@ -169,6 +168,20 @@ class KeyTokens:
         self.odd = tuple(odd)
         self.quoted, self.commas, self.quote_commas = (
             np.array(v, dtype=np.int64) for v in (quoted, commas, quote_commas))
+
+
+def _with_structure(token_bytes) -> np.ndarray:
+    """The ids (ascending) of the tokens with a quote, bracket, brace, comma or backslash,
+    found over all tokens' bytes at once."""
+    lens = np.fromiter((len(b) if b else 0 for b in token_bytes), dtype=np.intp, count=len(token_bytes))
+    flat = np.frombuffer(b"".join(b for b in token_bytes if b), dtype=np.uint8)
+    hit = np.zeros(256, dtype=bool)
+    hit[list(b'"{}[],\\')] = True
+    owner = np.repeat(np.arange(len(token_bytes)), lens)
+    found = owner[hit[flat]]
+    keep = np.ones(len(found), dtype=bool)
+    keep[1:] = found[1:] != found[:-1]
+    return found[keep]
 
 
 def _strings(b: bytes, inside: bool) -> tuple:

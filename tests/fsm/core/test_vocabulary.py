@@ -97,3 +97,56 @@ def test_many_added_tokens(smol_tokenizer, smol_vocab):
         else:
             assert vocab.token_bytes[i] == tok.decode([i]).encode()
     assert sum(b is None for b in vocab.token_bytes[base:]) == 200
+
+
+def _trie_by_prefix_sets(token_bytes):
+    """The trie's levels the plain way (an oracle for TokenTrie.build): each level's
+    distinct prefixes, sorted, their parents, and the first token id ending at each."""
+    ids = [i for i, b in enumerate(token_bytes) if b]
+    depth = max((len(token_bytes[i]) for i in ids), default=0)
+    levels = [sorted({token_bytes[i][:j + 1] for i in ids if len(token_bytes[i]) > j}) for j in range(depth)]
+    index = [{p: k for k, p in enumerate(level)} for level in levels]
+    parents = [[index[j - 1][p[:-1]] if j else 0 for p in level] for j, level in enumerate(levels)]
+    ends, dups = {}, []
+    for i in ids:
+        b = token_bytes[i]
+        key = (len(b) - 1, index[len(b) - 1][b])
+        if key in ends:
+            dups.append((key, i))
+        else:
+            ends[key] = i
+    return levels, parents, ends, dups
+
+
+@pytest.mark.parametrize("name", ["smol", "sp", "tekken", "random"])
+def test_trie_levels_match_prefix_sets(name, request):
+    if name == "random":
+        rng = np.random.default_rng(7)
+        alphabet = [b"a", b"b", b"\x00", b"\xff", b"ab"]
+        token_bytes = [None, b""] + [b"".join(rng.choice(alphabet, size=int(rng.integers(1, 6))).tolist())
+                                     for _ in range(3000)]  # (many repeats: duplicates)
+    else:
+        token_bytes = request.getfixturevalue(f"{name}_vocab").token_bytes
+    trie = fsm.Vocabulary(tuple(token_bytes), (), len(token_bytes)).trie
+    levels, parents, ends, dups = _trie_by_prefix_sets(token_bytes)
+    assert len(trie.byte) == len(levels)
+    for j, level in enumerate(levels):
+        assert trie.byte[j].tolist() == [p[-1] for p in level]
+        assert trie.parent[j].tolist() == parents[j]
+        assert trie.offset[j] == sum(map(len, levels[:j]))
+        if j + 1 < len(levels):  # a node's children: the next level's nodes whose parent it is
+            kids: dict[int, list[int]] = {}
+            for k, q in enumerate(parents[j + 1]):
+                kids.setdefault(q, []).append(k)
+            for p in range(len(level)):
+                c = kids.get(p, [])
+                assert trie.child_end[j][p] - trie.child_start[j][p] == len(c)
+                assert not c or (trie.child_start[j][p], trie.child_end[j][p] - 1) == (c[0], c[-1])
+    owner = {trie.offset[j] + k: i for (j, k), i in ends.items()}
+    assert {n: int(i) for n, i in enumerate(trie.token_of_node.tolist()) if i >= 0} == owner
+    assert sorted(zip(trie.dup_nodes.tolist(), trie.dup_ids.tolist())) == \
+        sorted((trie.offset[j] + k, i) for (j, k), i in dups)
+    rng = np.random.default_rng(0)
+    for i in rng.choice(len(token_bytes), size=500).tolist():  # tokens are found where their bytes lead
+        if token_bytes[i]:
+            assert i in trie.tokens_under(token_bytes[i]).tolist()
