@@ -20,6 +20,7 @@ from bisect import bisect_left
 import numpy as np
 
 from ..core.matcher import TokenMatcher
+from ..core.vocabulary import ascending_set
 from .unique import MAX_VIABLE_STEPS, decoded_prefix, string_value
 from .unique_matcher import _among, _bounded_memo, _drop, _index_of, _path_tokens, _rests, tracked_prefix
 
@@ -138,12 +139,13 @@ class KeyTokens:
     string); `plain[t]`, 1 where token t has no quote, bracket, comma or backslash (it
     changes nothing outside keys)."""
 
-    def __init__(self, token_bytes):
+    def __init__(self, vocab):
+        token_bytes = vocab.token_bytes
         whole: tuple[dict, dict] = ({}, {})
         heads: dict = {}
         odd, quoted, commas, quote_commas = [], [], [], []
         self.plain = bytearray(b"\x01") * len(token_bytes)
-        for t in _with_structure(token_bytes).tolist():  # (the others are plain)
+        for t in _with_structure(vocab.columns).tolist():  # (the others are plain)
             b = token_bytes[t]
             self.plain[t] = 0
             if 0x2C in b:
@@ -170,18 +172,12 @@ class KeyTokens:
             np.array(v, dtype=np.int64) for v in (quoted, commas, quote_commas))
 
 
-def _with_structure(token_bytes) -> np.ndarray:
+def _with_structure(columns) -> np.ndarray:
     """The ids (ascending) of the tokens with a quote, bracket, brace, comma or backslash,
-    found over all tokens' bytes at once."""
-    lens = np.fromiter((len(b) if b else 0 for b in token_bytes), dtype=np.intp, count=len(token_bytes))
-    flat = np.frombuffer(b"".join(b for b in token_bytes if b), dtype=np.uint8)
-    hit = np.zeros(256, dtype=bool)
-    hit[list(b'"{}[],\\')] = True
-    owner = np.repeat(np.arange(len(token_bytes)), lens)
-    found = owner[hit[flat]]
-    keep = np.ones(len(found), dtype=bool)
-    keep[1:] = found[1:] != found[:-1]
-    return found[keep]
+    from the vocabulary's lists of the tokens that hold each byte."""
+    start = columns.with_start
+    positions = ascending_set([columns.with_byte[start[b]:start[b + 1]] for b in b'"{}[],\\'])
+    return np.sort(columns.order.take(positions))
 
 
 def _strings(b: bytes, inside: bool) -> tuple:

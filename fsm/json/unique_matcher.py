@@ -30,7 +30,8 @@ class QuoteTokens:
     those with a `]` or `}` / with one after a quote (they may close a list or object
     item, from outside / inside a string: unique.LISTS, OBJECTS)."""
 
-    def __init__(self, token_bytes):
+    def __init__(self, vocab):
+        token_bytes = vocab.token_bytes
         closing: dict[bytes, list] = {}
         escaped, quotes = [], {1: [], 2: [], 3: [], 4: []}
         commas, closers, quoted_closers = [], [], []
@@ -74,7 +75,8 @@ class NumberTokens:
       one does after their first quote (from inside a string, only they reach a
       number item)."""
 
-    def __init__(self, token_bytes):
+    def __init__(self, vocab):
+        token_bytes = vocab.token_bytes
         closing: dict[bytes, list] = {}
         dotted: dict[bytes, list] = {}
         later, runs, quoted = [], [], []
@@ -108,7 +110,8 @@ class LiteralTokens:
     an item and begin one); `quoted_after`, those with one after a comma after their
     first quote (from inside a string, only they reach one)."""
 
-    def __init__(self, token_bytes):
+    def __init__(self, vocab):
+        token_bytes = vocab.token_bytes
         head = re.compile(rb"\A[ \t\n\r]*(?:,[ \t\n\r]*)?[tfn]")
         after = re.compile(rb",[ \t\n\r]*[tfn]")
         heads, afters, quoted = [], [], []
@@ -126,10 +129,11 @@ class LiteralTokens:
 
 
 def _index_of(vocab, kind):
-    """kind(vocab.token_bytes) (QuoteTokens, NumberTokens), made once per vocabulary."""
+    """kind(vocab) (QuoteTokens, NumberTokens, LiteralTokens, KeyTokens), made once per
+    vocabulary."""
     out = vocab._cache.get(kind.__name__)
     if out is None:
-        out = vocab._cache[kind.__name__] = kind(vocab.token_bytes)
+        out = vocab._cache[kind.__name__] = kind(vocab)
     return out
 
 
