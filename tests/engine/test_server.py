@@ -231,3 +231,46 @@ def test_metrics(server):
                  "structgen_num_requests_running", "structgen_num_requests_waiting",
                  "structgen_kv_cache_usage_ratio", "structgen_time_to_first_token_seconds_count"):
         assert re.search(rf"^{name} \S+$", text, re.M), name
+
+
+def test_cli_arguments():
+    import subprocess
+    import sys
+
+    from structgen.serve import build_parser, cli, model_name
+    args = build_parser().parse_args(["/models/qwen", "--port", "9001", "--compile-timeout", "2.5"])
+    assert (args.model, args.host, args.port, args.compile_timeout) == ("/models/qwen", "127.0.0.1", 9001, 2.5)
+    assert model_name(None) == "smollm2" and model_name("/models/qwen/") == "qwen"
+    assert model_name("x/tiny.gguf") == "tiny"
+    with pytest.raises(SystemExit):
+        cli(["run"])
+    help_text = subprocess.run([sys.executable, "-m", "structgen.serve", "--help"], capture_output=True,
+                               text=True, check=True).stdout
+    assert "--compile-timeout" in help_text and "--max-body-bytes" in help_text
+
+
+@pytest.mark.slow
+def test_cli_serves(smol_folder):
+    """`python -m structgen.serve` in a subprocess answers a chat completion, then stops."""
+    import subprocess
+    import sys
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "structgen.serve", "--port", str(port),
+                             "--max-model-len", "512", "--max-num-seqs", "4", "--log-level", "warning"])
+    try:
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/health").raise_for_status()
+                break
+            except httpx.HTTPError:
+                assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
+                time.sleep(0.5)
+        r = client.chat.completions.create(model="smollm2", messages=MESSAGES, max_tokens=8)
+        assert r.choices[0].message.content
+    finally:
+        proc.terminate()
+        proc.wait(30)
