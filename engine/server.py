@@ -40,6 +40,7 @@ from .openai_protocol import (
 )
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
+DISCONNECT_POLL_S = 0.5     # how often a non-streamed request checks that its client is still there
 
 
 def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
@@ -145,11 +146,17 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
             except (ConstraintError, RequestError) as e:
                 raise APIError(str(e), param=_param(p)) from e
             return StreamingResponse(sse(kind, rid, p, first, agen), media_type="text/event-stream")
+        results = asyncio.ensure_future(asyncio.gather(*(s.result_async() for s in streams)))
         try:
-            outs = await asyncio.gather(*(s.result_async() for s in streams))
+            # Uvicorn does not cancel a handler whose client went away: look for it meanwhile.
+            while not (await asyncio.wait({results}, timeout=DISCONNECT_POLL_S))[0]:
+                if await request.is_disconnected():
+                    raise APIError("the client disconnected", 499)
+            outs = results.result()
         except (ConstraintError, RequestError) as e:
             raise APIError(str(e), param=_param(p)) from e
         finally:
+            results.cancel()
             for s in streams:
                 if not s.finished:
                     s.abort()

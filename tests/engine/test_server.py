@@ -160,6 +160,15 @@ def test_stream_disconnect_aborts(server):
     assert server.engine.metrics.requests.get("aborted", 0) >= 1
 
 
+def test_disconnect_aborts_non_streamed(server):
+    before = server.engine.metrics.requests.get("aborted", 0)
+    body = {"model": MODEL, "messages": MESSAGES, "max_tokens": 400, "ignore_eos": True}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{server.url}/v1/chat/completions", json=body, timeout=httpx.Timeout(60, read=1.0))
+    assert wait_idle(server.llm)
+    assert server.engine.metrics.requests.get("aborted", 0) == before + 1
+
+
 def post(server, body, path="/v1/chat/completions", **kw):
     return httpx.post(f"{server.url}{path}", json=body, timeout=60, **kw)
 
