@@ -212,6 +212,18 @@ def test_bad_grammar_is_400(server):
     assert r.status_code == 400 and "foo" in error_message(r)
 
 
+def test_compile_over_budget_is_400_naming_it(server, monkeypatch):
+    real, release = server.llm.constraints.get, threading.Event()
+    monkeypatch.setattr(server.llm.constraints, "get", lambda spec: (release.wait(10), real(spec))[1])
+    monkeypatch.setattr(server.engine, "compile_timeout_s", 0.2)
+    try:
+        r = post(server, {"model": MODEL, "messages": MESSAGES, "max_tokens": 4,
+                          "structured_outputs": {"choice": ["red", "green"]}})
+        assert r.status_code == 400 and "budget of 0.2 s" in error_message(r)
+    finally:
+        release.set()
+
+
 def test_oversize_body_is_413(server):
     body = {"model": MODEL, "messages": [{"role": "user", "content": "a" * (1 << 20)}], "max_tokens": 4}
     r = post(server, body)
