@@ -11,6 +11,7 @@ The matcher contract (fsm): `accept_token(id) -> bool`, `fill_next_token_bitmask
 from __future__ import annotations
 
 import json
+import threading
 
 from ..fsm import ConstraintError  # (one error tree: a bad spec fails its own request only)
 
@@ -27,12 +28,15 @@ class ConstraintCompiler:
         self.tokenizer = tokenizer
         self.vocab_size = vocab_size
         self._vocab = None
+        self._vocab_lock = threading.Lock()   # compiles run in an AsyncEngine's threads: build once
 
     @property
     def vocabulary(self):
         if self._vocab is None:
-            from .. import fsm
-            self._vocab = fsm.Vocabulary.from_tokenizer(self.tokenizer, vocab_size=self.vocab_size)
+            with self._vocab_lock:
+                if self._vocab is None:
+                    from .. import fsm
+                    self._vocab = fsm.Vocabulary.from_tokenizer(self.tokenizer, vocab_size=self.vocab_size)
         return self._vocab
 
     def get(self, constraint):

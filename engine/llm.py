@@ -4,6 +4,7 @@ from __future__ import annotations
 import atexit
 import gc
 import itertools
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -119,6 +120,10 @@ class LLM:
         self._seq_ids = itertools.count()
         self._request_ids = itertools.count()
         self.stats = {"prefill_tokens": 0, "decode_tokens": 0, "steps": 0, "forced_tokens": 0}
+        # One generation at a time: a second caller of generate() waits for the lock
+        # (the step loop's state is not shared safely); an AsyncEngine takes it per step.
+        self._lock = threading.RLock()
+        self._engine = None            # the AsyncEngine driving this LLM, if any
         # What is alive now (torch, transformers, the weights' Python objects) is moved
         # out of the cyclic collector's reach, as vLLM does after loading: its full
         # collections would otherwise rescan them all, inside some decoding step, while
@@ -284,8 +289,15 @@ class LLM:
             params = [params] * len(prompts)
         if len(params) != len(prompts):
             raise ValueError("need one SamplingParams per prompt (or one for all)")
+        engine = self._engine
+        if engine is not None and threading.current_thread() is not engine._thread:
+            return engine.generate(prompts, params)     # an AsyncEngine owns the loop
+        with self._lock:
+            return self._generate(prompts, params, use_tqdm)
+
+    def _generate(self, prompts, params, use_tqdm) -> list[RequestOutput]:
         if self.scheduler.has_unfinished():
-            raise RuntimeError("generate() called while another generation is running")
+            raise RuntimeError("generate() called while requests added by step() are unfinished")
         requests = [self._add_request(p, sp) for p, sp in zip(prompts, params)]
         pending = {seq.seq_id for _, seqs in requests for seq in seqs if not seq.is_finished}
         show = use_tqdm if use_tqdm is not None else len(prompts) >= 16
@@ -322,23 +334,37 @@ class LLM:
         params = params or SamplingParams()
         if params.n != 1:
             raise ValueError("generate_stream needs n == 1")
-        if self.scheduler.has_unfinished():
-            raise RuntimeError("generate_stream() called while another generation is running")
-        out, (seq,) = self._add_request(prompt, params)
-        hold = max((len(s) for s in params.stop), default=1) - 1
-        sent = 0
-        try:
-            while not seq.is_finished:
-                self.step()
-                end = len(seq.text) if seq.is_finished else max(sent, len(seq.text) - hold)
-                if end > sent:
-                    yield seq.text[sent:end]
-                    sent = end
-        finally:
+        engine = self._engine
+        if engine is not None:                          # an AsyncEngine owns the loop
+            stream = engine.add_request(prompt, params)
+            try:
+                for delta in stream:
+                    if delta.text:
+                        yield delta.text
+                    if delta.error:
+                        raise RuntimeError(delta.error)
+            finally:
+                if not stream.finished:
+                    stream.abort()
+            return
+        with self._lock:
             if self.scheduler.has_unfinished():
-                self.abort_all()
-        if seq.error:
-            raise RuntimeError(seq.error)
+                raise RuntimeError("generate_stream() called while requests added by step() are unfinished")
+            out, (seq,) = self._add_request(prompt, params)
+            hold = max((len(s) for s in params.stop), default=1) - 1
+            sent = 0
+            try:
+                while not seq.is_finished:
+                    self.step()
+                    end = len(seq.text) if seq.is_finished else max(sent, len(seq.text) - hold)
+                    if end > sent:
+                        yield seq.text[sent:end]
+                        sent = end
+            finally:
+                if self.scheduler.has_unfinished():
+                    self.abort_all()
+            if seq.error:
+                raise RuntimeError(seq.error)
 
     def abort_all(self) -> None:
         """Drop every queued or running sequence and free its blocks."""

@@ -1,0 +1,68 @@
+"""Serve a model over an OpenAI-compatible HTTP API.
+
+    python -m structgen.serve [MODEL] --host 127.0.0.1 --port 8000
+    structgen serve [MODEL] --port 8000          # the console script
+
+MODEL: omitted or "smollm2" (the embedded SmolLM2-135M-Instruct), a Hugging Face folder,
+or a .gguf file. A thin layer over `structgen.engine.server`; see docs/serving.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def build_parser(prog: str = "python -m structgen.serve") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Serve a model over an OpenAI-compatible API.")
+    p.add_argument("model", nargs="?", default=None,
+                   help="the embedded model when omitted; a Hugging Face folder or a .gguf file")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--served-model-name", default=None,
+                   help="the name clients pass as `model` (default: smollm2, or the folder/file name)")
+    p.add_argument("--max-model-len", type=int, default=None, help="context length in tokens")
+    p.add_argument("--max-num-seqs", type=int, default=64, help="sequences decoded together")
+    p.add_argument("--kv-cache-bytes", type=int, default=None, help="KV cache budget in bytes")
+    p.add_argument("--dtype", default=None, choices=["float32", "bfloat16", "float16"])
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
+    p.add_argument("--compile-timeout", type=float, default=5.0,
+                   help="seconds a request may wait for its constraint to compile (default 5)")
+    p.add_argument("--max-body-bytes", type=int, default=1 << 20,
+                   help="larger request bodies get 413 (default 1 MiB)")
+    p.add_argument("--log-level", default="info")
+    return p
+
+
+def model_name(model: str | None) -> str:
+    if model is None or model == "smollm2":
+        return "smollm2"
+    name = os.path.basename(os.path.normpath(model))
+    return name[:-5] if name.endswith(".gguf") else name
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m structgen.serve") -> None:
+    args = build_parser(prog).parse_args(argv)
+    from structgen.engine import LLM
+    from structgen.engine.async_engine import AsyncEngine
+    from structgen.engine.server import serve
+    config = {"max_num_seqs": args.max_num_seqs, "max_model_len": args.max_model_len,
+              "kv_cache_bytes": args.kv_cache_bytes, "dtype": args.dtype, "device": args.device}
+    llm = LLM(args.model, **{k: v for k, v in config.items() if v is not None})
+    engine = AsyncEngine(llm, compile_timeout_s=args.compile_timeout)
+    serve(engine, args.served_model_name or model_name(args.model), args.host, args.port,
+          max_body_bytes=args.max_body_bytes, log_level=args.log_level)
+
+
+def cli(argv: list[str] | None = None) -> None:
+    """The `structgen` console script: `structgen serve [MODEL] [options]`."""
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] != "serve":
+        print("usage: structgen serve [MODEL] [--host HOST] [--port PORT] ...\n"
+              "  (structgen serve --help lists the options)", file=sys.stderr)
+        raise SystemExit(2)
+    main(argv[1:], prog="structgen serve")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,297 @@
+"""The OpenAI-compatible server on the embedded SmolLM2-135M, through the official `openai`
+client (and plain httpx for the errors); outputs checked with jsonschema and re.fullmatch."""
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import time
+from types import SimpleNamespace
+from typing import Literal
+
+import httpx
+import jsonschema
+import pytest
+
+openai = pytest.importorskip("openai")
+uvicorn = pytest.importorskip("uvicorn")
+pydantic = pytest.importorskip("pydantic")
+
+from structgen.engine import LLM, SamplingParams  # noqa: E402
+from structgen.engine.async_engine import AsyncEngine  # noqa: E402
+from structgen.engine.server import build_app  # noqa: E402
+from structgen.fsm import ConstraintError, RegexError  # noqa: E402
+
+MODEL = "smollm2"
+MAX_MODEL_LEN = 512
+MESSAGES = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
+
+
+@pytest.fixture(scope="module")
+def server(smol_folder):
+    llm = LLM(smol_folder, max_num_seqs=8, block_size=16, num_kv_blocks=256, max_model_len=MAX_MODEL_LEN)
+    engine = AsyncEngine(llm)
+    app = build_app(engine, MODEL, max_body_bytes=1 << 20)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not srv.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
+        time.sleep(0.05)
+    url = f"http://127.0.0.1:{port}"
+    yield SimpleNamespace(url=url, llm=llm, engine=engine,
+                          client=openai.OpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0))
+    srv.should_exit = True
+    thread.join(30)
+    engine.close()
+
+
+def wait_idle(llm, timeout=30.0):
+    """Until the engine has no sequence left (the loop runs in its own thread)."""
+    deadline = time.monotonic() + timeout
+    while llm.scheduler.has_unfinished() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    bm = llm.block_manager
+    return not llm.scheduler.has_unfinished() and bm.num_free_blocks == bm.num_blocks
+
+
+def test_models_and_health(server):
+    assert [m.id for m in server.client.models.list().data] == [MODEL]
+    assert httpx.get(f"{server.url}/health").json() == {"status": "ok"}
+
+
+def test_chat_completion_matches_engine(server):
+    r = server.client.chat.completions.create(model=MODEL, messages=MESSAGES, max_tokens=12, temperature=0)
+    want = server.llm.chat(MESSAGES, SamplingParams(max_tokens=12))[0]
+    assert r.choices[0].message.content == want.text
+    assert r.choices[0].finish_reason in ("stop", "length")
+    assert r.usage.completion_tokens == len(want.token_ids)
+    assert r.usage.prompt_tokens == len(want.prompt_token_ids)
+
+
+def test_streaming_concatenates_to_greedy_text(server):
+    plain = server.client.chat.completions.create(model=MODEL, messages=MESSAGES, max_tokens=16, temperature=0)
+    chunks = list(server.client.chat.completions.create(
+        model=MODEL, messages=MESSAGES, max_tokens=16, temperature=0, stream=True,
+        stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == plain.choices[0].message.content
+    assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] \
+        == [plain.choices[0].finish_reason]
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == plain.usage.completion_tokens
+    assert all(c.usage is None for c in chunks[:-1])
+
+
+def test_completions_with_logprobs(server):
+    r = server.client.completions.create(model=MODEL, prompt="The capital of France is", max_tokens=8,
+                                         temperature=0, logprobs=2)
+    want = server.llm.generate("The capital of France is", SamplingParams(max_tokens=8))[0]
+    assert r.choices[0].text == want.text
+    lp = r.choices[0].logprobs
+    assert len(lp.tokens) == len(want.token_ids)
+    for top, chosen in zip(lp.top_logprobs, lp.token_logprobs):   # greedy: the chosen is the top
+        assert len(top) == 2 and max(top.values()) == pytest.approx(chosen)
+
+
+def test_parse_pydantic(server):
+    class Verdict(pydantic.BaseModel):
+        answer: Literal["yes", "no"]
+        sure: bool
+
+    r = server.client.chat.completions.parse(
+        model=MODEL, messages=[{"role": "user", "content": "Is Paris in France? Answer in JSON."}],
+        response_format=Verdict, max_tokens=32, temperature=0)
+    assert isinstance(r.choices[0].message.parsed, Verdict)
+
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "London"]},
+                                            "unit": {"type": "string", "enum": ["C", "F"]}},
+           "required": ["city", "unit"], "additionalProperties": False}
+CLOCK = {"type": "object", "properties": {"zone": {"type": "string", "enum": ["UTC", "CET"]}},
+         "required": ["zone"], "additionalProperties": False}
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+                                           "parameters": WEATHER}},
+         {"type": "function", "function": {"name": "get_time", "description": "Time in a zone",
+                                           "parameters": CLOCK}}]
+
+
+@pytest.mark.parametrize("tool_choice", ["required", {"type": "function", "function": {"name": "get_time"}}],
+                         ids=["required", "named"])
+def test_tool_call(server, tool_choice):
+    r = server.client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "What is the weather in Paris?"}],
+        tools=TOOLS, tool_choice=tool_choice, max_tokens=48, temperature=0)
+    c = r.choices[0]
+    assert c.finish_reason == "tool_calls" and c.message.content is None
+    (call,) = c.message.tool_calls
+    assert call.type == "function" and call.id
+    schemas = {"get_weather": WEATHER, "get_time": CLOCK}
+    if isinstance(tool_choice, dict):
+        assert call.function.name == "get_time"
+    jsonschema.validate(json.loads(call.function.arguments), schemas[call.function.name])
+
+
+def test_structured_outputs_regex_and_n2(server):
+    r = server.client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Give a three digit number."}], max_tokens=8,
+        n=2, temperature=0.9, seed=3, extra_body={"structured_outputs": {"regex": "[0-9]{3}"}})
+    assert [c.index for c in r.choices] == [0, 1]
+    for c in r.choices:
+        assert re.fullmatch("[0-9]{3}", c.message.content)
+
+
+def test_stream_disconnect_aborts(server):
+    body = {"model": MODEL, "messages": MESSAGES, "max_tokens": 400, "ignore_eos": True, "stream": True}
+    with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=body, timeout=60) as r:
+        assert r.status_code == 200
+        lines = r.iter_lines()
+        got = []
+        for line in lines:
+            if line.startswith("data:"):
+                got.append(line)
+            if len(got) >= 3:
+                break
+    assert wait_idle(server.llm)
+    assert server.engine.metrics.requests.get("aborted", 0) >= 1
+
+
+def test_disconnect_aborts_non_streamed(server):
+    before = server.engine.metrics.requests.get("aborted", 0)
+    body = {"model": MODEL, "messages": MESSAGES, "max_tokens": 400, "ignore_eos": True}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{server.url}/v1/chat/completions", json=body, timeout=httpx.Timeout(60, read=1.0))
+    assert wait_idle(server.llm)
+    assert server.engine.metrics.requests.get("aborted", 0) == before + 1
+
+
+def post(server, body, path="/v1/chat/completions", **kw):
+    return httpx.post(f"{server.url}{path}", json=body, timeout=60, **kw)
+
+
+def error_message(r):
+    return r.json()["error"]["message"]
+
+
+def test_unknown_field_is_400(server):
+    r = post(server, {"model": MODEL, "messages": MESSAGES, "max_tokens": 4, "temperture": 0})
+    assert r.status_code == 400 and "temperture" in error_message(r)
+    r = post(server, {"model": MODEL, "messages": MESSAGES, "max_tokens": 4,
+                      "response_format": {"type": "json_schema", "json_schema": {"schema": {}, "stict": True}}})
+    assert r.status_code == 400 and "stict" in error_message(r)
+
+
+def test_bad_regex_is_400_with_position(server):
+    with pytest.raises(RegexError) as oracle:
+        server.llm.constraints.get(("regex", "ab[c-"))
+    assert oracle.value.pos is not None
+    for stream in (False, True):
+        r = post(server, {"model": MODEL, "messages": MESSAGES, "max_tokens": 4, "stream": stream,
+                          "structured_outputs": {"regex": "ab[c-"}})
+        assert r.status_code == 400 and error_message(r) == str(oracle.value)
+        assert f"position {oracle.value.pos}" in error_message(r)
+
+
+def test_bad_schema_is_400_with_pointer(server):
+    schema = {"type": "object", "properties": {"a": {"type": "strnig"}}}
+    with pytest.raises(ConstraintError) as oracle:
+        server.llm.constraints.get(("json", schema))
+    r = post(server, {"model": MODEL, "messages": MESSAGES, "max_tokens": 4,
+                      "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}})
+    assert r.status_code == 400 and error_message(r) == str(oracle.value)
+    assert "#/properties/a" in error_message(r)
+
+
+def test_bad_grammar_is_400(server):
+    r = post(server, {"model": MODEL, "prompt": "x", "max_tokens": 4,
+                      "structured_outputs": {"grammar": "start: foo\n"}}, path="/v1/completions")
+    assert r.status_code == 400 and "foo" in error_message(r)
+
+
+def test_compile_over_budget_is_400_naming_it(server, monkeypatch):
+    real, release = server.llm.constraints.get, threading.Event()
+    monkeypatch.setattr(server.llm.constraints, "get", lambda spec: (release.wait(10), real(spec))[1])
+    monkeypatch.setattr(server.engine, "compile_timeout_s", 0.2)
+    try:
+        r = post(server, {"model": MODEL, "messages": MESSAGES, "max_tokens": 4,
+                          "structured_outputs": {"choice": ["red", "green"]}})
+        assert r.status_code == 400 and "budget of 0.2 s" in error_message(r)
+    finally:
+        release.set()
+
+
+def test_oversize_body_is_413(server):
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "a" * (1 << 20)}], "max_tokens": 4}
+    r = post(server, body)
+    assert r.status_code == 413 and "limit" in error_message(r)
+
+
+def test_too_long_prompt_is_400(server):
+    r = post(server, {"model": MODEL, "messages": [{"role": "user", "content": "hello " * MAX_MODEL_LEN}],
+                      "max_tokens": 4})
+    assert r.status_code == 400 and "max_model_len" in error_message(r)
+
+
+def test_two_constraints_and_wrong_model(server):
+    r = post(server, {"model": MODEL, "messages": MESSAGES, "structured_outputs": {"regex": "a"},
+                      "response_format": {"type": "json_object"}})
+    assert r.status_code == 400 and "only one constraint" in error_message(r)
+    r = post(server, {"model": "gpt-4", "messages": MESSAGES})
+    assert r.status_code == 404
+
+
+def test_metrics(server):
+    text = httpx.get(f"{server.url}/metrics").text
+    completed = re.search(r'^structgen_requests_total\{outcome="completed"\} (\d+)$', text, re.M)
+    assert completed and int(completed.group(1)) > 0
+    for name in ("structgen_prompt_tokens_total", "structgen_generation_tokens_total",
+                 "structgen_num_requests_running", "structgen_num_requests_waiting",
+                 "structgen_kv_cache_usage_ratio", "structgen_time_to_first_token_seconds_count"):
+        assert re.search(rf"^{name} \S+$", text, re.M), name
+
+
+def test_cli_arguments():
+    import subprocess
+    import sys
+
+    from structgen.serve import build_parser, cli, model_name
+    args = build_parser().parse_args(["/models/qwen", "--port", "9001", "--compile-timeout", "2.5"])
+    assert (args.model, args.host, args.port, args.compile_timeout) == ("/models/qwen", "127.0.0.1", 9001, 2.5)
+    assert model_name(None) == "smollm2" and model_name("/models/qwen/") == "qwen"
+    assert model_name("x/tiny.gguf") == "tiny"
+    with pytest.raises(SystemExit):
+        cli(["run"])
+    help_text = subprocess.run([sys.executable, "-m", "structgen.serve", "--help"], capture_output=True,
+                               text=True, check=True).stdout
+    assert "--compile-timeout" in help_text and "--max-body-bytes" in help_text
+
+
+@pytest.mark.slow
+def test_cli_serves(smol_folder):
+    """`python -m structgen.serve` in a subprocess answers a chat completion, then stops."""
+    import subprocess
+    import sys
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "structgen.serve", "--port", str(port),
+                             "--max-model-len", "512", "--max-num-seqs", "4", "--log-level", "warning"])
+    try:
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/health").raise_for_status()
+                break
+            except httpx.HTTPError:
+                assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
+                time.sleep(0.5)
+        r = client.chat.completions.create(model="smollm2", messages=MESSAGES, max_tokens=8)
+        assert r.choices[0].message.content
+    finally:
+        proc.terminate()
+        proc.wait(30)
