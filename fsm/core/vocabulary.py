@@ -14,6 +14,7 @@ import bisect
 import codecs
 import json
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ def _gpt2_byte_decoder() -> dict[str, int]:
 
 
 CACHE_SIZE = 128  # compiled constraints kept per vocabulary
+_CACHE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,15 +64,18 @@ class Vocabulary:
     def cached(self, key: tuple, build):
         """The constraint compiled under `key` for this vocabulary: `build()` on a miss,
         then kept, the CACHE_SIZE most recently used."""
-        cache = self._cache.setdefault("compiled", OrderedDict())
-        hit = cache.get(key)
-        if hit is not None:
+        with _CACHE_LOCK:  # (requests compile from several threads: a server's worker pool)
+            cache = self._cache.setdefault("compiled", OrderedDict())
+            hit = cache.get(key)
+            if hit is not None:
+                cache.move_to_end(key)
+                return hit
+        value = build()  # (outside the lock: a slow compile holds up no other; two alike may race, one is kept)
+        with _CACHE_LOCK:
+            value = cache.setdefault(key, value)
             cache.move_to_end(key)
-            return hit
-        value = build()
-        cache[key] = value
-        if len(cache) > CACHE_SIZE:
-            cache.popitem(last=False)
+            if len(cache) > CACHE_SIZE:
+                cache.popitem(last=False)
         return value
 
     # -- builders -----------------------------------------------------------------
