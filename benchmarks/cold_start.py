@@ -1,15 +1,16 @@
 """The first constraint of a process, for ours and the peers, each case in a fresh process.
 
-For every library and case, a new Python process loads the SmolLM2 tokenizer, then times:
-- prep: the library's per-vocabulary preparation (ours: fsm.Vocabulary.from_tokenizer,
-  which builds the token trie and byte columns; llguidance: its tokenizer from the HF one;
-  xgrammar: TokenizerInfo.from_huggingface);
+For every library, tokenizer and case, a new Python process loads the tokenizer, then times:
+- prep: the library's per-vocabulary preparation (SmolLM2: from the loaded HF tokenizer, ours
+  fsm.Vocabulary.from_tokenizer, which builds the token trie and byte columns, llguidance's
+  and xgrammar's from_huggingface; tekken 131k: each library reads mistral's tekken file);
 - first: compile plus the first mask of the case's constraint (its first constraint);
 - masks: every later mask along one valid document (mean and p99 over all cases).
 Ratios are against llguidance, measured in the same run. Peers come from the bench extra
 (`.venv/bin/pip install -e ".[bench]"`); a missing one is skipped with a note.
 
     .venv/bin/python benchmarks/cold_start.py [--runs 3] [--libs ours,llguidance,xgrammar]
+                                              [--tokenizers smol,tekken]
 """
 from __future__ import annotations
 
@@ -41,82 +42,145 @@ CASES = {
 }
 
 
-def child(lib: str, case: str) -> dict:
-    """One fresh process's measurements (run as `cold_start.py --child LIB CASE`)."""
-    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+def _smol(lib: str):
+    """(prepared peer, encode(text) -> token ids) over the SmolLM2 tokenizer."""
     import peers
     from transformers import AutoTokenizer
 
     from structgen import fsm
     from structgen.engine.loader import resolve_model
     tok = AutoTokenizer.from_pretrained(resolve_model())
-    kind, spec, text = CASES[case]
     t0 = time.perf_counter()
     if lib == "ours":
-        vocab = fsm.Vocabulary.from_tokenizer(tok)
-        peer = peers.Ours(vocab)
+        peer = peers.Ours(fsm.Vocabulary.from_tokenizer(tok))
     else:
         peer = {"llguidance": peers.LLGuidance, "xgrammar": peers.XGrammar}[lib](tok, len(tok))
+    return peer, time.perf_counter() - t0, lambda text: tok.encode(text, add_special_tokens=False)
+
+
+def _tekken(lib: str):
+    """The same over mistral's tekken file (131k tokens, 1,000 special): each library
+    reads the file itself, so prep counts the parse too."""
+    import base64
+
+    import peers
+    import tiktoken
+
+    from structgen import fsm
+    path = _tekken_path()
+    t0 = time.perf_counter()
+    if lib == "ours":
+        vocab = fsm.Vocabulary.from_tekken_json(path)
+        peer = peers.Ours(vocab)
+    else:
+        data = json.loads(open(path, "rb").read())
+        cfg = data["config"]
+        special, total = cfg["default_num_special_tokens"], cfg["default_vocab_size"]
+        ranks = [base64.b64decode(v["token_bytes"]) for v in data["vocab"][:total - special]]
+        if lib == "llguidance":
+            import llguidance.tiktoken
+            enc = tiktoken.Encoding("tekken", pat_str=cfg["pattern"], mergeable_ranks={b: i for i, b in enumerate(ranks)},
+                                    special_tokens={"</s>": total - special})
+            peer = peers.LLGuidance(llguidance.tiktoken.lltokenizer_from_encoding(enc, eos_token=total - special))
+        else:
+            import xgrammar
+            info = xgrammar.TokenizerInfo([b"<s%d>" % i for i in range(special)] + ranks, stop_token_ids=[2])
+            peer = peers.XGrammar(info)
+    prep = time.perf_counter() - t0
+    enc = _tekken_encoding(path)
+    shift = 0 if lib == "llguidance" else 1000  # (ours and xgrammar: the specials come first)
+    return peer, prep, lambda text: [t + shift for t in enc.encode(text)]
+
+
+def _tekken_path() -> str:
+    import importlib.util
+    import os
+    spec = importlib.util.find_spec("mistral_common")
+    return os.path.join(os.path.dirname(spec.origin), "data", "tekken_240911.json")
+
+
+def _tekken_encoding(path):
+    """tiktoken's own BPE over the tekken ranks (ids are ranks), for the documents' tokens."""
+    import base64
+
+    import tiktoken
+    data = json.loads(open(path, "rb").read())
+    cfg = data["config"]
+    n = cfg["default_vocab_size"] - cfg["default_num_special_tokens"]
+    ranks = {base64.b64decode(v["token_bytes"]): v["rank"] for v in data["vocab"][:n]}
+    return tiktoken.Encoding("tekken-doc", pat_str=cfg["pattern"], mergeable_ranks=ranks, special_tokens={})
+
+
+def child(lib: str, case: str, tokenizer: str) -> dict:
+    """One fresh process's measurements (run as `cold_start.py --child LIB CASE TOKENIZER`)."""
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    peer, prep, encode = (_smol if tokenizer == "smol" else _tekken)(lib)
+    kind, spec, text = CASES[case]
     t1 = time.perf_counter()
     m = peer.matcher(peer.compile(kind, spec))
     peer.fill(m)
     t2 = time.perf_counter()
     masks = []
-    for t in tok.encode(text, add_special_tokens=False):
+    for t in encode(text):
         if not peer.accept(m, t):
             raise RuntimeError(f"{lib} refused token {t} of the {case} document")
         s = time.perf_counter()
         peer.fill(m)
         masks.append(time.perf_counter() - s)
-    return {"prep": t1 - t0, "first": t2 - t1, "masks": masks}
+    return {"prep": prep, "first": t2 - t1, "masks": masks}
 
 
-def measure(lib: str, case: str) -> dict | None:
+def measure(lib: str, case: str, tokenizer: str) -> dict | None:
     # (bytecode written and reused, as in an installed package: a first, discarded run writes it)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    run = subprocess.run([sys.executable, __file__, "--child", lib, case], capture_output=True, text=True, env=env)
+    run = subprocess.run([sys.executable, __file__, "--child", lib, case, tokenizer], capture_output=True,
+                         text=True, env=env)
     if run.returncode:
         tail = run.stderr.strip().splitlines()[-1:] or ["?"]
-        print(f"({lib} {case}: {tail[0]})", file=sys.stderr)
+        print(f"({lib} {case} {tokenizer}: {tail[0]})", file=sys.stderr)
         return None
     return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def report(tokenizer: str, libs: list[str], runs: int) -> None:
+    """One table per tokenizer: a row per library and kind of constraint (regex, json)."""
+    got = {}
+    for lib in libs:
+        measure(lib, "person", tokenizer)  # (warm-up: bytecode, the OS's file cache)
+        for case, (kind, _, _) in CASES.items():
+            for _ in range(runs):
+                m = measure(lib, case, tokenizer)
+                if m is not None:
+                    got.setdefault((lib, kind), []).append(m)
+    rows = {}
+    for (lib, kind), ms in got.items():
+        masks = sorted(x for m in ms for x in m["masks"])
+        rows[lib, kind] = (statistics.median(m["prep"] for m in ms), statistics.median(m["first"] for m in ms),
+                           statistics.fmean(masks), masks[min(len(masks) - 1, int(0.99 * len(masks)))])
+    print(f"\n{tokenizer}: {runs} fresh processes per case; cases {', '.join(CASES)}")
+    print(f"{'library':<12}{'kind':<6}{'prep (s)':>9}{'first (ms)':>11}{'masks mean (us)':>16}{'p99 (us)':>10}"
+          "   ratios to llguidance: prep / first / mean / p99")
+    for (lib, kind), row in sorted(rows.items(), key=lambda kv: (kv[0][1], libs.index(kv[0][0]))):
+        prep, first, mean, p99 = row
+        ref = rows.get(("llguidance", kind))
+        line = f"{lib:<12}{kind:<6}{prep:>9.3f}{first * 1e3:>11.2f}{mean * 1e6:>16.1f}{p99 * 1e6:>10.1f}"
+        if ref:
+            line += "   " + " / ".join(f"{a / b:.2f}x" for a, b in zip(row, ref))
+        print(line)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3, help="fresh processes per library and case")
     ap.add_argument("--libs", default="ours,llguidance,xgrammar")
-    ap.add_argument("--child", nargs=2, metavar=("LIB", "CASE"), help=argparse.SUPPRESS)
+    ap.add_argument("--tokenizers", default="smol,tekken")
+    ap.add_argument("--child", nargs=3, metavar=("LIB", "CASE", "TOKENIZER"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))
         return
-    libs = args.libs.split(",")
-    rows = {}
-    for lib in libs:
-        preps, firsts, masks = [], [], []
-        measure(lib, "person")  # (warm-up: bytecode, the OS's file cache)
-        for case in CASES:
-            for _ in range(args.runs):
-                got = measure(lib, case)
-                if got is None:
-                    break
-                preps.append(got["prep"])
-                firsts.append(got["first"])
-                masks += got["masks"]
-        if preps and masks:
-            masks.sort()
-            rows[lib] = (statistics.median(preps), statistics.median(firsts), statistics.fmean(masks),
-                         masks[min(len(masks) - 1, int(0.99 * len(masks)))])
-    ref = rows.get("llguidance")
-    print(f"SmolLM2 49k, {args.runs} fresh processes per case, cases: {', '.join(CASES)}")
-    print(f"{'library':<12}{'prep (s)':>10}{'first (ms)':>12}{'mask mean (us)':>16}{'mask p99 (us)':>15}"
-          + ("   ratios to llguidance: prep / first / mean / p99" if ref else ""))
-    for lib, (prep, first, mean, p99) in rows.items():
-        line = f"{lib:<12}{prep:>10.3f}{first * 1e3:>12.2f}{mean * 1e6:>16.1f}{p99 * 1e6:>15.1f}"
-        if ref:
-            line += "   " + " / ".join(f"{a / b:.2f}x" for a, b in zip((prep, first, mean, p99), ref))
-        print(line)
+    for tokenizer in args.tokenizers.split(","):
+        report(tokenizer, args.libs.split(","), args.runs)
 
 
 if __name__ == "__main__":

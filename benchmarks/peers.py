@@ -50,7 +50,8 @@ class XGrammar:
     def __init__(self, tokenizer, vocab_size: int | None = None):
         import xgrammar as xgr
         self.xgr = xgr
-        self.info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size)
+        self.info = tokenizer if isinstance(tokenizer, xgr.TokenizerInfo) else \
+            xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size)
         self.bitmask = xgr.allocate_token_bitmask(1, self.info.vocab_size)
 
     def compile(self, kind, spec):
@@ -81,7 +82,8 @@ class LLGuidance:
         import llguidance.hf
         import llguidance.numpy
         self.ll = llguidance
-        self.tok = llguidance.hf.from_tokenizer(tokenizer, n_vocab=vocab_size)
+        self.tok = tokenizer if isinstance(tokenizer, llguidance.LLTokenizer) else \
+            llguidance.hf.from_tokenizer(tokenizer, n_vocab=vocab_size)
         self.bitmask = llguidance.numpy.allocate_token_bitmask(1, self.tok.vocab_size)
 
     def compile(self, kind, spec):
