@@ -6,9 +6,9 @@
     'yes'
     >>> guided.json(model, Person)("Describe a person.")         # a Person instance     # doctest: +SKIP
 """
-from .generate import Generator, GuidedOutput, IncompleteOutputError, choice, grammar, json, regex
+from .generate import GenerationError, Generator, GuidedOutput, IncompleteOutputError, choice, grammar, json, regex
 from .logits_processor import ConstraintLogitsProcessor
 from .model import Model, load
 
 __all__ = ["load", "Model", "regex", "choice", "json", "grammar", "Generator", "GuidedOutput",
-           "IncompleteOutputError", "ConstraintLogitsProcessor"]
+           "IncompleteOutputError", "GenerationError", "ConstraintLogitsProcessor"]

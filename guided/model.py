@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,14 +29,30 @@ class Model:
     engine_config: dict = field(default_factory=dict)
     _engine: object = field(default=None, repr=False)
     _hf_model: object = field(default=None, repr=False)
+    _async_engine: object = field(default=None, repr=False)
 
     @property
     def engine(self):
-        """The engine.LLM over these weights (created on first use)."""
+        """The engine.LLM over these weights (created on first use, once across threads)."""
         if self._engine is None:
-            from ..engine import LLM
-            self._engine = LLM(self.folder, tokenizer=self.tokenizer, **self.engine_config)
+            with _INIT_LOCK:
+                if self._engine is None:
+                    from ..engine import LLM
+                    self._engine = LLM(self.folder, tokenizer=self.tokenizer, **self.engine_config)
         return self._engine
+
+    @property
+    def async_engine(self):
+        """An engine.AsyncEngine driving `engine` from a background thread (started on
+        first use, by `Generator.stream`). Once it runs, every generate call on this
+        model goes through it, so calls from several threads are batched together."""
+        if self._async_engine is None:
+            llm = self.engine
+            with _INIT_LOCK:
+                if self._async_engine is None:
+                    from ..engine.async_engine import AsyncEngine
+                    self._async_engine = AsyncEngine(llm)
+        return self._async_engine
 
     @property
     def hf_model(self):
@@ -49,6 +66,10 @@ class Model:
 
     def encode_prompt(self, prompt: str, chat: bool) -> list[int]:
         """Token ids of a prompt, wrapped in the chat template when `chat` and one exists."""
+        with _TOKENIZER_LOCK:      # a fast tokenizer is not safe to call from several threads
+            return self._encode(prompt, chat)
+
+    def _encode(self, prompt: str, chat: bool) -> list[int]:
         tok = self.tokenizer
         if chat and getattr(tok, "chat_template", None):
             text = tok.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
@@ -58,6 +79,8 @@ class Model:
 
 
 _LOADED: dict[tuple, Model] = {}
+_INIT_LOCK = threading.RLock()
+_TOKENIZER_LOCK = threading.Lock()
 
 
 def load(model=None, backend: str = "engine", **engine_config) -> Model:
@@ -71,11 +94,15 @@ def load(model=None, backend: str = "engine", **engine_config) -> Model:
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
     key = (str(model), backend, json.dumps(engine_config, sort_keys=True, default=str))
-    if key not in _LOADED:
-        from transformers import AutoConfig, AutoTokenizer
-        folder = resolve_model(model)
-        tok = AutoTokenizer.from_pretrained(folder)
-        width = AutoConfig.from_pretrained(folder).vocab_size
-        vocab = fsm.Vocabulary.from_tokenizer(tok, vocab_size=max(width, len(tok)))
-        _LOADED[key] = Model(folder, tok, vocab, backend, dict(engine_config))
+    with _INIT_LOCK:
+        return _LOADED[key] if key in _LOADED else _load(key, model, backend, engine_config)
+
+
+def _load(key, model, backend, engine_config) -> Model:
+    from transformers import AutoConfig, AutoTokenizer
+    folder = resolve_model(model)
+    tok = AutoTokenizer.from_pretrained(folder)
+    width = AutoConfig.from_pretrained(folder).vocab_size
+    vocab = fsm.Vocabulary.from_tokenizer(tok, vocab_size=max(width, len(tok)))
+    _LOADED[key] = Model(folder, tok, vocab, backend, dict(engine_config))
     return _LOADED[key]

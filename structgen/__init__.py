@@ -12,7 +12,7 @@ The generators load on first use, so that `import structgen.fsm` never imports t
 from .fsm.core.errors import ConstraintError, GrammarError, RegexError, SchemaError, SchemaWarning, TooLargeError
 
 _GUIDED = ("load", "Model", "regex", "choice", "json", "grammar", "Generator", "GuidedOutput",
-           "IncompleteOutputError", "ConstraintLogitsProcessor")
+           "IncompleteOutputError", "GenerationError", "ConstraintLogitsProcessor")
 
 __all__ = [*_GUIDED, "ConstraintError", "RegexError", "SchemaError", "GrammarError", "TooLargeError",
            "SchemaWarning"]
