@@ -116,12 +116,13 @@ class Vocabulary:
         kind = _decoder_kind(tok)
         if kind == "bytelevel":
             table = _gpt2_byte_decoder()
+            to_latin1 = str.maketrans({c: chr(b) for c, b in table.items()})  # (then one byte a char)
+            outside = re.compile(f"[^{re.escape(''.join(table))}]")
 
             def decode(piece: str) -> bytes:
-                try:
-                    return bytes(table[c] for c in piece)
-                except KeyError:  # a piece outside the byte alphabet: take it as text
+                if outside.search(piece):  # a piece outside the byte alphabet: take it as text
                     return piece.encode("utf-8")
+                return piece.translate(to_latin1).encode("latin-1")
             return decode
         if kind == "sentencepiece":
             def decode(piece: str) -> bytes:
@@ -499,14 +500,15 @@ class TokenTrie:
 
 def _decoder_kind(tok) -> str:
     if hasattr(tok, "backend_tokenizer"):
-        spec = json.loads(tok.backend_tokenizer.to_str())
-        text = json.dumps(spec.get("decoder") or {})
+        backend = tok.backend_tokenizer  # (its parts' own JSON: the whole tokenizer's is the vocabulary)
+        decoder, pre = (json.loads(x.__getstate__()) if x is not None else {}
+                        for x in (backend.decoder, backend.pre_tokenizer))
+        text = json.dumps(decoder)
         if '"ByteLevel"' in text:
             return "bytelevel"
         if '"ByteFallback"' in text or '"Metaspace"' in text or "\u2581" in text:
             return "sentencepiece"
-        model_type = (spec.get("model") or {}).get("type")
-        if model_type == "BPE" and (spec.get("pre_tokenizer") or {}).get("type") == "ByteLevel":
+        if type(backend.model).__name__ == "BPE" and pre.get("type") == "ByteLevel":
             return "bytelevel"
         return "unknown"
     if hasattr(tok, "sp_model"):
