@@ -65,9 +65,10 @@ def _tekken(lib: str):
 
     import peers
     import tiktoken
+    from oracles import mistral_data, tekken_encoding
 
     from structgen import fsm
-    path = _tekken_path()
+    path = mistral_data("tekken_240911.json")
     t0 = time.perf_counter()
     if lib == "ours":
         vocab = fsm.Vocabulary.from_tekken_json(path)
@@ -87,33 +88,15 @@ def _tekken(lib: str):
             info = xgrammar.TokenizerInfo([b"<s%d>" % i for i in range(special)] + ranks, stop_token_ids=[2])
             peer = peers.XGrammar(info)
     prep = time.perf_counter() - t0
-    enc = _tekken_encoding(path)
-    shift = 0 if lib == "llguidance" else 1000  # (ours and xgrammar: the specials come first)
+    enc, specials = tekken_encoding(path)
+    shift = 0 if lib == "llguidance" else specials  # (ours and xgrammar: the specials come first)
     return peer, prep, lambda text: [t + shift for t in enc.encode(text)]
-
-
-def _tekken_path() -> str:
-    import importlib.util
-    import os
-    spec = importlib.util.find_spec("mistral_common")
-    return os.path.join(os.path.dirname(spec.origin), "data", "tekken_240911.json")
-
-
-def _tekken_encoding(path):
-    """tiktoken's own BPE over the tekken ranks (ids are ranks), for the documents' tokens."""
-    import base64
-
-    import tiktoken
-    data = json.loads(open(path, "rb").read())
-    cfg = data["config"]
-    n = cfg["default_vocab_size"] - cfg["default_num_special_tokens"]
-    ranks = {base64.b64decode(v["token_bytes"]): v["rank"] for v in data["vocab"][:n]}
-    return tiktoken.Encoding("tekken-doc", pat_str=cfg["pattern"], mergeable_ranks=ranks, special_tokens={})
 
 
 def child(lib: str, case: str, tokenizer: str) -> dict:
     """One fresh process's measurements (run as `cold_start.py --child LIB CASE TOKENIZER`)."""
-    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:0] = [here, os.path.join(os.path.dirname(here), "tests")]  # (peers; oracles)
     peer, prep, encode = (_smol if tokenizer == "smol" else _tekken)(lib)
     kind, spec, text = CASES[case]
     t1 = time.perf_counter()

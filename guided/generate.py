@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import fsm
-from ..fsm.core.options import describe
+from ..fsm.core.options import lists_options
 from .model import Model, load
 
 
@@ -234,6 +234,7 @@ def _resolve(model) -> Model:
     return model if isinstance(model, Model) else load(model)
 
 
+@lists_options(fsm.RegexOptions)
 def regex(model, pattern: str, options: fsm.RegexOptions | None = None, *, chat: bool = True,
           **keywords) -> Generator:
     """Outputs that fully match `pattern` (Python `re` syntax). Compile options: an
@@ -249,6 +250,7 @@ def choice(model, options: list[str], *, chat: bool = True) -> Generator:
     return Generator(m, fsm.compile_choice(options, m.vocab), chat=chat)
 
 
+@lists_options(fsm.JsonOptions)
 def json(model, schema, options: fsm.JsonOptions | None = None, *, chat: bool = True, **keywords) -> Generator:
     """JSON valid under `schema`: a Pydantic model class (returns instances), a JSON
     Schema dict or JSON text (returns the parsed JSON value). Compile options: an
@@ -259,6 +261,7 @@ def json(model, schema, options: fsm.JsonOptions | None = None, *, chat: bool = 
     return Generator(m, fsm.compile_json_schema(schema, m.vocab, options, **keywords), parse, chat=chat)
 
 
+@lists_options(fsm.GrammarOptions)
 def grammar(model, lark_text: str, options: fsm.GrammarOptions | None = None, *, chat: bool = True,
             **keywords) -> Generator:
     """Sentences of a Lark grammar. Compile options: an fsm.GrammarOptions or its fields
@@ -266,6 +269,3 @@ def grammar(model, lark_text: str, options: fsm.GrammarOptions | None = None, *,
     m = _resolve(model)
     return Generator(m, fsm.compile_grammar(lark_text, m.vocab, options, **keywords), chat=chat)
 
-
-for _gen, _options in ((regex, fsm.RegexOptions), (json, fsm.JsonOptions), (grammar, fsm.GrammarOptions)):
-    _gen.__doc__ = f"{_gen.__doc__.rstrip()}\n\n{describe(_options)}\n"

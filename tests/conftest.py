@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
+import oracles
 import pytest
 from oracles import mistral_data
 
@@ -66,12 +66,4 @@ def tekken_vocab(tekken_path):
 @pytest.fixture(scope="session")
 def tekken_encoding(tekken_path):
     """An independent oracle: tiktoken's own BPE over the tekken ranks."""
-    import base64
-
-    import tiktoken
-    data = json.loads(Path(tekken_path).read_text())
-    cfg = data["config"]
-    n = cfg["default_vocab_size"] - cfg["default_num_special_tokens"]
-    ranks = {base64.b64decode(v["token_bytes"]): v["rank"] for v in data["vocab"][:n]}
-    return tiktoken.Encoding("tekken", pat_str=cfg["pattern"], mergeable_ranks=ranks,
-                             special_tokens={}), cfg["default_num_special_tokens"]
+    return oracles.tekken_encoding(tekken_path)

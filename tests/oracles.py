@@ -31,6 +31,20 @@ def mistral_data(name: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "data" / name
 
 
+def tekken_encoding(path) -> tuple:
+    """(tiktoken's own BPE over the tekken ranks: an independent oracle, its ids the ranks;
+    the number of special tokens before them in our vocabulary)."""
+    import base64
+
+    import tiktoken
+    data = json.loads(Path(path).read_text())
+    cfg = data["config"]
+    n = cfg["default_vocab_size"] - cfg["default_num_special_tokens"]
+    ranks = {base64.b64decode(v["token_bytes"]): v["rank"] for v in data["vocab"][:n]}
+    return tiktoken.Encoding("tekken", pat_str=cfg["pattern"], mergeable_ranks=ranks,
+                             special_tokens={}), cfg["default_num_special_tokens"]
+
+
 def small_vocab(tokens, eos=True) -> fsm.Vocabulary:
     """A toy vocabulary: the given byte strings, then an EOS token (no bytes)."""
     toks = tuple(tokens) + ((None,) if eos else ())

@@ -36,7 +36,15 @@ def describe(cls) -> str:
     return "\n".join(lines)
 
 
+def lists_options(cls):
+    """Decorator: append the options of `cls` (describe) to the decorated function's
+    docstring, so that help() shows every option where it is taken."""
+    def add(obj):
+        obj.__doc__ = f"{(obj.__doc__ or '').rstrip()}\n\n{describe(cls)}\n"
+        return obj
+    return add
+
+
 def documented(cls):
-    """Class decorator: append the fields' lines (describe) to the class docstring."""
-    cls.__doc__ = f"{cls.__doc__.rstrip()}\n\n{describe(cls)}\n"
-    return cls
+    """Class decorator: the options dataclass lists its own fields."""
+    return lists_options(cls)(cls)

@@ -85,10 +85,12 @@ class Vocabulary:
         """Build from a Hugging Face tokenizer (fast or slow), a mistral_common
         Tekkenizer, or a tiktoken Encoding. `vocab_size` is the model's logits width."""
         if hasattr(tokenizer, "decode_single_token_bytes") and hasattr(tokenizer, "n_vocab"):
-            return cls._from_tiktoken(tokenizer, vocab_size, eos_ids).prepare()
-        if type(tokenizer).__name__ == "Tekkenizer":
-            return cls._from_tekkenizer(tokenizer, vocab_size, eos_ids).prepare()
-        return cls._from_hf(tokenizer, vocab_size, eos_ids).prepare()
+            build = cls._from_tiktoken
+        elif type(tokenizer).__name__ == "Tekkenizer":
+            build = cls._from_tekkenizer
+        else:
+            build = cls._from_hf
+        return build(tokenizer, vocab_size, eos_ids).prepare()
 
     @classmethod
     def _from_hf(cls, tok, vocab_size, eos_ids) -> Vocabulary:

@@ -30,7 +30,7 @@ import numpy as np
 from ..core.automaton import TokenAutomaton
 from ..core.dfa import DEAD, DEFAULT_MAX_STATES, TermSource
 from ..core.errors import GrammarError, RegexError
-from ..core.options import describe, documented, option, resolve
+from ..core.options import documented, lists_options, option, resolve
 from ..core.terms import Term, TermBuilder, row_target
 from ..core.vocabulary import Vocabulary
 from ..regex.syntax import caseless_literal, regex_to_term
@@ -970,13 +970,12 @@ class GrammarOptions:
                                     "(None: 200,000); beyond it TooLargeError")
 
 
+@lists_options(GrammarOptions)
 def compile_grammar(grammar: str, vocab: Vocabulary, options: GrammarOptions | None = None,
                     **keywords) -> TokenAutomaton:
     """Compile a Lark grammar: the outputs are its sentences, exactly (docs/grammars.md
     says what is supported). Cached per vocabulary by the grammar text and the options.
-    Options: a GrammarOptions, or its fields as keywords.
-
-"""
+    Options: a GrammarOptions, or its fields as keywords."""
     options = resolve(GrammarOptions, options, keywords, "compile_grammar")
     start, max_states = options.start, options.max_states
 
@@ -985,9 +984,6 @@ def compile_grammar(grammar: str, vocab: Vocabulary, options: GrammarOptions | N
         src = grammar_source(grammar, start, TermBuilder(), ms)
         return GrammarAutomaton(src, vocab, f"grammar (start={start!r})", ms).owns_source()
     return vocab.cached(("grammar", grammar, options), build)
-
-
-compile_grammar.__doc__ += describe(GrammarOptions)
 
 
 def compile_cfg(rules: dict, terminals: dict, start: str, vocab: Vocabulary, tb: TermBuilder,

@@ -24,7 +24,8 @@ from ..core.vocabulary import ascending_set
 from .unique import MAX_VIABLE_STEPS, decoded_prefix, string_value
 from .unique_matcher import _among, _bounded_memo, _drop, _index_of, _path_tokens, _rests, tracked_prefix
 
-_STRUCTURE = re.compile(rb'["{}\[\],]')
+_STRUCTURE_BYTES = b'"{}[],'
+_STRUCTURE = re.compile(b"[" + re.escape(_STRUCTURE_BYTES) + b"]")
 _STRING_STOP = re.compile(rb'["\\]')
 OUTSIDE, IN_VALUE_STRING, IN_KEY = 0, 1, 2  # (KeyPlan's modes, plus the flags:)
 ESCAPED, KEY_NEXT = 4, 8
@@ -176,7 +177,7 @@ def _with_structure(columns) -> np.ndarray:
     """The ids (ascending) of the tokens with a quote, bracket, brace, comma or backslash,
     from the vocabulary's lists of the tokens that hold each byte."""
     start = columns.with_start
-    positions = ascending_set([columns.with_byte[start[b]:start[b + 1]] for b in b'"{}[],\\'])
+    positions = ascending_set([columns.with_byte[start[b]:start[b + 1]] for b in _STRUCTURE_BYTES + b"\\"])
     return np.sort(columns.order.take(positions))
 
 

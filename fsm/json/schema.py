@@ -31,7 +31,7 @@ from ..core.automaton import TokenAutomaton
 from ..core.dfa import DEFAULT_MAX_STATES, LazyDFA
 from ..core.errors import ConstraintError, RegexError, SchemaError, SchemaWarning, TooLargeError
 from ..core.matcher import TokenMatcher
-from ..core.options import describe, resolve
+from ..core.options import lists_options, resolve
 from ..core.terms import ALT, AND, BYTES, CONCAT, NOT, STR, Term, TermBuilder, paused_gc
 from ..grammar.automaton import GrammarAutomaton
 from .allof import AllOfMerges
@@ -2321,6 +2321,7 @@ def _matcher_factory(unique, keys):
     return make
 
 
+@lists_options(JsonOptions)
 def compile_json_schema(schema, vocab, options: JsonOptions | None = None, **keywords):
     """Compile a JSON Schema (dict, JSON text or Pydantic model class) for `vocab`: a
     Constraint (TokenAutomaton; a UnionAutomaton where a root anyOf is split) whose
@@ -2328,9 +2329,7 @@ def compile_json_schema(schema, vocab, options: JsonOptions | None = None, **key
 
     Options: a JsonOptions, or its fields as keywords (both: the keywords win). Cached
     per vocabulary by the schema's JSON text and the options. What each keyword
-    supports, and why it is exact: docs/json-schema.md.
-
-"""
+    supports, and why it is exact: docs/json-schema.md."""
     options = resolve(JsonOptions, options, keywords, "compile_json_schema").for_source(schema)
     root = load_schema(schema)
     key = ("json_schema", json.dumps(root, sort_keys=False, separators=(",", ":")),
@@ -2338,5 +2337,3 @@ def compile_json_schema(schema, vocab, options: JsonOptions | None = None, **key
            replace(options, documents=None))
     return vocab.cached(key, lambda: build_automaton(root, vocab, options))
 
-
-compile_json_schema.__doc__ += describe(JsonOptions)

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from ..core.automaton import TokenAutomaton
 from ..core.errors import ConstraintError
-from ..core.options import describe, documented, option, resolve
+from ..core.options import documented, lists_options, option, resolve
 from ..core.terms import TermBuilder
 from ..core.vocabulary import Vocabulary
 from .syntax import regex_to_term
@@ -20,13 +20,12 @@ class RegexOptions:
     max_states: int | None = option(None, "cap on DFA states (None: 200,000); beyond it TooLargeError")
 
 
+@lists_options(RegexOptions)
 def compile_regex(pattern: str, vocab: Vocabulary, options: RegexOptions | None = None,
                   **keywords) -> TokenAutomaton:
     """Compile a Python-syntax regex; outputs are its full matches (re.fullmatch), exact
     over bytes. Cached per vocabulary by the pattern and the options. Supported syntax:
-    docs/regex.md. Options: a RegexOptions, or its fields as keywords.
-
-"""
+    docs/regex.md. Options: a RegexOptions, or its fields as keywords."""
     options = resolve(RegexOptions, options, keywords, "compile_regex")
 
     def build():
@@ -34,9 +33,6 @@ def compile_regex(pattern: str, vocab: Vocabulary, options: RegexOptions | None 
         return TokenAutomaton.from_term(tb, regex_to_term(tb, pattern, options.flags), vocab,
                                         f"regex {pattern!r}", options.max_states).owns_source()
     return vocab.cached(("regex", pattern, options), build)
-
-
-compile_regex.__doc__ += describe(RegexOptions)
 
 
 def compile_choice(options, vocab: Vocabulary) -> TokenAutomaton:

@@ -10,16 +10,11 @@ import time
 import pytest
 from oracles import PROMPTS
 
-from structgen.engine import LLM, SamplingParams
+from structgen.engine import SamplingParams
 from structgen.engine.async_engine import AsyncEngine, CompileTimeoutError, RequestError
 from structgen.fsm import RegexError
 
 MAX_NEW = 12
-
-
-@pytest.fixture(scope="module")
-def llm(smol_folder):
-    return LLM(smol_folder, max_num_seqs=8, block_size=16, num_kv_blocks=128)
 
 
 @pytest.fixture(scope="module")

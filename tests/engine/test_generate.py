@@ -11,11 +11,6 @@ MAX_NEW = 20
 
 
 @pytest.fixture(scope="module")
-def llm(smol_folder):
-    return LLM(smol_folder, max_num_seqs=8, block_size=16, num_kv_blocks=128)
-
-
-@pytest.fixture(scope="module")
 def hf(smol_folder):
     from transformers import AutoModelForCausalLM
     return AutoModelForCausalLM.from_pretrained(smol_folder, dtype=torch.float32).eval()

@@ -7,19 +7,11 @@ import re
 import pytest
 from oracles import PROMPTS
 
-from structgen.engine import LLM, SamplingParams
-
-fsm = pytest.importorskip("structgen.fsm")
-if not hasattr(fsm, "compile_regex"):
-    pytest.skip("fsm.compile_regex not available yet", allow_module_level=True)
+from structgen import fsm
+from structgen.engine import SamplingParams
 
 PHONE = r"[0-9]{3}-[0-9]{4}"
 RECORD = r'\{"name": "[a-z]{1,8}", "age": [0-9]{1,2}\}'
-
-
-@pytest.fixture(scope="module")
-def llm(smol_folder):
-    return LLM(smol_folder, max_num_seqs=8, block_size=16, num_kv_blocks=128)
 
 
 def test_regex_constraints_fullmatch_mixed_with_free(llm):
@@ -53,7 +45,7 @@ def test_choice_and_bad_regex(llm):
 
 @pytest.mark.skipif(not hasattr(fsm, "compile_json_schema"), reason="no JSON Schema compiler yet")
 def test_json_schema_outputs_validate(llm):
-    jsonschema = pytest.importorskip("jsonschema")
+    import jsonschema
     schema = {"type": "object", "additionalProperties": False, "required": ["name", "age"],
               "properties": {"name": {"type": "string", "maxLength": 12},
                              "age": {"type": "integer", "minimum": 0, "maximum": 120}}}

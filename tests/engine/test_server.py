@@ -12,16 +12,15 @@ from typing import Literal
 
 import httpx
 import jsonschema
+import openai
+import pydantic
 import pytest
+import uvicorn
 
-openai = pytest.importorskip("openai")
-uvicorn = pytest.importorskip("uvicorn")
-pydantic = pytest.importorskip("pydantic")
-
-from structgen.engine import LLM, SamplingParams  # noqa: E402
-from structgen.engine.async_engine import AsyncEngine  # noqa: E402
-from structgen.engine.server import build_app  # noqa: E402
-from structgen.fsm import ConstraintError, RegexError  # noqa: E402
+from structgen.engine import LLM, SamplingParams
+from structgen.engine.async_engine import AsyncEngine
+from structgen.engine.server import build_app
+from structgen.fsm import ConstraintError, RegexError
 
 MODEL = "smollm2"
 MAX_MODEL_LEN = 512
