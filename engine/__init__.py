@@ -6,8 +6,6 @@
 """
 from .config import EngineConfig
 from .llm import LLM, CompletionOutput, RequestOutput
-from .sampler import apply_token_bitmask
 from .sampling_params import SamplingParams
 
-__all__ = ["LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "EngineConfig",
-           "apply_token_bitmask"]
+__all__ = ["LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "EngineConfig"]

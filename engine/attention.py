@@ -1,180 +1,44 @@
-"""The attention interface over the paged KV cache, and its plain-torch reference.
+"""The attention backend: which `store_kv_cache` / `paged_attention` pair the layers call.
 
-Every model layer calls these two; a Triton version of each (kernels/) must keep them:
-
-    store_kv_cache(key, value, k_cache, v_cache, slot_mapping) -> None
-    paged_attention(query, k_cache, v_cache, meta, scale, sliding_window=None) -> out
-
-With T new tokens in the step: key/value [T, kv_heads, head_dim]; k_cache/v_cache
-[num_blocks, block_size, kv_heads, head_dim] (one pair per layer); query/out [T, heads,
-head_dim]; `meta` (AttentionMetadata) maps tokens to slots and sequences to blocks. The
-first `meta.num_decodes` sequences have one query token each; the rest are prefill
-chunks, possibly after cached context. See docs/engine.md, "Model runner and attention".
+"torch" is the plain-torch reference (`structgen.kernels.reference`), the CPU path;
+"triton" is `structgen.kernels` (CUDA, or anywhere under TRITON_INTERPRET=1). By default
+the backend follows the device. Both keep the signatures of docs/engine.md, "Model runner
+and attention"; `AttentionMetadata` is the step's shared description.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
+
+from ..kernels.metadata import AttentionMetadata
+
+BACKENDS = ("torch", "triton")
 
 
-@dataclass
-class AttentionMetadata:
-    """Where a step's tokens go, with S sequences in the step:
-    slot_mapping [T] int64, slot = block * block_size + offset (-1: do not store);
-    block_tables [S, max_blocks] int32 (unused entries 0); seq_lens [S] int32, tokens in
-    the cache after this step's writes; query_start_loc [S+1] int32, sequence s owns
-    query rows qsl[s]:qsl[s+1], its *last* q_len positions (causal within it)."""
-    slot_mapping: torch.Tensor
-    block_tables: torch.Tensor
-    seq_lens: torch.Tensor
-    query_start_loc: torch.Tensor
-    num_decodes: int
-    # Host copies, so the torch reference never synchronises with the device.
-    seq_lens_host: list[int]
-    query_lens_host: list[int]
-    block_size: int
-    # Derived gather indices, built by the first layer and reused by the others.
-    cache: dict = field(default_factory=dict)
+@dataclass(frozen=True)
+class AttentionBackend:
+    name: str
+    store_kv_cache: Callable
+    paged_attention: Callable
 
 
-def store_kv_cache(key: torch.Tensor, value: torch.Tensor, k_cache: torch.Tensor,
-                   v_cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
-    """Write each new token's key/value into its cache slot.
+def attention_backend(device, name: str | None = None) -> AttentionBackend:
+    """The backend called `name`, or the device's default (triton on CUDA, else torch).
 
-    >>> kc = torch.zeros(2, 4, 1, 2); vc = torch.zeros_like(kc)
-    >>> store_kv_cache(torch.ones(1, 1, 2), torch.ones(1, 1, 2), kc, vc, torch.tensor([5]))
-    >>> kc[1, 1].tolist()
-    [[1.0, 1.0]]
+    >>> attention_backend("cpu").name
+    'torch'
     """
-    kv_heads, head_dim = key.shape[1], key.shape[2]
-    kf = k_cache.view(-1, kv_heads, head_dim)
-    vf = v_cache.view(-1, kv_heads, head_dim)
-    keep = slot_mapping >= 0
-    if not bool(keep.all()):
-        key, value, slot_mapping = key[keep], value[keep], slot_mapping[keep]
-    kf.index_copy_(0, slot_mapping, key)
-    vf.index_copy_(0, slot_mapping, value)
+    if name is None:
+        name = "triton" if torch.device(device).type == "cuda" else "torch"
+    if name == "torch":
+        from ..kernels import reference as impl
+    elif name == "triton":
+        from .. import kernels as impl
+    else:
+        raise ValueError(f"attention_backend: unknown backend {name!r}; choose one of {BACKENDS}")
+    return AttentionBackend(name, impl.store_kv_cache, impl.paged_attention)
 
 
-def _additive(visible: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """0 where visible, -inf elsewhere: SDPA would convert a boolean mask like this on
-    every call, i.e. in every layer; built once per step instead."""
-    return torch.zeros(visible.shape, dtype=dtype, device=visible.device).masked_fill_(
-        ~visible, float("-inf"))
-
-
-def _gather_blocks(cache: torch.Tensor, blocks: torch.Tensor) -> torch.Tensor:
-    """Copy whole blocks [n, block_size, kv_heads, dim] out of the cache: one contiguous
-    row per block is far cheaper to gather than one per token."""
-    return cache.index_select(0, blocks).view(-1, cache.shape[2], cache.shape[3])
-
-
-# Decodes attended per SDPA call on CPU: a small group keeps its gathered K/V small
-# enough to stay in cache, and pads only to its own longest context. (Not faster: a
-# head-major cache layout, one gather for K and V together, one SDPA call per sequence
-# without padding, bmm/softmax/bmm in place of SDPA.)
-DECODE_GROUP = 8
-# On CUDA a kernel launch costs more than the padding it saves, so decodes go together,
-# as many per SDPA call as fit in this many gathered token slots.
-CUDA_DECODE_SLOTS = 1 << 18
-
-
-def _decode_groups(meta: AttentionMetadata, cuda: bool) -> list[tuple[int, int]]:
-    """(lo, hi) ranges of the decodes attended together, computed once per step."""
-    nd, bs = meta.num_decodes, meta.block_size
-    if not cuda:
-        return [(lo, min(nd, lo + DECODE_GROUP)) for lo in range(0, nd, DECODE_GROUP)]
-    groups = meta.cache.get("groups")
-    if groups is None:
-        groups, lo, longest = [], 0, 0
-        for i, n in enumerate(meta.seq_lens_host[:nd]):
-            longest = max(longest, -(-n // bs) * bs)
-            if (i + 1 - lo) * longest > CUDA_DECODE_SLOTS and i > lo:
-                groups.append((lo, i))
-                lo, longest = i, -(-n // bs) * bs
-        groups += [(lo, nd)] if nd else []
-        meta.cache["groups"] = groups
-    return groups
-
-
-def _attend_decodes(query: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                    meta: AttentionMetadata, lo: int, scale: float,
-                    sliding_window: int | None) -> torch.Tensor:
-    """Attention for decodes lo:lo+len(query), one query token each: their blocks are
-    gathered at once, padded to the group's longest context and masked. The query heads
-    sharing a KV head become that head's query rows, so K/V are never repeated."""
-    n, num_heads, head_dim = query.shape
-    kv_heads = k_cache.shape[2]
-    hi, bs = lo + n, meta.block_size
-    key = ("decode", lo, sliding_window)
-    if key not in meta.cache:
-        lens_host = meta.seq_lens_host[lo:hi]
-        nb = -(-max(lens_host) // bs)
-        blocks = meta.block_tables[lo:hi, :nb].reshape(-1).long()
-        pos = torch.arange(nb * bs, device=query.device)
-        lens = meta.seq_lens[lo:hi, None].long()
-        valid = pos < lens
-        if sliding_window is not None:
-            valid &= pos > lens - 1 - sliding_window
-        # Slots past a sequence's length may never have been written and hold NaN,
-        # which a masked-out probability of 0 would still spread (0 * NaN): zero them.
-        unwritten = (torch.arange(nb * bs) >= torch.tensor(lens_host)[:, None]).view(-1)
-        unwritten = unwritten.nonzero().squeeze(1).to(query.device)
-        meta.cache[key] = (blocks, _additive(valid[:, None, None, :], query.dtype), unwritten,
-                           nb * bs)
-    blocks, mask, unwritten, L = meta.cache[key]
-    k = _gather_blocks(k_cache, blocks)                                      # [n*L, kvh, d]
-    v = _gather_blocks(v_cache, blocks)
-    k.index_fill_(0, unwritten, 0.0)
-    v.index_fill_(0, unwritten, 0.0)
-    k = k.view(n, L, kv_heads, head_dim).transpose(1, 2)                     # [n, kvh, L, d]
-    v = v.view(n, L, kv_heads, head_dim).transpose(1, 2)
-    q = query.view(n, kv_heads, num_heads // kv_heads, head_dim)
-    o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
-    return o.reshape(n, num_heads, head_dim)
-
-
-def paged_attention(query: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                    meta: AttentionMetadata, scale: float,
-                    sliding_window: int | None = None) -> torch.Tensor:
-    """Causal attention of each sequence's new queries over its cached keys/values.
-
-    Reference implementation in plain torch (CPU path, and the oracle for kernels).
-    Key position k is visible to query position q iff k <= q and, with a sliding
-    window w, k > q - w.
-    """
-    group = query.shape[1] // k_cache.shape[2]
-    bs = meta.block_size
-    out = torch.empty_like(query)
-    nd = meta.num_decodes
-    for lo, hi in _decode_groups(meta, query.is_cuda):
-        out[lo:hi] = _attend_decodes(query[lo:hi], k_cache, v_cache, meta, lo, scale,
-                                     sliding_window)
-
-    qsl = nd
-    for s in range(nd, len(meta.query_lens_host)):
-        q_len, kv_len = meta.query_lens_host[s], meta.seq_lens_host[s]
-        key = ("prefill", s, sliding_window)
-        if key not in meta.cache:
-            blocks = meta.block_tables[s, :-(-kv_len // bs)].long()
-            mask = None
-            if q_len != kv_len or sliding_window is not None:
-                qpos = torch.arange(kv_len - q_len, kv_len, device=query.device)[:, None]
-                kpos = torch.arange(kv_len, device=query.device)[None, :]
-                mask = kpos <= qpos
-                if sliding_window is not None:
-                    mask &= kpos > qpos - sliding_window
-                mask = _additive(mask, query.dtype)
-            meta.cache[key] = (blocks, mask)
-        blocks, mask = meta.cache[key]
-        # Only the first kv_len gathered slots are read: nothing unwritten.
-        k = _gather_blocks(k_cache, blocks)[:kv_len].transpose(0, 1)         # [kvh, L, d]
-        v = _gather_blocks(v_cache, blocks)[:kv_len].transpose(0, 1)
-        q = query[qsl:qsl + q_len].transpose(0, 1)                           # [H, q, d]
-        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None,
-                                           scale=scale, enable_gqa=group > 1)
-        out[qsl:qsl + q_len] = o.transpose(0, 1)
-        qsl += q_len
-    return out
+__all__ = ["AttentionBackend", "AttentionMetadata", "BACKENDS", "attention_backend"]

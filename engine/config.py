@@ -26,12 +26,15 @@ class EngineConfig:
     device: str | None = None           # None: cuda if available, else cpu
     seed: int = 0                       # seeds the sampler for requests without their own seed
     enable_jump_forward: bool = True    # append a constraint's forced tokens without sampling them
+    attention_backend: str | None = None  # "torch" | "triton"; None: triton on CUDA, else torch
 
     def __post_init__(self):
         if self.block_size <= 0 or self.max_num_seqs <= 0 or self.max_num_batched_tokens <= 0:
             raise ValueError("block_size, max_num_seqs and max_num_batched_tokens must be positive")
         if not 0 < self.kv_cache_fraction <= 1:
             raise ValueError("kv_cache_fraction must be in (0, 1]")
+        if self.attention_backend not in (None, "torch", "triton"):
+            raise ValueError(f"attention_backend must be 'torch' or 'triton', not {self.attention_backend!r}")
 
 
 def available_memory_bytes(device) -> int:

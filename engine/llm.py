@@ -112,7 +112,7 @@ class LLM:
         self.block_manager = BlockManager(num_blocks, cfg.block_size, cfg.enable_prefix_caching)
         self.scheduler = Scheduler(cfg, self.block_manager)
         self.runner = ModelRunner(self.model, num_blocks, cfg.block_size, self.device, self.dtype,
-                                  seed=cfg.seed)
+                                  seed=cfg.seed, attention=cfg.attention_backend)
         self.eos_token_ids = set(mcfg.eos_token_ids)
         if getattr(tokenizer, "eos_token_id", None) is not None:
             self.eos_token_ids.add(tokenizer.eos_token_id)

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import AttentionMetadata, paged_attention, store_kv_cache
+from .attention import AttentionMetadata
 
 SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "Qwen2ForCausalLM", "MistralForCausalLM")
 
@@ -191,7 +191,7 @@ class Attention(nn.Module):
         self.o_proj = Linear(self.q_size, cfg.hidden_size, bias=cfg.o_bias)
         self.scale = self.head_dim ** -0.5
         self.sliding_window = cfg.sliding_windows[layer]
-        self.k_cache = self.v_cache = None   # set by the model runner
+        self.k_cache = self.v_cache = self.backend = None   # set by the model runner
 
     def forward(self, x, cos, signed_sin, meta: AttentionMetadata):
         T = x.shape[0]
@@ -202,8 +202,9 @@ class Attention(nn.Module):
         qk = apply_rope(qk, cos, signed_sin)
         q, k = qk[:, :self.num_heads], qk[:, self.num_heads:]
         v = qkv[:, self.q_size + self.kv_size:].view(T, self.num_kv_heads, self.head_dim)
-        store_kv_cache(k, v, self.k_cache, self.v_cache, meta.slot_mapping)
-        o = paged_attention(q, self.k_cache, self.v_cache, meta, self.scale, self.sliding_window)
+        self.backend.store_kv_cache(k, v, self.k_cache, self.v_cache, meta.slot_mapping)
+        o = self.backend.paged_attention(q, self.k_cache, self.v_cache, meta, self.scale,
+                                         self.sliding_window)
         return self.o_proj(o.reshape(T, self.q_size))
 
 

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .attention import AttentionMetadata
+from .. import kernels
+from ..kernels import reference
+from .attention import AttentionMetadata, attention_backend
 from .model import CausalLM
-from .sampler import SamplingBatch, apply_penalties, apply_token_bitmask, sample
+from .sampler import SamplingBatch, apply_penalties, sample
 from .sequence import Sequence
 
 
@@ -29,7 +31,7 @@ class SampleResult:
 
 class ModelRunner:
     def __init__(self, model: CausalLM, num_blocks: int, block_size: int, device, dtype,
-                 seed: int = 0):
+                 seed: int = 0, attention: str | None = None):
         cfg = model.config
         self.model = model
         self.device = torch.device(device)
@@ -41,6 +43,10 @@ class ModelRunner:
                                     cfg.head_dim, dtype=dtype, device=self.device)
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.mask_words = (self.vocab_size + 31) // 32
+        self.attention = attention_backend(self.device, attention)
+        # The bitmask kernel goes with the attention backend (Triton, or the torch reference).
+        self.apply_bitmask = (kernels.apply_token_bitmask_inplace if self.attention.name == "triton"
+                              else reference.apply_token_bitmask_inplace)
 
     # -- inputs -----------------------------------------------------------------------
     def _prepare(self, batch: list[tuple[Sequence, int]]):
@@ -80,6 +86,7 @@ class ModelRunner:
         for i, layer in enumerate(self.model.layers):
             layer.self_attn.k_cache = self.kv_cache[0, i]
             layer.self_attn.v_cache = self.kv_cache[1, i]
+            layer.self_attn.backend = self.attention
 
     @torch.inference_mode()
     def forward_logits(self, batch: list[tuple[Sequence, int]]) -> tuple[torch.Tensor, list[Sequence]]:
@@ -163,7 +170,7 @@ class ModelRunner:
             mask = np.full((B, self.mask_words), -1, dtype=np.int32)
             for i in matched:
                 seqs[i].matcher.fill_next_token_bitmask(mask[i])
-            apply_token_bitmask(logits, torch.from_numpy(mask).to(dev))
+            self.apply_bitmask(logits, torch.from_numpy(mask).to(dev))
             ok = torch.isfinite(logits[matched]).any(dim=-1).tolist()
             dead = {i for i, good in zip(matched, ok) if not good}
             if dead:

@@ -12,28 +12,6 @@ from dataclasses import dataclass
 import torch
 
 
-def apply_token_bitmask(logits: torch.Tensor, bitmask: torch.Tensor) -> torch.Tensor:
-    """Set disallowed logits to -inf, in place. Returns `logits`.
-
-    `bitmask` is int32 [batch, ceil(V/32)]: bit j of word i allows token 32*i + j.
-    Columns of `logits` beyond the mask's 32*words are disallowed.
-
-    >>> lg = torch.zeros(1, 40)
-    >>> m = torch.tensor([[0b101, 0]], dtype=torch.int32)
-    >>> apply_token_bitmask(lg, m)[0, :4].tolist()
-    [0.0, -inf, 0.0, -inf]
-    """
-    batch, vocab = logits.shape
-    shifts = torch.arange(32, device=bitmask.device, dtype=torch.int32)
-    allowed = ((bitmask.unsqueeze(-1) >> shifts) & 1).bool().view(batch, -1)
-    width = allowed.shape[1]
-    if width >= vocab:
-        allowed = allowed[:, :vocab]
-    else:
-        allowed = torch.cat([allowed, allowed.new_zeros(batch, vocab - width)], dim=1)
-    return logits.masked_fill_(~allowed.to(logits.device), float("-inf"))
-
-
 def apply_penalties(logits: torch.Tensor, prompt_mask: torch.Tensor, output_counts: torch.Tensor,
                     repetition: torch.Tensor, presence: torch.Tensor,
                     frequency: torch.Tensor) -> torch.Tensor:

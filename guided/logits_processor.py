@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..engine.sampler import apply_token_bitmask
+from ..kernels import apply_token_bitmask_inplace
 
 
 class ConstraintLogitsProcessor:
@@ -45,4 +45,5 @@ class ConstraintLogitsProcessor:
             live[key] = m
             m.fill_next_token_bitmask(bitmask[row])
         self._matchers = live  # only the current beams can be parents next step
-        return apply_token_bitmask(scores, torch.from_numpy(bitmask).to(scores.device))
+        apply_token_bitmask_inplace(scores, torch.from_numpy(bitmask).to(scores.device))
+        return scores

@@ -3,7 +3,14 @@ Plain helpers and oracles (no fixtures) are in oracles.py."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+
+import torch
+
+# Without a GPU, Triton kernels run in its interpreter; set before any kernel is defined.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import oracles
 import pytest

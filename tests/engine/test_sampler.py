@@ -1,45 +1,17 @@
 """Sampler pieces against direct torch computations (no model needed)."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
 from structgen.engine.sampler import (
     SamplingBatch,
     apply_penalties,
-    apply_token_bitmask,
     apply_top_k_top_p_min_p,
     sample,
 )
 
 V = 100
-
-
-def test_apply_token_bitmask_matches_a_loop():
-    g = torch.Generator().manual_seed(0)
-    logits = torch.randn(3, V, generator=g)
-    words = (V + 31) // 32
-    mask = torch.randint(-2**31, 2**31 - 1, (3, words), dtype=torch.int32, generator=g)
-    out = apply_token_bitmask(logits.clone(), mask)
-    for b in range(3):
-        for t in range(V):
-            allowed = (int(mask[b, t // 32]) >> (t % 32)) & 1
-            assert (out[b, t] == logits[b, t]) if allowed else out[b, t] == float("-inf")
-
-
-def test_apply_token_bitmask_narrow_mask_disallows_the_rest():
-    logits = torch.zeros(2, 70)
-    mask = torch.full((2, 1), -1, dtype=torch.int32)     # covers tokens 0..31 only
-    out = apply_token_bitmask(logits, mask)
-    assert torch.isfinite(out[:, :32]).all() and torch.isinf(out[:, 32:]).all()
-
-
-def test_apply_token_bitmask_accepts_numpy_filled_rows():
-    rows = np.zeros((1, 2), dtype=np.int32)
-    rows[0, 1] |= np.int32(np.uint32(1 << 31).view(np.int32))   # token 63: the sign bit
-    out = apply_token_bitmask(torch.zeros(1, 64), torch.from_numpy(rows))
-    assert torch.isfinite(out[0]).nonzero().flatten().tolist() == [63]
 
 
 def test_top_k():

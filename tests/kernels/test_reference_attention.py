@@ -10,8 +10,9 @@ import math
 import pytest
 import torch
 
-import structgen.engine.attention as attention
-from structgen.engine.attention import DECODE_GROUP, AttentionMetadata, paged_attention, store_kv_cache
+import structgen.kernels.reference as attention
+from structgen.kernels import AttentionMetadata
+from structgen.kernels.reference import DECODE_GROUP, paged_attention, store_kv_cache
 
 
 def dense_attention(q, k, v, scale, window):
