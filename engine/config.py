@@ -27,6 +27,7 @@ class EngineConfig:
     seed: int = 0                       # seeds the sampler for requests without their own seed
     enable_jump_forward: bool = True    # append a constraint's forced tokens without sampling them
     attention_backend: str | None = None  # "torch" | "triton"; None: triton on CUDA, else torch
+    enforce_eager: bool = False         # no CUDA graphs for decode steps (CUDA + triton only)
 
     def __post_init__(self):
         if self.block_size <= 0 or self.max_num_seqs <= 0 or self.max_num_batched_tokens <= 0:

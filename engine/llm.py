@@ -78,7 +78,9 @@ class LLM:
     """A batched decode engine over a paged KV cache.
 
     `model`: None or "smollm2" (the embedded SmolLM2-135M-Instruct), a Hugging Face
-    folder, or a .gguf file. Keyword arguments are `EngineConfig` fields. Creating one
+    folder, or a .gguf file. `weights`: (name, tensor) pairs in transformers' naming, in
+    place of the folder's safetensors (the folder still gives config and tokenizer).
+    Keyword arguments are `EngineConfig` fields. Creating one
     calls gc.freeze() once loaded (process-wide: objects alive then are never scanned
     by the cyclic collector again; see the comment in __init__).
 
@@ -88,7 +90,7 @@ class LLM:
     ' Paris.'
     """
 
-    def __init__(self, model=None, tokenizer=None, *, _shared=None, **config):
+    def __init__(self, model=None, tokenizer=None, *, weights=None, _shared=None, **config):
         self.config = cfg = EngineConfig(**config)
         if _shared is not None:          # with_config(): same weights, fresh cache and queues
             self.folder, tokenizer, self.device, self.dtype, self.model_config, self.model = _shared
@@ -100,7 +102,7 @@ class LLM:
             else:
                 self.dtype = _DTYPES[cfg.dtype] if isinstance(cfg.dtype, str) else cfg.dtype
             self.model_config = ModelConfig.from_folder(self.folder)
-            self.model = load_model(self.folder, self.dtype, self.device, self.model_config)
+            self.model = load_model(self.folder, self.dtype, self.device, self.model_config, weights)
         if tokenizer is None:
             from transformers import AutoTokenizer
             tokenizer = AutoTokenizer.from_pretrained(self.folder)
@@ -112,7 +114,9 @@ class LLM:
         self.block_manager = BlockManager(num_blocks, cfg.block_size, cfg.enable_prefix_caching)
         self.scheduler = Scheduler(cfg, self.block_manager)
         self.runner = ModelRunner(self.model, num_blocks, cfg.block_size, self.device, self.dtype,
-                                  seed=cfg.seed, attention=cfg.attention_backend)
+                                  seed=cfg.seed, attention=cfg.attention_backend,
+                                  max_batch=min(cfg.max_num_seqs, 512), max_model_len=self.max_model_len,
+                                  cuda_graphs=not cfg.enforce_eager)
         self.eos_token_ids = set(mcfg.eos_token_ids)
         if getattr(tokenizer, "eos_token_id", None) is not None:
             self.eos_token_ids.add(tokenizer.eos_token_id)

@@ -283,18 +283,23 @@ class CausalLM(nn.Module):
                 m.pack()
 
 
-def _safetensors_files(folder: Path) -> list[Path]:
+def _safetensors_weights(folder: Path):
+    """(name, tensor) for every weight in the folder's safetensors files."""
+    from safetensors import safe_open
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         raise FileNotFoundError(f"no .safetensors files in {folder}")
-    return files
+    for file in files:
+        with safe_open(str(file), framework="pt") as f:
+            for name in f.keys():
+                yield name, f.get_tensor(name)
 
 
 @torch.inference_mode()
 def load_model(folder: str | Path, dtype: torch.dtype = torch.float32, device="cpu",
-               cfg: ModelConfig | None = None) -> CausalLM:
-    """Build the model for a Hugging Face folder and load its safetensors weights."""
-    from safetensors import safe_open
+               cfg: ModelConfig | None = None, weights=None) -> CausalLM:
+    """Build the model for a Hugging Face folder and load its safetensors weights, or
+    `weights`: (name, tensor) pairs in transformers' naming (a model built in memory)."""
     folder = Path(folder)
     cfg = cfg or ModelConfig.from_folder(folder)
     with torch.device("meta"):
@@ -306,25 +311,22 @@ def load_model(folder: str | Path, dtype: torch.dtype = torch.float32, device="c
     fused = {"q_proj": ("qkv_proj", 0), "k_proj": ("qkv_proj", q), "v_proj": ("qkv_proj", q + kv),
              "gate_proj": ("gate_up_proj", 0), "up_proj": ("gate_up_proj", inter)}
     loaded = set()
-    for file in _safetensors_files(folder):
-        with safe_open(str(file), framework="pt") as f:
-            for name in f.keys():
-                if "rotary_emb" in name:
-                    continue
-                ours = name[len("model."):] if name.startswith("model.") else name
-                tensor = f.get_tensor(name)
-                parts = ours.split(".")
-                if len(parts) >= 2 and parts[-2] in fused:
-                    target, offset = fused[parts[-2]]
-                    ours = ".".join(parts[:-2] + [target, parts[-1]])
-                    param = params[ours]
-                    param[offset:offset + tensor.shape[0]].copy_(tensor)
-                    loaded.add((ours, offset))
-                    continue
-                if ours not in params:
-                    raise KeyError(f"unexpected weight {name!r} in {file.name}")
-                params[ours].copy_(tensor)
-                loaded.add((ours, 0))
+    for name, tensor in weights if weights is not None else _safetensors_weights(folder):
+        if "rotary_emb" in name:
+            continue
+        ours = name[len("model."):] if name.startswith("model.") else name
+        parts = ours.split(".")
+        if len(parts) >= 2 and parts[-2] in fused:
+            target, offset = fused[parts[-2]]
+            ours = ".".join(parts[:-2] + [target, parts[-1]])
+            param = params[ours]
+            param[offset:offset + tensor.shape[0]].copy_(tensor)
+            loaded.add((ours, offset))
+            continue
+        if ours not in params:
+            raise KeyError(f"unexpected weight {name!r}")
+        params[ours].copy_(tensor)
+        loaded.add((ours, 0))
     if ("lm_head.weight", 0) not in loaded:
         if not cfg.tie_word_embeddings:
             raise KeyError("lm_head.weight missing and embeddings are not tied")

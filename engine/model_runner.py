@@ -17,6 +17,7 @@ import torch
 from .. import kernels
 from ..kernels import reference
 from .attention import AttentionMetadata, attention_backend
+from .cuda_graphs import DecodeGraphs
 from .model import CausalLM
 from .sampler import SamplingBatch, apply_penalties, sample
 from .sequence import Sequence
@@ -31,7 +32,8 @@ class SampleResult:
 
 class ModelRunner:
     def __init__(self, model: CausalLM, num_blocks: int, block_size: int, device, dtype,
-                 seed: int = 0, attention: str | None = None):
+                 seed: int = 0, attention: str | None = None, max_batch: int = 1,
+                 max_model_len: int = 1, cuda_graphs: bool = True):
         cfg = model.config
         self.model = model
         self.device = torch.device(device)
@@ -47,6 +49,20 @@ class ModelRunner:
         # The bitmask kernel goes with the attention backend (Triton, or the torch reference).
         self.apply_bitmask = (kernels.apply_token_bitmask_inplace if self.attention.name == "triton"
                               else reference.apply_token_bitmask_inplace)
+        # Step inputs go to the GPU from pinned host memory, without blocking the host.
+        self.pin = self.device.type == "cuda"
+        self.graphs = None
+        if cuda_graphs and self.pin and self.attention.name == "triton":
+            self.bind_cache()
+            self.graphs = DecodeGraphs(model, max_batch, -(-max_model_len // block_size), block_size,
+                                       self.device)
+
+    def to_device(self, data, dtype: torch.dtype) -> torch.Tensor:
+        """A host list or array as a device tensor; on CUDA through pinned memory, non-blocking."""
+        t = torch.as_tensor(data, dtype=dtype)
+        if not self.pin:
+            return t.to(self.device)
+        return t.pin_memory().to(self.device, non_blocking=True)
 
     # -- inputs -----------------------------------------------------------------------
     def _prepare(self, batch: list[tuple[Sequence, int]]):
@@ -69,16 +85,14 @@ class ModelRunner:
         tables = [seq.block_table + [0] * (max_blocks - len(seq.block_table)) for seq, _ in batch]
         qsl = np.zeros(len(batch) + 1, dtype=np.int32)
         np.cumsum(query_lens, out=qsl[1:])
-        dev = self.device
         meta = AttentionMetadata(
-            slot_mapping=torch.tensor(slots, dtype=torch.int64, device=dev),
-            block_tables=torch.tensor(tables, dtype=torch.int32, device=dev),
-            seq_lens=torch.tensor(seq_lens, dtype=torch.int32, device=dev),
-            query_start_loc=torch.from_numpy(qsl).to(dev),
+            slot_mapping=self.to_device(slots, torch.int64),
+            block_tables=self.to_device(tables, torch.int32),
+            seq_lens=self.to_device(seq_lens, torch.int32),
+            query_start_loc=self.to_device(qsl, torch.int32),
             num_decodes=sum(1 for q in query_lens if q == 1),   # sorted first by execute()
             seq_lens_host=seq_lens, query_lens_host=query_lens, block_size=bs)
-        return (torch.tensor(input_ids, dtype=torch.int64, device=dev),
-                torch.tensor(positions, dtype=torch.int64, device=dev), meta, qsl)
+        return (self.to_device(input_ids, torch.int64), self.to_device(positions, torch.int64), meta, qsl)
 
     # -- one step -----------------------------------------------------------------------
     def bind_cache(self) -> None:
@@ -100,7 +114,10 @@ class ModelRunner:
         # neighbouring decodes (attended together) have similar lengths.
         batch = sorted(batch, key=lambda sn: (sn[1] != 1, sn[0].num_computed_tokens))
         input_ids, positions, meta, qsl = self._prepare(batch)
-        hidden = self.model(input_ids, positions, meta)
+        if self.graphs is not None and self.graphs.fits(meta, len(input_ids)):
+            hidden = self.graphs.run(input_ids, positions, meta)
+        else:
+            hidden = self.model(input_ids, positions, meta)
 
         rows, seqs, forced = [], [], []
         for i, (seq, n) in enumerate(batch):
@@ -135,6 +152,14 @@ class ModelRunner:
     def _sample(self, logits: torch.Tensor, seqs: list[Sequence], eos_ids: set[int]) -> list[SampleResult]:
         B, V = logits.shape
         dev = logits.device
+        # The masks first: on CUDA the forward is still running, and the host's mask work
+        # overlaps it; the copy does not wait either.
+        matched = [i for i, s in enumerate(seqs) if s.matcher is not None]
+        if matched:
+            mask = np.full((B, self.mask_words), -1, dtype=np.int32)
+            for i in matched:
+                seqs[i].matcher.fill_next_token_bitmask(mask[i])
+            mask = self.to_device(mask, torch.int32)
         params = [s.params for s in seqs]
         want_logprobs = [p.logprobs is not None for p in params]
         raw_logprobs = torch.log_softmax(logits, dim=-1) if any(want_logprobs) else None
@@ -164,17 +189,12 @@ class ModelRunner:
                 if banned:
                     logits[i, banned] = float("-inf")
 
-        matched = [i for i, s in enumerate(seqs) if s.matcher is not None]
-        dead = set()
+        live = None
         if matched:
-            mask = np.full((B, self.mask_words), -1, dtype=np.int32)
-            for i in matched:
-                seqs[i].matcher.fill_next_token_bitmask(mask[i])
-            self.apply_bitmask(logits, torch.from_numpy(mask).to(dev))
-            ok = torch.isfinite(logits[matched]).any(dim=-1).tolist()
-            dead = {i for i, good in zip(matched, ok) if not good}
-            if dead:
-                logits[list(dead)] = 0.0   # keep sampling well-defined; the row is discarded
+            self.apply_bitmask(logits, mask, matched if len(matched) < B else None)
+            # A row the constraint leaves no token is discarded; zeros keep sampling defined.
+            live = torch.isfinite(logits).any(dim=-1)
+            logits.masked_fill_(~live[:, None], 0.0)
 
         temps = [p.temperature for p in params]
         all_greedy = all(t == 0 for t in temps)
@@ -188,7 +208,13 @@ class ModelRunner:
             if any(p.min_p > 0 for p in params):
                 sb.min_p = torch.tensor([p.min_p for p in params], device=dev, dtype=logits.dtype)
             sb.generators = [s.generator for s in seqs]
-        tokens = sample(logits, sb, self.generator).tolist()
+        tokens = sample(logits, sb, self.generator)
+        dead = set()
+        if live is not None:            # one device-to-host sync for both
+            tokens, live = torch.stack([tokens, live.to(tokens.dtype)]).tolist()
+            dead = {i for i, ok in enumerate(live) if not ok}
+        else:
+            tokens = tokens.tolist()
 
         results = []
         for i, s in enumerate(seqs):

@@ -15,13 +15,16 @@ if __name__ == "kernels":  # (this folder found as a top-level package: see _giv
 else:
     from .metadata import AttentionMetadata
 
-    _KERNELS = {"store_kv_cache": "store_kv", "paged_attention": "paged_attention",
+    # name -> module (module names differ from the functions', which they would shadow)
+    _KERNELS = {"store_kv_cache": "store_kv", "paged_attention": "attention",
                 "apply_token_bitmask_inplace": "bitmask"}
 
     def __getattr__(name: str):
         if name in _KERNELS:
             import importlib
-            return getattr(importlib.import_module(f".{_KERNELS[name]}", __name__), name)
+            fn = getattr(importlib.import_module(f".{_KERNELS[name]}", __name__), name)
+            globals()[name] = fn
+            return fn
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
     __all__ = ["AttentionMetadata", *_KERNELS]

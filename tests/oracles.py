@@ -603,3 +603,46 @@ class FakeMatcher:
     def forced_tokens(self):
         n = len(self.accepted)
         return self.c.forced[n:] if n < len(self.c.forced) else []
+
+
+# -- paged attention: a batch over a scattered cache (tests/kernels, gpu_check.py) ----------------
+def paged_batch(decodes, prefills, block_size, heads, kv_heads, head_dim, dtype=torch.float32, seed=0,
+                device="cpu"):
+    """decodes: kv_len of each decode; prefills: (kv_len, q_len) of each chunk after them.
+    Blocks are scattered at random, the block table has spare zero columns, and every
+    slot left unwritten is NaN. Returns query, k_cache, v_cache, meta."""
+    from structgen.kernels import AttentionMetadata
+    from structgen.kernels.reference import store_kv_cache
+    gen = torch.Generator().manual_seed(seed)
+    shapes = [(n, 1) for n in decodes] + list(prefills)
+    need = [-(-kv_len // block_size) for kv_len, _ in shapes]
+    num_blocks = sum(need) + 3
+    k_cache = torch.full((num_blocks, block_size, kv_heads, head_dim), float("nan"), dtype=dtype)
+    v_cache = torch.full_like(k_cache, float("nan"))
+    free = torch.randperm(num_blocks, generator=gen).tolist()
+    tables = []
+    for (kv_len, _), n in zip(shapes, need):
+        table = [free.pop() for _ in range(n)]
+        slots = torch.tensor([table[p // block_size] * block_size + p % block_size for p in range(kv_len)])
+        k, v = (torch.randn(kv_len, kv_heads, head_dim, generator=gen).to(dtype) for _ in range(2))
+        store_kv_cache(k, v, k_cache, v_cache, slots)
+        tables.append(table)
+    width = max(need) + 2
+    q_lens = [q for _, q in shapes]
+    seq_lens = [kv for kv, _ in shapes]
+    to = dict(device=device)
+    meta = AttentionMetadata(
+        slot_mapping=torch.full((sum(q_lens),), -1, dtype=torch.int64, **to),
+        block_tables=torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.int32, **to),
+        seq_lens=torch.tensor(seq_lens, dtype=torch.int32, **to),
+        query_start_loc=torch.tensor([0] + q_lens, dtype=torch.int32).cumsum(0).int().to(device),
+        num_decodes=len(decodes), seq_lens_host=seq_lens, query_lens_host=q_lens, block_size=block_size)
+    query = torch.randn(sum(q_lens), heads, head_dim, generator=gen).to(dtype)
+    return query.to(device), k_cache.to(device), v_cache.to(device), meta
+
+
+def cached_kv(cache, meta, s):
+    """Sequence s's keys (or values) [kv_len, kv_heads, head_dim], read back from the cache."""
+    bs, n = meta.block_size, meta.seq_lens_host[s]
+    slots = [meta.block_tables[s, p // bs].item() * bs + p % bs for p in range(n)]
+    return cache.view(-1, *cache.shape[2:])[slots]

@@ -108,11 +108,35 @@ def test_llm_greedy_matches_transformers(tiny, smol_folder):
     _, hf, folder = tiny
     tok = AutoTokenizer.from_pretrained(smol_folder)   # any tokenizer works for id prompts
     llm = LLM(folder, tokenizer=tok, num_kv_blocks=64, block_size=4, max_num_batched_tokens=16)
-    prompts = [[5, 17, 99, 3, 250, 11, 7, 80, 1, 2, 3, 4, 5], [42, 43], [7] * 9]
-    outs = llm.generate(prompts, SamplingParams(max_tokens=12, ignore_eos=True), use_tqdm=False)
+    assert_greedy_matches(llm, hf, [[5, 17, 99, 3, 250, 11, 7, 80, 1, 2, 3, 4, 5], [42, 43], [7] * 9], 12)
+    assert llm.block_manager.num_free_blocks == 64
+
+
+def assert_greedy_matches(llm, hf, prompts, max_new):
+    outs = llm.generate(prompts, SamplingParams(max_tokens=max_new, ignore_eos=True), use_tqdm=False)
     for p, o in zip(prompts, outs):
         with torch.inference_mode():
-            g = hf.generate(torch.tensor([p]), max_new_tokens=12, do_sample=False, eos_token_id=None,
+            g = hf.generate(torch.tensor([p]), max_new_tokens=max_new, do_sample=False, eos_token_id=None,
                             pad_token_id=0)
         assert o.token_ids == g[0, len(p):].tolist()
-    assert llm.block_manager.num_free_blocks == 64
+
+
+@pytest.mark.parametrize("padded", [False, True], ids=["eager", "decode-buckets"])
+def test_triton_backend_greedy_matches_transformers(tiny, smol_folder, padded):
+    """The engine with the Triton kernels (interpreted without a GPU) against transformers.
+    `decode-buckets` runs decode steps through DecodeGraphs' padded static inputs, as CUDA
+    graphs replay them (3 decodes in a bucket of 4: the spare row must stay inert)."""
+    from transformers import AutoTokenizer
+
+    from structgen.engine import LLM
+    from structgen.engine.cuda_graphs import DecodeGraphs
+    _, hf, folder = tiny
+    tok = AutoTokenizer.from_pretrained(smol_folder)
+    llm = LLM(folder, tokenizer=tok, num_kv_blocks=32, block_size=16, max_num_batched_tokens=32,
+              attention_backend="triton")
+    assert llm.runner.attention.name == "triton"
+    if padded:
+        llm.runner.graphs = DecodeGraphs(llm.model, 4, -(-llm.max_model_len // 16), 16, "cpu", capture=False)
+    assert_greedy_matches(llm, hf, [[5, 17, 99, 3, 250, 11, 7, 80, 1, 2, 3, 4, 5, 6, 7, 8, 9], [42, 43], [7] * 9],
+                          8)
+    assert llm.block_manager.num_free_blocks == 32

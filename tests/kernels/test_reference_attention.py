@@ -9,10 +9,10 @@ import math
 
 import pytest
 import torch
+from oracles import cached_kv, paged_batch
 
 import structgen.kernels.reference as attention
-from structgen.kernels import AttentionMetadata
-from structgen.kernels.reference import DECODE_GROUP, paged_attention, store_kv_cache
+from structgen.kernels.reference import DECODE_GROUP, paged_attention
 
 
 def dense_attention(q, k, v, scale, window):
@@ -42,36 +42,14 @@ def test_paged_attention_matches_dense(heads, kv_heads, window, cuda_slots, monk
         monkeypatch.setattr(attention, "CUDA_DECODE_SLOTS", cuda_slots)
         monkeypatch.setattr(attention, "_decode_groups",
                             lambda meta, cuda: groups.append(decode_groups(meta, True)) or groups[-1])
-    torch.manual_seed(0)
-    bs, dim, num_blocks = 4, 8, 64
-    # (kv_len, q_len): decodes first, then prefills with and without cached context.
+    bs, dim = 4, 8
+    # Decodes first, then prefills (kv_len, q_len) with and without cached context.
     # More decodes than one DECODE_GROUP, so several groups are attended.
-    shapes = [(1, 1), (7, 1), (13, 1), (9, 1), (3, 1), (16, 1), (5, 1), (2, 1), (12, 1), (4, 1),
-              (6, 6), (11, 3), (17, 17), (9, 8)]
-    k_cache = torch.full((num_blocks, bs, kv_heads, dim), math.nan)
-    v_cache = torch.full_like(k_cache, math.nan)
-    free = torch.randperm(num_blocks).tolist()
-    tables, keys, values = [], [], []
-    for kv_len, _ in shapes:
-        table = [free.pop() for _ in range(-(-kv_len // bs))]
-        k, v = torch.randn(kv_len, kv_heads, dim), torch.randn(kv_len, kv_heads, dim)
-        slots = torch.tensor([table[p // bs] * bs + p % bs for p in range(kv_len)])
-        store_kv_cache(k, v, k_cache, v_cache, slots)
-        tables.append(table)
-        keys.append(k)
-        values.append(v)
-    assert sum(1 for _, q in shapes if q == 1) > DECODE_GROUP
-    width = max(map(len, tables))
-    q_lens = [q for _, q in shapes]
-    seq_lens = [kv for kv, _ in shapes]
-    meta = AttentionMetadata(
-        slot_mapping=torch.full((sum(q_lens),), -1, dtype=torch.int64),
-        block_tables=torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.int32),
-        seq_lens=torch.tensor(seq_lens, dtype=torch.int32),
-        query_start_loc=torch.tensor([0] + q_lens, dtype=torch.int32).cumsum(0).int(),
-        num_decodes=sum(1 for q in q_lens if q == 1),
-        seq_lens_host=seq_lens, query_lens_host=q_lens, block_size=bs)
-    query = torch.randn(sum(q_lens), heads, dim)
+    decodes = [1, 7, 13, 9, 3, 16, 5, 2, 12, 4]
+    prefills = [(6, 6), (11, 3), (17, 17), (9, 8)]
+    assert len(decodes) > DECODE_GROUP
+    query, k_cache, v_cache, meta = paged_batch(decodes, prefills, bs, heads, kv_heads, dim)
+    seq_lens, shapes = meta.seq_lens_host, [(n, 1) for n in decodes] + prefills
     scale = dim ** -0.5
     out = paged_attention(query, k_cache, v_cache, meta, scale, window)
     again = paged_attention(query, k_cache, v_cache, meta, scale, window)   # cached indices
@@ -83,7 +61,8 @@ def test_paged_attention_matches_dense(heads, kv_heads, window, cuda_slots, monk
     elif cuda_slots:
         assert groups[0] == [(0, meta.num_decodes)]
     start = 0
-    for (kv_len, q_len), k, v in zip(shapes, keys, values):
+    for s, (_, q_len) in enumerate(shapes):
+        k, v = cached_kv(k_cache, meta, s), cached_kv(v_cache, meta, s)
         expected = dense_attention(query[start:start + q_len], k, v, scale, window)
         torch.testing.assert_close(out[start:start + q_len], expected, atol=1e-5, rtol=1e-5)
         start += q_len
