@@ -302,7 +302,7 @@ def part_throughput(run: Run, tokenizer_dir: Path):
     batches = [1, 4] if run.quick else [1, 16, 64, 256]
     names = ["SmolLM2-135M"] if run.quick else ["SmolLM2-135M", "Llama-3.2-1B", "Llama-3-8B"]
     dtype = torch.float32 if run.quick else torch.bfloat16
-    rows, guided_rows = [], []
+    rows, guided_rows, latency_rows = [], [], []
     for name in names:
         if run.over_budget():
             rows.append((name, "-", "skipped: time budget", "", "", ""))
@@ -320,6 +320,10 @@ def part_throughput(run: Run, tokenizer_dir: Path):
                 run_engine(eng, prompts[:2], [2, 2], ignore_eos=True)       # warm-up
                 _, tok, dt, _ = run_engine(eng, prompts, lens, ignore_eos=True)
                 cells.append(tok / dt)
+                if b == 1 and eng.runner.graphs is not None:
+                    bare = bare_decode_seconds(run, eng)
+                    latency_rows.append((name, f"{dt / tok * 1e3:.2f}", f"{bare * 1e3:.2f}",
+                                         f"{dt / tok / bare:.2f}x"))
                 del eng
             tok, dt, _ = run_hf(hf, base.tokenizer, prompts, lens, b)
             rows.append((name, b, f"{tok / dt:.0f}", f"{cells[0]:.0f}", f"{cells[1]:.0f}",
@@ -332,8 +336,22 @@ def part_throughput(run: Run, tokenizer_dir: Path):
     table(f"5. output tokens/s, {str(dtype)[6:]}, {lo}-{hi} new tokens per request (target >= 3x at batch 64)",
           ["model shape", "batch", "transformers generate", "engine, CUDA graphs", "engine, eager",
            "engine (graphs) / transformers"], rows)
+    table("5b. batch-1 decode: engine time per output token against the bare forward (graph replay + "
+          "LM head; target <= 1.3x)", ["model shape", "engine ms/token", "bare forward ms", "ratio"],
+          latency_rows or [("-", "no CUDA graphs on this device", "", "")])
     table("6. JSON-Schema-guided against unguided, batch 64 (target >= 0.97x)",
           ["run", "tokens", "tok/s", "ratio", "valid"], guided_rows)
+
+
+def bare_decode_seconds(run: Run, llm) -> float:
+    """One batch-1 decode step's forward alone: the captured graph's replay (an inert row)
+    and the LM head on its output."""
+    graphs, model = llm.runner.graphs, llm.model
+
+    def step():
+        graphs.graphs[1].replay()
+        model.compute_logits(graphs.outputs[1])
+    return run.time(step, iters=50)
 
 
 def guided(run: Run, llm, rng):
