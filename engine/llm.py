@@ -6,6 +6,7 @@ import gc
 import itertools
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -111,6 +112,15 @@ class LLM:
         self.max_model_len = min(cfg.max_model_len or min(mcfg.max_position_embeddings, 8192),
                                  mcfg.max_position_embeddings)
         num_blocks = self._num_kv_blocks()
+        fits = num_blocks * cfg.block_size
+        if fits < self.max_model_len:     # one full-length sequence must fit, or it would fail mid-request
+            if cfg.max_model_len is not None:
+                raise ValueError(f"the KV cache holds {num_blocks} blocks of {cfg.block_size} tokens "
+                                 f"({fits} tokens), less than max_model_len={cfg.max_model_len}: raise "
+                                 "kv_cache_bytes / kv_cache_fraction / num_kv_blocks or lower max_model_len")
+            warnings.warn(f"max_model_len lowered from {self.max_model_len} to {fits}: the KV cache holds "
+                          f"only {num_blocks} blocks of {cfg.block_size} tokens", stacklevel=2)
+            self.max_model_len = fits
         self.block_manager = BlockManager(num_blocks, cfg.block_size, cfg.enable_prefix_caching)
         self.scheduler = Scheduler(cfg, self.block_manager)
         self.runner = ModelRunner(self.model, num_blocks, cfg.block_size, self.device, self.dtype,
@@ -192,6 +202,8 @@ class LLM:
                 compiled = self.constraints.get(params.constraint)
             except ConstraintError as e:
                 error = str(e)
+            except Exception as e:  # noqa: BLE001 - a compiler bug fails this request, not the batch
+                error = f"the constraint failed to compile: {type(e).__name__}: {e}"
         seqs = []
         for i in range(params.n):
             seq = Sequence(next(self._seq_ids), rid, i, list(prompt_ids), len(prompt_ids), params)
@@ -228,16 +240,21 @@ class LLM:
         for r in results:
             seq = r.seq
             if r.token is None:
-                self._finish(seq, "error", error="the constraint allows no token here")
+                self._finish(seq, "error", error=r.error)
             else:
-                self._append(seq, r.token, r.logprobs)
-                if (seq.finish_reason is None and seq.matcher is not None
-                        and self.config.enable_jump_forward):
-                    for t in seq.matcher.forced_tokens():
-                        self.stats["forced_tokens"] += 1
-                        self._append(seq, int(t), None)
-                        if seq.finish_reason is not None:
-                            break
+                try:
+                    self._append(seq, r.token, r.logprobs)
+                    if (seq.finish_reason is None and seq.matcher is not None
+                            and self.config.enable_jump_forward):
+                        for t in seq.matcher.forced_tokens():
+                            self.stats["forced_tokens"] += 1
+                            self._append(seq, int(t), None)
+                            if seq.finish_reason is not None:
+                                break
+                except Exception as e:  # noqa: BLE001 - a matcher, detokenizer or stop check fails its request only
+                    if seq.finish_reason is None:
+                        self._finish(seq, "error", error=f"{type(e).__name__} after token {r.token}: {e}",
+                                     flush=False)
             if seq.finish_reason is not None:
                 finished.append(seq)
         return finished

@@ -26,8 +26,9 @@ from .sequence import Sequence
 @dataclass
 class SampleResult:
     seq: Sequence
-    token: int | None               # None when the row had no allowed token
+    token: int | None               # None when the row failed: `error` says why
     logprobs: dict | None = None    # {token_id: logprob} (chosen first), when requested
+    error: str | None = None
 
 
 class ModelRunner:
@@ -154,11 +155,16 @@ class ModelRunner:
         dev = logits.device
         # The masks first: on CUDA the forward is still running, and the host's mask work
         # overlaps it; the copy does not wait either.
+        # A matcher may be the user's own object: one that raises fails its row alone.
         matched = [i for i, s in enumerate(seqs) if s.matcher is not None]
+        faults: dict[int, str] = {}
         if matched:
             mask = np.full((B, self.mask_words), -1, dtype=np.int32)
             for i in matched:
-                seqs[i].matcher.fill_next_token_bitmask(mask[i])
+                try:
+                    seqs[i].matcher.fill_next_token_bitmask(mask[i])
+                except Exception as e:  # noqa: BLE001
+                    faults[i] = f"the constraint's mask failed: {type(e).__name__}: {e}"
             mask = self.to_device(mask, torch.int32)
         params = [s.params for s in seqs]
         want_logprobs = [p.logprobs is not None for p in params]
@@ -196,11 +202,39 @@ class ModelRunner:
             live = torch.isfinite(logits).any(dim=-1)
             logits.masked_fill_(~live[:, None], 0.0)
 
+        try:
+            tokens = sample(logits, self._sampling_batch(seqs, logits), self.generator)
+        except Exception:  # noqa: BLE001 - find the row at fault: sample each alone (logits are unchanged)
+            tokens = torch.zeros(B, dtype=torch.int64, device=dev)
+            for i in range(B):
+                try:
+                    tokens[i:i + 1] = sample(logits[i:i + 1], self._sampling_batch(seqs[i:i + 1], logits),
+                                             self.generator)
+                except Exception as e:  # noqa: BLE001
+                    faults[i] = f"sampling failed: {type(e).__name__}: {e}"
+        if live is not None:            # one device-to-host sync for both
+            tokens, live = torch.stack([tokens, live.to(tokens.dtype)]).tolist()
+            for i, ok in enumerate(live):
+                if not ok:
+                    faults.setdefault(i, "the constraint allows no token here")
+        else:
+            tokens = tokens.tolist()
+
+        results = []
+        for i, s in enumerate(seqs):
+            if i in faults:
+                results.append(SampleResult(s, None, error=faults[i]))
+                continue
+            lp = _logprob_entry(raw_logprobs[i], tokens[i], params[i].logprobs) if want_logprobs[i] else None
+            results.append(SampleResult(s, tokens[i], lp))
+        return results
+
+    def _sampling_batch(self, seqs: list[Sequence], logits: torch.Tensor) -> SamplingBatch:
+        params, V, dev = [s.params for s in seqs], logits.shape[1], logits.device
         temps = [p.temperature for p in params]
-        all_greedy = all(t == 0 for t in temps)
         sb = SamplingBatch(temperature=torch.tensor(temps, device=dev, dtype=logits.dtype),
-                           all_greedy=all_greedy)
-        if not all_greedy:
+                           all_greedy=all(t == 0 for t in temps))
+        if not sb.all_greedy:
             if any(p.top_k > 0 for p in params):
                 sb.top_k = torch.tensor([p.top_k if p.top_k > 0 else V for p in params], device=dev)
             if any(p.top_p < 1 for p in params):
@@ -208,22 +242,7 @@ class ModelRunner:
             if any(p.min_p > 0 for p in params):
                 sb.min_p = torch.tensor([p.min_p for p in params], device=dev, dtype=logits.dtype)
             sb.generators = [s.generator for s in seqs]
-        tokens = sample(logits, sb, self.generator)
-        dead = set()
-        if live is not None:            # one device-to-host sync for both
-            tokens, live = torch.stack([tokens, live.to(tokens.dtype)]).tolist()
-            dead = {i for i, ok in enumerate(live) if not ok}
-        else:
-            tokens = tokens.tolist()
-
-        results = []
-        for i, s in enumerate(seqs):
-            if i in dead:
-                results.append(SampleResult(s, None))
-                continue
-            lp = _logprob_entry(raw_logprobs[i], tokens[i], params[i].logprobs) if want_logprobs[i] else None
-            results.append(SampleResult(s, tokens[i], lp))
-        return results
+        return sb
 
 
 def _forced_rows(seq: Sequence, n: int, start: int):

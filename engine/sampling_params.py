@@ -1,13 +1,19 @@
 """Per-request sampling parameters."""
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
+
+MAX_N = 128          # sequences per request
+MAX_LOGPROBS = 20    # alternatives per token (OpenAI's top_logprobs allows 20)
 
 
 @dataclass
 class SamplingParams:
-    """How to sample one request.
+    """How to sample one request. Every field is checked here: a bad value raises
+    ValueError naming the field and its allowed range, before anything runs.
 
     `temperature=0` is greedy. `constraint` is either an object with `.matcher()`
     (an fsm compiled constraint) or a spec compiled lazily and cached:
@@ -19,7 +25,7 @@ class SamplingParams:
     """
     n: int = 1
     temperature: float = 0.0
-    top_k: int = 0                   # 0 or -1: off
+    top_k: int = 0                   # 0, -1 or None: off
     top_p: float = 1.0
     min_p: float = 0.0
     repetition_penalty: float = 1.0  # HF style, on prompt and output tokens
@@ -32,7 +38,7 @@ class SamplingParams:
     stop_token_ids: list[int] | None = None
     include_stop_str_in_output: bool = False
     ignore_eos: bool = False
-    logprobs: int | None = None      # None: no logprobs; k >= 0: chosen token + top k
+    logprobs: int | None = None      # None: no logprobs; 0 <= k <= MAX_LOGPROBS: chosen token + top k
     skip_special_tokens: bool = True
     constraint: Any = None
 
@@ -41,20 +47,27 @@ class SamplingParams:
             self.stop = [self.stop]
         self.stop = list(self.stop or [])
         self.stop_token_ids = list(self.stop_token_ids or [])
-        if self.top_k is None or self.top_k < 0:
+        _integer("n", self.n, 1, MAX_N)
+        _real("temperature", self.temperature, 0, None)
+        if self.top_k is None or self.top_k == -1:    # (OpenAI-style clients send -1 or null for off)
             self.top_k = 0
-        if self.n < 1:
-            raise ValueError("n must be >= 1")
-        if self.temperature < 0:
-            raise ValueError("temperature must be >= 0")
-        if not 0 < self.top_p <= 1:
-            raise ValueError("top_p must be in (0, 1]")
-        if not 0 <= self.min_p <= 1:
-            raise ValueError("min_p must be in [0, 1]")
-        if self.repetition_penalty <= 0:
-            raise ValueError("repetition_penalty must be > 0")
-        if self.max_tokens < 1:
-            raise ValueError("max_tokens must be >= 1")
+        _integer("top_k", self.top_k, 0, None)
+        _real("top_p", self.top_p, 0, 1, low_open=True)
+        _real("min_p", self.min_p, 0, 1)
+        _real("repetition_penalty", self.repetition_penalty, 0, None, low_open=True)
+        _real("presence_penalty", self.presence_penalty, -2, 2)
+        _real("frequency_penalty", self.frequency_penalty, -2, 2)
+        if self.seed is not None:
+            _integer("seed", self.seed, -2**63, 2**64 - 1 - MAX_N)    # (torch's range; sample i uses seed + i)
+        _integer("max_tokens", self.max_tokens, 1, None)
+        _integer("min_tokens", self.min_tokens, 0, self.max_tokens)
+        if self.logprobs is not None:
+            _integer("logprobs", self.logprobs, 0, MAX_LOGPROBS)
+        for i, s in enumerate(self.stop):
+            if not isinstance(s, str) or not s:
+                raise ValueError(f"SamplingParams.stop[{i}] must be a non-empty string, not {s!r}")
+        for i, t in enumerate(self.stop_token_ids):
+            _integer(f"stop_token_ids[{i}]", t, 0, None)
 
     @property
     def greedy(self) -> bool:
@@ -64,3 +77,19 @@ class SamplingParams:
     def has_penalties(self) -> bool:
         return (self.repetition_penalty != 1.0 or self.presence_penalty != 0.0
                 or self.frequency_penalty != 0.0)
+
+
+def _integer(name: str, value, low: int, high: int | None) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"SamplingParams.{name} must be an integer, not {value!r}")
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"SamplingParams.{name} must be in [{low}, {'inf' if high is None else high}], "
+                         f"not {value}")
+
+
+def _real(name: str, value, low: float, high: float | None, low_open: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"SamplingParams.{name} must be a finite number, not {value!r}")
+    if value < low or (low_open and value == low) or (high is not None and value > high):
+        raise ValueError(f"SamplingParams.{name} must be in {'(' if low_open else '['}{low}, "
+                         f"{'inf)' if high is None else f'{high}]'}, not {value}")
