@@ -52,11 +52,14 @@ def test_constraint_without_outputs_is_refused(engine_model):
     guided.json(engine_model, {"type": "integer", "minimum": 3, "maximum": 3})  # one value: fine
 
 
+# One grammar by default (20-45 s each on CI's CPU); the masks of all four are checked against
+# brute force in tests/fsm/grammar, so the other three end-to-end runs are slow-only.
 @pytest.mark.parametrize("name,prompt", [
     ("arith", "Write an arithmetic expression with parentheses that equals 12."),
-    ("json", "Describe a cat as a JSON object with its name, age and colours."),
-    ("sql", "Table users(id, name, age). Write a SQL query for the names of users over 30."),
-    ("toy", "Copy this program exactly: x = 1; print(x);"),
+    pytest.param("json", "Describe a cat as a JSON object with its name, age and colours.", marks=pytest.mark.slow),
+    pytest.param("sql", "Table users(id, name, age). Write a SQL query for the names of users over 30.",
+                 marks=pytest.mark.slow),
+    pytest.param("toy", "Copy this program exactly: x = 1; print(x);", marks=pytest.mark.slow),
 ])
 def test_grammar_on_engine_outputs_parse_with_lark(engine_model, name, prompt):
     """Every complete output of the real model under a grammar is a sentence for lark's
