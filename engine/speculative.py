@@ -111,7 +111,8 @@ class Speculator:
                     seq.draft_masks = None
                     continue
             if drafts:
-                assert self.block_manager.allocate(seq, n + len(drafts))   # _room counted free slots
+                fits = self.block_manager.allocate(seq, n + len(drafts))
+                assert fits, "_room counted the free slots"
                 seq.draft_token_ids = drafts
                 batch[i] = (seq, n + len(drafts))
                 budget -= len(drafts)
