@@ -128,15 +128,29 @@ class BlockManager:
         # Free in reverse so a sequence's tail blocks are evicted before its head:
         # the head (e.g. a shared system prompt) is the part most likely reused.
         for block in reversed(seq.block_table):
-            self.ref_counts[block] -= 1
-            assert self.ref_counts[block] >= 0
-            if self.ref_counts[block] == 0:
-                if self.block_hash[block] is None:
-                    self.free[block] = None
-                    self.free.move_to_end(block, last=False)   # unhashed: reuse first
-                else:
-                    self.free[block] = None
+            self._release(block)
         seq.block_table = []
         seq.block_hashes = []
         seq.num_computed_tokens = 0
         seq.num_cached_tokens = 0
+
+    def free_tail(self, seq: Sequence, num_tokens: int) -> None:
+        """Release `seq`'s blocks past those holding its first `num_tokens` tokens.
+
+        Speculative decoding allocates slots for drafts; those past the accepted ones go
+        back. Such a block never held a verified token (blocks are hashed only over a
+        sequence's own tokens, never over drafts), so it is unhashed and reused first.
+        """
+        keep = -(-num_tokens // self.block_size)
+        assert keep >= len(seq.block_hashes)
+        for block in reversed(seq.block_table[keep:]):
+            self._release(block)
+        del seq.block_table[keep:]
+
+    def _release(self, block: int) -> None:
+        self.ref_counts[block] -= 1
+        assert self.ref_counts[block] >= 0
+        if self.ref_counts[block] == 0:
+            self.free[block] = None
+            if self.block_hash[block] is None:
+                self.free.move_to_end(block, last=False)   # unhashed: reuse first

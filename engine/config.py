@@ -1,8 +1,67 @@
 """Engine configuration: one flat dataclass, validated once."""
 from __future__ import annotations
 
+import numbers
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+
+
+@dataclass
+class SpeculativeConfig:
+    """Speculative decoding, in vLLM's names: `LLM(speculative_config={...})`.
+
+    `method="ngram"` drafts by prompt lookup: the longest suffix of a sequence's tokens,
+    between `prompt_lookup_min` and `prompt_lookup_max` tokens long, that occurred earlier
+    in its prompt or output proposes the up to `num_speculative_tokens` tokens that followed
+    it (one of the two bounds alone sets both; neither: 5, as vLLM). `"draft_model"`
+    (a smaller model) is not implemented.
+
+    >>> SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": 4,
+    ...                              "prompt_lookup_max": 3}).prompt_lookup_min
+    3
+    """
+    method: str
+    num_speculative_tokens: int
+    prompt_lookup_max: int | None = None
+    prompt_lookup_min: int | None = None
+    model: str | None = None            # draft_model only (refused: not implemented)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SpeculativeConfig:
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(d) - set(known))
+        if unknown:
+            raise ValueError(f"speculative_config: unknown key(s) {unknown}; known keys: {known}")
+        for key in ("method", "num_speculative_tokens"):
+            if key not in d:
+                raise ValueError(f"speculative_config.{key} is required")
+        return cls(**d)
+
+    def __post_init__(self):
+        if self.method == "draft_model":
+            raise ValueError("speculative_config.method='draft_model' is not implemented; "
+                             "use method='ngram' (prompt lookup)")
+        if self.method != "ngram":
+            raise ValueError(f"speculative_config.method must be 'ngram', not {self.method!r}")
+        if self.model is not None:
+            raise ValueError("speculative_config.model is for method='draft_model', not 'ngram'")
+        _positive("num_speculative_tokens", self.num_speculative_tokens)
+        if self.prompt_lookup_max is None and self.prompt_lookup_min is None:
+            self.prompt_lookup_max = self.prompt_lookup_min = 5
+        elif self.prompt_lookup_min is None:
+            self.prompt_lookup_min = self.prompt_lookup_max
+        elif self.prompt_lookup_max is None:
+            self.prompt_lookup_max = self.prompt_lookup_min
+        _positive("prompt_lookup_min", self.prompt_lookup_min)
+        _positive("prompt_lookup_max", self.prompt_lookup_max)
+        if self.prompt_lookup_min > self.prompt_lookup_max:
+            raise ValueError(f"speculative_config.prompt_lookup_min={self.prompt_lookup_min} must be "
+                             f"<= prompt_lookup_max={self.prompt_lookup_max}")
+
+
+def _positive(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"speculative_config.{name} must be an integer >= 1, not {value!r}")
 
 
 @dataclass
@@ -28,6 +87,7 @@ class EngineConfig:
     enable_jump_forward: bool = True    # append a constraint's forced tokens without sampling them
     attention_backend: str | None = None  # "torch" | "triton"; None: triton on CUDA, else torch
     enforce_eager: bool = False         # no CUDA graphs for decode steps (CUDA + triton only)
+    speculative_config: SpeculativeConfig | dict | None = None   # a dict is read by SpeculativeConfig.from_dict
 
     def __post_init__(self):
         if self.block_size <= 0 or self.max_num_seqs <= 0 or self.max_num_batched_tokens <= 0:
@@ -36,6 +96,11 @@ class EngineConfig:
             raise ValueError("kv_cache_fraction must be in (0, 1]")
         if self.attention_backend not in (None, "torch", "triton"):
             raise ValueError(f"attention_backend must be 'torch' or 'triton', not {self.attention_backend!r}")
+        if isinstance(self.speculative_config, dict):
+            self.speculative_config = SpeculativeConfig.from_dict(self.speculative_config)
+        elif not isinstance(self.speculative_config, (SpeculativeConfig, type(None))):
+            raise ValueError("speculative_config must be a dict or a SpeculativeConfig, not "
+                             f"{type(self.speculative_config).__name__}")
 
 
 def available_memory_bytes(device) -> int:

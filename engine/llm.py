@@ -22,6 +22,7 @@ from .model_runner import ModelRunner
 from .sampling_params import SamplingParams
 from .scheduler import Scheduler
 from .sequence import Sequence, SequenceStatus
+from .speculative import Speculator
 
 _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
            "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
@@ -131,6 +132,10 @@ class LLM:
         if getattr(tokenizer, "eos_token_id", None) is not None:
             self.eos_token_ids.add(tokenizer.eos_token_id)
         self.constraints = ConstraintCompiler(tokenizer, mcfg.vocab_size)
+        self.speculator = None
+        if cfg.speculative_config is not None:
+            self.speculator = Speculator(cfg.speculative_config, self.block_manager, cfg.max_num_batched_tokens,
+                                         self.max_model_len, self.runner.mask_words, self.eos_token_ids)
         self._seq_ids = itertools.count()
         self._request_ids = itertools.count()
         self.stats = {"prefill_tokens": 0, "decode_tokens": 0, "steps": 0, "forced_tokens": 0}
@@ -236,28 +241,40 @@ class LLM:
         self.stats["steps"] += 1
         for _seq, n in batch:
             self.stats["prefill_tokens" if n > 1 else "decode_tokens"] += n
-        results = self.runner.execute(batch, self.eos_token_ids)
-        for r in results:
-            seq = r.seq
-            if r.token is None:
-                self._finish(seq, "error", error=r.error)
-            else:
-                try:
-                    self._append(seq, r.token, r.logprobs)
-                    if (seq.finish_reason is None and seq.matcher is not None
-                            and self.config.enable_jump_forward):
-                        for t in seq.matcher.forced_tokens():
-                            self.stats["forced_tokens"] += 1
-                            self._append(seq, int(t), None)
-                            if seq.finish_reason is not None:
-                                break
-                except Exception as e:  # noqa: BLE001 - a matcher, detokenizer or stop check fails its request only
-                    if seq.finish_reason is None:
-                        self._finish(seq, "error", error=f"{type(e).__name__} after token {r.token}: {e}",
-                                     flush=False)
-            if seq.finish_reason is not None:
-                finished.append(seq)
+        try:
+            draft_faults = self.speculator.draft(batch) if self.speculator is not None else {}
+            results = self.runner.execute(batch, self.eos_token_ids)
+            for r in results:
+                self._settle(r, draft_faults.get(r.seq))
+                if r.seq.finish_reason is not None:
+                    finished.append(r.seq)
+        finally:
+            if self.speculator is not None:
+                self.speculator.clear(batch)
         return finished
+
+    def _settle(self, r, draft_fault: str | None) -> None:
+        """Append a sequence's sampled tokens (accepted drafts first), then forced ones."""
+        seq = r.seq
+        if r.error is not None or draft_fault is not None:
+            return self._finish(seq, "error", error=r.error or draft_fault)
+        if self.speculator is not None:
+            self.speculator.accept(seq, len(r.tokens) - 1)
+        try:
+            for t, lp in zip(r.tokens, r.logprobs or [None] * len(r.tokens)):
+                self._append(seq, t, lp)
+                if seq.finish_reason is not None:
+                    return
+            if seq.matcher is not None and self.config.enable_jump_forward:
+                for t in seq.matcher.forced_tokens():
+                    self.stats["forced_tokens"] += 1
+                    self._append(seq, int(t), None)
+                    if seq.finish_reason is not None:
+                        break
+        except Exception as e:  # noqa: BLE001 - a matcher, detokenizer or stop check fails its request only
+            if seq.finish_reason is None:
+                self._finish(seq, "error", error=f"{type(e).__name__} after token {seq.token_ids[-1]}: {e}",
+                             flush=False)
 
     def _append(self, seq: Sequence, token: int, logprobs) -> None:
         p = seq.params

@@ -4,7 +4,8 @@ One forward per step covers every scheduled sequence: decodes (one token each,
 batched in attention) first, then prefill chunks (any length, possibly after
 cached context). Logits are computed only at each sequence's last position, and
 only for sequences whose whole known token list is now in the cache (a partial
-prefill chunk samples nothing); and, for requests that want logprobs, at the
+prefill chunk samples nothing); at each speculative draft riding after it (see
+speculative.py), to verify them; and, for requests that want logprobs, at the
 positions before jump-forward tokens (see _forced_rows).
 """
 from __future__ import annotations
@@ -19,16 +20,16 @@ from ..kernels import reference
 from .attention import AttentionMetadata, attention_backend
 from .cuda_graphs import DecodeGraphs
 from .model import CausalLM
-from .sampler import SamplingBatch, apply_penalties, sample
+from .sampler import SamplingBatch, apply_penalties, probabilities, rejection_sample, sample
 from .sequence import Sequence
 
 
 @dataclass
 class SampleResult:
     seq: Sequence
-    token: int | None               # None when the row failed: `error` says why
-    logprobs: dict | None = None    # {token_id: logprob} (chosen first), when requested
-    error: str | None = None
+    tokens: list[int]               # accepted drafts, then the sampled token; [] when it failed
+    logprobs: list | None = None    # per token {token_id: logprob} (chosen first), when requested
+    error: str | None = None        # why it failed
 
 
 class ModelRunner:
@@ -76,6 +77,7 @@ class ModelRunner:
         for seq, n in batch:
             c = seq.num_computed_tokens
             input_ids.extend(seq.token_ids[c:c + n])
+            input_ids.extend(seq.draft_token_ids)     # only where the chunk reaches the end
             bt = seq.block_table
             for p in range(c, c + n):
                 slots.append(bt[p // bs] * bs + p % bs)
@@ -106,9 +108,11 @@ class ModelRunner:
     @torch.inference_mode()
     def forward_logits(self, batch: list[tuple[Sequence, int]]) -> tuple[torch.Tensor, list[Sequence]]:
         """Run the forward for `batch`; return fp32 logits for the sequences that reached
-        their last known token (a finished prefill or a decode), and those sequences.
+        their last known token (a finished prefill or a decode), and those sequences: one
+        row each, at its last token, then one per draft (`seq.draft_token_ids`) it carries.
 
-        Updates each sequence's `num_computed_tokens`.
+        Updates each sequence's `num_computed_tokens` (drafts are not counted: see
+        Speculator.accept).
         """
         self.bind_cache()
         # Decodes first, so attention can batch them, shortest context first, so that
@@ -122,11 +126,13 @@ class ModelRunner:
 
         rows, seqs, forced = [], [], []
         for i, (seq, n) in enumerate(batch):
+            n -= len(seq.draft_token_ids)        # the chunk's own tokens; drafts end it
             if seq.logprobs is not None:
                 forced.extend(_forced_rows(seq, n, int(qsl[i])))
             seq.num_computed_tokens += n
             if seq.num_computed_tokens == seq.num_tokens:
-                rows.append(int(qsl[i + 1]) - 1)
+                end = int(qsl[i + 1])
+                rows.extend(range(end - 1 - len(seq.draft_token_ids), end))
                 seqs.append(seq)
         if not seqs and not forced:
             return hidden.new_empty(0, self.vocab_size, dtype=torch.float32), []
@@ -144,52 +150,31 @@ class ModelRunner:
 
     @torch.inference_mode()
     def execute(self, batch: list[tuple[Sequence, int]], eos_ids: set[int]) -> list[SampleResult]:
-        """Forward `batch` and sample a token for each sequence that reached its end."""
+        """Forward `batch` and sample a token for each sequence that reached its end (after
+        the drafts it accepts, if it carries any)."""
         logits, seqs = self.forward_logits(batch)
         if not seqs:
             return []
         return self._sample(logits, seqs, eos_ids)
 
     def _sample(self, logits: torch.Tensor, seqs: list[Sequence], eos_ids: set[int]) -> list[SampleResult]:
+        # One row per position sampled from: a sequence's last token, then each draft.
+        # Row (seq, j) sees the sequence's tokens followed by its first j drafts.
+        rows = [(s, j) for s in seqs for j in range(len(s.draft_token_ids) + 1)]
         B, V = logits.shape
-        dev = logits.device
         # The masks first: on CUDA the forward is still running, and the host's mask work
         # overlaps it; the copy does not wait either.
-        # A matcher may be the user's own object: one that raises fails its row alone.
-        matched = [i for i, s in enumerate(seqs) if s.matcher is not None]
-        faults: dict[int, str] = {}
-        if matched:
-            mask = np.full((B, self.mask_words), -1, dtype=np.int32)
-            for i in matched:
-                try:
-                    seqs[i].matcher.fill_next_token_bitmask(mask[i])
-                except Exception as e:  # noqa: BLE001
-                    faults[i] = f"the constraint's mask failed: {type(e).__name__}: {e}"
-            mask = self.to_device(mask, torch.int32)
-        params = [s.params for s in seqs]
+        faults: dict[int, str] = {}          # row -> why it failed
+        mask, matched = self._masks(rows, faults)
+        params = [s.params for s, _ in rows]
         want_logprobs = [p.logprobs is not None for p in params]
         raw_logprobs = torch.log_softmax(logits, dim=-1) if any(want_logprobs) else None
 
         if any(p.has_penalties for p in params):
-            prompt_mask = torch.zeros(B, V, dtype=torch.bool, device=dev)
-            counts = torch.zeros(B, V, dtype=logits.dtype, device=dev)
-            for i, s in enumerate(seqs):
-                if not s.params.has_penalties:
-                    continue
-                if s.params.repetition_penalty != 1.0:
-                    prompt_mask[i, torch.tensor(s.token_ids[:s.num_prompt_tokens], device=dev)] = True
-                out = s.output_token_ids
-                if out:
-                    idx = torch.tensor(out, device=dev)
-                    counts[i].index_add_(0, idx, torch.ones(len(out), device=dev))
-            f = lambda attr, d: torch.tensor([getattr(p, attr) for p in params], device=dev,  # noqa: E731
-                                             dtype=logits.dtype)
-            apply_penalties(logits, prompt_mask, counts, f("repetition_penalty", 1.0),
-                            f("presence_penalty", 0.0), f("frequency_penalty", 0.0))
-
+            self._penalise(logits, rows)
         # min_tokens: no EOS / stop ids yet.
-        for i, s in enumerate(seqs):
-            if s.params.min_tokens and s.num_output_tokens < s.params.min_tokens:
+        for i, (s, j) in enumerate(rows):
+            if s.params.min_tokens and s.num_output_tokens + j < s.params.min_tokens:
                 banned = set(s.params.stop_token_ids) | (set() if s.params.ignore_eos else eos_ids)
                 banned = [t for t in banned if t < V]
                 if banned:
@@ -202,16 +187,15 @@ class ModelRunner:
             live = torch.isfinite(logits).any(dim=-1)
             logits.masked_fill_(~live[:, None], 0.0)
 
-        try:
-            tokens = sample(logits, self._sampling_batch(seqs, logits), self.generator)
-        except Exception:  # noqa: BLE001 - find the row at fault: sample each alone (logits are unchanged)
-            tokens = torch.zeros(B, dtype=torch.int64, device=dev)
-            for i in range(B):
-                try:
-                    tokens[i:i + 1] = sample(logits[i:i + 1], self._sampling_batch(seqs[i:i + 1], logits),
-                                             self.generator)
-                except Exception as e:  # noqa: BLE001
-                    faults[i] = f"sampling failed: {type(e).__name__}: {e}"
+        # Rows drawn one token each: all but those of sampled requests with drafts, which
+        # rejection sampling settles (_verify).
+        drawn = [i for i, (s, _) in enumerate(rows) if s.params.greedy or not s.draft_token_ids]
+        if len(drawn) == B:
+            tokens = self._draw(logits, [s for s, _ in rows], faults, drawn)
+        else:
+            tokens = torch.zeros(B, dtype=torch.int64, device=logits.device)
+            if drawn:
+                tokens[drawn] = self._draw(logits[drawn], [rows[i][0] for i in drawn], faults, drawn)
         if live is not None:            # one device-to-host sync for both
             tokens, live = torch.stack([tokens, live.to(tokens.dtype)]).tolist()
             for i, ok in enumerate(live):
@@ -220,14 +204,99 @@ class ModelRunner:
         else:
             tokens = tokens.tolist()
 
-        results = []
-        for i, s in enumerate(seqs):
-            if i in faults:
-                results.append(SampleResult(s, None, error=faults[i]))
-                continue
-            lp = _logprob_entry(raw_logprobs[i], tokens[i], params[i].logprobs) if want_logprobs[i] else None
-            results.append(SampleResult(s, tokens[i], lp))
+        results, start = [], 0
+        for s in seqs:
+            d = len(s.draft_token_ids)
+            result = self._verify(s, logits[start:start + d + 1], tokens[start:start + d + 1],
+                                  faults, start)
+            if result.error is None and want_logprobs[start]:
+                result.logprobs = [_logprob_entry(raw_logprobs[start + j], t, s.params.logprobs)
+                                   for j, t in enumerate(result.tokens)]
+            results.append(result)
+            start += d + 1
         return results
+
+    def _masks(self, rows: list[tuple[Sequence, int]], faults: dict[int, str]):
+        """The constrained rows' bitmasks, on the device, and those rows' indices. A row with
+        drafts takes the masks the speculator kept; a matcher (possibly the user's own
+        object) that raises fails its row alone."""
+        matched = [i for i, (s, _) in enumerate(rows) if s.matcher is not None]
+        if not matched:
+            return None, matched
+        mask = np.full((len(rows), self.mask_words), -1, dtype=np.int32)
+        for i in matched:
+            s, j = rows[i]
+            if s.draft_masks is not None:
+                mask[i] = s.draft_masks[j]
+                continue
+            try:
+                s.matcher.fill_next_token_bitmask(mask[i])
+            except Exception as e:  # noqa: BLE001
+                faults[i] = f"the constraint's mask failed: {type(e).__name__}: {e}"
+        return self.to_device(mask, torch.int32), matched
+
+    def _penalise(self, logits: torch.Tensor, rows: list[tuple[Sequence, int]]) -> None:
+        B, V = logits.shape
+        dev = logits.device
+        prompt_mask = torch.zeros(B, V, dtype=torch.bool, device=dev)
+        counts = torch.zeros(B, V, dtype=logits.dtype, device=dev)
+        for i, (s, j) in enumerate(rows):
+            if not s.params.has_penalties:
+                continue
+            if s.params.repetition_penalty != 1.0:
+                prompt_mask[i, torch.tensor(s.token_ids[:s.num_prompt_tokens], device=dev)] = True
+            out = s.output_token_ids + s.draft_token_ids[:j]
+            if out:
+                idx = torch.tensor(out, device=dev)
+                counts[i].index_add_(0, idx, torch.ones(len(out), device=dev))
+        params = [s.params for s, _ in rows]
+        f = lambda attr: torch.tensor([getattr(p, attr) for p in params], device=dev,  # noqa: E731
+                                      dtype=logits.dtype)
+        apply_penalties(logits, prompt_mask, counts, f("repetition_penalty"), f("presence_penalty"),
+                        f("frequency_penalty"))
+
+    def _draw(self, logits: torch.Tensor, seqs: list[Sequence], faults: dict[int, str],
+              row_ids: list[int]) -> torch.Tensor:
+        """One token per row; if the batched draw raises, each row is drawn alone to find the
+        one at fault (the logits are unchanged by then), recorded under its id in row_ids."""
+        try:
+            return sample(logits, self._sampling_batch(seqs, logits), self.generator)
+        except Exception:  # noqa: BLE001
+            tokens = torch.zeros(len(seqs), dtype=torch.int64, device=logits.device)
+            for i in range(len(seqs)):
+                try:
+                    tokens[i:i + 1] = sample(logits[i:i + 1], self._sampling_batch(seqs[i:i + 1], logits),
+                                             self.generator)
+                except Exception as e:  # noqa: BLE001
+                    faults[row_ids[i]] = f"sampling failed: {type(e).__name__}: {e}"
+            return tokens
+
+    def _verify(self, seq: Sequence, logits: torch.Tensor, tokens: list[int], faults: dict[int, str],
+                start: int) -> SampleResult:
+        """Settle one sequence's rows (its last token's, then one per draft, from `start`):
+        the accepted drafts and the token after them.
+
+        Greedy: drafts are accepted while each equals the argmax before it, and the argmax
+        after the last accepted one follows: exactly what decoding one token at a time
+        gives. Sampled: rejection sampling (sampler.rejection_sample). A fault in any row
+        used fails the sequence; rows after the first rejection are ignored.
+        """
+        drafts = seq.draft_token_ids
+        if drafts and not seq.params.greedy:
+            try:
+                probs = probabilities(logits, self._sampling_batch([seq] * len(tokens), logits))
+                a, token = rejection_sample(probs, drafts, seq.generator or self.generator)
+            except Exception as e:  # noqa: BLE001
+                return SampleResult(seq, [], error=f"sampling failed: {type(e).__name__}: {e}")
+        else:
+            a = 0
+            while a < len(drafts) and tokens[a] == drafts[a]:
+                a += 1
+            token = tokens[a]
+        for j in range(a + 1):
+            if start + j in faults:
+                return SampleResult(seq, [], error=faults[start + j])
+        return SampleResult(seq, drafts[:a] + [token])
 
     def _sampling_batch(self, seqs: list[Sequence], logits: torch.Tensor) -> SamplingBatch:
         params, V, dev = [s.params for s in seqs], logits.shape[1], logits.device

@@ -1,5 +1,5 @@
 """Turn a batch of logits into next tokens: penalties, constraint mask, temperature,
-top-k, top-p, min-p, then greedy or seeded sampling.
+top-k, top-p, min-p, then greedy or seeded sampling; and rejection sampling of drafts.
 
 Everything is vectorised over the batch; the only per-row Python is drawing noise
 from a request's own `torch.Generator`, which is what makes a seeded request give
@@ -65,20 +65,19 @@ class SamplingBatch:
     generators: list | None = None       # per row: torch.Generator or None
 
 
-def sample(logits: torch.Tensor, batch: SamplingBatch,
-           default_generator: torch.Generator | None = None) -> torch.Tensor:
-    """Sample one token per row from processed logits (fp32). Returns int64 [B]."""
-    greedy = logits.argmax(dim=-1)
-    if batch.all_greedy:
-        return greedy
+def probabilities(logits: torch.Tensor, batch: SamplingBatch) -> torch.Tensor:
+    """The distribution each row samples from: temperature, top-k, top-p, min-p, softmax."""
     temp = batch.temperature.clamp_min(1e-5)[:, None]
-    logits = logits / temp
-    logits = apply_top_k_top_p_min_p(logits, batch.top_k, batch.top_p, batch.min_p)
-    probs = logits.softmax(dim=-1)
-    # Exponential race (Gumbel-max in disguise): argmax(p / E) with E ~ Exp(1) draws
-    # from p, and lets each row take its noise from its own generator.
+    logits = apply_top_k_top_p_min_p(logits / temp, batch.top_k, batch.top_p, batch.min_p)
+    return logits.softmax(dim=-1)
+
+
+def exponential_race(probs: torch.Tensor, generators: list | None,
+                     default_generator: torch.Generator | None = None) -> torch.Tensor:
+    """One token per row of `probs`: argmax(p / E) with E ~ Exp(1) (Gumbel-max in disguise)
+    draws from p, and lets each row take its noise from its own generator (or the default)."""
     noise = torch.empty_like(probs)
-    gens = batch.generators or [None] * probs.shape[0]
+    gens = generators or [None] * probs.shape[0]
     shared = [i for i, g in enumerate(gens) if g is None]
     if shared:
         noise[shared] = torch.empty(len(shared), probs.shape[1], device=probs.device).exponential_(
@@ -88,5 +87,37 @@ def sample(logits: torch.Tensor, batch: SamplingBatch,
             noise[i].exponential_(generator=g)
     # Exp(1) can return exactly 0 (about once per 2^24 draws, i.e. often over a whole
     # vocabulary): clamp so that a zero-probability token never wins by 0/0.
-    sampled = (probs / noise.clamp_min_(1e-20)).argmax(dim=-1)
+    return (probs / noise.clamp_min_(1e-20)).argmax(dim=-1)
+
+
+def sample(logits: torch.Tensor, batch: SamplingBatch,
+           default_generator: torch.Generator | None = None) -> torch.Tensor:
+    """Sample one token per row from processed logits (fp32). Returns int64 [B]."""
+    greedy = logits.argmax(dim=-1)
+    if batch.all_greedy:
+        return greedy
+    sampled = exponential_race(probabilities(logits, batch), batch.generators, default_generator)
     return torch.where(batch.temperature == 0, greedy, sampled)
+
+
+def rejection_sample(probs: torch.Tensor, drafts: list[int],
+                     generator: torch.Generator) -> tuple[int, int]:
+    """Speculative sampling of one sequence's drafts: (how many are accepted, the next token).
+
+    probs: [d + 1, V], the target distribution before each draft and after the last. The
+    drafts are deterministic (their proposal puts all its mass on one token), so draft j
+    is accepted with probability p_j(t_j); at the first rejection the token is drawn from
+    p_j with t_j removed (renormalised), else from p_d after the last draft. The tokens
+    so produced are distributed exactly as if drawn one at a time from the target.
+    `generator`: the sequence's own, else the engine's.
+    """
+    d = len(drafts)
+    u = torch.rand(d, generator=generator, device=probs.device)
+    p_drafts = probs[torch.arange(d, device=probs.device), torch.tensor(drafts, device=probs.device)]
+    rejected = (u >= p_drafts).nonzero()
+    if rejected.numel() == 0:
+        return d, int(exponential_race(probs[d:], [generator]))
+    j = int(rejected[0])
+    residual = probs[j:j + 1].clone()
+    residual[0, drafts[j]] = 0.0
+    return j, int(exponential_race(residual, [generator]))

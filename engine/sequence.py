@@ -44,6 +44,11 @@ class Sequence:
     read_offset: int = 0
     num_preemptions: int = 0
     prefix_hit_tokens: int = 0        # prompt tokens served by the prefix cache at first admission
+    # Speculative decoding (engine.speculative), only within a step: unverified tokens that
+    # ride at the end of this step's chunk, never in token_ids; and, with a matcher, its
+    # bitmasks at the positions of the chunk's last token and of each draft.
+    draft_token_ids: list[int] = field(default_factory=list)
+    draft_masks: Any = None           # np.int32 [len(draft_token_ids) + 1, mask words] or None
 
     @property
     def num_tokens(self) -> int:

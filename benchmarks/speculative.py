@@ -1,0 +1,139 @@
+"""Speculative decoding by prompt lookup on extraction-like prompts: speed with it on
+against off, in the same run, on the same weights, greedy (and checked token-identical).
+
+    .venv/bin/python benchmarks/speculative.py             # batch 1 (8 prompts, one at a time) and 16
+    .venv/bin/python benchmarks/speculative.py --quick     # 3 prompts at batch 1, 8 at batch 8
+    .venv/bin/python benchmarks/speculative.py --k 8 --lookup 1 3
+
+Workloads (their outputs copy spans of the prompt):
+- copy: "Repeat the following text word for word" over a short generated document, free;
+- copy+regex: the same under a regex that admits any sentence (guided);
+- json: "Extract ... as JSON" under a JSON Schema of four string fields (guided).
+
+Per workload and batch size, a markdown row: output tokens, drafted and accepted tokens,
+acceptance rate (accepted / drafted), output tokens/s with speculation off and on
+(wall clock; CPU seconds of the process in brackets), their ratio, and whether every
+output is token-identical. Off and on alternate, `--repeat` times, best of each kept.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+import torch
+
+from structgen.engine import LLM, SamplingParams
+
+NAMES = ["Amelia Hart", "Jonas Weber", "Priya Raman", "Tomás Ortega", "Mei Lin", "Oliver Grant",
+         "Fatima Haddad", "Lukas Novak"]
+COMPANIES = ["Northwind Traders", "Contoso Ltd", "Fabrikam Inc", "Blue Yonder Airlines",
+             "Tailspin Toys", "Wide World Importers", "Litware Systems", "Adventure Works"]
+CITIES = ["Portsmouth", "Hobart", "Springfield", "Leipzig", "Valencia", "Kyoto", "Quebec", "Tromsø"]
+MONTHS = ["January", "March", "June", "September", "November"]
+ITEMS = ["crates of green tea", "boxes of printer paper", "bicycle frames", "solar panels",
+         "bags of coffee beans", "office chairs"]
+TEMPLATES = [
+    "Invoice {n} was issued by {co}, {num} Harbour Street, {city}, on {day} {month} {year} to "
+    "{co2} for {qty} {item} at {price} EUR each, due within 30 days.",
+    "{name}, a researcher at the {city} Institute of Technology, joined {co} on {day} {month} "
+    "{year} to lead a team of {qty} engineers working on {item}.",
+    "On {day} {month} {year}, {co} opened a new warehouse in {city}; its manager, {name}, said "
+    "it will store {qty} {item} and employ {num} people by the end of the year.",
+]
+SCHEMA = {"type": "object",
+          "properties": {"name": {"type": "string"}, "company": {"type": "string"},
+                         "city": {"type": "string"}, "date": {"type": "string"}},
+          "required": ["name", "company", "city", "date"], "additionalProperties": False}
+SENTENCE = r"[A-Z][^\n]{10,400}\."
+
+
+def documents(n: int, rng) -> list[str]:
+    docs = []
+    for i in range(n):
+        co, co2 = rng.choice(COMPANIES, 2, replace=False)
+        docs.append(TEMPLATES[i % len(TEMPLATES)].format(
+            n=rng.integers(1000, 9999), co=co, co2=co2, num=rng.integers(2, 99), city=rng.choice(CITIES),
+            day=rng.integers(1, 28), month=rng.choice(MONTHS), year=rng.integers(2015, 2025),
+            qty=rng.integers(3, 60), item=rng.choice(ITEMS), price=f"{rng.uniform(5, 500):.2f}",
+            name=rng.choice(NAMES)))
+    return docs
+
+
+def workloads(llm: LLM, docs: list[str], max_tokens: int) -> dict[str, tuple[list, SamplingParams]]:
+    def chat(content):
+        text = llm.tokenizer.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
+                                                 add_generation_prompt=True)
+        return llm.tokenizer(text, add_special_tokens=False).input_ids
+    copy = [chat("Repeat the following text word for word.\n\n" + d) for d in docs]
+    extract = [chat(d + "\n\nExtract the person's name, the company, the city and the date as JSON.")
+               for d in docs]
+    return {"copy": (copy, SamplingParams(max_tokens=max_tokens)),
+            "copy+regex": (copy, SamplingParams(max_tokens=max_tokens, constraint=("regex", SENTENCE))),
+            "json": (extract, SamplingParams(max_tokens=max_tokens, constraint=("json", SCHEMA)))}
+
+
+def run(engine: LLM, prompts: list, params: SamplingParams, batch: int):
+    """(outputs, wall s, CPU s): `batch` prompts per generate call."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    outs = []
+    for i in range(0, len(prompts), batch):
+        outs += engine.generate(prompts[i:i + batch], params, use_tqdm=False)
+    return outs, time.perf_counter() - t0, time.process_time() - c0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--k", type=int, default=5, help="num_speculative_tokens")
+    ap.add_argument("--lookup", type=int, nargs=2, default=(1, 3), metavar=("MIN", "MAX"),
+                    help="prompt_lookup_min and prompt_lookup_max")
+    ap.add_argument("--max-tokens", type=int, default=96)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--workloads", nargs="*", default=["copy", "copy+regex", "json"])
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    batches = [(1, 3), (8, 8)] if args.quick else [(1, 8), (16, 16)]   # (batch size, prompts)
+
+    spec = {"method": "ngram", "num_speculative_tokens": args.k,
+            "prompt_lookup_min": args.lookup[0], "prompt_lookup_max": args.lookup[1]}
+    off = LLM(max_num_seqs=16, num_kv_blocks=16 * 16, max_model_len=256)
+    on = off.with_config(speculative_config=spec)
+    docs = documents(max(n for _, n in batches), np.random.default_rng(0))
+    loads = workloads(off, docs, args.max_tokens)
+    for engine in (off, on):                         # warm-up: weights packed, constraints compiled
+        for prompts, params in loads.values():
+            engine.generate(prompts[:2], SamplingParams(max_tokens=8, constraint=params.constraint),
+                            use_tqdm=False)
+
+    print(f"speculative_config={spec}, greedy, max_tokens={args.max_tokens}, {args.threads} thread(s), "
+          f"{torch.get_num_threads()} torch threads, device cpu\n")
+    print("| workload | batch | tokens | drafted | accepted | acceptance | off tok/s | on tok/s | speed-up "
+          "| identical |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name in args.workloads:
+        prompts, params = loads[name]
+        for batch, n in batches:
+            best = {}
+            for _ in range(args.repeat):
+                for label, engine in (("off", off), ("on", on)):
+                    if engine.speculator is not None:
+                        engine.speculator.stats.update(draft_tokens=0, accepted_tokens=0)
+                    outs, wall, cpu = run(engine, prompts[:n], params, batch)
+                    tokens = sum(len(o.token_ids) for o in outs)
+                    if label not in best or wall < best[label][1]:
+                        best[label] = (outs, wall, cpu, tokens)
+            (o_off, w_off, c_off, tokens), (o_on, w_on, c_on, _) = best["off"], best["on"]
+            st = on.speculator.stats
+            same = [o.token_ids for o in o_off] == [o.token_ids for o in o_on]
+            print(f"| {name} | {batch} | {tokens} | {st['draft_tokens']} | {st['accepted_tokens']} "
+                  f"| {st['accepted_tokens'] / max(st['draft_tokens'], 1):.0%} "
+                  f"| {tokens / w_off:.1f} ({tokens / c_off:.1f}) | {tokens / w_on:.1f} ({tokens / c_on:.1f}) "
+                  f"| {w_off / w_on:.2f}x ({c_off / c_on:.2f}x) | {'yes' if same else 'NO'} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
