@@ -148,8 +148,8 @@ def test_check_drafts_stops_at_the_first_rejected_token_and_rolls_back():
 # -- greedy: token-identical ------------------------------------------------------------------
 @pytest.mark.parametrize("config", [
     {},
-    {"enable_prefix_caching": False},
-    {"enable_chunked_prefill": False},
+    pytest.param({"enable_prefix_caching": False}, marks=pytest.mark.slow),    # (slow: CI time)
+    pytest.param({"enable_chunked_prefill": False}, marks=pytest.mark.slow),
     {"max_num_batched_tokens": 24, "block_size": 4},                           # chunked prefill, tight budget
     {"num_kv_blocks": 24, "block_size": 8, "max_model_len": 192},              # preemption
 ], ids=["default", "no-prefix-cache", "no-chunked-prefill", "small-chunks", "preemption"])
