@@ -16,6 +16,7 @@ import openai
 import pydantic
 import pytest
 import uvicorn
+from compile_hooks import GATE, boot_workers, gated
 
 from structgen.engine import LLM, SamplingParams
 from structgen.engine.async_engine import AsyncEngine
@@ -30,7 +31,7 @@ MESSAGES = [{"role": "user", "content": "What is the capital of France? Answer i
 @pytest.fixture(scope="module")
 def server(smol_folder):
     llm = LLM(smol_folder, max_num_seqs=8, block_size=16, num_kv_blocks=256, max_model_len=MAX_MODEL_LEN)
-    engine = AsyncEngine(llm)
+    engine = AsyncEngine(llm, compile_fn=gated)
     app = build_app(engine, MODEL, max_body_bytes=1 << 20)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -211,16 +212,16 @@ def test_bad_grammar_is_400(server):
     assert r.status_code == 400 and "foo" in error_message(r)
 
 
-def test_compile_over_budget_is_400_naming_it(server, monkeypatch):
-    real, release = server.llm.constraints.get, threading.Event()
-    monkeypatch.setattr(server.llm.constraints, "get", lambda spec: (release.wait(10), real(spec))[1])
+def test_compile_over_budget_is_400_naming_it(server, monkeypatch, tmp_path):
+    boot_workers(server.engine)
     monkeypatch.setattr(server.engine, "compile_timeout_s", 0.2)
+    gate = tmp_path / "gate"
     try:
         r = post(server, {"model": MODEL, "messages": MESSAGES, "max_tokens": 4,
-                          "structured_outputs": {"choice": ["red", "green"]}})
+                          "structured_outputs": {"json": {"enum": ["red", "green"], "description": f"{GATE}{gate}"}}})
         assert r.status_code == 400 and "budget of 0.2 s" in error_message(r)
     finally:
-        release.set()
+        gate.touch()
 
 
 def test_oversize_body_is_413(server):
