@@ -11,6 +11,7 @@ GET /metrics (Prometheus text). See docs/serving.md for the parameters and error
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import time
 
@@ -52,7 +53,10 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
     """
     app = FastAPI(title="structgen", docs_url=None, redoc_url=None)
     llm = engine.llm
-    tok = llm.tokenizer
+    # The engine's thread decodes with llm.tokenizer while this event loop encodes prompts
+    # and decodes logprobs: a fast tokenizer is not safe to use from two threads at once
+    # ("Already borrowed"), so the server has its own.
+    tok = copy.deepcopy(llm.tokenizer)
     created = int(time.time())
 
     @app.exception_handler(APIError)

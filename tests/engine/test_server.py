@@ -17,6 +17,7 @@ import pydantic
 import pytest
 import uvicorn
 from compile_hooks import GATE, boot_workers, gated
+from oracles import ExclusiveUse, in_threads
 
 from structgen.engine import LLM, SamplingParams
 from structgen.engine.async_engine import AsyncEngine
@@ -333,6 +334,35 @@ def test_tools_with_response_format_need_tool_choice_none(server):
     r = post(server, {**body, "tool_choice": "none"})
     assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] == "stop"
     jsonschema.validate(json.loads(r.json()["choices"][0]["message"]["content"]), CLOCK)
+
+
+def test_engine_tokenizer_is_never_shared_with_the_event_loop(server):
+    """Many requests from several threads (chat templates and prompts encoded, logprobs
+    decoded on the event loop) while the engine decodes: no two threads are ever inside
+    the engine's tokenizer at once."""
+    llm = server.llm.with_config()              # (same weights; its own engine and server)
+    llm.tokenizer = spy = ExclusiveUse(llm.tokenizer)
+    engine = AsyncEngine(llm)
+    url, srv, thread = start(engine)
+
+    def worker(k):
+        for i in range(3):
+            body = {"model": MODEL, "max_tokens": 12, "temperature": 0}
+            if (k + i) % 2:
+                r = httpx.post(f"{url}/v1/completions", json={**body, "prompt": f"Count to {k}:", "logprobs": 2},
+                               timeout=120)
+            else:
+                r = httpx.post(f"{url}/v1/chat/completions", timeout=120, json={
+                    **body, "logprobs": True, "top_logprobs": 2, "stream": bool(i % 2),
+                    "messages": [{"role": "user", "content": f"Say {k} in words, please. " * (k + 1)}]})
+            assert r.status_code == 200, r.text
+
+    try:
+        errors = in_threads(worker, 6)
+    finally:
+        stop(srv, thread, engine)
+    assert not errors
+    assert spy.calls > 50 and not spy.overlaps, spy.overlaps[:3]
 
 
 def test_metrics(server):

@@ -2,11 +2,12 @@
 per-prompt errors. Outputs are checked with re.fullmatch; max_tokens stays small."""
 from __future__ import annotations
 
+import random
 import re
-import threading
 import time
 
 import pytest
+from oracles import ExclusiveUse, in_threads
 
 from structgen import guided
 
@@ -37,21 +38,38 @@ def test_three_threads_match_single_thread_greedy(which, request):
     gen = guided.regex(m, DATE)
     want = gen(PROMPT, max_tokens=16)
     assert re.fullmatch(DATE, want)
-    got, errors = [None] * 3, []
+    got = [None] * 3
 
     def worker(i):
-        try:
-            got[i] = gen(PROMPT, max_tokens=16)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        got[i] = gen(PROMPT, max_tokens=16)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    errors = in_threads(worker, 3)
     assert not errors, errors
     assert got == [want] * 3
+
+
+def test_callers_never_share_the_engines_tokenizer():
+    """Threads encode their prompts at random times while the engine's thread decodes
+    others (a long stream, and theirs): never both inside one tokenizer at once (the
+    engine has its own)."""
+    m = guided.load(backend="engine", num_kv_blocks=96, **CONFIG)
+    m.tokenizer = spy = ExclusiveUse(m.tokenizer, hold_s=0.005)      # (before the engine exists)
+    gen = guided.regex(m, DATE)
+    long = guided.regex(m, r"[a-z ]{80,100}").stream("Write letters.", max_tokens=100)
+    next(long)
+
+    def worker(i):
+        pause = random.Random(i)
+        for k in range(5):
+            time.sleep(pause.uniform(0, 0.3))   # (not in step with the engine's emits)
+            out = gen.generate(f"{PROMPT} ({i}, {k})", max_tokens=16)[0]
+            assert re.fullmatch(DATE, out.text)
+
+    errors = in_threads(worker, 4)
+    long.close()
+    m.async_engine.close()
+    assert not errors, errors
+    assert spy.calls >= 40 and not spy.overlaps, spy.overlaps[:3]
 
 
 def test_stream_concatenates_to_generate_text(async_model):
