@@ -202,6 +202,8 @@ def summarize(rate, results, duration):
         "valid": sum(r.valid for r in guided), "guided": len(guided),
         "truncated": sum(1 for r in guided if r.finish == "length"),
         "ttft": [r.ttft for r in ok if r.ttft is not None], "tpot": tpot, "itl": itl,
+        "ttft_guided": [r.ttft for r in ok if r.ttft is not None and r.valid is not None],
+        "ttft_plain": [r.ttft for r in ok if r.ttft is not None and r.valid is None],
         "e2e": [r.e2e for r in ok],
     }
 
@@ -351,9 +353,11 @@ def half_saturation_report(args, phase, tag) -> str:
         sat = phase("burst (saturation)", float("inf"), args.requests, args.seed, tag + 2)["req_s"]
     half = phase(f"{sat / 2:.2f} (half of {sat:.2f})", sat / 2, args.requests, args.seed, tag + 3)
     a, b = (pct(np.array(x["ttft"]) * 1e3, 50) for x in (unloaded, half))
+    kinds = ", ".join(f"{k} {pct(np.array(unloaded[f'ttft_{k}']) * 1e3, 50):.0f} -> "
+                      f"{pct(np.array(half[f'ttft_{k}']) * 1e3, 50):.0f} ms" for k in ("plain", "guided"))
     return (f"\nsaturation {sat:.2f} req/s ({'given' if args.saturation else 'measured: a burst'}); "
             f"TTFT p50 unloaded {a:.0f} ms, at half saturation ({sat / 2:.2f} req/s) {b:.0f} ms: "
-            f"ratio {b / a:.2f} (target: at most 2)")
+            f"ratio {b / a:.2f} (target: at most 2); by kind: {kinds}")
 
 
 def main(argv=None) -> int:
