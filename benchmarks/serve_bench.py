@@ -2,8 +2,10 @@
 
     # in-process server over the embedded SmolLM2-135M (CPU: about a minute or two)
     python benchmarks/serve_bench.py --rate 2,4 --requests 16 --max-tokens 32
-    # plus one request whose constraint compiles for 3 s: the others' ITL p99 with and without it
-    python benchmarks/serve_bench.py --rate 2,4 --requests 16 --max-tokens 32 --slow-compile 3
+    # pairs of phases without and with one request whose constraint compiles for 10 s of CPU
+    python benchmarks/serve_bench.py --rate 2 --requests 24 --slow-compile 10 --repeat 3
+    # TTFT at half the saturation rate against one request at a time
+    python benchmarks/serve_bench.py --rate 2 --requests 24 --half-saturation
     # a server that is already running (python -m structgen.serve --port 8000)
     python benchmarks/serve_bench.py --url http://127.0.0.1:8000 --rate 1,2,4 --requests 32
     # PNG plots go to --out (default: a fresh temp dir); matplotlib is optional (`bench` extra)
@@ -24,10 +26,13 @@ still running then is cancelled and counted as failed); nothing but 127.0.0.1 is
 contacted. At the end every request is counted as completed or failed (with its error)
 and, with the in-process server, every KV block must be free again.
 
-`--slow-compile S` (in-process only): the constraint compiler is wrapped so that one
-marked JSON schema spends S seconds of CPU in Python (holding the GIL as a real
-compile does) before compiling; one more phase at the first rate sends it first, and
-the report compares the other requests' ITL p99 with that of the plain phase.
+`--slow-compile S` (in-process only): the engine compiles with `slow_compile`, which
+spends S seconds of CPU in pure Python on one marked JSON schema before compiling it,
+where compiles run (a compile worker process, or with `--compile-in threads` a thread
+of the server, holding its GIL as a real compile does). `--repeat` pairs of phases at
+the first rate, without and with that request sent first, compare the other requests'
+ITL p99. `--half-saturation`: TTFT p50 at half the saturation rate (a burst's
+throughput, or `--saturation`) against one request at a time.
 """
 from __future__ import annotations
 
@@ -67,13 +72,16 @@ class Result:
 
 
 def make_request(k: int, rng: random.Random, guided_share: float, max_tokens: int, model: str,
-                 slow: bool = False):
+                 slow: float = 0.0):
+    """(kind, body, (constraint kind, spec) or None); `slow` S: the slow-compile request,
+    whose schema is unique per k."""
     topic = rng.choice(TOPICS)
     body = {"model": model, "max_tokens": max_tokens, "temperature": 0, "stream": True,
             "stream_options": {"include_usage": True}}
     if slow:
         schema = {"type": "object", "properties": {SLOW_MARKER: {"type": "integer", "maximum": 9}},
-                  "required": [SLOW_MARKER], "additionalProperties": False}
+                  "required": [SLOW_MARKER], "additionalProperties": False,
+                  "description": f"{SLOW_MARKER}:{slow:g} ({k})"}
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "slow", "schema": schema}}
         body["messages"] = [{"role": "user", "content": "Give a digit as JSON."}]
         return "slow", body, ("json", schema)
@@ -152,19 +160,23 @@ async def one_request(client: httpx.AsyncClient, url: str, kind, body, constrain
 
 
 async def run_phase(url: str, model: str, rate: float, n: int, args, seed: int, tag: int, slow: bool = False):
-    """`seed` drives arrivals and the request mix; `tag` makes schema and regex names unique."""
+    """`seed` drives arrivals and the request mix; `tag` makes schema and regex names unique.
+    rate 0: one request at a time (unloaded); rate inf: all at once (a burst)."""
     rng = random.Random(seed)
     limits = httpx.Limits(max_connections=n + 2, max_keepalive_connections=n + 2)
     async with httpx.AsyncClient(limits=limits, trust_env=False) as client:
         tasks = []
         t_start = time.perf_counter()
         if slow:
-            kind, body, c = make_request(-1, random.Random(0), 1.0, args.max_tokens, model, slow=True)
+            kind, body, c = make_request(tag, random.Random(0), 1.0, args.max_tokens, model, slow=args.slow_compile)
             tasks.append(asyncio.ensure_future(one_request(client, url, kind, body, c, args.time_limit)))
         for k in range(n):
             kind, body, c = make_request(tag * 100000 + k, rng, args.guided_share, args.max_tokens, model)
             tasks.append(asyncio.ensure_future(one_request(client, url, kind, body, c, args.time_limit)))
-            await asyncio.sleep(rng.expovariate(rate))
+            if rate == 0:
+                await asyncio.wait([tasks[-1]], timeout=max(0.0, args.time_limit - (time.perf_counter() - t_start)))
+            elif rate != float("inf"):
+                await asyncio.sleep(rng.expovariate(rate))
         done, pending = await asyncio.wait(tasks, timeout=max(1.0, args.time_limit - (time.perf_counter() - t_start)))
         for t in pending:
             t.cancel()
@@ -190,6 +202,8 @@ def summarize(rate, results, duration):
         "valid": sum(r.valid for r in guided), "guided": len(guided),
         "truncated": sum(1 for r in guided if r.finish == "length"),
         "ttft": [r.ttft for r in ok if r.ttft is not None], "tpot": tpot, "itl": itl,
+        "ttft_guided": [r.ttft for r in ok if r.ttft is not None and r.valid is not None],
+        "ttft_plain": [r.ttft for r in ok if r.ttft is not None and r.valid is None],
         "e2e": [r.e2e for r in ok],
     }
 
@@ -234,7 +248,7 @@ def plot(rows, out: Path) -> list[Path]:
     fig.tight_layout()
     files.append(out / "latency_cdf.png")
     fig.savefig(files[-1], dpi=110)
-    plain = [s for s in rows if "slow" not in s["label"]]
+    plain = [s for s in rows if s.get("sweep")]
     rates = [s["rate"] for s in plain]
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
     a.plot(rates, [s["req_s"] for s in plain], "o-", label="requests/s")
@@ -259,25 +273,22 @@ def plot(rows, out: Path) -> list[Path]:
 
 def start_server(args):
     """The embedded model behind the OpenAI server, in this process, on a free loopback port."""
+    import torch
     import uvicorn
 
     from structgen.engine import LLM
     from structgen.engine.async_engine import AsyncEngine
     from structgen.engine.server import build_app
+    torch.set_num_threads(args.torch_threads)
     llm = LLM(args.model, max_num_seqs=args.max_num_seqs, block_size=16, num_kv_blocks=args.kv_blocks,
               max_model_len=512)
-    if args.slow_compile:
-        real_get = llm.constraints.get
-
-        def get(spec):
-            if SLOW_MARKER in repr(spec):
-                end = time.perf_counter() + args.slow_compile
-                x = 0
-                while time.perf_counter() < end:      # pure Python: holds the GIL as a compile does
-                    x = (x * 31 + 7) % 1000003
-            return real_get(spec)
-        llm.constraints.get = get
-    engine = AsyncEngine(llm, compile_timeout_s=max(5.0, args.slow_compile + 10))
+    # The compile function runs where compiles run (a worker process, or a thread here):
+    # imported by name, so from this file as the module `serve_bench`.
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from serve_bench import slow_compile
+    # (a budget the slow compile fits even at low priority on a busy host)
+    engine = AsyncEngine(llm, compile_timeout_s=max(5.0, 6 * args.slow_compile),
+                         compile_processes=args.compile_in == "processes", compile_fn=slow_compile)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -293,12 +304,60 @@ def start_server(args):
     return f"http://127.0.0.1:{port}", llm, engine, srv, thread
 
 
+def slow_compile(spec, vocab):
+    """compile_spec, but a spec marked `SLOW_MARKER:S` first spends S seconds of CPU in
+    pure Python, counted in CPU time of its thread (holding its process's GIL, as a real
+    compile does)."""
+    from structgen.engine.constraints import compile_spec
+    found = re.search(re.escape(SLOW_MARKER) + r":([0-9.]+)", json.dumps(spec))
+    if found:
+        end, x = time.thread_time() + float(found.group(1)), 0
+        while time.thread_time() < end:
+            for _ in range(10000):
+                x = (x * 31 + 7) % 1000003
+    return compile_spec(spec, vocab)
+
+
 def blocks_free(llm, timeout=30.0) -> bool:
     deadline = time.monotonic() + timeout
     while llm.scheduler.has_unfinished() and time.monotonic() < deadline:
         time.sleep(0.05)
     bm = llm.block_manager
     return not llm.scheduler.has_unfinished() and bm.num_free_blocks == bm.num_blocks
+
+
+def slow_compile_report(args, rate, base, phase, tag) -> str:
+    """Pairs of phases at `rate`, without and with one request whose compile spends
+    --slow-compile seconds of CPU (the first pair's plain phase is `base`); the other
+    requests' ITL p99 of each, and their ratio."""
+    lines = [f"\nITL p99 of the other requests at {rate:g} req/s, without and with a {args.slow_compile:g} s "
+             f"compile ({args.compile_in}):", "", "| pair | without (ms) | with (ms) | ratio |", "|---|---|---|---|"]
+    ratios = []
+    for k in range(args.repeat):
+        plain = base if k == 0 else phase(f"{rate:g} (pair {k + 1})", rate, args.requests, args.seed, tag + 2 * k + 1)
+        slow = phase(f"{rate:g} + slow (pair {k + 1})", rate, args.requests, args.seed, tag + 2 * k + 2, slow=True)
+        a, b = (pct(np.array(x["itl"]) * 1e3, 99) for x in (plain, slow))
+        ratios.append(b / a)
+        lines.append(f"| {k + 1} | {a:.0f} | {b:.0f} | {b / a:.2f} |")
+    lines.append(f"\nmedian ratio {float(np.median(ratios)):.2f} (target: at most 1.10)")
+    return "\n".join(lines)
+
+
+def half_saturation_report(args, phase, tag) -> str:
+    """TTFT p50 at half the saturation rate against an unloaded server. The saturation
+    rate is --saturation, else the throughput (req/s) of a burst of --requests requests
+    sent at once; unloaded is one request at a time."""
+    unloaded = phase("unloaded (one at a time)", 0, args.requests, args.seed, tag + 1)
+    sat = args.saturation
+    if sat is None:
+        sat = phase("burst (saturation)", float("inf"), args.requests, args.seed, tag + 2)["req_s"]
+    half = phase(f"{sat / 2:.2f} (half of {sat:.2f})", sat / 2, args.requests, args.seed, tag + 3)
+    a, b = (pct(np.array(x["ttft"]) * 1e3, 50) for x in (unloaded, half))
+    kinds = ", ".join(f"{k} {pct(np.array(unloaded[f'ttft_{k}']) * 1e3, 50):.0f} -> "
+                      f"{pct(np.array(half[f'ttft_{k}']) * 1e3, 50):.0f} ms" for k in ("plain", "guided"))
+    return (f"\nsaturation {sat:.2f} req/s ({'given' if args.saturation else 'measured: a burst'}); "
+            f"TTFT p50 unloaded {a:.0f} ms, at half saturation ({sat / 2:.2f} req/s) {b:.0f} ms: "
+            f"ratio {b / a:.2f} (target: at most 2); by kind: {kinds}")
 
 
 def main(argv=None) -> int:
@@ -311,6 +370,15 @@ def main(argv=None) -> int:
     p.add_argument("--guided-share", type=float, default=0.5)
     p.add_argument("--time-limit", type=float, default=180.0, help="seconds per rate before cancelling")
     p.add_argument("--slow-compile", type=float, default=0.0, help="in-process: one request compiles S s")
+    p.add_argument("--repeat", type=int, default=1, help="--slow-compile: pairs of phases (without, with)")
+    p.add_argument("--half-saturation", action="store_true",
+                   help="TTFT p50 at half the saturation rate against one request at a time")
+    p.add_argument("--saturation", type=float, default=None,
+                   help="--half-saturation: the saturation rate (req/s); default: measured with a burst")
+    p.add_argument("--compile-in", choices=["processes", "threads"], default="processes",
+                   help="in-process: where constraints compile (threads: the engine's GIL is shared)")
+    p.add_argument("--torch-threads", type=int, default=1,
+                   help="in-process: torch threads of the engine (1 leaves a core to compiles on a small host)")
     p.add_argument("--max-num-seqs", type=int, default=16)
     p.add_argument("--kv-blocks", type=int, default=512)
     p.add_argument("--out", default=None, help="folder for PNG plots (default: a temp dir)")
@@ -329,37 +397,42 @@ def main(argv=None) -> int:
     print(f"server {url} (model {model}{', in-process' if llm else ''}); rates {rates}, "
           f"{args.requests} requests each, max_tokens {args.max_tokens}, guided share {args.guided_share}")
     rows, kv_ok = [], True
+    reports = []
+
+    def phase(label, rate, n, seed, tag, slow=False):
+        nonlocal kv_ok
+        results, duration = asyncio.run(run_phase(url, model, rate, n, args, seed=seed, tag=tag, slow=slow))
+        s = summarize(rate, [r for r in results if r.kind != "slow"], duration)
+        s["label"] = label
+        rows.append(s)
+        if llm is not None:
+            kv_ok &= blocks_free(llm)
+        print(f"{label}: {s['completed']}/{s['n']} completed in {duration:.1f} s", flush=True)
+        if slow:
+            sr = next(r for r in results if r.kind == "slow")
+            print(f"  slow-compile request ({args.slow_compile:g} s of CPU): "
+                  + (f"completed, e2e {sr.e2e:.1f} s, valid {sr.valid}" if sr.ok else f"failed: {sr.error}"))
+        return s
+
     try:
         asyncio.run(run_phase(url, model, 4.0, 2, args, seed=99, tag=99))     # warm-up, not reported
+        tag = 0
         for i, rate in enumerate(rates):
-            results, duration = asyncio.run(run_phase(url, model, rate, args.requests, args, seed=args.seed + i, tag=i))
-            s = summarize(rate, results, duration)
-            s["label"] = f"{rate:g}"
-            rows.append(s)
-            if llm is not None:
-                kv_ok &= blocks_free(llm)
-            print(f"rate {rate:g}: {s['completed']}/{s['n']} completed in {duration:.1f} s", flush=True)
+            tag += 1
+            phase(f"{rate:g}", rate, args.requests, args.seed + i, tag)["sweep"] = True
         if args.slow_compile:
-            results, duration = asyncio.run(run_phase(url, model, rates[0], args.requests, args,
-                                                      seed=args.seed, tag=len(rates), slow=True))
-            slow = [r for r in results if r.kind == "slow"]
-            s = summarize(rates[0], [r for r in results if r.kind != "slow"], duration)
-            s["label"] = f"{rates[0]:g} + slow"
-            rows.append(s)
-            kv_ok &= blocks_free(llm)
-            sr = slow[0]
-            print(f"slow-compile request ({args.slow_compile:g} s compile): "
-                  + (f"completed, e2e {sr.e2e:.1f} s, valid {sr.valid}" if sr.ok else f"failed: {sr.error}"))
+            reports.append(slow_compile_report(args, rates[0], rows[0], phase, tag))
+            tag += 2 * args.repeat
+        if args.half_saturation:
+            reports.append(half_saturation_report(args, phase, tag))
     finally:
         if srv is not None:
             srv.should_exit = True
             thread.join(30)
             engine.close()
     print_tables(rows)
-    if args.slow_compile:
-        base, slow_row = rows[0], rows[-1]
-        print(f"\nITL p99 of the other requests at {rates[0]:g} req/s: {pct(np.array(base['itl']) * 1e3, 99):.0f} ms "
-              f"without, {pct(np.array(slow_row['itl']) * 1e3, 99):.0f} ms with a {args.slow_compile:g} s compile")
+    for r in reports:
+        print(r)
     total = sum(s["n"] for s in rows)
     failed = sum(s["failed"] for s in rows)
     print(f"\n{total} requests: {total - failed} completed, {failed} failed")

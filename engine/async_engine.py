@@ -2,9 +2,9 @@
 
 `AsyncEngine(llm)` owns the LLM's step loop. Any thread or asyncio task may call
 `add_request` (which returns a `RequestStream` of output deltas) and `abort`, at any
-time. Constraint specs compile off the loop, in a small thread pool, within a time
-budget per request: a slow or broken constraint fails its own request, and neither the
-loop nor any other request waits for it.
+time. Constraint specs compile off the loop, in worker processes (engine/compile_pool.py),
+within a time budget per request: a slow or broken constraint fails its own request,
+and neither the loop nor any other request waits for it (nor for the GIL it holds).
 
     >>> engine = AsyncEngine(LLM())                                          # doctest: +SKIP
     >>> stream = engine.add_request("Hi", SamplingParams(max_tokens=8))      # doctest: +SKIP
@@ -29,6 +29,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..fsm import ConstraintError
+from .compile_pool import CompilePool
+from .constraints import compile_spec
 from .llm import LLM, CompletionOutput, RequestOutput
 from .metrics import EngineMetrics
 from .sampling_params import SamplingParams
@@ -167,15 +169,22 @@ class _Request:
 class AsyncEngine:
     """Drive `llm` from one background thread; add and abort requests from anywhere.
 
-    `compile_timeout_s`: each request's budget for compiling its constraint spec (the
-    compile may go on in its thread; its result is kept for the next request with the
-    same spec). `compile_workers`: threads compiling at once. While an engine owns the
-    LLM, `llm.generate` goes through it.
+    `compile_timeout_s`: each request's budget for compiling its constraint spec (past it
+    the request fails; the compile goes on and its result is kept for the next request
+    with the same spec, unless it had not started: then it is dropped). `compile_workers`:
+    compiles at once. `compile_processes`: in worker processes (the default), else in
+    threads of this process, where a long compile slows the step loop (it holds the
+    GIL) and cannot be stopped. `compile_hard_limit_s` (processes only; default 10x the
+    budget): a compile running longer is killed with its worker. `compile_fn(spec,
+    vocab)`: what compiles a spec (a module-level function: the workers import it).
+    While an engine owns the LLM, `llm.generate` goes through it.
     """
 
     COMPILE_CACHE_SIZE = 64
 
-    def __init__(self, llm: LLM, compile_timeout_s: float = 5.0, compile_workers: int = 2):
+    def __init__(self, llm: LLM, compile_timeout_s: float = 5.0, compile_workers: int = 2,
+                 compile_processes: bool = True, compile_hard_limit_s: float | None = None,
+                 compile_fn=compile_spec):
         if compile_timeout_s <= 0:
             raise ValueError("compile_timeout_s must be > 0")
         if getattr(llm, "_engine", None) is not None:
@@ -190,7 +199,8 @@ class AsyncEngine:
         self._ids: set[str] = set()               # every unfinished request id
         self._counter = itertools.count()
         self._compiled: OrderedDict = OrderedDict()  # spec key -> Future (kept for reuse)
-        self._pool = ThreadPoolExecutor(compile_workers, thread_name_prefix="structgen-compile")
+        self._compile_args = (compile_workers, compile_processes, compile_hard_limit_s, compile_fn)
+        self._pool = None                     # made on the first spec (processes start then)
         self._closed = False
         llm._engine = self
         self._thread = threading.Thread(target=self._run, name="structgen-engine", daemon=True)
@@ -243,7 +253,12 @@ class AsyncEngine:
             self._cond.notify()
         if threading.current_thread() is not self._thread:
             self._thread.join()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._cond:
+            pool, self._pool = self._pool, None
+        if isinstance(pool, CompilePool):
+            pool.close()
+        elif pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self):
         return self
@@ -261,6 +276,7 @@ class AsyncEngine:
 
     # -- compiling ----------------------------------------------------------------------
     def _compile(self, spec) -> Future:
+        _ = self.llm.constraints.vocabulary      # (built once, here: not under the lock below)
         try:
             key = json.dumps(list(spec) if isinstance(spec, tuple) else spec, sort_keys=True, default=repr)
         except (TypeError, ValueError):
@@ -270,13 +286,31 @@ class AsyncEngine:
             if fut is not None and not fut.cancelled():
                 self._compiled.move_to_end(key)
                 return fut
-            fut = self._pool.submit(self.llm.constraints.get, spec)
+            fut = self._submit(spec)
             if key is not None:
                 self._compiled[key] = fut
                 while len(self._compiled) > self.COMPILE_CACHE_SIZE:
                     self._compiled.popitem(last=False)
         fut.add_done_callback(lambda _f: self._wake())
         return fut
+
+    def _submit(self, spec) -> Future:
+        """(under self._cond)"""
+        if self._closed:
+            raise RequestError("the engine is closed")
+        if self._pool is None:
+            workers, processes, hard_limit, compile_fn = self._compile_args
+            if processes:
+                hard_limit = 10 * self.compile_timeout_s if hard_limit is None else hard_limit
+                self._pool = CompilePool(self.llm.constraints.vocabulary, workers, hard_limit, compile_fn)
+            else:
+                self._pool = ThreadPoolExecutor(workers, thread_name_prefix="structgen-compile")
+        if isinstance(self._pool, CompilePool):
+            return self._pool.submit(spec)
+        return self._pool.submit(self._compile_fn_here, spec)
+
+    def _compile_fn_here(self, spec):
+        return self._compile_args[3](spec, self.llm.constraints.vocabulary)
 
     def _wake(self) -> None:
         with self._cond:
@@ -327,6 +361,8 @@ class AsyncEngine:
         for rid, req in list(self._pending.items()):
             params = req.params
             if req.compile is not None:
+                if req.compile.cancelled():     # dropped by a request that gave up on it: again
+                    req.compile = self._compile(params.constraint)
                 if req.compile.done():
                     try:
                         params = dataclasses.replace(params, constraint=req.compile.result())
@@ -339,10 +375,15 @@ class AsyncEngine:
                 elif now >= req.deadline:
                     del self._pending[rid]
                     kind = params.constraint[0] if isinstance(params.constraint, (tuple, list)) else "constraint"
+                    # A compile that nobody else waits for and that has not started (every
+                    # worker busy) is dropped: the queue holds only what someone waits for.
+                    shared = any(r.compile is req.compile for r in self._pending.values())
+                    fate = ("it had not started (every compile worker was busy) and is dropped"
+                            if not shared and req.compile.cancel() else
+                            "the compile goes on in the background and its result is kept for the next request")
                     self._fail(req, CompileTimeoutError(
                         f"compiling the {kind} constraint took longer than its budget of "
-                        f"{self.compile_timeout_s:g} s (compile_timeout_s); the compile goes on "
-                        f"in the background and its result is kept for the next request"))
+                        f"{self.compile_timeout_s:g} s (compile_timeout_s); {fate}"))
                     continue
                 else:
                     continue

@@ -44,7 +44,7 @@ class Parsed:
     params: SamplingParams
     stream: bool = False
     include_usage: bool = False
-    tool_mode: bool = False                 # output is a constrained {"name", "arguments"} call
+    tool_mode: str | None = None            # "call": a {"name", "arguments"} call; "auto": text or a call
     top_logprobs: int | None = None         # chat: logprobs wanted (k alternatives)
     extra: dict = field(default_factory=dict)
 
@@ -162,9 +162,15 @@ def _structured_outputs(so):
     return (kind, value)
 
 
-def tool_call_schema(tools, tool_choice) -> dict | None:
-    """The JSON Schema of one call (`{"name": ..., "arguments": ...}`) for tool_choice
-    "required" or a named function; None for "none" and "auto" (unconstrained text)."""
+# Hermes-style markers around a call made under tool_choice "auto" (the format of Qwen's and
+# Hermes' chat templates; docs/serving.md).
+TOOL_CALL_BEGIN, TOOL_CALL_END = "<tool_call>\n", "\n</tool_call>"
+
+
+def tool_constraint(tools, tool_choice):
+    """(constraint spec, tool mode) for `tools` and `tool_choice`: "required" or a named
+    function, one JSON call `{"name", "arguments"}` (mode "call"); "auto", text or a call
+    between markers (mode "auto"); "none", no constraint (mode None)."""
     if not isinstance(tools, list) or not tools:
         raise APIError("'tools' must be a non-empty list", param="tools")
     by_name = {}
@@ -178,9 +184,11 @@ def tool_call_schema(tools, tool_choice) -> dict | None:
         if not isinstance(params, dict):
             raise APIError(f"tool '{fn['name']}': 'parameters' must be a JSON Schema object", param="tools")
         by_name[fn["name"]] = params
-    if tool_choice in (None, "none", "auto"):
-        return None
-    if tool_choice == "required":
+    if tool_choice in (None, "auto"):    # (OpenAI's default with tools is "auto")
+        names = list(by_name)
+    elif tool_choice == "none":
+        return None, None
+    elif tool_choice == "required":
         names = list(by_name)
     elif (isinstance(tool_choice, dict) and tool_choice.get("type") == "function"
           and isinstance(tool_choice.get("function"), dict)):
@@ -193,11 +201,15 @@ def tool_call_schema(tools, tool_choice) -> dict | None:
                        "{\"type\": \"function\", \"function\": {\"name\": ...}}", param="tool_choice")
     calls = [{"type": "object", "properties": {"name": {"const": n}, "arguments": by_name[n]},
               "required": ["name", "arguments"], "additionalProperties": False} for n in names]
-    return calls[0] if len(calls) == 1 else {"anyOf": calls}
+    schema = calls[0] if len(calls) == 1 else {"anyOf": calls}
+    if tool_choice in (None, "auto"):
+        return ("tool_calls", {"schema": schema, "begin": TOOL_CALL_BEGIN, "end": TOOL_CALL_END}), "auto"
+    return ("json", schema), "call"
 
 
 def constraint_of(body: dict):
-    """(constraint spec or None, tool_mode) from response_format / structured_outputs / tools."""
+    """(constraint spec or None, tool mode: None, "call" or "auto") from response_format /
+    structured_outputs / tools."""
     found = []
     if body.get("response_format") is not None:
         c = _response_format(body["response_format"])
@@ -205,16 +217,17 @@ def constraint_of(body: dict):
             found.append(("response_format", c))
     if body.get("structured_outputs") is not None:
         found.append(("structured_outputs", _structured_outputs(body["structured_outputs"])))
-    tool_mode = False
+    tool_mode = None
     if body.get("tools") is not None:
-        schema = tool_call_schema(body["tools"], body.get("tool_choice"))
-        if schema is not None:
-            found.append(("tool_choice", ("json", schema)))
-            tool_mode = True
+        spec, tool_mode = tool_constraint(body["tools"], body.get("tool_choice"))
+        if spec is not None:
+            found.append(("tool_choice", spec))
     elif body.get("tool_choice") not in (None, "none"):
         raise APIError("'tool_choice' needs 'tools'", param="tool_choice")
     if len(found) > 1:
-        raise APIError(f"only one constraint at a time; got {' and '.join(f for f, _ in found)}",
+        hint = ("; with tools, tool_choice defaults to \"auto\", a constraint of its own: pass \"none\" to "
+                f"constrain the text with {found[0][0]}" if body.get("tool_choice") is None and tool_mode else "")
+        raise APIError(f"only one constraint at a time; got {' and '.join(f for f, _ in found)}{hint}",
                        param=found[1][0])
     return (found[0][1] if found else None), tool_mode
 
@@ -265,14 +278,34 @@ def new_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:24]}"
 
 
-def tool_calls_of(text: str) -> list[dict] | None:
-    """OpenAI tool_calls from a constrained `{"name", "arguments"}` output (None if cut short)."""
+def tool_calls_of(text: str, mode: str | None) -> list[dict] | None:
+    """OpenAI tool_calls from a constrained output: the whole of it (mode "call"), or what
+    lies between the markers where it begins with one (mode "auto"); None for text, or a
+    call cut short."""
+    if mode == "auto":
+        if not (text.startswith(TOOL_CALL_BEGIN) and text.endswith(TOOL_CALL_END)):
+            return None
+        text = text[len(TOOL_CALL_BEGIN):-len(TOOL_CALL_END)]
     try:
         call = json.loads(text)
     except json.JSONDecodeError:
         return None
     return [{"id": new_id("call"), "type": "function",
              "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}]
+
+
+def with_tools_prompt(messages: list[dict], tools: list) -> list[dict]:
+    """The messages with the tools described in the system message, in the format of
+    Hermes-style templates: for a chat template that ignores `tools` (SmolLM2's)."""
+    listed = "\n".join(json.dumps(t) for t in tools)
+    text = ("# Tools\n\nYou may call one of these functions to answer the user.\n\n<tools>\n" + listed
+            + "\n</tools>\n\nTo call one, answer with only a JSON object with the function's name and its "
+            f"arguments between the tags:\n{TOOL_CALL_BEGIN}"
+            '{"name": <function-name>, "arguments": <arguments-json-object>}'
+            f"{TOOL_CALL_END}\nOtherwise, answer in plain text.")
+    if messages and messages[0]["role"] == "system":
+        return [{**messages[0], "content": messages[0]["content"] + "\n\n" + text}, *messages[1:]]
+    return [{"role": "system", "content": text}, *messages]
 
 
 def chat_logprobs(tokenizer, token_ids, entries, k: int) -> dict:

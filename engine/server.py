@@ -11,6 +11,7 @@ GET /metrics (Prometheus text). See docs/serving.md for the parameters and error
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import time
 
@@ -24,6 +25,7 @@ from .openai_protocol import (
     CHAT_FIELDS,
     COMPLETION_FIELDS,
     FINISH,
+    TOOL_CALL_BEGIN,
     APIError,
     Parsed,
     _bool,
@@ -37,6 +39,7 @@ from .openai_protocol import (
     new_id,
     sampling_params,
     tool_calls_of,
+    with_tools_prompt,
 )
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
@@ -50,7 +53,10 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
     """
     app = FastAPI(title="structgen", docs_url=None, redoc_url=None)
     llm = engine.llm
-    tok = llm.tokenizer
+    # The engine's thread decodes with llm.tokenizer while this event loop encodes prompts
+    # and decodes logprobs: a fast tokenizer is not safe to use from two threads at once
+    # ("Already borrowed"), so the server has its own.
+    tok = copy.deepcopy(llm.tokenizer)
     created = int(time.time())
 
     @app.exception_handler(APIError)
@@ -88,6 +94,18 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
             raise APIError("a prompt token id is out of the vocabulary's range", param="prompt")
         return ids
 
+    def render_chat(messages, tools) -> str:
+        try:
+            text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                           **({"tools": tools} if tools else {}))
+            if tools and text == tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True):
+                # A template that ignores tools: they go into the system message instead.
+                text = tok.apply_chat_template(with_tools_prompt(messages, tools), tokenize=False,
+                                               add_generation_prompt=True)
+        except Exception as e:  # noqa: BLE001 - a template that rejects these messages: the client's
+            raise APIError(f"cannot apply the chat template: {type(e).__name__}: {e}", param="messages") from e
+        return text
+
     def stream_options(body):
         stream = _bool(body, "stream")
         opts = body.get("stream_options")
@@ -106,11 +124,7 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
         check_model(body)
         constraint, tool_mode = constraint_of(body)
         messages = chat_messages(body.get("messages"))
-        kw = {"tools": body["tools"]} if body.get("tools") else {}
-        try:
-            text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **kw)
-        except Exception as e:  # noqa: BLE001 - a template that rejects these messages: the client's
-            raise APIError(f"cannot apply the chat template: {type(e).__name__}: {e}", param="messages") from e
+        text = render_chat(messages, body.get("tools"))
         ids = check_prompt(list(tok(text, add_special_tokens=False).input_ids))
         k = _number(body, "top_logprobs", 0, 0, 20, integer=True)
         want = _bool(body, "logprobs")
@@ -182,7 +196,7 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
             return {"index": index, "text": text, "logprobs": lp, "finish_reason": finish}
         message = {"role": "assistant", "content": text}
         if p.tool_mode:
-            calls = tool_calls_of(text) if reason in ("stop", "constraint") else None
+            calls = tool_calls_of(text, p.tool_mode) if reason in ("stop", "constraint") else None
             if calls is not None:
                 message = {"role": "assistant", "content": None, "tool_calls": calls}
                 finish = "tool_calls"
@@ -193,8 +207,8 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
         obj = "chat.completion.chunk" if kind == "chat" else "text_completion"
         now = int(time.time())
         started: set[int] = set()
-        tool_text: dict[int, str] = {}
-        tool_ids: dict[int, list] = {}
+        held: dict[int, str] = {}     # tool modes: text held back while it may be (or is) a call
+        free: set[int] = set()        # "auto": samples known to answer in text
         completion_tokens = 0
 
         def chunk(index, delta_or_text, logprobs=None, finish=None):
@@ -221,11 +235,15 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
                 if kind == "chat" and index not in started:
                     started.add(index)
                     yield chunk(index, {"role": "assistant", "content": ""})
-                if p.tool_mode:
-                    tool_text[index] = tool_text.get(index, "") + d.text
-                    tool_ids.setdefault(index, []).extend(d.token_ids)
-                elif d.text or lp is not None:
-                    yield chunk(index, {"content": d.text} if kind == "chat" else d.text, lp)
+                text = d.text
+                if p.tool_mode == "call" or (p.tool_mode == "auto" and index not in free):
+                    held[index] = held.get(index, "") + text
+                    text = ""
+                    if p.tool_mode == "auto" and not _may_call(held[index]):    # text after all
+                        text = held.pop(index)
+                        free.add(index)
+                if text or lp is not None:
+                    yield chunk(index, {"content": text} if kind == "chat" else text, lp)
                 if d.finish_reason is None:
                     continue
                 if d.finish_reason == "error":
@@ -233,9 +251,9 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
                     yield f"data: {json.dumps(err.body())}\n\n"
                     continue
                 finish = FINISH.get(d.finish_reason, d.finish_reason)
-                if p.tool_mode:
-                    text = tool_text.get(index, "")
-                    calls = tool_calls_of(text) if d.finish_reason in ("stop", "constraint") else None
+                if index in held:
+                    text = held.pop(index)
+                    calls = tool_calls_of(text, p.tool_mode) if d.finish_reason in ("stop", "constraint") else None
                     if calls is not None:
                         yield chunk(index, {"tool_calls": [{"index": 0, **calls[0]}]})
                         finish = "tool_calls"
@@ -253,6 +271,11 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
             await agen.aclose()      # aborts what is unfinished (a client that went away)
 
     return app
+
+
+def _may_call(text: str) -> bool:
+    """Whether an output under tool_choice "auto" that begins so is (or may become) a call."""
+    return text.startswith(TOOL_CALL_BEGIN) or TOOL_CALL_BEGIN.startswith(text)
 
 
 def _param(p: Parsed) -> str | None:

@@ -129,9 +129,12 @@ class Generator:
         """Yield the text of one output as it is decoded (engine backend only).
 
         The pieces concatenate to what `generate` returns for the same options (for
-        greedy decoding, the same text). Closing the iterator early aborts the request.
-        An engine failure raises GenerationError. Runs through the model's AsyncEngine:
-        other threads' calls are batched with it.
+        greedy decoding, the same text). At the end the tokens are replayed through the
+        constraint as `generate` does (a forbidden token raises RuntimeError), and the
+        GuidedOutput is the generator's return value (`out = yield from gen.stream(...)`).
+        Closing the iterator early aborts the request. An engine failure raises
+        GenerationError. Runs through the model's AsyncEngine: other threads' calls are
+        batched with it.
 
         >>> for piece in guided.regex(model, r"[0-9]{3}").stream("Pick a number."):  # doctest: +SKIP
         ...     print(piece, end="")
@@ -146,16 +149,26 @@ class Generator:
                                 seed=seed, repetition_penalty=repetition_penalty, stop=stop,
                                 constraint=self.constraint)
         handle = self.model.async_engine.add_request(self.model.encode_prompt(prompt, self.chat), params)
+        tokens, pieces, reason = [], [], ""
         try:
             for delta in handle:
                 if delta.text:
+                    pieces.append(delta.text)
                     yield delta.text
                 if delta.error:
                     failed = GuidedOutput("", [], False, "error", error=delta.error)
                     raise GenerationError([failed], {0: delta.error})
+                tokens += delta.token_ids
+                reason = delta.finish_reason or reason
         finally:
             if not handle.finished:
                 handle.abort()
+        # The record of truth, as generate() keeps it: the tokens replayed through a fresh
+        # matcher (a forbidden one raises); the GuidedOutput is the generator's return value.
+        eos = self.constraint.vocab.eos_ids
+        if reason == "constraint" and eos and (not tokens or tokens[-1] not in eos):
+            tokens.append(eos[0])    # (the engine strips the EOS that ended it)
+        return self._finish(tokens, reason, stop_text="".join(pieces) if reason == "stop" else None)
 
     def _finish(self, tokens: list[int], reason: str = "", lps: list | None = None,
                 error: str | None = None, stop_text: str | None = None) -> GuidedOutput:
@@ -170,6 +183,12 @@ class Generator:
             if m.is_terminated():
                 break
             kept.append(t)
+        if reason == "stop" and stop_text is not None and not m.is_terminated():
+            # The token that held the stop string goes (its text before it stays in text):
+            # token_ids spell a prefix of text, as they do for the other reasons.
+            cut = stop_text.encode()
+            while kept and not _spells_prefix(b"".join(vocab.token_bytes[t] for t in kept), cut):
+                kept.pop()
         lps = lps[:len(kept)] if lps is not None else None
         text = b"".join(vocab.token_bytes[t] for t in kept).decode("utf-8", "replace")
         if m.is_terminated():
@@ -177,6 +196,12 @@ class Generator:
         if reason == "stop" and stop_text is not None:
             return GuidedOutput(stop_text, kept, False, "stop", logprobs=lps)
         return GuidedOutput(text, kept, False, "length", logprobs=lps)
+
+
+def _spells_prefix(data: bytes, text: bytes) -> bool:
+    """Whether tokens of bytes `data` spell a prefix of the decoded `text` (whose first
+    space a SentencePiece decode drops)."""
+    return text.startswith(data) or (data[:1] == b" " and text.startswith(data[1:]))
 
 
 def _generate_engine(model: Model, constraint, ids, *, n, stop, logprobs, max_tokens, temperature,

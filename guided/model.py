@@ -1,6 +1,7 @@
 """Load a model once for guided generation: weights folder, tokenizer, vocabulary, backend."""
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from dataclasses import dataclass, field
@@ -38,7 +39,9 @@ class Model:
             with _INIT_LOCK:
                 if self._engine is None:
                     from ..engine import LLM
-                    self._engine = LLM(self.folder, tokenizer=self.tokenizer, **self.engine_config)
+                    # (its own tokenizer: the engine decodes in its thread while callers
+                    # encode prompts with this one)
+                    self._engine = LLM(self.folder, tokenizer=copy.deepcopy(self.tokenizer), **self.engine_config)
         return self._engine
 
     @property

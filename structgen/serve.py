@@ -28,6 +28,10 @@ def build_parser(prog: str = "python -m structgen.serve") -> argparse.ArgumentPa
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
     p.add_argument("--compile-timeout", type=float, default=5.0,
                    help="seconds a request may wait for its constraint to compile (default 5)")
+    p.add_argument("--compile-workers", type=int, default=2,
+                   help="constraint compile processes (default 2)")
+    p.add_argument("--compile-hard-limit", type=float, default=None,
+                   help="seconds after which a compile is killed with its worker (default 10x --compile-timeout)")
     p.add_argument("--max-body-bytes", type=int, default=1 << 20,
                    help="larger request bodies get 413 (default 1 MiB)")
     p.add_argument("--log-level", default="info")
@@ -49,7 +53,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m structgen.serve")
     config = {"max_num_seqs": args.max_num_seqs, "max_model_len": args.max_model_len,
               "kv_cache_bytes": args.kv_cache_bytes, "dtype": args.dtype, "device": args.device}
     llm = LLM(args.model, **{k: v for k, v in config.items() if v is not None})
-    engine = AsyncEngine(llm, compile_timeout_s=args.compile_timeout)
+    engine = AsyncEngine(llm, compile_timeout_s=args.compile_timeout, compile_workers=args.compile_workers,
+                         compile_hard_limit_s=args.compile_hard_limit)
     serve(engine, args.served_model_name or model_name(args.model), args.host, args.port,
           max_body_bytes=args.max_body_bytes, log_level=args.log_level)
 

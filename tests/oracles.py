@@ -8,6 +8,8 @@ import importlib.util
 import itertools
 import json
 import random
+import threading
+import time
 from decimal import Decimal
 from pathlib import Path
 
@@ -646,3 +648,70 @@ def cached_kv(cache, meta, s):
     bs, n = meta.block_size, meta.seq_lens_host[s]
     slots = [meta.block_tables[s, p // bs].item() * bs + p % bs for p in range(n)]
     return cache.view(-1, *cache.shape[2:])[slots]
+
+
+def in_threads(work, n: int, timeout: float = 120) -> list:
+    """Run work(0) .. work(n - 1) in n threads at once; the exceptions they raised."""
+    errors = []
+
+    def run(i):
+        try:
+            work(i)
+        except Exception as e:  # noqa: BLE001 - returned to the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    return errors
+
+
+class ExclusiveUse:
+    """A tokenizer proxy that records every time two threads are inside it at once (a fast
+    tokenizer must not be used so). Each call first sleeps `hold_s` (releasing the GIL),
+    so that a thread that shares it does get in meanwhile. Its deep copy is a plain copy
+    of the tokenizer."""
+
+    def __init__(self, inner, hold_s: float = 0.002):
+        self._inner, self._lock, self._inside, self.hold_s = inner, threading.Lock(), {}, hold_s
+        self.calls, self.overlaps = 0, []
+
+    def _enter(self, name):
+        me = threading.current_thread().name
+        with self._lock:
+            others = [t for t, n in self._inside.items() if n and t != me]
+            if others:
+                self.overlaps.append((name, me, others))
+            self._inside[me] = self._inside.get(me, 0) + 1
+            self.calls += 1
+        time.sleep(self.hold_s)
+        return me
+
+    def _exit(self, me):
+        with self._lock:
+            self._inside[me] -= 1
+
+    def _wrapped(self, name, fn):
+        def call(*args, **kwargs):
+            me = self._enter(name)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._exit(me)
+        return call
+
+    def __getattr__(self, name):
+        value = getattr(self._inner, name)
+        return self._wrapped(name, value) if callable(value) else value
+
+    def __call__(self, *args, **kwargs):
+        return self._wrapped("__call__", self._inner)(*args, **kwargs)
+
+    def __len__(self):
+        return len(self._inner)
+
+    def __deepcopy__(self, memo):
+        import copy
+        return copy.deepcopy(self._inner, memo)

@@ -118,7 +118,17 @@ class TokenAutomaton(Constraint):
         collector, which traverses all of it (hundreds of thousands of objects for a
         large schema) inside whatever step it falls in. Returns self."""
         weakref.finalize(self, self.dfa.source.release).atexit = False
+        self._owns_source = True
         return self
+
+    _owns_source = False
+
+    def __setstate__(self, state: dict) -> None:
+        """(fsm/core/transport.py: a constraint that arrives from another process owns
+        its source there too.)"""
+        self.__dict__.update(state)
+        if self._owns_source:
+            weakref.finalize(self, self.dfa.source.release).atexit = False
 
     def matcher(self) -> Matcher:
         """A new per-request matcher (the front end's, where it checks more than the

@@ -6,6 +6,10 @@ from __future__ import annotations
 class ConstraintError(ValueError):
     """A constraint (regex, schema, grammar) cannot be compiled."""
 
+    def __reduce__(self):
+        # (pickled as it is, attributes included: a compile in another process raises it here)
+        return _restore, (type(self), self.args, self.__dict__)
+
 
 class RegexError(ConstraintError):
     """Bad or unsupported regex syntax; `pos` is the offset in `pattern`."""
@@ -39,3 +43,10 @@ class GrammarError(ConstraintError):
 
 class SchemaWarning(UserWarning):
     """Lenient mode: a keyword was dropped (the output may violate it)."""
+
+
+def _restore(cls, args, attributes):
+    e = cls.__new__(cls, *args)
+    e.args = args
+    e.__dict__.update(attributes)
+    return e

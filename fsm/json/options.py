@@ -6,6 +6,8 @@ from dataclasses import dataclass, replace
 from ..core.errors import SchemaError
 from ..core.options import documented, option
 
+_STRUCTURE = '"{}[],:\\'
+
 
 @documented
 @dataclass(frozen=True)
@@ -37,6 +39,9 @@ class JsonOptions:
     documents: dict | None = option(None, "{uri: schema}: other documents that $refs reach, relative URIs resolved "
                                   "against the root's base")
     max_states: int | None = option(None, "cap on DFA states (None: 200,000); beyond it TooLargeError")
+    prefix: str = option("", "literal text the output starts with, before the JSON value (a tool-call marker); "
+                       "without JSON's structure characters (the trackers beside the automaton read them)")
+    suffix: str = option("", "literal text the output ends with, after the JSON value; as prefix")
 
     def __post_init__(self):
         for name, allowed in (("whitespace", ("compact", "flexible")), ("custom_formats", ("refuse", "ignore")),
@@ -48,6 +53,10 @@ class JsonOptions:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
                 raise SchemaError(f"{name} must be a non-negative integer, not {value!r}")
+        for name in ("prefix", "suffix"):  # (the key and item trackers read JSON structure from every byte)
+            value = getattr(self, name)
+            if not isinstance(value, str) or any(c in value for c in _STRUCTURE):
+                raise SchemaError(f"{name} must be a string without any of {_STRUCTURE}, not {value!r}")
         if self.documents is not None and not isinstance(self.documents, dict):
             raise SchemaError(f"documents must be a dict {{uri: schema}}, not {type(self.documents).__name__}")
 

@@ -2227,6 +2227,8 @@ def _schema_to_term(schema, tb: JsonTermBuilder | None, split: bool, counts: dic
     ws = comp.ws
     if ws is not tb.empty:
         term = tb.seq([ws, term, ws])
+    if options.prefix or options.suffix:
+        term = tb.seq([tb.literal(options.prefix.encode()), term, tb.literal(options.suffix.encode())])
     rules = None
     if comp.rule_bodies:  # recursive: lazy terms where they are exact, else the grammar path
         lazy = None if comp.recursion == "grammar" else \

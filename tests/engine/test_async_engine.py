@@ -1,6 +1,7 @@
 """AsyncEngine on the embedded SmolLM2-135M: requests from threads and asyncio tasks give
 the tokens of one-at-a-time LLM.generate; abort frees every block; a slow or bad
-constraint fails its own request only."""
+constraint fails its own request only; constraints compiled in worker processes give
+the tokens of those compiled here; the workers end with the engine."""
 from __future__ import annotations
 
 import asyncio
@@ -8,10 +9,12 @@ import threading
 import time
 
 import pytest
+from compile_hooks import GATE, boot_workers, gated
 from oracles import PROMPTS
 
 from structgen.engine import SamplingParams
 from structgen.engine.async_engine import AsyncEngine, CompileTimeoutError, RequestError
+from structgen.engine.compile_pool import CompileKilledError
 from structgen.fsm import RegexError
 
 MAX_NEW = 12
@@ -24,13 +27,33 @@ def reference(llm):
     return [llm.generate(p, params, use_tqdm=False)[0].token_ids for p in PROMPTS]
 
 
+GUIDED = [("json", {"type": "object", "properties": {"tags": {"type": "array", "items": {"enum": ["a", "b", "c"]},
+                                                                 "uniqueItems": True}},
+                    "additionalProperties": {"type": "integer"}}),
+          ("regex", r"[A-Z][a-z]{2,7}( [a-z]{1,6}){0,3}\."),
+          ("grammar", 'start: "(" NUM ("+" NUM)* ")"\nNUM: /[0-9]{1,2}/\n')]
+
+
+@pytest.fixture(scope="module")
+def guided_reference(llm):
+    """Each GUIDED spec's greedy tokens, compiled in this process (before any engine)."""
+    return [llm.generate(PROMPTS[0], SamplingParams(max_tokens=24, constraint=c), use_tqdm=False)[0].token_ids
+            for c in GUIDED]
+
+
 @pytest.fixture
-def engine(llm, reference):
-    eng = AsyncEngine(llm)
+def engine(llm, reference, guided_reference):
+    eng = AsyncEngine(llm, compile_fn=gated)
     yield eng
     eng.close()
     assert llm._engine is None
     assert_all_free(llm)
+
+
+def gate_spec(tmp_path, name="gate"):
+    """A JSON spec ("yes" or "no") whose compile waits until the returned file exists."""
+    path = tmp_path / name
+    return ("json", {"enum": ["yes", "no"], "description": f"{GATE}{path}"}), path
 
 
 def assert_all_free(llm):
@@ -131,36 +154,91 @@ def test_abort_mid_stream_frees_blocks(engine, llm):
     assert_all_free(llm)
 
 
-def test_abort_while_compiling(engine, llm, monkeypatch):
-    real = llm.constraints.get
-    monkeypatch.setattr(llm.constraints, "get", lambda spec: (time.sleep(0.5), real(spec))[1])
-    stream = engine.add_request("Pick:", SamplingParams(max_tokens=4, constraint=("regex", "ab|cd")))
+def test_constraints_compiled_in_workers_match_in_process(engine, guided_reference):
+    streams = [engine.add_request(PROMPTS[0], SamplingParams(max_tokens=24, constraint=c)) for c in GUIDED]
+    assert [s.result().token_ids for s in streams] == guided_reference
+    assert engine._pool.workers == 2 and engine._pool._procs     # (compiled there, not here)
+
+
+def test_abort_while_compiling(engine, tmp_path):
+    spec, _ = gate_spec(tmp_path)
+    stream = engine.add_request("Pick:", SamplingParams(max_tokens=4, constraint=spec))
     engine.abort(stream.request_id)
     assert stream.result().finish_reason == "abort"
 
 
-def test_compile_over_budget_fails_alone(engine, llm, monkeypatch):
-    real = llm.constraints.get
-    release = threading.Event()
-
-    def slow(spec):
-        release.wait(10)
-        return real(spec)
-
-    monkeypatch.setattr(llm.constraints, "get", slow)
+def test_compile_over_budget_fails_alone(engine, tmp_path):
+    spec, gate = gate_spec(tmp_path)
+    boot_workers(engine)
     engine.compile_timeout_s = 0.2
-    spec = ("regex", "(yes|no)")
     slow_stream = engine.add_request("Answer:", SamplingParams(max_tokens=4, constraint=spec))
     plain = engine.add_request(PROMPTS[0], SamplingParams(max_tokens=MAX_NEW))
-    with pytest.raises(CompileTimeoutError, match=r"budget of 0\.2 s \(compile_timeout_s\)"):
+    with pytest.raises(CompileTimeoutError, match=r"budget of 0\.2 s \(compile_timeout_s\); the compile goes on"):
         list(slow_stream)
     assert plain.result().finish_reason in ("length", "stop")
     # The compile went on; once done, the next request with that spec reuses it.
-    release.set()
-    time.sleep(0.3)
-    engine.compile_timeout_s = 0.2
+    gate.touch()
+    time.sleep(0.5)
     out = engine.add_request("Answer:", SamplingParams(max_tokens=4, constraint=spec)).result()
-    assert out.text in ("yes", "no")
+    assert out.text in ('"yes"', '"no"')
+
+
+def test_queued_compile_is_dropped_when_its_request_gives_up(llm, tmp_path):
+    """One worker, busy: the compile queued behind it never starts before its request's
+    budget ends; it is dropped then, and compiled anew for a later request."""
+    with AsyncEngine(llm, compile_workers=1, compile_fn=gated) as eng:
+        busy, gate = gate_spec(tmp_path)
+        queued = ("regex", "(yes|no)")
+        boot_workers(eng, 1)
+        eng.compile_timeout_s = 0.3
+        first = eng.add_request("Answer:", SamplingParams(max_tokens=4, constraint=busy))
+        second = eng.add_request("Answer:", SamplingParams(max_tokens=4, constraint=queued))
+        with pytest.raises(CompileTimeoutError, match="goes on in the background"):
+            first.result()
+        with pytest.raises(CompileTimeoutError, match="had not started .* is dropped"):
+            second.result()
+        gate.touch()
+        eng.compile_timeout_s = 30
+        assert eng.add_request("Answer:", SamplingParams(max_tokens=4, constraint=queued)).result().text in ("yes", "no")
+
+
+def test_stuck_compile_is_killed_and_its_worker_replaced(llm, tmp_path):
+    with AsyncEngine(llm, compile_timeout_s=30, compile_workers=1, compile_hard_limit_s=0.5,
+                     compile_fn=gated) as eng:
+        stuck, _ = gate_spec(tmp_path)            # (its gate never opens)
+        with pytest.raises(CompileKilledError, match=r"hard limit of 0\.5 s; its compile worker was killed"):
+            eng.add_request("Answer:", SamplingParams(max_tokens=4, constraint=stuck)).result()
+        out = eng.add_request("Answer:", SamplingParams(max_tokens=4, constraint=("regex", "(yes|no)"))).result()
+        assert out.text in ("yes", "no") and eng._pool.killed == 1
+
+
+def test_compile_workers_end_with_the_engine(llm):
+    eng = AsyncEngine(llm, compile_workers=2)
+    eng.add_request("Answer:", SamplingParams(max_tokens=2, constraint=("regex", "(yes|no)"))).result()
+    eng.add_request("Answer:", SamplingParams(max_tokens=2, constraint=("regex", "(ja|nein)"))).result()
+    procs = [w.proc for w in eng._pool._procs]
+    assert procs and all(p.poll() is None for p in procs)
+    eng.close()
+    assert all(p.poll() is not None for p in procs)
+
+
+def test_unpicklable_spec_compiles_in_this_process(engine):
+    """A Pydantic class made in a function cannot reach a worker: it compiles here."""
+    import json
+
+    import pydantic
+
+    class Answer(pydantic.BaseModel):
+        ok: bool
+
+    out = engine.add_request("Answer:", SamplingParams(max_tokens=12, constraint=("json", Answer))).result()
+    assert Answer.model_validate(json.loads(out.text))
+
+
+def test_threads_instead_of_processes(llm, guided_reference):
+    with AsyncEngine(llm, compile_processes=False) as eng:
+        streams = [eng.add_request(PROMPTS[0], SamplingParams(max_tokens=24, constraint=c)) for c in GUIDED]
+        assert [s.result().token_ids for s in streams] == guided_reference
 
 
 def test_bad_regex_fails_alone(engine, llm):

@@ -16,9 +16,12 @@ import openai
 import pydantic
 import pytest
 import uvicorn
+from compile_hooks import GATE, boot_workers, gated
+from oracles import ExclusiveUse, in_threads
 
 from structgen.engine import LLM, SamplingParams
 from structgen.engine.async_engine import AsyncEngine
+from structgen.engine.openai_protocol import TOOL_CALL_BEGIN, TOOL_CALL_END, constraint_of, tool_calls_of
 from structgen.engine.server import build_app
 from structgen.fsm import ConstraintError, RegexError
 
@@ -27,10 +30,8 @@ MAX_MODEL_LEN = 512
 MESSAGES = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
 
 
-@pytest.fixture(scope="module")
-def server(smol_folder):
-    llm = LLM(smol_folder, max_num_seqs=8, block_size=16, num_kv_blocks=256, max_model_len=MAX_MODEL_LEN)
-    engine = AsyncEngine(llm)
+def start(engine):
+    """Serve `engine` on a free loopback port: (url, uvicorn server, its thread)."""
     app = build_app(engine, MODEL, max_body_bytes=1 << 20)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -42,12 +43,23 @@ def server(smol_folder):
     while not srv.started:
         assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
         time.sleep(0.05)
-    url = f"http://127.0.0.1:{port}"
-    yield SimpleNamespace(url=url, llm=llm, engine=engine,
-                          client=openai.OpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0))
+    return f"http://127.0.0.1:{port}", srv, thread
+
+
+def stop(srv, thread, engine):
     srv.should_exit = True
     thread.join(30)
     engine.close()
+
+
+@pytest.fixture(scope="module")
+def server(smol_folder):
+    llm = LLM(smol_folder, max_num_seqs=8, block_size=16, num_kv_blocks=256, max_model_len=MAX_MODEL_LEN)
+    engine = AsyncEngine(llm, compile_fn=gated)
+    url, srv, thread = start(engine)
+    yield SimpleNamespace(url=url, llm=llm, engine=engine,
+                          client=openai.OpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0))
+    stop(srv, thread, engine)
 
 
 def wait_idle(llm, timeout=30.0):
@@ -135,6 +147,77 @@ def test_tool_call(server, tool_choice):
     jsonschema.validate(json.loads(call.function.arguments), schemas[call.function.name])
 
 
+CALL_PROMPT = [{"role": "user", "content": "Reply with <tool_call> and the JSON call of get_time for zone UTC."}]
+TEXT_PROMPT = [{"role": "user", "content": "What is the weather in Paris?"}]
+SCHEMAS = {"get_weather": WEATHER, "get_time": CLOCK}
+
+
+def hermes(name, arguments) -> str:
+    """A call in the format of tool_choice "auto" (keys in the schema's order, compact)."""
+    return f"{TOOL_CALL_BEGIN}{json.dumps({'name': name, 'arguments': arguments}, separators=(',', ':'))}{TOOL_CALL_END}"
+
+
+def test_auto_constraint_is_text_or_a_valid_call(server):
+    """The "auto" constraint takes text without the marker, or one call whose arguments
+    jsonschema accepts; a call with arguments jsonschema refuses, an unknown name, the
+    marker inside text or a call without its end marker are refused."""
+    spec, mode = constraint_of({"tools": TOOLS, "tool_choice": "auto"})
+    assert mode == "auto"
+    auto = server.llm.constraints.get(spec)
+    tok = server.llm.tokenizer
+
+    def accepts(text):
+        m = auto.matcher()
+        return m.accept_tokens(tok.encode(text, add_special_tokens=False)) and m.is_accepting()
+
+    for text in ("The weather in Paris is sunny.", "a <tool which is not one", "{\"name\": \"get_time\"}", ""):
+        assert accepts(text), text
+    arguments = [("get_weather", {"city": "Paris", "unit": "C"}), ("get_weather", {"city": "Rome", "unit": "C"}),
+                 ("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Paris", "unit": "C", "x": 1}),
+                 ("get_weather", {"city": 3, "unit": "F"}), ("get_time", {"zone": "CET"}), ("get_time", {"zone": "PST"}),
+                 ("get_time", {"city": "Paris", "unit": "C"})]
+    verdicts = []
+    for name, args in arguments:
+        valid = jsonschema.Draft202012Validator(SCHEMAS[name]).is_valid(args)
+        assert accepts(hermes(name, args)) == valid, (name, args)
+        verdicts.append(valid)
+    assert True in verdicts and False in verdicts
+    for bad in (hermes("get_date", {}), "Sure. " + hermes("get_time", {"zone": "UTC"}),
+                hermes("get_time", {"zone": "UTC"})[:-len(TOOL_CALL_END)]):
+        assert not accepts(bad), bad
+
+
+def test_auto_outputs_are_parsed():
+    call = tool_calls_of(hermes("get_time", {"zone": "UTC"}), "auto")
+    assert [(c["type"], c["function"]["name"], json.loads(c["function"]["arguments"])) for c in call] \
+        == [("function", "get_time", {"zone": "UTC"})]
+    assert tool_calls_of("It is sunny.", "auto") is None
+    assert tool_calls_of(hermes("get_time", {"zone": "UTC"})[:-3], "auto") is None     # cut short
+
+
+@pytest.mark.parametrize("prompt", ["call", "text"])
+def test_tool_choice_auto_end_to_end(server, prompt):
+    """One request that calls (tool_calls with schema-valid arguments, no content) and one
+    that answers in text (content without the marker); streamed, the same."""
+    kw = dict(model=MODEL, messages=CALL_PROMPT if prompt == "call" else TEXT_PROMPT, tools=TOOLS,
+              tool_choice="auto", max_tokens=48, temperature=0)
+    c = server.client.chat.completions.create(**kw).choices[0]
+    chunks = [ch for ch in server.client.chat.completions.create(**kw, stream=True) if ch.choices]
+    streamed_text = "".join(ch.choices[0].delta.content or "" for ch in chunks)
+    streamed_calls = [t for ch in chunks for t in ch.choices[0].delta.tool_calls or []]
+    if prompt == "call":
+        assert c.finish_reason == "tool_calls" and c.message.content is None
+        (call,) = c.message.tool_calls
+        jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
+        (s,) = streamed_calls
+        assert (s.function.name, s.function.arguments) == (call.function.name, call.function.arguments)
+        assert streamed_text == "" and chunks[-1].choices[0].finish_reason == "tool_calls"
+    else:
+        assert c.finish_reason in ("stop", "length") and not c.message.tool_calls
+        assert "<tool_call>" not in c.message.content
+        assert streamed_text == c.message.content and not streamed_calls
+
+
 def test_structured_outputs_regex_and_n2(server):
     r = server.client.chat.completions.create(
         model=MODEL, messages=[{"role": "user", "content": "Give a three digit number."}], max_tokens=8,
@@ -211,16 +294,16 @@ def test_bad_grammar_is_400(server):
     assert r.status_code == 400 and "foo" in error_message(r)
 
 
-def test_compile_over_budget_is_400_naming_it(server, monkeypatch):
-    real, release = server.llm.constraints.get, threading.Event()
-    monkeypatch.setattr(server.llm.constraints, "get", lambda spec: (release.wait(10), real(spec))[1])
+def test_compile_over_budget_is_400_naming_it(server, monkeypatch, tmp_path):
+    boot_workers(server.engine)
     monkeypatch.setattr(server.engine, "compile_timeout_s", 0.2)
+    gate = tmp_path / "gate"
     try:
         r = post(server, {"model": MODEL, "messages": MESSAGES, "max_tokens": 4,
-                          "structured_outputs": {"choice": ["red", "green"]}})
+                          "structured_outputs": {"json": {"enum": ["red", "green"], "description": f"{GATE}{gate}"}}})
         assert r.status_code == 400 and "budget of 0.2 s" in error_message(r)
     finally:
-        release.set()
+        gate.touch()
 
 
 def test_oversize_body_is_413(server):
@@ -241,6 +324,45 @@ def test_two_constraints_and_wrong_model(server):
     assert r.status_code == 400 and "only one constraint" in error_message(r)
     r = post(server, {"model": "gpt-4", "messages": MESSAGES})
     assert r.status_code == 404
+
+
+def test_tools_with_response_format_need_tool_choice_none(server):
+    body = {"model": MODEL, "messages": MESSAGES, "max_tokens": 32, "tools": TOOLS,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "c", "schema": CLOCK}}}
+    r = post(server, body)
+    assert r.status_code == 400 and "tool_choice" in error_message(r) and '"none"' in error_message(r)
+    r = post(server, {**body, "tool_choice": "none"})
+    assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] == "stop"
+    jsonschema.validate(json.loads(r.json()["choices"][0]["message"]["content"]), CLOCK)
+
+
+def test_engine_tokenizer_is_never_shared_with_the_event_loop(server):
+    """Many requests from several threads (chat templates and prompts encoded, logprobs
+    decoded on the event loop) while the engine decodes: no two threads are ever inside
+    the engine's tokenizer at once."""
+    llm = server.llm.with_config()              # (same weights; its own engine and server)
+    llm.tokenizer = spy = ExclusiveUse(llm.tokenizer)
+    engine = AsyncEngine(llm)
+    url, srv, thread = start(engine)
+
+    def worker(k):
+        for i in range(3):
+            body = {"model": MODEL, "max_tokens": 12, "temperature": 0}
+            if (k + i) % 2:
+                r = httpx.post(f"{url}/v1/completions", json={**body, "prompt": f"Count to {k}:", "logprobs": 2},
+                               timeout=120)
+            else:
+                r = httpx.post(f"{url}/v1/chat/completions", timeout=120, json={
+                    **body, "logprobs": True, "top_logprobs": 2, "stream": bool(i % 2),
+                    "messages": [{"role": "user", "content": f"Say {k} in words, please. " * (k + 1)}]})
+            assert r.status_code == 200, r.text
+
+    try:
+        errors = in_threads(worker, 6)
+    finally:
+        stop(srv, thread, engine)
+    assert not errors
+    assert spy.calls > 50 and not spy.overlaps, spy.overlaps[:3]
 
 
 def test_metrics(server):

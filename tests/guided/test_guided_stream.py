@@ -2,11 +2,12 @@
 per-prompt errors. Outputs are checked with re.fullmatch; max_tokens stays small."""
 from __future__ import annotations
 
+import random
 import re
-import threading
 import time
 
 import pytest
+from oracles import ExclusiveUse, in_threads
 
 from structgen import guided
 
@@ -37,21 +38,38 @@ def test_three_threads_match_single_thread_greedy(which, request):
     gen = guided.regex(m, DATE)
     want = gen(PROMPT, max_tokens=16)
     assert re.fullmatch(DATE, want)
-    got, errors = [None] * 3, []
+    got = [None] * 3
 
     def worker(i):
-        try:
-            got[i] = gen(PROMPT, max_tokens=16)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        got[i] = gen(PROMPT, max_tokens=16)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    errors = in_threads(worker, 3)
     assert not errors, errors
     assert got == [want] * 3
+
+
+def test_callers_never_share_the_engines_tokenizer():
+    """Threads encode their prompts at random times while the engine's thread decodes
+    others (a long stream, and theirs): never both inside one tokenizer at once (the
+    engine has its own)."""
+    m = guided.load(backend="engine", num_kv_blocks=96, **CONFIG)
+    m.tokenizer = spy = ExclusiveUse(m.tokenizer, hold_s=0.005)      # (before the engine exists)
+    gen = guided.regex(m, DATE)
+    long = guided.regex(m, r"[a-z ]{80,100}").stream("Write letters.", max_tokens=100)
+    next(long)
+
+    def worker(i):
+        pause = random.Random(i)
+        for k in range(5):
+            time.sleep(pause.uniform(0, 0.3))   # (not in step with the engine's emits)
+            out = gen.generate(f"{PROMPT} ({i}, {k})", max_tokens=16)[0]
+            assert re.fullmatch(DATE, out.text)
+
+    errors = in_threads(worker, 4)
+    long.close()
+    m.async_engine.close()
+    assert not errors, errors
+    assert spy.calls >= 40 and not spy.overlaps, spy.overlaps[:3]
 
 
 def test_stream_concatenates_to_generate_text(async_model):
@@ -62,6 +80,46 @@ def test_stream_concatenates_to_generate_text(async_model):
     assert "".join(pieces) == out.text
     if out.complete:
         assert re.fullmatch(SENTENCE, out.text)
+
+
+def drain(it):
+    """The pieces of a stream and its return value."""
+    pieces = []
+    while True:
+        try:
+            pieces.append(next(it))
+        except StopIteration as end:
+            return pieces, end.value
+
+
+def test_stream_returns_the_replayed_output(async_model):
+    gen = guided.regex(async_model, DATE)
+    pieces, out = drain(gen.stream(PROMPT, max_tokens=16))
+    want = gen.generate(PROMPT, max_tokens=16)[0]
+    assert "".join(pieces) == out.text == want.text
+    assert (out.token_ids, out.complete, out.finish_reason, out.value) == \
+        (want.token_ids, want.complete, want.finish_reason, want.value)
+    assert out.complete and re.fullmatch(DATE, out.value)
+
+
+def test_stream_refuses_a_token_the_constraint_forbids(async_model, monkeypatch):
+    """A stream whose engine hands it a token outside the constraint raises at its end."""
+    from structgen.engine.async_engine import StreamDelta
+    gen = guided.regex(async_model, DATE)
+    tok = async_model.tokenizer
+    ids = tok.encode("1969-07-2x", add_special_tokens=False)
+    deltas = [StreamDelta(0, [t], tok.decode([t])) for t in ids]
+    deltas[-1].finish_reason = "length"
+
+    class Handle:                      # (what add_request returns: deltas, then finished)
+        finished = True
+
+        def __iter__(self):
+            return iter(deltas)
+
+    monkeypatch.setattr(async_model.async_engine, "add_request", lambda *a, **k: Handle())
+    with pytest.raises(RuntimeError, match="forbids"):
+        drain(gen.stream(PROMPT, max_tokens=16))
 
 
 def test_stream_closed_early_frees_its_blocks(async_model):
@@ -96,17 +154,21 @@ def test_n_two_with_seed(model):
 
 def test_stop_string_ends_output(model):
     gen = guided.regex(model, r"item (one|two), (one|two), done")
-    (o,) = gen.generate("List two items.", stop=",", max_tokens=16)
+    (o,) = gen.generate("List two items.", stop=",", max_tokens=16, logprobs=True)
     assert o.finish_reason == "stop" and not o.complete and o.value is None
     assert o.text in ("item one", "item two")
+    # token_ids end before the token that held the stop string: they spell a prefix of text
+    spelled = model.tokenizer.decode(o.token_ids)
+    assert o.text.startswith(spelled) and len(o.logprobs) == len(o.token_ids) and "," not in spelled
     with pytest.raises(guided.IncompleteOutputError):
         gen("List two items.", stop=",", max_tokens=16)
 
 
 def test_stop_string_ends_stream(async_model):
     gen = guided.regex(async_model, r"item (one|two), (one|two), done")
-    streamed = "".join(gen.stream("List two items.", stop=",", max_tokens=16))
-    assert streamed in ("item one", "item two")
+    pieces, out = drain(gen.stream("List two items.", stop=",", max_tokens=16))
+    assert "".join(pieces) == out.text in ("item one", "item two") and out.finish_reason == "stop"
+    assert out.text.startswith(async_model.tokenizer.decode(out.token_ids))
 
 
 def test_logprobs_per_token(model):
