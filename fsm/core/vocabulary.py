@@ -181,10 +181,12 @@ class Vocabulary:
         return (self.size + 31) // 32
 
     def prepare(self) -> Vocabulary:
-        """Build the tables every constraint's masks read (the token trie, the byte
-        columns) now, as the vocabulary loads, not inside its first constraint. Returns
-        self; the builders (`from_tokenizer`, `from_tekken_json`) call it."""
-        _ = self.trie, self.columns
+        """Build the tables every constraint's masks read (the token trie, its levels
+        as Python lists, the byte columns) now, as the vocabulary loads, not inside the
+        first mask that needs them. Returns self; the builders (`from_tokenizer`,
+        `from_tekken_json`) call it."""
+        trie = self.trie
+        _ = self.columns, trie.lists, trie.below, trie.node_of_token
         return self
 
     @cached_property
