@@ -1002,8 +1002,8 @@ def _char_class_entry(tb: TermBuilder, x: Term) -> tuple:
         return chars, None
     if not chars[1].any():
         return chars, chars[2]
-    try:
-        return chars, tb.export(x)
+    try:  # (a lazy program's body, loaded: the key of its LAZY term, a single entry)
+        return chars, tb.export(tb.lazy_of(x) or x)
     except ValueError:
         return chars, None
 
