@@ -431,10 +431,7 @@ class TokenAutomaton(Constraint):
             return None
         ids, counts, pos, packed = entry
         k = len(ids) if hi is None else int(np.searchsorted(counts, hi, side="right"))
-        base = packed.get(k)
-        if base is None:
-            base = packed[k] = pack_ids(ids[:k], self.vocab.num_words)
-            base.setflags(write=False)
+        base = prefix_words(ids, k, packed, self.vocab.num_words)
         walked = None
         if other.any() and not (follow & other).any() and item_key is not None:  # a JSON string
             lo = head.args[1] if head.kind == REPEAT else 1
@@ -1136,6 +1133,28 @@ def pack_ids(ids: np.ndarray, num_words: int) -> np.ndarray:
     bits = np.zeros(num_words * 32, dtype=bool)
     bits[ids] = True
     return np.packbits(bits, bitorder="little").view("<u4")
+
+
+def prefix_words(ids: np.ndarray, k: int, packed: dict, num_words: int) -> np.ndarray:
+    """The packed bitmask (read-only) of ids[:k], kept in `packed` by k. Made from the
+    nearest k kept, where fewer ids lie between the two than it would pack: a string's
+    counts down from maxLength each take a bound one lower, which a few tokens reach."""
+    got = packed.get(k)
+    if got is None:
+        near = min(packed, key=lambda j: abs(j - k), default=None)
+        if near is not None and 4 * abs(near - k) < k:
+            got = packed[near].copy()
+            between = ids[min(k, near):max(k, near)].astype(np.intp)
+            bits = np.left_shift(np.uint32(1), (between & 31).astype(np.uint32))
+            if k > near:
+                np.bitwise_or.at(got, between >> 5, bits)
+            else:
+                np.bitwise_and.at(got, between >> 5, ~bits)
+        else:
+            got = pack_ids(ids[:k], num_words)
+        got.setflags(write=False)
+        packed[k] = got
+    return got
 
 
 def made_of(cols, cls: np.ndarray) -> np.ndarray:

@@ -345,3 +345,17 @@ def test_class_runs_equal_brute_force_on_large_vocabularies(vocab_name, request)
         cls[list(chars)] = True
         got = cols.order[made_of(cols, cls)]
         assert set(got.tolist()) == {t for t, b in enumerate(vocab.token_bytes) if b and set(b) <= set(chars)}
+
+
+def test_prefix_words_equal_packing_from_scratch():
+    """A run's packed bitmask per bound (prefix_words) is made from the nearest bound kept,
+    setting or clearing the bits of the ids between: equal to packing ids[:k] afresh, along
+    bounds going down (a string's counts from maxLength), up, and far apart."""
+    from structgen.fsm.core.automaton import pack_ids, prefix_words
+    rng = np.random.default_rng(0)
+    ids = rng.permutation(5000)[:4000].astype(np.int32)
+    packed: dict = {}
+    for k in [3000, 2990, 2989, 2995, 4000, 100, 0, 3998, 2500, 2600]:
+        got = prefix_words(ids, k, packed, 157)
+        assert np.array_equal(got, pack_ids(ids[:k], 157)), k
+        assert not got.flags.writeable
