@@ -570,6 +570,10 @@ class TokenAutomaton(Constraint):
             rest[:short] = True
         rest &= first != DEAD
         pos = np.flatnonzero(rest)  # positions, ascending: tokens that end early come last
+        key = dfa.keys[s]
+        alphabet = dfa.source.alphabet(key) if isinstance(key, Term) else None
+        if alphabet is not None:  # a byte no member has: dead (an email's domain, after a letter)
+            pos = pos.compress(_inside(cols, _bits(alphabet), pos))
         walked = walk_columns(self.dfa, cols, self.vocab.token_bytes, pos, first.take(pos))[0]
         return words | pack_ids(cols.order.take(walked), n)
 
@@ -1181,6 +1185,11 @@ def made_of(cols, cls: np.ndarray) -> np.ndarray:
         out.setflags(write=False)
         return out
     return cols.memo(("made_of", cls.tobytes()), make)
+
+
+def _bits(mask: int) -> np.ndarray:
+    """A 256-bit mask (bit b: byte b) as bool[256]."""
+    return np.unpackbits(np.frombuffer(mask.to_bytes(32, "little"), dtype=np.uint8), bitorder="little").view(bool)
 
 
 def _inside(cols, cls: np.ndarray, pos: np.ndarray | None) -> np.ndarray:
