@@ -1145,7 +1145,8 @@ def prefix_words(ids: np.ndarray, k: int, packed: dict, num_words: int) -> np.nd
     counts down from maxLength each take a bound one lower, which a few tokens reach."""
     got = packed.get(k)
     if got is None:
-        near = min(packed, key=lambda j: abs(j - k), default=None)
+        # (a copy of its keys: automata on other threads share `packed`, the vocabulary's)
+        near = min(list(packed), key=lambda j: abs(j - k), default=None)
         if near is not None and 4 * abs(near - k) < k:
             got = packed[near].copy()
             between = ids[min(k, near):max(k, near)].astype(np.intp)
