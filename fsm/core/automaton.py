@@ -50,6 +50,10 @@ from .vocabulary import TokenColumns, Vocabulary
 # A state whose byte class chain has at least this many bytes gets its mask token by token
 # (TokenAutomaton._chain_words) instead of by a trie walk.
 CHAIN_MIN_BYTES = 16
+# A chain's state whose term is at most this big (Term.size) has its alphabet read, to
+# skip walking the tokens with a byte outside it (_chain_words): the rest of a JSON
+# document is bigger, and has lazy parts, whose alphabet is not known anyway.
+ALPHABET_MAX_SIZE = 256
 # A lazy program of at most this many entries is loaded to mask the state it heads
 # (_loaded_head).
 LOADED_HEAD_MAX = 256
@@ -571,7 +575,7 @@ class TokenAutomaton(Constraint):
         rest &= first != DEAD
         pos = np.flatnonzero(rest)  # positions, ascending: tokens that end early come last
         key = dfa.keys[s]
-        alphabet = dfa.source.alphabet(key) if isinstance(key, Term) else None
+        alphabet = dfa.source.alphabet(key) if isinstance(key, Term) and key.size <= ALPHABET_MAX_SIZE else None
         if alphabet is not None:  # a byte no member has: dead (an email's domain, after a letter)
             pos = pos.compress(_inside(cols, _bits(alphabet), pos))
         walked = walk_columns(self.dfa, cols, self.vocab.token_bytes, pos, first.take(pos))[0]
