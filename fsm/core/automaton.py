@@ -508,8 +508,8 @@ class TokenAutomaton(Constraint):
         walk, those with a byte of `stops` (the bytes that start R or a longer member of
         x: any other byte outside the class is dead); None when too many are to walk (a
         narrow class, `\\+?`, before a wide follow: the trie walk is cheaper). `item`:
-        the class, when its non-ASCII members are checked one by one (`item_key`: its
-        export)."""
+        the class, when its non-ASCII members are checked one by one (`item_key`: the
+        key of its members, _char_class_entry)."""
         cols = self.vocab.columns
         rest = cols.with_bytes(stops, _NO_BYTES, 4 * RUN_MAX_WALKED)  # (from the lists of tokens by byte)
         if rest is None or len(rest) > RUN_MAX_WALKED:
