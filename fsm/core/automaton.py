@@ -50,6 +50,10 @@ from .vocabulary import TokenColumns, Vocabulary
 # A state whose byte class chain has at least this many bytes gets its mask token by token
 # (TokenAutomaton._chain_words) instead of by a trie walk.
 CHAIN_MIN_BYTES = 16
+# A chain's state whose term is at most this big (Term.size) has its alphabet read, to
+# skip walking the tokens with a byte outside it (_chain_words): the rest of a JSON
+# document is bigger, and has lazy parts, whose alphabet is not known anyway.
+ALPHABET_MAX_SIZE = 256
 # A lazy program of at most this many entries is loaded to mask the state it heads
 # (_loaded_head).
 LOADED_HEAD_MAX = 256
@@ -59,6 +63,10 @@ BOUNDED_MAX_CHECKED = 256
 # A run of a character class (TokenAutomaton._run_words) is taken when at most this
 # many tokens have bytes that its class does not settle.
 RUN_MAX_WALKED = 4096
+# made_of tests only the tokens that start with a byte of the class, or reads those
+# with a byte outside it off the lists by byte, where they are at most 1/MADE_OF_FEW of
+# the vocabulary (a gather per token costs about as much as a whole pass's share).
+MADE_OF_FEW = 32
 
 
 class TokenAutomaton(Constraint):
@@ -431,15 +439,13 @@ class TokenAutomaton(Constraint):
         runs_key = np.packbits(cls).tobytes() + np.packbits(dead).tobytes()
         if some:  # which characters, too
             runs_key = (runs_key, item_key)
-        entry = cols.memo(("run", runs_key), lambda: self._run_lists(cls, dead, item if some else None))
+        entry = cols.memo(("run", runs_key), lambda: self._run_lists(cls, other | follow, item if some else None,
+                                                                    item_key))
         if entry is None:
             return None
         ids, counts, pos, packed = entry
         k = len(ids) if hi is None else int(np.searchsorted(counts, hi, side="right"))
-        base = packed.get(k)
-        if base is None:
-            base = packed[k] = pack_ids(ids[:k], self.vocab.num_words)
-            base.setflags(write=False)
+        base = prefix_words(ids, k, packed, self.vocab.num_words)
         walked = None
         if other.any() and not (follow & other).any() and item_key is not None:  # a JSON string
             lo = head.args[1] if head.kind == REPEAT else 1
@@ -504,29 +510,39 @@ class TokenAutomaton(Constraint):
         """The positions among `pos` (ascending) of TokenColumns `cols` (the vocabulary's;
         `data` their bytes) whose tokens live from state s."""
         cols = self.vocab.columns if cols is None else cols
-        self.dfa.expand(s)
-        first = self.dfa.table[s].take(cols.first.take(pos))
-        keep = np.flatnonzero(first)
-        data = self.vocab.token_bytes if data is None else data
-        return walk_columns(self.dfa, cols, data, pos.take(keep), first.take(keep))[0]
+        return walk_from(self.dfa, s, cols, self.vocab.token_bytes if data is None else data, pos)
 
-    def _run_lists(self, cls: np.ndarray, dead: np.ndarray, item: Term | None) -> tuple | None:
+    def _run_lists(self, cls: np.ndarray, stops: np.ndarray, item: Term | None, item_key) -> tuple | None:
         """_run_words' lists: the ids of the tokens of the class's characters with their
-        character counts, ascending, and the positions of the tokens to walk; None when
-        too many are to walk (a narrow class, `\\+?`, before a wide follow: the trie walk
-        is cheaper). `item`: the class, when its non-ASCII members are checked one by one."""
-        cols, tb = self.vocab.columns, self.dfa.source.tb
-        rest = np.flatnonzero(~made_of(cols, cls | dead))
-        if len(rest) > RUN_MAX_WALKED:
+        character counts, ascending (`_class_tokens`), and the positions of the tokens to
+        walk, those with a byte of `stops` (the bytes that start R or a longer member of
+        x: any other byte outside the class is dead); None when too many are to walk (a
+        narrow class, `\\+?`, before a wide follow: the trie walk is cheaper). `item`:
+        the class, when its non-ASCII members are checked one by one (`item_key`: the
+        key of its members, _char_class_entry)."""
+        cols = self.vocab.columns
+        rest = cols.with_bytes(stops, _NO_BYTES, 4 * RUN_MAX_WALKED)  # (from the lists of tokens by byte)
+        if rest is None or len(rest) > RUN_MAX_WALKED:
             return None
+        key = ("class tokens", np.packbits(cls).tobytes(), item_key)
+        ids, counts, packed = cols.memo(key, lambda: self._class_tokens(cls, item))
+        return ids, counts, rest.astype(np.int32), packed
+
+    def _class_tokens(self, cls: np.ndarray, item: Term | None) -> tuple:
+        """(ids, character counts, {}) of the tokens made of the class's characters, by
+        count ascending, and a dict for _run_words' packed bitmasks of the first k ids.
+        Once per vocabulary and class, whatever follows the run. `item`: the class,
+        when it takes some non-ASCII characters but not all: the tokens with such bytes
+        walk item* byte column by byte column (most die at their first character)."""
+        cols = self.vocab.columns
         inside = made_of(cols, cls) & cols.utf8
-        if item is not None:  # tokens with non-ASCII bytes: are their characters members?
-            data = self.vocab.token_bytes
-            for p in np.flatnonzero(inside & (cols.high != 0)).tolist():
-                inside[p] = type(_split_members(tb, item, data[cols.order[p]], _NO_BYTES)) is tuple
+        if item is not None:
+            pos = np.flatnonzero(inside & (cols.high != 0))
+            inside[pos] = False
+            tb = self.dfa.source.tb
+            inside[walk_from(LazyDFA(TermSource(tb), tb.star(item)), None, cols, self.vocab.token_bytes, pos)] = True
         pos = cols.by_chars.compress(inside.take(cols.by_chars))  # by character count
-        return (cols.order.take(pos).astype(np.int32), cols.chars.take(pos), rest.astype(np.int32),
-                {})  # packed bitmasks of the first k ids, by k (_run_words)
+        return cols.order.take(pos).astype(np.int32), cols.chars.take(pos), {}
 
     def _chain_words(self, s: int) -> np.ndarray | None:
         """The live tokens (a packed bitmask) of a state that a wide byte class L moves
@@ -568,6 +584,10 @@ class TokenAutomaton(Constraint):
             rest[:short] = True
         rest &= first != DEAD
         pos = np.flatnonzero(rest)  # positions, ascending: tokens that end early come last
+        key = dfa.keys[s]
+        alphabet = dfa.source.alphabet(key) if isinstance(key, Term) and key.size <= ALPHABET_MAX_SIZE else None
+        if alphabet is not None:  # a byte no member has: dead (an email's domain, after a letter)
+            pos = pos.compress(_inside(cols, _bits(alphabet), pos))
         walked = walk_columns(self.dfa, cols, self.vocab.token_bytes, pos, first.take(pos))[0]
         return words | pack_ids(cols.order.take(walked), n)
 
@@ -752,6 +772,16 @@ def step_states(dfa: LazyDFA, st: np.ndarray, col: np.ndarray) -> np.ndarray:
                 dfa.expand(u)
         nxt[missing] = dfa.table.reshape(-1).take(idx[missing])
     return nxt
+
+
+def walk_from(dfa: LazyDFA, s: int | None, cols, token_bytes, pos: np.ndarray) -> np.ndarray:
+    """The positions among `pos` (ascending) of TokenColumns `cols` (`token_bytes`: the
+    bytes of the tokens they order) whose tokens live from state s (None: the start)."""
+    s = dfa.start if s is None else s
+    dfa.expand(s)
+    first = dfa.table[s].take(cols.first.take(pos))
+    keep = np.flatnonzero(first)
+    return walk_columns(dfa, cols, token_bytes, pos.take(keep), first.take(keep))[0]
 
 
 def walk_columns(dfa: LazyDFA, cols, token_bytes, pos: np.ndarray, st: np.ndarray,
@@ -976,14 +1006,19 @@ _UTF8_SEQUENCES = (
 
 
 def _char_class_entry(tb: TermBuilder, x: Term) -> tuple:
-    """(char_class(x), x's export where the run lists depend on its members (some
-    non-ASCII ones, or escapes), else None; also None where x cannot be exported (a
-    deferred term): those lists are shared by every constraint on the vocabulary)."""
+    """(char_class(x), a key of x's members where the run lists depend on them (some
+    non-ASCII ones, or escapes), else None: those lists are shared by every constraint
+    on the vocabulary. The key is the non-ASCII members as char_class spells them out
+    (an export of a Unicode class such as `\\d`, hundreds of terms, would cost more than
+    its first mask), or, with escapes, x's export; None where x cannot be exported (a
+    deferred term)."""
     chars = char_class(tb, x)
     if chars is None or not (chars[2] or chars[1].any()):
         return chars, None
-    try:
-        return chars, tb.export(x)
+    if not chars[1].any():
+        return chars, chars[2]
+    try:  # (a lazy program's body, loaded: the key of its LAZY term, a single entry)
+        return chars, tb.export(tb.lazy_of(x) or x)
     except ValueError:
         return chars, None
 
@@ -992,8 +1027,9 @@ def char_class(tb: TermBuilder, x: Term) -> tuple | None:
     """(cls, other, some) when x is a character class: cls (bool[256]) holds the
     bytes of its members (all bytes >= 0x80 when x takes every non-ASCII UTF-8
     character); other holds the ASCII bytes that start longer members (an escape);
-    `some` is True when x takes some non-ASCII characters but not all (tokens with
-    such bytes are then checked one by one). None when a non-ASCII member is not one
+    `some`, where x takes some non-ASCII characters but not all (tokens with such
+    bytes are then checked one by one), spells those out: a tuple of (lead byte, its
+    continuations as nested (start, end, rest) segments), else False. None when a non-ASCII member is not one
     well-formed character, or no member is one byte. A LAZY class (a JSON string's
     character) is read once per process: its UTF-8 check walks about a hundred rows."""
     if x.kind == LAZY and x.args[0] not in tb.members:  # (a cyclic one may be one compile's: a
@@ -1025,29 +1061,36 @@ def _read_char_class(tb: TermBuilder, x: Term) -> tuple | None:
         elif any(targets[0x80:0xC2]) or any(targets[0xF5:]):
             return None
         else:  # some characters: each lead's paths must be its continuation bytes, then the end
-            some = True
+            some = []
             for (a, b), conts in _UTF8_SEQUENCES:
                 for lead in range(a, b + 1):
                     if targets[lead] is not None:
-                        if not _ends_after(tb, targets[lead], conts, cls):
+                        paths = _ends_after(tb, targets[lead], conts, cls)
+                        if paths is None:
                             return None
                         cls[lead] = True
+                        some.append((lead, paths))
+            some = tuple(some)
     cls.setflags(write=False)
     other.setflags(write=False)
     return cls, other, some
 
 
-def _ends_after(tb: TermBuilder, x: Term, conts: tuple, used: np.ndarray) -> bool:
-    """Every path from x takes one byte of each range in conts, then x ends (EMPTY);
-    the bytes taken are marked in `used`."""
+def _ends_after(tb: TermBuilder, x: Term, conts: tuple, used: np.ndarray) -> tuple | None:
+    """Where every path from x takes one byte of each range in conts, then x ends
+    (EMPTY): those paths, as nested (start, end, rest) segments (() at the end), and
+    the bytes taken marked in `used`; else None."""
     if not conts:
-        return x is tb.empty
+        return () if x is tb.empty else None
     lo, hi = conts[0]
+    out = []
     for a, b, y in tb.row(x):
-        if a < lo or b > hi + 1 or not _ends_after(tb, y, conts[1:], used):
-            return False
+        rest = None if a < lo or b > hi + 1 else _ends_after(tb, y, conts[1:], used)
+        if rest is None:
+            return None
         used[a:b] = True
-    return not x.nullable
+        out.append((a, b, rest))
+    return None if x.nullable else tuple(out)
 
 
 _NO_BYTES = np.zeros(256, dtype=bool)
@@ -1110,32 +1153,79 @@ def pack_ids(ids: np.ndarray, num_words: int) -> np.ndarray:
     return np.packbits(bits, bitorder="little").view("<u4")
 
 
+def prefix_words(ids: np.ndarray, k: int, packed: dict, num_words: int) -> np.ndarray:
+    """The packed bitmask (read-only) of ids[:k], kept in `packed` by k. Made from the
+    nearest k kept, where fewer ids lie between the two than it would pack: a string's
+    counts down from maxLength each take a bound one lower, which a few tokens reach."""
+    got = packed.get(k)
+    if got is None:
+        # (a copy of its keys: automata on other threads share `packed`, the vocabulary's)
+        near = min(list(packed), key=lambda j: abs(j - k), default=None)
+        if near is not None and 4 * abs(near - k) < k:
+            got = packed[near].copy()
+            between = ids[min(k, near):max(k, near)].astype(np.intp)
+            bits = np.left_shift(np.uint32(1), (between & 31).astype(np.uint32))
+            if k > near:
+                np.bitwise_or.at(got, between >> 5, bits)
+            else:
+                np.bitwise_and.at(got, between >> 5, ~bits)
+        else:
+            got = pack_ids(ids[:k], num_words)
+        got.setflags(write=False)
+        packed[k] = got
+    return got
+
+
 def made_of(cols, cls: np.ndarray) -> np.ndarray:
     """By token position (TokenColumns order): the token's bytes all lie in the byte
     class `cls`. Remembered per vocabulary and class (read-only): a JSON string's or a
     pattern's run, a grammar's string or comment, are the same classes in every
-    constraint on the vocabulary, and each costs a pass over every token."""
+    constraint on the vocabulary. Where few tokens start with a byte of the class
+    (digits), only theirs are tested; where few have a byte outside it (a string's
+    characters), those are read off the lists of tokens by byte; else every token's
+    byte set is tested."""
     def make():
-        outside = (~np.packbits(cls, bitorder="little").view("<u8")).tolist()
-        words = range(4)
-        parts = []
-        if outside[2] == outside[3] == _ALL:  # an ASCII class: one test for all high bytes
-            parts, words = [cols.high], range(2)
-        for w in words:
-            if outside[w] == _ALL:
-                parts.append(cols.byte_sets[w])
-            elif outside[w]:
-                parts.append(cols.byte_sets[w] & np.uint64(outside[w]))
-        if parts:
-            acc = parts[0] if len(parts) == 1 else np.bitwise_or(parts[0], parts[1])
-            for p in parts[2:]:
-                np.bitwise_or(acc, p, out=acc)
-            out = acc == 0
+        n, few = len(cols.order), len(cols.order) // MADE_OF_FEW
+        starts = cols.first_start
+        if int(np.diff(starts)[cls].sum()) <= few:
+            pos = np.concatenate([cols.with_first[starts[b]:starts[b + 1]] for b in np.flatnonzero(cls).tolist()]
+                                 or [np.zeros(0, np.intp)])
+            out = np.zeros(n, dtype=bool)
+            out[pos.compress(_inside(cols, cls, pos))] = True
+        elif (others := cols.with_bytes(~cls, _NO_BYTES, few)) is not None:
+            out = np.ones(n, dtype=bool)
+            out[others] = False
         else:
-            out = np.ones(len(cols.order), dtype=bool)
+            out = _inside(cols, cls, None)
         out.setflags(write=False)
         return out
     return cols.memo(("made_of", cls.tobytes()), make)
+
+
+def _bits(mask: int) -> np.ndarray:
+    """A 256-bit mask (bit b: byte b) as bool[256]."""
+    return np.unpackbits(np.frombuffer(mask.to_bytes(32, "little"), dtype=np.uint8), bitorder="little").view(bool)
+
+
+def _inside(cols, cls: np.ndarray, pos: np.ndarray | None) -> np.ndarray:
+    """Whether each token's bytes lie in `cls`, from their byte sets, for the tokens
+    at positions `pos` (None: all)."""
+    outside = (~np.packbits(cls, bitorder="little").view("<u8")).tolist()
+    sets = lambda w: cols.byte_sets[w] if pos is None else cols.byte_sets[w].take(pos)  # noqa: E731
+    words, parts = range(4), []
+    if outside[2] == outside[3] == _ALL:  # an ASCII class: one test for all high bytes
+        parts, words = [cols.high if pos is None else cols.high.take(pos)], range(2)
+    for w in words:
+        if outside[w] == _ALL:
+            parts.append(sets(w))
+        elif outside[w]:
+            parts.append(sets(w) & np.uint64(outside[w]))
+    if not parts:
+        return np.ones(len(cols.order) if pos is None else len(pos), dtype=bool)
+    acc = parts[0] if len(parts) == 1 else np.bitwise_or(parts[0], parts[1])
+    for p in parts[2:]:
+        np.bitwise_or(acc, p, out=acc)
+    return acc == 0
 
 
 def _class_successor(tb: TermBuilder, t: Term, bits: int, endings: dict) -> Term | None:

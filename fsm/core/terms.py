@@ -473,6 +473,14 @@ class TermBuilder:
                 raise ValueError(f"lazy term {name!r} was declared {'' if t.nullable else 'not '}nullable")
         return x
 
+    def lazy_of(self, t: Term) -> Term | None:
+        """The LAZY term of the program whose body, loaded here, t is (None for any other
+        term): the same language under the name every builder gives it."""
+        for name, x in self._loaded.items():
+            if x is t and name in LAZY_PROGRAMS:
+                return self.lazy(name, LAZY_PROGRAMS[name])
+        return None
+
     def load(self, prog: tuple) -> Term:
         """The term of an `export`ed program, in this builder (interned as usual)."""
         return self._load(prog)[-1]

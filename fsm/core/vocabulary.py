@@ -40,6 +40,10 @@ def _gpt2_byte_decoder() -> dict[str, int]:
 
 
 CACHE_SIZE = 128  # compiled constraints kept per vocabulary
+# What the front ends build per vocabulary as it loads, functions of a prepared
+# Vocabulary that they register on import (core imports none of them): the tables every
+# first mask of theirs would otherwise build (fsm/json/prepare.py).
+PREPARERS: list = []
 _CACHE_LOCK = threading.Lock()
 
 
@@ -181,10 +185,14 @@ class Vocabulary:
         return (self.size + 31) // 32
 
     def prepare(self) -> Vocabulary:
-        """Build the tables every constraint's masks read (the token trie, the byte
-        columns) now, as the vocabulary loads, not inside its first constraint. Returns
-        self; the builders (`from_tokenizer`, `from_tekken_json`) call it."""
-        _ = self.trie, self.columns
+        """Build the tables every constraint's masks read (the token trie, its levels
+        as Python lists, the byte columns, and the front ends' own: PREPARERS) now, as
+        the vocabulary loads, not inside the first mask that needs them. Returns self;
+        the builders (`from_tokenizer`, `from_tekken_json`) call it."""
+        trie = self.trie
+        _ = self.columns, trie.lists, trie.below, trie.node_of_token
+        for prepare in PREPARERS:
+            prepare(self)
         return self
 
     @cached_property

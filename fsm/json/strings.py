@@ -114,12 +114,11 @@ class StringTerms:
         self.quote = tb.literal(b'"')
         self.char_ids: set[int] = set()  # the terms `char` made: each member is one character
         prog = _ANY_CHAR.get("program")
-        if prog is None:  # the first builder in the process builds it; later ones load it lazily
-            self.any_char = self.char(ALL)
-            _ANY_CHAR["program"] = tb.export(self.any_char)
-        else:
-            self.any_char = self._chars[charset.normalize(ALL)] = tb.lazy("json:any_char", prog)
-            self.char_ids.add(self.any_char.id)
+        if prog is None:  # the first builder in the process builds it; all take it lazily (one
+            # term whoever built it: the vocabulary's tables of a string's tokens are keyed by it)
+            prog = _ANY_CHAR["program"] = tb.export(self.char(ALL))
+        self.any_char = self._chars[charset.normalize(ALL)] = tb.lazy("json:any_char", prog)
+        self.char_ids.add(self.any_char.id)
         tb.char_items.add(self.any_char.id)  # (the items of every length bound: `length`)
         self.any_chars = tb.star(self.any_char)
         self.any_string = tb.seq([self.quote, self.any_chars, self.quote])

@@ -318,3 +318,44 @@ def test_paused_gc_collect_young():
         assert len(kept) + len(few) + len(more) > 2 * YOUNG_COLLECT
     finally:
         (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize("vocab_name", ["smol_vocab", "tekken_vocab"])
+def test_class_runs_equal_brute_force_on_large_vocabularies(vocab_name, request):
+    """Runs of a class whose non-ASCII members are checked (Unicode \\d and \\w, some
+    accented letters) walk item* over the tokens once per vocabulary and class
+    (TokenAutomaton._class_tokens), and made_of reads narrow classes (digits) and
+    wide ones (a string's characters) off the lists of tokens by byte: masks equal
+    token-by-token walks, on SmolLM2's vocabulary and tekken's 131k."""
+    from structgen.fsm.core.automaton import made_of
+    vocab = request.getfixturevalue(vocab_name)
+    cases = {r"\(\d{3}\) \d{2}": ["(", "(5"], r"\w{1,4}!": ["é"], "[À-ÿa-z]{0,6}!": [""], '"[^"\\\\]*"': ['"']}
+    for i, (pattern, prefixes) in enumerate(cases.items()):
+        a = fsm.compile_regex(pattern, vocab, max_states=10**5 + 20 + i)  # (a fresh automaton)
+        for prefix in prefixes:
+            s = a.dfa.walk(a.start, prefix.encode())
+            assert a._run_words(s, a.dfa.keys[s]) is not None, pattern  # (the path under test)
+            assert set(a.allowed_tokens(s).tolist()) - set(vocab.eos_ids) == \
+                live_tokens_brute_force(a, s), (pattern, prefix)
+    cols = vocab.columns
+    # (the tokens that start with one of the first tested; those with a byte outside the
+    # second read off the lists; the third's, every token's byte set)
+    for chars in (b"0123456789<>/", bytes(b for b in range(0x20, 0x100) if b not in b'"\\'), b"abcdefghij-_"):
+        cls = np.zeros(256, dtype=bool)
+        cls[list(chars)] = True
+        got = cols.order[made_of(cols, cls)]
+        assert set(got.tolist()) == {t for t, b in enumerate(vocab.token_bytes) if b and set(b) <= set(chars)}
+
+
+def test_prefix_words_equal_packing_from_scratch():
+    """A run's packed bitmask per bound (prefix_words) is made from the nearest bound kept,
+    setting or clearing the bits of the ids between: equal to packing ids[:k] afresh, along
+    bounds going down (a string's counts from maxLength), up, and far apart."""
+    from structgen.fsm.core.automaton import pack_ids, prefix_words
+    rng = np.random.default_rng(0)
+    ids = rng.permutation(5000)[:4000].astype(np.int32)
+    packed: dict = {}
+    for k in [3000, 2990, 2989, 2995, 4000, 100, 0, 3998, 2500, 2600]:
+        got = prefix_words(ids, k, packed, 157)
+        assert np.array_equal(got, pack_ids(ids[:k], 157)), k
+        assert not got.flags.writeable

@@ -1,0 +1,36 @@
+"""What the first masks of every JSON constraint share, built as a vocabulary loads.
+
+The first JSON constraint of a process would otherwise build, inside its compile and its
+first masks: the per-process programs of free values (an open object's other members),
+numbers and a string's characters (built once, then exported: schema.py's _UNIVERSES and
+_NUMBERS, strings.py's any_char), and the vocabulary's tables, the same for every schema
+on it: the tokens of a string's characters and those with a quote or escape
+(TokenAutomaton._run_words and _split_walk), the tokens that hold keys (KeyTokens). So
+Vocabulary.prepare() calls `prepare_vocabulary` (registered in PREPARERS: core imports
+no front end), which compiles a small schema with each kind of value and masks its states
+along a document; it is counted in the vocabulary's load. Formats are not built: each
+costs about as much as the rest, and few schemas have one.
+"""
+from __future__ import annotations
+
+from ..core.vocabulary import PREPARERS
+from .schema import build_automaton
+
+_SCHEMA = {"type": "object", "properties": {"s": {"type": "string"}, "i": {"type": "integer"},
+                                            "n": {"type": "number"}, "b": {"type": "boolean"}}}
+# the states masked: inside a string, then after its end; in an integer; in a number
+_DOCUMENT = (b'{"s":"', b'{"s":"x', b'{"s":"x"', b'{"s":"x","i":', b'{"s":"x","i":1', b'{"s":"x","n":',
+             b'{"s":"x","n":1', b'{"s":"x","n":1.5', b'{"s":"x","b":')
+
+
+def prepare_vocabulary(vocab) -> None:
+    """Build the JSON programs of this process and the tables of `vocab` (see above)."""
+    auto = build_automaton(_SCHEMA, vocab)
+    auto.matcher()  # (its key tables)
+    for prefix in (b"",) + _DOCUMENT:
+        s = auto.dfa.walk(auto.start, prefix)
+        if s:
+            auto.mask(s)
+
+
+PREPARERS.append(prepare_vocabulary)
