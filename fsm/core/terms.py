@@ -683,3 +683,29 @@ class TermBuilder:
         if pos < 256:
             out.append((pos, 256, self.anything))
         return tuple(out)
+
+
+def minus_empty(tb: TermBuilder, t: Term, other: Callable[[Term], Term] | None = None) -> Term:
+    """t's texts but the empty one, through alternatives, concatenations and repeats, so
+    that a term with no other text comes out as nothing (not as an intersection that only
+    a search finds empty). Another nullable term goes to `other` (by default it is
+    intersected with the non-empty texts)."""
+    if not t.nullable:
+        return t
+    k = t.kind
+    if k == EMPTY:
+        return tb.nothing
+    if k == ALT:
+        return tb.alt(minus_empty(tb, c, other) for c in t.args)
+    if k == REPEAT:
+        x, _lo, hi = t.args
+        return tb.concat(minus_empty(tb, x, other), tb.repeat(x, 0, None if hi is None else hi - 1))
+    if k == CONCAT:  # (a b ... z: (a-e) b...z | (b-e) c...z | ... | z-e, along the spine in
+        # a loop: an object's optional slots chain as many as it has)
+        out, x = [], t
+        while x.kind == CONCAT:
+            a, b = x.args
+            out.append(tb.concat(minus_empty(tb, a, other), b))
+            x = b
+        return tb.alt(out + [minus_empty(tb, x, other)])
+    return other(t) if other is not None else tb.intersect([t, tb.repeat(tb.any_byte, 1, None)])

@@ -33,7 +33,7 @@ from ..core.errors import GrammarError, RegexError
 from ..core.options import documented, lists_options, option, resolve
 from ..core.terms import Term, TermBuilder, row_target
 from ..core.vocabulary import Vocabulary
-from ..regex.syntax import caseless_literal, regex_to_term
+from ..regex.syntax import caseless_literal, regex_to_term, terminal_terms
 from .masks import GrammarMasks
 from .rows import merge, stacks, subtract
 
@@ -736,17 +736,22 @@ def _balanced(p: str) -> bool:
         return False
 
 
-def _regex_term(tb: TermBuilder, pattern: str, flags: int) -> Term:
-    """A terminal regex: full matches, except that a top-level alternative with a lazy
+def _regex_terms(tb: TermBuilder, pattern: str, flags: int) -> list:
+    """A terminal regex: its lexemes, and what the text after them must begin as
+    (regex.syntax.terminal_terms), except that a top-level alternative with a lazy
     quantifier keeps only its shortest matches (what Python's `re.match` returns)."""
     if not _has_lazy(pattern, flags):
-        return regex_to_term(tb, pattern, flags, lookaround=False)  # (one would look past the terminal)
+        return terminal_terms(tb, pattern, flags)
     branches = _top_branches(pattern)
-    if len(branches) > 1 and all(_balanced(b) for b in branches):
-        return tb.alt(_regex_term(tb, b, flags) for b in branches)
-    t = regex_to_term(tb, pattern, flags, lookaround=False)
-    longer = tb.concat(t, tb.concat(tb.any_byte, tb.anything))
-    return tb.intersect((t, tb.complement(longer)))
+    split = len(branches) > 1 and all(_balanced(b) for b in branches)
+    got = [x for b in branches for x in _regex_terms(tb, b, flags)] if split else terminal_terms(tb, pattern, flags)
+    if any(need is not None for _, need in got):
+        raise RegexError("a lazy quantifier in a terminal whose assertions read the text after it "
+                         "is not supported in constraints", pattern, None)
+    t = tb.alt(t for t, _ in got)
+    if not split:  # no proper prefix of a lexeme is one
+        t = tb.intersect((t, tb.complement(tb.concat(t, tb.concat(tb.any_byte, tb.anything)))))
+    return [(t, None)]
 
 
 def _terminal_label(tdef, rules) -> str:
@@ -761,7 +766,10 @@ def _terminal_label(tdef, rules) -> str:
     return f"{text} (in rule {', '.join(named)})" if named else text
 
 
-def _terminal_term(tb: TermBuilder, tdef, rules=()) -> Term:
+def _terminal_terms(tb: TermBuilder, tdef, rules=()) -> list:
+    """A terminal's lexemes, as [(lexemes, None or what the text after them must begin
+    as)]: one pair, or one per class of the next character where its assertions read
+    it (regex.syntax.terminal_terms)."""
     from lark.lexer import PatternStr
     p = tdef.pattern
     flags = 0
@@ -771,11 +779,11 @@ def _terminal_term(tb: TermBuilder, tdef, rules=()) -> Term:
     try:
         if isinstance(p, PatternStr):
             if flags & re.IGNORECASE:
-                return caseless_literal(tb, value)
-            return tb.literal(value.encode("utf-8"))
+                return [(caseless_literal(tb, value), None)]
+            return [(tb.literal(value.encode("utf-8")), None)]
         if value == _LARK_ESCAPED_STRING:
-            return regex_to_term(tb, _ESCAPED_STRING_RE, flags)
-        return _regex_term(tb, value, flags)
+            return [(regex_to_term(tb, _ESCAPED_STRING_RE, flags), None)]
+        return _regex_terms(tb, value, flags)
     except RegexError as e:
         raise GrammarError(f"terminal {_terminal_label(tdef, rules)}: {e}") from None
 
@@ -947,8 +955,12 @@ def _source(tb, rules, terminals, ignore, start, max_states) -> GrammarSource:
         if td.pattern is None:  # pragma: no cover - lark keeps declared terminals aside
             raise GrammarError(f"terminal {td.name} has no pattern (%declare'd terminals "
                                "cannot be generated)")
+        got = _terminal_terms(tb, td, rules)
+        if len(got) > 1 or got[0][1] is not None:
+            raise GrammarError(f"terminal {_terminal_label(td, rules)}: an assertion at its end reads the "
+                               "character after it, which is not supported yet")
         names.append(td.name)
-        terms.append(_terminal_term(tb, td, rules))
+        terms.append(got[0][0])
     used = {s.name for r in rules for s in r.expansion if s.is_term}
     missing = sorted(used - set(names))
     if missing:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 
 from ..core.errors import ConstraintError, SchemaError
-from ..core.terms import ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOT, NOTHING, REPEAT, Term, TermBuilder
+from ..core.terms import ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOT, NOTHING, REPEAT, Term, TermBuilder, minus_empty
 from .source import JsonTermSource
 
 
@@ -78,28 +78,14 @@ class _RecursiveRules:
         return _marker_index(t, self._marked) is not None
 
     def _minus_empty(self, t: Term) -> Term:
+        return minus_empty(self.tb, t, self._minus_other)
+
+    def _minus_other(self, t: Term) -> Term:
+        """_minus_empty of a term that is no alternative, concatenation or repeat."""
         tb = self.tb
-        if not t.nullable:
-            return t
-        k = t.kind
-        if k == EMPTY:
-            return tb.nothing
-        if k == ALT:
-            return tb.alt(self._minus_empty(c) for c in t.args)
-        if k == REPEAT:
-            x, lo, hi = t.args
-            return tb.concat(self._minus_empty(x), tb.repeat(x, 0, None if hi is None else hi - 1))
-        if k == CONCAT:  # (a h b ... z: (a-e) b...z | (b-e) c...z | ... | z-e, along the spine in
-            # a loop: an object's optional slots chain as many as it has)
-            out, x = [], t
-            while x.kind == CONCAT:
-                a, b = x.args
-                out.append(tb.concat(self._minus_empty(a), b))
-                x = b
-            return tb.alt(out + [self._minus_empty(x)])
-        if k == LAZY:  # (a universe, a deferred enum: what it stands for)
+        if t.kind == LAZY:  # (a universe, a deferred enum: what it stands for)
             return self._minus_empty(tb.body(t))
-        if k in (AND, NOT) and not self._has_marker(t):  # (a terminal: intersected with non-empty texts)
+        if t.kind in (AND, NOT) and not self._has_marker(t):  # (a terminal: intersected with non-empty texts)
             return tb.intersect([t, tb.repeat(tb.any_byte, 1, None)])
         return self._minus_empty(self._one_part(t))
 

@@ -299,18 +299,25 @@ class _JsonConverter(Converter):
     def end_text(self, flags: int, anchor) -> Term:
         return self.tb.empty  # (ECMA's `$` is the very end)
 
-    def node(self, op, av, flags, at_start, at_end):
+    NON_BOUNDARY_IN_EMPTY = True  # (ECMA's \B holds in an empty string)
+
+    def word_ranges(self, flags: int):
+        return ECMA_WORD  # (ECMA's \b: ASCII word characters)
+
+    def char_ranges(self, op, av, flags: int):
         if flags & FLAG_I and op in (C.LITERAL, C.NOT_LITERAL, C.IN):
-            ranges = charset.by_python_re(_class_regex_simple(op, av), FLAG_I)
-            return self.st.char(ranges)
+            return charset.by_python_re(_class_regex_simple(op, av), FLAG_I)
         if op == C.LITERAL:
-            return self.st.char(((av, av),))
+            return ((av, av),)
         if op == C.NOT_LITERAL:
-            return self.st.char(charset.complement(charset.normalize([(av, av)])))
+            return charset.complement(charset.normalize([(av, av)]))
         if op == C.ANY:
-            return self.st.char(ALL if flags & FLAG_S else charset.complement(LINE_TERMINATORS))
-        if op == C.IN:
-            return self.st.char(_class_ranges(av))
+            return ALL if flags & FLAG_S else charset.complement(LINE_TERMINATORS)
+        return _class_ranges(av)
+
+    def node(self, op, av, flags, at_start, at_end):
+        if op in (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN):
+            return self.st.char(self.char_ranges(op, av, flags))
         return super().node(op, av, flags, at_start, at_end)
 
 

@@ -21,12 +21,13 @@ import re
 from ..core.errors import RegexError
 from ..core.terms import Term, TermBuilder
 from . import charset, uprops
+from .context import END, NLEND, right_groups
+from .looks import Lookarounds, Side
+from .tree import AT_BEGIN, AT_END, BOUNDS, TERM_OP, C, has_look, in_order, looks_in_order, own_ats
 
 try:  # Python >= 3.11
-    import re._constants as C
     import re._parser as P
 except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as C  # type: ignore
     import sre_parse as P  # type: ignore
 
 _SUPPORTED_FLAGS = re.IGNORECASE | re.DOTALL | re.VERBOSE | re.ASCII | re.UNICODE | re.MULTILINE
@@ -48,26 +49,61 @@ for _name, _what in (("ATOMIC_GROUP", "atomic group (?>...)"),
         _UNSUPPORTED[getattr(C, _name)] = _what
 
 
-def regex_to_term(tb: TermBuilder, pattern: str, flags: int = 0, lookaround: bool = True) -> Term:
-    """Parse `pattern` (Python `re` syntax) into a term matching its full matches, as UTF-8.
-    `lookaround=False` refuses lookarounds (a grammar's terminal: one would look past it)."""
+def regex_to_term(tb: TermBuilder, pattern: str, flags: int = 0) -> Term:
+    """Parse `pattern` (Python `re` syntax) into a term matching its full matches, as UTF-8."""
+    parsed = _parse(pattern, flags)
+    if isinstance(parsed, list):  # a word list: skip re's parser, dear on long lists
+        return tb.alt(tb.literal(w.encode()) for w in parsed)
+    return Converter(tb, pattern, parsed).then(parsed, int(parsed.state.flags), True, True, tb.empty)
+
+
+def terminal_terms(tb: TermBuilder, pattern: str, flags: int = 0) -> list[tuple[Term, tuple | None]]:
+    """A grammar terminal's lexemes, as [(lexemes, what the text after them must begin
+    as)]: None where they read nothing after them, else (the code points the next
+    character may be, whether the output may end there), one pair per class of that
+    character that the terminal's assertions tell apart. What an assertion reads past
+    the lexeme is the next lexeme's: the grammar's lexer decides one character's class
+    there, no more; lookarounds inside the lexeme see it alone (docs/grammars.md,
+    "Terminals"). RegexError for an assertion that reads before the lexeme, or more
+    than the next character's class after it."""
+    parsed = _parse(pattern, flags)
+    if isinstance(parsed, list):
+        return [(tb.alt(tb.literal(w.encode()) for w in parsed), None)]
+    conv = Converter(tb, pattern, parsed, terminal=True)
+    flags = int(parsed.state.flags)
+    if not conv.looks:
+        return [(conv.sequence(parsed, flags, False, False), None)]
+    ctx = conv.ctx
+    out: dict = {}  # lexemes -> the classes that may follow them
+    for side in right_groups(ctx, [p for p in conv._preds_in(parsed) if p.right]):
+        t = conv._seq(list(parsed), flags, None, None, tb.empty, Side(side, True), [])
+        if not conv.read_after:  # (no assertion read past the lexemes: one term)
+            return [(t, None)]
+        if t is not tb.nothing:
+            out[t] = out.get(t, frozenset()) | side
+        if ctx.nlend and (NLEND in side) != (ctx.newline in side):  # "\n", then the end (or not)
+            dollar = in_order(parsed, lambda op, av: op == C.AT and av == C.AT_END)[0]
+            conv._fail_at(dollar, "a `$` at the end of a grammar terminal, which reads two characters "
+                                  "after it (a final newline, then the end: write \\Z, or (?m)$),")
+    return [(t, (ctx.ranges_of(side), END in side)) for t, side in out.items()] or [(tb.nothing, None)]
+
+
+def _parse(pattern: str, flags: int):
+    """Python's parse tree of `pattern`, or its words where it only alternates plain
+    words (_plain_alternation); RegexError where it is not a regex we take."""
     if isinstance(pattern, bytes):
         raise RegexError("bytes patterns are not supported; pass a str", repr(pattern), None)
     if flags & ~_SUPPORTED_FLAGS:
         raise RegexError(f"unsupported regex flags {flags & ~_SUPPORTED_FLAGS:#x} "
                          "(LOCALE and DEBUG are not supported)", pattern, None)
     words = _plain_alternation(pattern, flags)
-    if words is not None:  # a word list: skip re's parser, dear on long lists
-        return tb.alt(tb.literal(w.encode()) for w in words)
+    if words is not None:
+        return words
     text, edits = python_text(pattern, flags)
     try:
-        parsed = P.parse(text, flags)
+        return P.parse(text, flags)
     except re.error as e:
         raise RegexError(f"invalid regex: {e.msg}", pattern, original_pos(edits, e.pos)) from None
-    conv = Converter(tb, pattern, parsed)
-    if not lookaround:
-        return conv.sequence(parsed, int(parsed.state.flags), True, True)
-    return conv.then(parsed, int(parsed.state.flags), True, True, tb.empty)
 
 
 def python_text(pattern: str, flags: int = 0, ecma_groups: bool = False) -> tuple[str, list]:
@@ -232,59 +268,6 @@ def _plain_alternation(pattern: str, flags: int) -> list[str] | None:
     return words
 
 
-AT_BEGIN = (C.AT_BEGINNING, C.AT_BEGINNING_STRING)
-AT_END = (C.AT_END, C.AT_END_STRING)
-_BOUNDS = (C.AT_BOUNDARY, C.AT_NON_BOUNDARY)
-_LOOKS = (C.ASSERT, C.ASSERT_NOT)
-_REPEATS = (C.MAX_REPEAT, C.MIN_REPEAT)
-TERM_OP = "term"  # an op of ours: a lookbehind and the items it looks at, as (term, shortest width)
-
-
-def _inner(op, av) -> list:
-    """The item lists inside a parse item (a group's, a branch's, a repeat's, a lookaround's)."""
-    return ([av[3]] if op == C.SUBPATTERN else av[1] if op == C.BRANCH else [av[2]] if op in _REPEATS
-            else [av[1]] if op in _LOOKS else [])
-
-
-def _has_look(items, behind: bool = True, ends: bool = False) -> bool:
-    """Whether `items` hold a lookahead, a lookbehind (with `behind`; `^` is one), a word
-    boundary (both) or a `$` (with `ends`: among lookarounds, the end of the input is
-    one more thing to look at)."""
-    return any(op in _LOOKS and (behind or av[0] == 1)
-               or op == C.AT and (av in _BOUNDS or behind and av in AT_BEGIN or ends and av in AT_END)
-               or any(_has_look(x, behind, ends) for x in _inner(op, av)) for op, av in items)
-
-
-def _in_order(items, want) -> list:
-    """The parse items (op, av) of a tree for which want(op, av) holds, in the order
-    their groups open (the source's)."""
-    out = []
-    for item in items:
-        op, av = item
-        if want(op, av):
-            out.append(item)
-        for x in _inner(op, av):
-            out += _in_order(x, want)
-    return out
-
-
-def _own_ats(items) -> None:
-    """Give each anchor and word boundary of a parse tree a tuple of its own, in place
-    (re's parser shares one `(AT, AT_BOUNDARY)` among all `\\b`), so that an error finds
-    its place among them by identity (Converter._fail_at). Idempotent: a tree shared
-    by compilations (fsm/json/strings.py's _parse) reads the same after it."""
-    for k, (op, av) in enumerate(items):
-        if op == C.AT:
-            items[k] = (op, av)
-        for x in _inner(op, av):
-            _own_ats(x)
-
-
-def _looks_in_order(items) -> list:
-    """The lookaround items of a parse tree, in the order their groups open."""
-    return [av for _, av in _in_order(items, lambda op, av: op in _LOOKS)]
-
-
 def _edges(items, tb: TermBuilder) -> tuple[int, int]:
     """The first and last places of `items` that may hold text: anchors and a lead item
     of the empty text (_search's, where the pattern begins with `^`) hold none, so the
@@ -308,20 +291,30 @@ def _may_look(pattern: str) -> bool:
         return True
     if not ("^" in pattern[1:] or "$" in pattern[:-1] or "\\A" in pattern or "\\Z" in pattern):
         return False
-    ends = ((0, "^"), (0, "\\"), (len(pattern) - 1, "$"), (len(pattern) - 2, "\\"))
-    return any((i, pattern[i]) not in ends for i in _construct_positions(pattern).get("anchor", ()))
+    ends = ((0, "^"), (0, "\\A"), (len(pattern) - 1, "$"), (len(pattern) - 2, "\\Z"))
+    return any((i, pattern[i:i + 2] if pattern[i] == "\\" else pattern[i]) not in ends
+               for i in _construct_positions(pattern).get("anchor", ()))
 
 
-class Converter:
-    MAX_LOOK_REPEAT = 8  # a repeat with a lookahead inside is unrolled: at most this many
+class Converter(Lookarounds):
+    """A parse tree -> terms. Leaves come from `char_ranges` and `literal_run`, texts
+    from `any_text` and `end_text`: fsm/json/strings.py changes those for JSON strings.
+    Lookarounds, anchors and word boundaries: fsm/regex/looks.py."""
 
-    def __init__(self, tb: TermBuilder, pattern: str, root=()):
+    NON_BOUNDARY_IN_EMPTY = re.fullmatch(r"\B", "") is not None  # (False before Python 3.14)
+
+    def __init__(self, tb: TermBuilder, pattern: str, root=(), terminal: bool = False):
         self.tb, self.pattern = tb, pattern
         self.root = root  # the whole parse tree (for a lookaround's position)
-        self.looks = _may_look(pattern)  # (else the tree holds nothing that looks around)
+        self.flags = int(root.state.flags) if hasattr(root, "state") else 0
+        # (else the tree holds nothing that looks around; a terminal's every anchor looks past it)
+        self.looks = _may_look(pattern) or terminal and has_look(root, ends=True)
         if self.looks:
-            _own_ats(root)
+            own_ats(root)
+        self.terminal = terminal  # a grammar terminal: what precedes and follows it is other lexemes'
+        self.read_after = False  # (a terminal's assertion read the text after it: Lookarounds._look_ahead)
         self._seen: dict[str, int] = {}
+        self._terms: dict = {}  # context class terms (Lookarounds)
 
     def visit(self, kind: str) -> int:
         n = self._seen.get(kind, 0)
@@ -372,197 +365,18 @@ class Converter:
         nl = tb.literal(b"\n")
         return tb.alt([tb.empty, tb.concat(nl, self.any_text()) if flags & re.MULTILINE else nl])
 
-    def then(self, items, flags: int, at_start: bool, at_end: bool, rest: Term) -> Term:
-        """`items` followed by `rest`, the texts that may follow them to the end of the
-        input: what a lookahead among them sees after its place. Without lookarounds,
-        sequence's term (its anchors: only at the ends)."""
-        if not self.looks or not _has_look(items, ends=True):
-            return self.tb.concat(self.sequence(items, flags, at_start, at_end), rest)
-        return self._then(items, flags, at_start, at_end, rest)
-
-    def _then(self, items, flags: int, at_start: bool, at_end: bool, rest: Term) -> Term:
-        """then() in a pattern with lookarounds: the texts after a lookahead, or a `$`
-        (the end of the input), are built first (right to left), through groups, branches
-        and short repeats; a lookbehind first joins the items it looks at (_behind)."""
-        tb = self.tb
-        if not _has_look(items, ends=True):
-            return tb.concat(self.sequence(items, flags, at_start, at_end), rest)
-        items = self._behind(list(items), flags, at_start)
-        first, last = _edges(items, tb)
-        end = len(items)
-        for i in range(len(items) - 1, -1, -1):
-            if not _has_look(items[i:i + 1], ends=True):
-                continue
-            rest = tb.concat(self.sequence(items[i + 1:end], flags, at_start and i + 1 <= first,
-                                           at_end and end - 1 >= last), rest)
-            rest = self._ahead(items[i], flags, at_start and i <= first, at_end and i >= last, rest)
-            end = i
-        return tb.concat(self.sequence(items[:end], flags, at_start, at_end and end - 1 >= last), rest)
-
-    def _ahead(self, item, flags: int, at_start: bool, at_end: bool, rest: Term) -> Term:
-        """One item that holds a lookahead, followed by `rest`."""
-        tb = self.tb
-        op, av = item
-        if op == C.AT:  # a `$`
-            return rest if rest is tb.empty else tb.intersect([rest, self.end_text(flags, av)])
-        if op in _LOOKS:  # (a lookbehind: _behind took it)
-            seen = self._then(av[1], flags, False, False, self.any_text())
-            return tb.intersect([rest, seen if op == C.ASSERT else tb.complement(seen)])
-        if op == C.SUBPATTERN:
-            _group, add, delete, sub = av
-            return self._then(sub, (flags | int(add)) & ~int(delete), at_start, at_end, rest)
-        if op == C.BRANCH:
-            return tb.alt(self._then(b, flags, at_start, at_end, rest) for b in av[1])
-        lo, hi, sub = av  # a repeat
-        if not _has_look(sub, behind=False, ends=True):  # lookbehinds only: they look within each item
-            once = hi == 1  # (`(?:^a)?`: its one item is where the repeat is)
-            body = self._then(sub, flags, at_start and once, False, tb.empty)
-            return tb.concat(tb.repeat(body, lo, None if hi == C.MAXREPEAT else hi), rest)
-        if rest is tb.empty and (t := self._tempered(sub, flags, lo, hi)) is not None:
-            return t
-        folded = self._folded(sub, flags)
-        if not _has_look(folded, behind=False, ends=True):  # (its lookaheads each saw one character)
-            body = self._then(folded, flags, at_start and hi == 1, False, tb.empty)
-            return tb.concat(tb.repeat(body, lo, None if hi == C.MAXREPEAT else hi), rest)
-        if hi == C.MAXREPEAT or hi > self.MAX_LOOK_REPEAT:
-            what = f"inside a repeat of more than {self.MAX_LOOK_REPEAT}"
-            looks = [x for x in _looks_in_order(sub) if x[0] == 1]
-            if looks:
-                self._fail_look(looks[0], "a lookahead " + what)
-            self._fail_at(next(x for x in _in_order(sub, lambda op, av: op == C.AT)),
-                          "a word boundary or `$` " + what)
-        more = rest  # at most hi - lo more items, then lo items before them
-        for _ in range(hi - lo):
-            more = tb.alt([rest, self._then(sub, flags, False, False, more)])
-        for _ in range(lo):
-            more = self._then(sub, flags, False, False, more)
-        return more
-
-    def _folded(self, items, flags: int) -> list:
-        """`items` (a new list) where a lookahead of one character, `(?!X)` or `(?=X)`,
-        that an item of one character D follows (or a repeat of D, at least once) is
-        one with it: D less X, or D and X (exact: the lookahead sees D's character).
-        `((?!-)[a-z0-9-]+[.])+` is then a plain repeat, not one to unroll. Groups,
-        branches and repeats are folded inside."""
-        out, items, k = [], list(items), 0
-        while k < len(items):
-            op, av = items[k]
-            if op == C.SUBPATTERN:  # (its own flags: `(?i:(?!a)[a-z])`)
-                out.append((op, (*av[:3], self._folded(av[3], (flags | int(av[1])) & ~int(av[2])))))
-            elif op == C.BRANCH:
-                out.append((op, (av[0], [self._folded(b, flags) for b in av[1]])))
-            elif op in _REPEATS:
-                out.append((op, (av[0], av[1], self._folded(av[2], flags))))
-            elif op in _LOOKS and av[0] == 1 and k + 1 < len(items) and (x := self._one_char(av[1], flags)) \
-                    is not None and (joined := self._joined(items[k + 1], flags, x, op == C.ASSERT)) is not None:
-                out += joined
-                k += 1
-            else:
-                out.append((op, av))
-            k += 1
-        return out
-
-    def _one_char(self, items, flags: int) -> Term | None:
-        """The term of `items` where they are one item of one character (a literal, a
-        class, `.`), else None."""
-        items = list(items)
-        if len(items) != 1 or items[0][0] not in (C.LITERAL, C.NOT_LITERAL, C.IN, C.ANY):
-            return None
-        return self.node(*items[0], flags, False, False)
-
-    def _joined(self, item, flags: int, look: Term, holds: bool) -> list | None:
-        """The items for `item` after a one-character lookahead `look` (_folded): its
-        first character meets the lookahead. None where item is no character, nor a
-        repeat of one taken at least once."""
-        op, av = item
-        d, after = self._one_char([item], flags), []
-        if d is None and op in _REPEATS and av[0] >= 1 and (d := self._one_char(av[2], flags)) is not None:
-            hi = av[1] if av[1] == C.MAXREPEAT else av[1] - 1
-            after = [(op, (av[0] - 1, hi, av[2]))]
-        if d is None:
-            return None
-        tb = self.tb
-        first = tb.intersect([d, look if holds else tb.complement(look)])
-        return [(TERM_OP, (first, 1))] + after
-
-    def _tempered(self, sub, flags: int, lo: int, hi: int):
-        """A repeat at the input's end whose item is one character with lookaheads
-        (`^((?!--).)*$`, "no `--` anywhere"): each character of the repeat begins an
-        item, so the texts are lo to hi characters from each of which the rest of the
-        input is one that an item may begin (G: the item followed by any text, its
-        lookaheads seeing all of it), which is regular without unrolling: characters
-        minus Σ* (Σ+ minus G). None for any other repeat."""
-        tb = self.tb
-        if P.SubPattern(self.root.state, list(sub)).getwidth() != (1, 1):
-            return None
-        text = self.any_text()  # (a star: its item is one character)
-        begins = self._then(sub, flags, False, False, text)
-        some = tb.intersect([text, tb.complement(tb.empty)])
-        bad = tb.concat(text, tb.intersect([some, tb.complement(begins)]))
-        return tb.intersect([tb.repeat(text.args[0], lo, None if hi == C.MAXREPEAT else hi), tb.complement(bad)])
-
-    def _behind(self, items: list, flags: int, at_start: bool) -> list:
-        """`items` where each lookbehind and the items before it that it looks at are one
-        (TERM_OP, (term, shortest width)) item: the fewest items whose shortest match is
-        as long as the lookbehind's (fixed) width, so that all it sees lies in them, or
-        (`at_start`: the items begin the input) all of them."""
-        tb = self.tb
-        out: list = []
-        for item in items:
-            op, av = item
-            at = op == C.AT and (av in _BOUNDS or av in AT_BEGIN)  # a `^` or a word boundary: one character back
-            if not at and (op not in _LOOKS or av[0] != -1):
-                out.append(item)
-                continue
-            if not at and _has_look(av[1], ends=True):  # (what it would see lies before the input's end)
-                self._fail_look(av, "a lookaround or `$` inside a lookbehind")
-            need = 1 if at else av[1].getwidth()[0]
-            i, width = len(out), 0
-            # (back over items whose own lookbehinds look within what is joined: `(?:^|-)\b`)
-            while width < need and i > 0 and out[i - 1][0] != C.AT and not _has_look(out[i - 1:i], ends=True,
-                                                                                     behind=False):
-                i -= 1
-                x = out[i]
-                width += x[1][1] if x[0] == TERM_OP else P.SubPattern(self.root.state, [x]).getwidth()[0]
-            if width < need and not (i == 0 and at_start):
-                what = ("a lookbehind that may look before its group or pattern starts "
-                        "(or past an anchor or a lookahead)")
-                if at:
-                    self._fail_at(item, what.replace("a lookbehind", "a `^` or word boundary"))
-                self._fail_look(av, what)
-            kept = self._then(out[i:], flags, at_start and i == 0, False, tb.empty)
-            if op in _LOOKS:
-                seen = tb.concat(self.any_text(), self._then(av[1], flags, False, False, tb.empty))
-                out[i:] = [(TERM_OP, (tb.intersect([kept, seen if op == C.ASSERT else tb.complement(seen)]), width))]
-            elif av in AT_BEGIN:  # nothing before it (MULTILINE's `^`: or a newline)
-                if flags & re.MULTILINE and av == C.AT_BEGINNING:
-                    kept = tb.intersect([kept, tb.alt([tb.empty, tb.concat(self.any_text(), tb.literal(b"\n"))])])
-                else:
-                    kept = tb.empty if kept.nullable else tb.nothing
-                out[i:] = [(TERM_OP, (kept, width))]
-            else:  # \b: a word character on one side only (\B: on both or neither)
-                word = [(C.IN, [(C.CATEGORY, C.CATEGORY_WORD)])]
-                ends_word = tb.concat(self.any_text(), self.sequence(word, flags, False, False))
-                sides = [(C.ASSERT_NOT, (1, word)), (C.ASSERT, (1, word))]
-                if av == C.AT_NON_BOUNDARY:
-                    sides.reverse()
-                out[i:] = [(C.BRANCH, (None, [[(TERM_OP, (tb.intersect([kept, ends_word]), width)), sides[0]],
-                                              [(TERM_OP, (tb.intersect([kept, tb.complement(ends_word)]), width)),
-                                               sides[1]]]))]
-        return out
-
     def _fail_at(self, item, what: str) -> None:
         """RegexError at the anchor or word boundary `item` (its place among the pattern's)."""
-        kind = "boundary" if item[1] in _BOUNDS else "anchor"
-        same = lambda op, av: op == C.AT and (av in _BOUNDS) == (kind == "boundary")  # noqa: E731
-        order = [id(x) for x in _in_order(self.root, same)]  # (item is the tree's own tuple)
+        kind = "boundary" if item[1] in BOUNDS else "anchor"
+        same = lambda op, av: op == C.AT and (av in BOUNDS) == (kind == "boundary")  # noqa: E731
+        order = [id(x) for x in in_order(self.root, same)]  # (item is the tree's own tuple)
         self.fail(what, kind, order.index(id(item)))
 
     def _fail_look(self, av, what: str) -> None:
         """RegexError at the lookaround `av` (its place among the pattern's lookarounds)."""
         pos = _construct_positions(self.pattern)
         at = sorted(pos.get(_UNSUPPORTED[C.ASSERT], []) + pos.get(_UNSUPPORTED[C.ASSERT_NOT], []))
-        order = [id(x) for x in _looks_in_order(self.root)]
+        order = [id(x) for x in looks_in_order(self.root)]
         n = order.index(id(av)) if id(av) in order else -1
         raise RegexError(f"{what} is not supported in constraints", self.pattern,
                          at[n] if 0 <= n < len(at) else None)
@@ -571,17 +385,10 @@ class Converter:
         tb = self.tb
         if op == TERM_OP:
             return av[0]
-        if op == C.LITERAL:
-            if flags & FLAG_I:
-                return self.chars([(C.LITERAL, av)], flags)
+        if op == C.LITERAL and not flags & FLAG_I:
             return tb.literal(chr(av).encode("utf-8", "surrogatepass")) if not 0xD800 <= av <= 0xDFFF else tb.nothing
-        if op == C.NOT_LITERAL:
-            return self.chars([(C.NEGATE, None), (C.LITERAL, av)], flags)
-        if op == C.ANY:
-            ranges = ((0, charset.MAX_CP),) if flags & FLAG_S else charset.complement(((10, 10),))
-            return charset.to_term(tb, charset.normalize(ranges))
-        if op == C.IN:
-            return self.chars(av, flags)
+        if op in (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN):
+            return charset.to_term(tb, self.char_ranges(op, av, flags))
         if op == C.BRANCH:
             return tb.alt(self.sequence(b, flags, at_start, at_end) for b in av[1])
         if op == C.SUBPATTERN:
@@ -592,9 +399,7 @@ class Converter:
             once = hi == 1  # (`(?:^a)?`: its one item is where the repeat is)
             body = self.sequence(sub, flags, at_start and once, at_end and once)
             return tb.repeat(body, lo, None if hi == C.MAXREPEAT else hi)
-        if op == C.AT:
-            if av in _BOUNDS:  # (then() takes a pattern with one)
-                self.fail("word boundary (\\b, \\B) in a grammar terminal", "boundary")
+        if op == C.AT:  # (then() takes a pattern with any other anchor or a word boundary)
             n = self.visit("anchor")
             if av in AT_BEGIN and at_start:
                 return tb.empty
@@ -609,12 +414,22 @@ class Converter:
 
     def chars(self, items, flags: int) -> Term:
         """One character of a class given as sre items (IN's list)."""
+        return charset.to_term(self.tb, self.char_ranges(C.IN, items, flags))
+
+    def char_ranges(self, op, av, flags: int):
+        """The code points of a one-character item (a literal, a class, `.`) under `flags`."""
+        if op == C.ANY:
+            return charset.normalize(((0, charset.MAX_CP),) if flags & FLAG_S else charset.complement(((10, 10),)))
+        items = [(C.LITERAL, av)] if op == C.LITERAL else [(C.NEGATE, None), (C.LITERAL, av)] \
+            if op == C.NOT_LITERAL else av
         rel = flags & (FLAG_I | FLAG_A)
         fast = _fast_class(items, rel)
-        if fast is not None:
-            return charset.to_term(self.tb, fast)
-        # Unicode case folding beyond ASCII: ask re itself, once per class (cached).
-        return charset.to_term(self.tb, charset.by_python_re(class_regex(items), rel))
+        # (Unicode case folding beyond ASCII: ask re itself, once per class, cached)
+        return fast if fast is not None else charset.by_python_re(class_regex(items), rel)
+
+    def word_ranges(self, flags: int):
+        """The word characters of `\\b` and `\\B` under `flags`."""
+        return charset.category(r"\w", bool(flags & FLAG_A))
 
 
 # Code points that an ASCII letter matches under re.IGNORECASE (Unicode), beside its
