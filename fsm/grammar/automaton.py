@@ -34,6 +34,7 @@ from ..core.options import documented, lists_options, option, resolve
 from ..core.terms import Term, TermBuilder, row_target
 from ..core.vocabulary import Vocabulary
 from ..regex.syntax import caseless_literal, regex_to_term, terminal_terms
+from .follow import Families, copy_columns, expand
 from .masks import GrammarMasks
 from .rows import merge, stacks, subtract
 
@@ -302,12 +303,16 @@ class GrammarSource:
 
     `terms[i]` is terminal i's term, `ignored[i]` whether it is %ignore'd, `names[i]`
     its name. Keys are frozensets of (stack, terminal, lexeme) elements; terminal -1 is
-    the "boundary" pseudo-element: nothing being lexed, the next lexeme starts here."""
+    the "boundary" pseudo-element: nothing being lexed, the next lexeme starts here.
+    `families` (fsm/grammar/follow.py) says which terminals start after which, where
+    some read the character after them."""
 
     def __init__(self, tb: TermBuilder, tables: _Tables, names, terms, ignored,
-                 max_states: int = DEFAULT_MAX_STATES, lexemes: TermSource | None = None):
+                 max_states: int = DEFAULT_MAX_STATES, lexemes: TermSource | None = None,
+                 families: Families | None = None):
         self.tb, self.t = tb, tables
         self.names, self.terms, self.ignored = list(names), list(terms), list(ignored)
+        self.fam = families or Families(len(self.terms))
         self.dead = frozenset()
         # the bottom nodes by state; a node's own kids hold the nodes pushed on it (no
         # (state, parent) tuple per node, which the collector would track)
@@ -317,8 +322,10 @@ class GrammarSource:
         self._ignored_idx = [i for i, ig in enumerate(self.ignored) if ig]
         self._live: dict[int, tuple] = {}
         self._templates: dict = {}  # terminal set -> merged start row (GrammarSource.template)
-        self._all = frozenset(range(len(self.terms)))
-        self._starting: dict[int, tuple] = {}  # byte -> ((terminal, lexeme), ...) starting with it
+        self._all = self.fam.members[0]
+        self._ignored_of = [[i for i in self._ignored_idx if i in m] for m in self.fam.members]
+        self._starting: dict[int, tuple] = {}  # family * 256 + byte -> ((terminal, lexeme), ...) starting with it
+        self._fam_starts: dict = {}  # (stack, family > 0) -> merged start row
         self.root = self._push(tables.start_state, None)
         self.start_key = frozenset({(self.root, -1, tb.empty)})
 
@@ -331,6 +338,7 @@ class GrammarSource:
             s = todo.pop()
             todo += s.kids.values()
             s.kids, s.feed, s.starts = {}, {}, None
+        self._fam_starts.clear()
         self.tb.release()
 
     # -- LR stacks ------------------------------------------------------------------
@@ -443,15 +451,18 @@ class GrammarSource:
         return stack.end
 
     # -- rows -------------------------------------------------------------------------
-    def _start_row(self, stack: _Stack) -> tuple:
-        """The merged row of every terminal that can start at `stack`."""
-        r = stack.starts
+    def _start_row(self, stack: _Stack, fam: int = 0) -> tuple:
+        """The merged row of every terminal of family `fam` that can start at `stack`."""
+        r = stack.starts if fam == 0 else self._fam_starts.get((stack, fam))
         if r is None:
-            feed = self.feed
-            can = frozenset([i for i in self.t.action[stack.state] if feed(stack, i) is not None]
-                            + self._ignored_idx)
-            r = stack.starts = tuple((a, b, frozenset([(stack, j, y) for j, y in items]))
-                                     for a, b, items in self.template(can))
+            feed, members = self.feed, None if self.fam.plain else self.fam.members[fam]
+            can = frozenset([i for i in self.t.action[stack.state] if (members is None or i in members)
+                             and feed(stack, i) is not None] + self._ignored_of[fam])
+            r = tuple((a, b, frozenset([(stack, j, y) for j, y in items])) for a, b, items in self.template(can))
+            if fam == 0:
+                stack.starts = r
+            else:
+                self._fam_starts[(stack, fam)] = r
         return r
 
     def template(self, allowed: frozenset) -> tuple:
@@ -495,7 +506,7 @@ class GrammarSource:
                     r = self._start_row(stack)
                     rows = [subtract(r, seg) if seg and r else r]
                 else:
-                    rows = [self._start_row(nxt) for nxt in stacks(self.feed(stack, i))]
+                    rows = [self._start_row(nxt, self.fam.after[i]) for nxt in stacks(self.feed(stack, i))]
                 parts += [r for r in rows if r]
         return merge(parts)
 
@@ -503,13 +514,13 @@ class GrammarSource:
         """The target of `row(key)` at byte c, without building the whole row (a token
         step needs one byte of each key on its path)."""
         out: set = set()
-        live_row, ignored, feed = self._live_row, self.ignored, self.feed
-        starting = None  # (terminal, lexeme) of every terminal that starts with c
+        live_row, ignored, feed, after = self._live_row, self.ignored, self.feed, self.fam.after
         for stack, i, x in key:
             y = row_target(live_row(x), c)
             if y is not None:
                 out.add((stack, i, y))
             if x.nullable:
+                fam = 0
                 if i < 0:
                     nxt = stack
                 elif ignored[i]:
@@ -517,11 +528,12 @@ class GrammarSource:
                         continue
                     nxt = stack
                 else:
-                    nxt = feed(stack, i)
+                    nxt, fam = feed(stack, i), after[i]
+                # (terminal, lexeme) of every terminal of the family that starts with c
+                starting = self._starting.get(fam * 256 + c)
                 if starting is None:
-                    starting = self._starting.get(c)
-                    if starting is None:
-                        starting = self._starting[c] = row_target(self.template(self._all), c) or ()
+                    starting = self._starting[fam * 256 + c] = \
+                        row_target(self.template(self.fam.members[fam]), c) or ()
                 for stack_ in stacks(nxt):
                     for j, z in starting:  # as _start_row(stack_) at c, without the whole row
                         if ignored[j] or feed(stack_, j) is not None:
@@ -530,7 +542,7 @@ class GrammarSource:
 
     def accepting(self, key) -> bool:
         for stack, i, x in key:
-            if x.nullable:
+            if x.nullable and (i < 0 or self.fam.may_end[i]):
                 nxt = stack if i < 0 or self.ignored[i] else self.feed(stack, i)
                 if any(self.accepts_end(n) for n in stacks(nxt)):
                     return True
@@ -769,7 +781,7 @@ def _terminal_label(tdef, rules) -> str:
 def _terminal_terms(tb: TermBuilder, tdef, rules=()) -> list:
     """A terminal's lexemes, as [(lexemes, None or what the text after them must begin
     as)]: one pair, or one per class of the next character where its assertions read
-    it (regex.syntax.terminal_terms)."""
+    it (fsm/grammar/follow.py)."""
     from lark.lexer import PatternStr
     p = tdef.pattern
     flags = 0
@@ -789,12 +801,14 @@ def _terminal_terms(tb: TermBuilder, tdef, rules=()) -> list:
 
 
 def build_source(tb, rules, term_names: list, terms: list, ignored: list, start: str,
-           max_states: int, lexemes: TermSource | None = None, label=str) -> GrammarSource:
+           max_states: int, lexemes: TermSource | None = None, label=str, variants=None) -> GrammarSource:
     """The GrammarSource of `rules` ((left side, symbols) name pairs: _rule_pairs;
     a symbol that no rule defines is a terminal); `lexemes` decides the emptiness of
     terminals and their derivatives (recursive JSON Schemas pass their own: structural,
     where a plain TermSource guesses members of big intersections); `label(name)` names
-    a terminal in errors."""
+    a terminal in errors; `variants` {terminal index: [(lexemes, what follows)]} the
+    terminals that read the character after them (fsm/grammar/follow.py; terms[i] is the
+    union of terminal i's)."""
     live = set()
     source = lexemes or TermSource(tb, max_states)  # one emptiness cache for all lexemes
     for name, t in zip(term_names, terms):
@@ -809,7 +823,11 @@ def build_source(tb, rules, term_names: list, terms: list, ignored: list, start:
     index = {n: i for i, n in enumerate(term_names)}
     tables = _lalr_tables(rules, start, index)
     ign = [ig and n in live for n, ig in zip(term_names, ignored)]
-    return GrammarSource(tb, tables, term_names, terms, ign, max_states, source)
+    families = None
+    if variants:
+        term_names, terms, ign, column, families = expand(tb, term_names, terms, ign, variants)
+        copy_columns(tables.action, column)
+    return GrammarSource(tb, tables, term_names, terms, ign, max_states, source, families)
 
 
 _META_LOCK = threading.Lock()
@@ -950,17 +968,16 @@ def grammar_source(grammar: str, start: str = "start", tb: TermBuilder | None = 
 
 
 def _source(tb, rules, terminals, ignore, start, max_states) -> GrammarSource:
-    names, terms = [], []
+    names, terms, variants = [], [], {}
     for td in terminals:
         if td.pattern is None:  # pragma: no cover - lark keeps declared terminals aside
             raise GrammarError(f"terminal {td.name} has no pattern (%declare'd terminals "
                                "cannot be generated)")
         got = _terminal_terms(tb, td, rules)
         if len(got) > 1 or got[0][1] is not None:
-            raise GrammarError(f"terminal {_terminal_label(td, rules)}: an assertion at its end reads the "
-                               "character after it, which is not supported yet")
+            variants[len(names)] = got
         names.append(td.name)
-        terms.append(got[0][0])
+        terms.append(tb.alt(t for t, _ in got))
     used = {s.name for r in rules for s in r.expansion if s.is_term}
     missing = sorted(used - set(names))
     if missing:
@@ -969,7 +986,7 @@ def _source(tb, rules, terminals, ignore, start, max_states) -> GrammarSource:
     ignored = [n in ignore for n in names]
     defs = dict(zip(names, terminals))
     return build_source(tb, _rule_pairs(rules), names, terms, ignored, start, max_states,
-                  label=lambda name: _terminal_label(defs[name], rules))
+                        label=lambda name: _terminal_label(defs[name], rules), variants=variants)
 
 
 @documented

@@ -55,7 +55,8 @@ class LexerSource:
     walk is for (a boundary, or an %ignore'd lexeme, which leaves the stack alone);
     after a completed terminal t, those in `follows[t]` start: the terminals some LR
     state entered by shifting t has an action on (a superset of what can follow t in
-    any sentence; ignored terminals always can). A lexing that would start a terminal
+    any sentence; ignored terminals always can), of t's family where t reads the
+    character after it (fsm/grammar/follow.py). A lexing that would start a terminal
     after more than its cap of completed ones (see MAX_SEQ) becomes a sticky marker
     `(seq, -2, None, DEEP)`: the token needs an exact check wherever the stack takes
     seq. A FRESH item is a lexeme that must go on before it may end (the position
@@ -79,7 +80,9 @@ class LexerSource:
                     if shift:
                         follows[i].update(g.t.action[arg])
         ign = {i for i in range(n) if g.ignored[i]}
-        self.follows = [frozenset(f | ign) for f in follows]
+        # (after a terminal that reads the character after it, its family's: follow.py)
+        self.follows = [frozenset(f | ign) if g.fam.plain else frozenset((f | ign) & g.fam.members[g.fam.after[i]])
+                        for i, f in enumerate(follows)]
         self._items: list = []        # item number -> item
         self._number: dict = {}       # item -> its bit
         self._members: dict = {0: ()}  # key -> its item numbers
@@ -402,13 +405,13 @@ class GrammarMasks:
         self._plans: dict = {}       # lexer key -> _Plan
         self._ctx_plans: dict = {}   # boundary context -> its _Plan
         self._pos_plans: dict = {}   # (terminal, lexeme id) -> its position's _Plan
-        self._boundary: dict = {}    # stack -> bits
+        self._boundary: dict = {}    # stack (family 0), or (stack, family) -> bits
         self._elements: dict = {}    # (stack, terminal, lexeme id) -> bits
-        self._startable: dict = {}   # LR stack -> terminals that can start there
-        self._acts: dict = {}        # LR state -> GrammarMasks._actions
-        self._all = frozenset(range(len(g.terms)))
-        self._contexts: list = []    # boundary context sets walked (see _context)
-        self._ctx_of_state: dict = {}  # LR state -> a walked context covering its actions
+        self._startable: dict = {}   # LR stack (family 0, or with the family) -> terminals that can start there
+        self._acts: dict = {}        # LR state (family 0, or with the family) -> GrammarMasks._actions
+        self._all = g.fam.members[0]
+        self._contexts: list = [[] for _ in g.fam.members]  # per family: context sets walked (_context)
+        self._ctx_of_state: dict = {}  # LR state (or with the family) -> a walked context covering its actions
         self._restart: dict = {}     # (terminal, lexeme id) -> GrammarMasks._restarts
         self._no_first: dict = {}    # lexeme id -> bits of tokens not starting in its row
         self._wide: list = []        # (terminal, lexeme): loop positions walk_loops left
@@ -495,7 +498,7 @@ class GrammarMasks:
         self.stats["walks"] += 1
         dfa, trie, lex, cols = self.dfa, self.vocab.trie, self.lex, self.vocab.columns
         s_pos = dfa.state_of(lex.position(None, t, x))
-        s_all = dfa.state_of(lex.boundary(self._all))
+        s_all = dfa.state_of(lex.boundary(self.g.fam.members[self.g.fam.after[t]]))
         along: dict = {}  # trie node -> state after it, from the position
         below: dict = {}  # word length -> the words and their trie nodes (level indices)
         for w in words:
@@ -765,10 +768,12 @@ class GrammarMasks:
             bits[u] = bool(key)
         return bits
 
-    def boundary_bits(self, stack) -> np.ndarray:
-        b = self._boundary.get(stack)
+    def boundary_bits(self, stack, fam: int = 0) -> np.ndarray:
+        """The tokens allowed where the next lexeme starts at `stack`, in family `fam`."""
+        key = stack if fam == 0 else (stack, fam)  # (no tuple where no terminal reads past its end)
+        b = self._boundary.get(key)
         if b is None:
-            ctx = self._context(stack)
+            ctx = self._context(stack, fam)
             plan = self._ctx_plans.get(ctx)
             if plan is None:
                 plan = self._ctx_plans[ctx] = self._plan(self.lex.boundary(ctx))
@@ -776,10 +781,10 @@ class GrammarMasks:
                     for t, y in self._wide:  # states are mostly built now, in a slow step
                         self._position_plan(t, y)
                     self._wide = []
-            b = self._boundary[stack] = self._position_bits(plan, stack, (stack, -1, self.g.tb.empty))
+            b = self._boundary[key] = self._position_bits(plan, stack, (stack, -1, self.g.tb.empty))
         return b
 
-    def _context(self, stack) -> frozenset:
+    def _context(self, stack, fam: int = 0) -> frozenset:
         """The set of terminals a boundary walk for `stack` starts with. Any superset of
         the terminals that can start there gives the same masks (requirements check
         them), so a walk made for a superset is reused; the first walk is for just this
@@ -787,38 +792,43 @@ class GrammarMasks:
         more). An ignored lexeme's position is walked for all terminals at once: the
         lexer states after it are then the boundary's, shared, and a comment is walked
         once per lexeme, not once per context."""
-        c = self._ctx_of_state.get(stack.state)
+        key = stack.state if fam == 0 else (stack.state, fam)
+        c = self._ctx_of_state.get(key)
         if c is not None:
             return c
-        ctxs = self._contexts
-        acts = self._actions(stack.state)  # a superset of `need`, without parser steps
+        ctxs = self._contexts[fam]
+        acts = self._actions(stack.state, fam)  # a superset of `need`, without parser steps
         for c in ctxs:
             if acts <= c:
-                self._ctx_of_state[stack.state] = c  # contexts are only added: still valid later
+                self._ctx_of_state[key] = c  # contexts are only added: still valid later
                 return c
-        need = self.startable(stack)
+        need = self.startable(stack, fam)
         for c in ctxs:
             if need <= c:
                 return c
-        c = need if not ctxs else self._all
+        c = need if not ctxs else self.g.fam.members[fam]
         ctxs.append(c)
         return c
 
-    def _actions(self, state: int) -> frozenset:
-        """The terminals LR state `state` has an action on, and the ignored ones."""
-        r = self._acts.get(state)
-        if r is None:
-            r = self._acts[state] = frozenset(list(self.g.t.action[state]) + self.g._ignored_idx)
-        return r
-
-    def startable(self, stack) -> frozenset:
-        """The terminals that can start at `stack` (ignored ones included)."""
-        r = self._startable.get(stack)
+    def _actions(self, state: int, fam: int = 0) -> frozenset:
+        """The terminals of family `fam` LR state `state` has an action on, and the
+        ignored ones."""
+        key = state if fam == 0 else (state, fam)
+        r = self._acts.get(key)
         if r is None:
             g = self.g
-            r = self._startable[stack] = frozenset(
-                [i for i in g.t.action[stack.state] if g.feed(stack, i) is not None]
-                + g._ignored_idx)
+            r = frozenset(list(g.t.action[state]) + g._ignored_idx)
+            r = self._acts[key] = r if g.fam.plain else r & g.fam.members[fam]
+        return r
+
+    def startable(self, stack, fam: int = 0) -> frozenset:
+        """The terminals of family `fam` that can start at `stack` (ignored ones included)."""
+        key = stack if fam == 0 else (stack, fam)
+        r = self._startable.get(key)
+        if r is None:
+            g = self.g
+            r = frozenset([i for i in self._actions(stack.state, fam) if g.ignored[i] or g.feed(stack, i) is not None])
+            self._startable[key] = r
         return r
 
     def element_bits(self, elem) -> np.ndarray:
@@ -839,10 +849,11 @@ class GrammarMasks:
             b = self._position_bits(self._position_plan(t, x), stack, elem)
         if x.nullable:
             nxts = stacks(stack if g.ignored[t] else g.feed(stack, t))  # (several: a forked parse)
+            fam = 0 if g.ignored[t] else g.fam.after[t]
             if nxts:
-                after = self.boundary_bits(nxts[0])
+                after = self.boundary_bits(nxts[0], fam)
                 for nxt in nxts[1:]:
-                    after = after | self.boundary_bits(nxt)
+                    after = after | self.boundary_bits(nxt, fam)
                 if g.ignored[t] and seg:
                     after = after & self._not_first(x, seg)
                 b = after if b is None else (b | after)
@@ -906,7 +917,7 @@ class GrammarMasks:
         if r is None:
             g = self.g
             want = {c: y for a, b, y in seg for c in range(a, b)}
-            starts = {c: items for a, b, items in g.template(frozenset(range(len(g.terms))))
+            starts = {c: items for a, b, items in g.template(g.fam.members[0])
                       for c in range(a, b) if c in want}
             r = self._restart[k] = all(starts.get(c) == frozenset(((t, y),))
                                        for c, y in want.items())

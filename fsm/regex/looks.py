@@ -75,7 +75,7 @@ class Lookarounds:
         if c is None:
             found: list = []
             self._collect(self.root, self.flags, found)
-            c = self._ctx = Contexts([ranges for _, ranges, _, _ in found if ranges],
+            c = self._ctx = Contexts(list(dict.fromkeys(ranges for _, ranges, _, _ in found if ranges)),
                                      any(python for _, _, python, _ in found))
             self._preds = {id(item): make(c) for item, _, _, make in found}
         return c
@@ -122,6 +122,7 @@ class Lookarounds:
         return self._preds.get(id(item))
 
     def _preds_in(self, items) -> list:
+        """The Preds of every assertion in `items`, lookarounds' bodies included."""
         return [p for p in map(self._pred, in_order(items, lambda op, av: True)) if p is not None]
 
     def _reach(self, items) -> tuple[list, bool]:
@@ -194,25 +195,27 @@ class Lookarounds:
             firsts[k] = None if f is None or e2 and firsts[k + 1] is None else f + firsts[k + 1] if e2 else f
         groups = self._left_groups(reach[n], end)
         cur = {g: self._stop(g, end, rest, reach[n]) for g in groups}
+        # Right to left: cur[g] is the texts of units[k + 1:] and `rest` after class g,
+        # for each class g the assertions they hold tell apart (`groups`).
         for k in range(n - 1, -1, -1):
             unit, nxt_groups = units[k], groups
             groups = self._left_groups(reach[k], end if empty[k] else None) if k else [left]
             one = len(nxt_groups) == 1
+            p = self._pred(unit[0]) if len(unit) == 1 else None
+            zero = p is not None or len(unit) == 1 and unit[0][0] in LOOKS  # (the class after is the same)
             new = {}
             for lam in groups:
-                op, av = unit[0]
-                p = self._pred(unit[0]) if len(unit) == 1 else None
-                if p is not None or len(unit) == 1 and op in LOOKS:  # zero width: the same class after
+                if zero:
                     g = self._same(nxt_groups, lam, reach[k + 1])
-                    if p is not None:
-                        if p.left and lam is None:
-                            self._fail_pred(p)
-                        allowed = p.allowed[min(lam)] if lam is not None else p.allowed[START]
-                        new[lam] = self._look_ahead(cur[g], allowed, after, firsts[k + 1])
-                    else:
+                    if p is None:
                         new[lam] = self._general_ahead(unit[0], flags, lam, cur[g], after)
+                        continue
+                    if p.left and lam is None:
+                        self._fail_pred(p)
+                    new[lam] = self._look_ahead(cur[g], p.allowed[START if lam is None else min(lam)], after,
+                                                firsts[k + 1])
                     continue
-                parts = []
+                parts = []  # the unit's texts by the class they end with, each before its own
                 for g in nxt_groups:
                     if cur[g] is not tb.nothing:
                         try:
@@ -258,7 +261,7 @@ class Lookarounds:
                 return tb.alt(self._seq(list(b), flags, left, end, rest, after, first) for b in av[1])
             return self._repeat(av, flags, left, end, rest, after, first)
         t = av[0] if len(unit) == 1 and op == TERM_OP else self.sequence(unit, flags, False, False)
-        last = None if op == TERM_OP else edge_chars(unit, flags, self.char_ranges, last=True)[0]
+        last = edge_chars(unit, flags, self.char_ranges, last=True)[0]
         return tb.concat(self._ending(t, last, end, left), rest)
 
     # -- classes as terms -------------------------------------------------------------

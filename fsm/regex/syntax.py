@@ -2,11 +2,12 @@
 
 Python's own regex parser reads the pattern, so escapes, classes, flags and error
 positions are exactly those of `re`; this module maps the parse tree to terms.
-Lookarounds, word boundaries and inner anchors are exact; Unicode property escapes
-`\\p{X}` / `\\P{X}` (General_Category) are an extension, written out as classes before
-re's parser reads the pattern (python_text). Constructs that are not regular or not
-taken (backreferences, conditionals, atomic groups, possessive repeats) raise RegexError
-with their position. Supported syntax and limits: docs/regex.md.
+Lookarounds, word boundaries and anchors are exact wherever they stand (their part of
+the converter: looks.py); grammar terminals take the same (terminal_terms). Unicode
+property escapes `\\p{X}` / `\\P{X}` (General_Category) are an extension, written out as
+classes before re's parser reads the pattern (python_text). Constructs that are not
+regular or not taken (backreferences, conditionals, atomic groups, possessive repeats)
+raise RegexError with their position. Supported syntax and limits: docs/regex.md.
 
     >>> from structgen.fsm.core.terms import TermBuilder
     >>> tb = TermBuilder()

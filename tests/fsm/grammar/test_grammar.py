@@ -80,9 +80,10 @@ class Oracle:
         ip.feed_token(Token(name, ""))
         return self._key(ip)
 
-    def full(self, name, s):
+    def full(self, name, s, after=None):
         """s is a lexeme: Python's preferred match of the pattern on s is all of s (what
-        Earley's dynamic_complete lexer takes, from truncations of the input)."""
+        Earley's dynamic_complete lexer takes, from truncations of the input); `after`:
+        the character after it ("" at the end), which this oracle does not read."""
         pat, _ = self.terms[name]
         m = pat.match(s)
         return m is not None and m.group() == s
@@ -110,7 +111,7 @@ class Oracle:
                 continue
             if self.partial(name, lex + ch):
                 out.add((k, name, lex + ch))
-            if self.full(name, lex):
+            if self.full(name, lex, ch):
                 if name in self.ignore:  # Earley takes the longest match of an ignored terminal
                     if not self.partial(name, lex + ch):
                         out |= self.start_configs(k, ch)
@@ -299,8 +300,8 @@ def test_loop_walk_lists_shared_across_automata(monkeypatch):
     assert loops <= set(vocab.columns.walks)
 
 
-def _check_masks(name, vocab, walks=3, steps=14, prefer=(), max_states=None, text=None):
-    orc = Oracle(text) if text else oracle(name)
+def _check_masks(name, vocab, walks=3, steps=14, prefer=(), max_states=None, text=None, orc=None):
+    orc = orc or (Oracle(text) if text else oracle(name))
     auto = compile_grammar(text or GRAMMARS[name], vocab, max_states=max_states)
     eos = vocab.eos_ids[0]
     rng = random.Random(1)
@@ -522,6 +523,149 @@ def test_tokens_spanning_terminals_and_lexing_ambiguity():
     assert oracle("sql").is_sentence(b"selecta FROM t")
 
 
+# -- terminals with lookarounds and word boundaries --------------------------------------
+# The keyword-exclusion idiom: NAME is any identifier but a keyword. A lookaround inside a
+# lexeme reads the lexeme alone (as Earley's dynamic lexer matches a lexeme shorter than
+# the longest); here a word character follows NAME directly only where `and` does.
+KEYWORDS = r"""
+start: stmt+
+stmt: "let" NAME "=" expr ";"
+    | "print" expr ";"
+    | "if" expr "{" stmt* "}" ["else" "{" stmt* "}"]
+    | "while" expr "{" stmt* "}"
+?expr: expr "+" atom | expr "and" atom | atom
+?atom: NAME | NUMBER | "(" expr ")"
+NAME: /(?!(let|if|else|while|print)\b)[a-z_][a-z0-9_]*/
+NUMBER: /[0-9]+/
+%ignore /[ \n]+/
+"""
+KEYWORD_TEXTS = {  # text: a sentence?
+    "let x = 1;": True, "let iffy = lets + letter;": True, "print letter;": True,
+    "let lets = 2; print lets and iffy;": True, "if iffy { print elsewhere; } else { let whiles = 1; }": True,
+    "while letter { print printer; }": True, "let _let = if_;": True, "print (lets + 3);": True,
+    "let le = 1;": True, "print le + t;": True, "let x = y and z;": True, "print xand y;": True,
+    "let let = 1;": False, "print if;": False, "let else = 2;": False, "print while;": False,
+    "let x = print;": False, "let if = 1;": False, "print lets + else;": False, "while { }": False,
+    # any split into lexemes: IF + NAME(fy), LET + NAME(x) (Earley's dynamic lexer, not LALR's)
+    "iffy { print x; }": True, "letx = 1;": True, "printx;": True, "whilex{}": True,
+}
+KEYWORD_TOKENS = ["let", "if", "else", "while", "print", "and", "iffy", "lets", "letter", "le", "t", "ter",
+                  "x", " = ", ";", " ", "{", "}", "+", "1", "(", ")", "_", "i", "f", "el", "se", "wh", "p"]
+
+
+class KeywordOracle(Oracle):
+    def partial(self, name, s):  # (regex's partial matching finds `let` no prefix of NAME: `leta` is one)
+        return super().partial(name, s) or name == "NAME" and self.full(name, s + "a")
+
+
+def test_keyword_exclusion_agrees_with_lark():
+    """NAME: /(?!(let|...)\\b)[a-z_][a-z0-9_]*/ compiles, and the automaton accepts
+    what lark's Earley parser (dynamic_complete) does, and its LALR parser where lexing
+    each keyword apart from what follows it is the only way (texts with spaces)."""
+    earley = Lark(KEYWORDS, parser="earley", lexer="dynamic_complete")
+    lalr = Lark(KEYWORDS, parser="lalr")
+    dfa = compile_grammar(KEYWORDS, small_vocab([t.encode() for t in KEYWORD_TOKENS])).dfa
+
+    def parses(parser, text) -> bool:
+        try:
+            parser.parse(text)
+            return True
+        except LarkError:
+            return False
+    for text, want in KEYWORD_TEXTS.items():
+        s = dfa.walk(dfa.start, text.encode())
+        assert bool(s and dfa.accepting[s]) == want == parses(earley, text), text
+        if " " in text and "xand" not in text:
+            assert parses(lalr, text) == want, text
+
+
+def test_keyword_exclusion_masks_and_random_strings():
+    """Masks along random walks equal the brute force's (tokens that are keywords, near
+    keywords, their pieces); mutated sentences are accepted iff Earley parses them,
+    live iff the oracle says prefix."""
+    orc = KeywordOracle(KEYWORDS)
+    vocab = small_vocab(sorted({t.encode() for t in KEYWORD_TOKENS} | {c.encode() for c in "abeilnprstwxy"}))
+    _check_masks("keywords", vocab, walks=3, steps=12, text=KEYWORDS, orc=orc,
+                 prefer=[b"let", b"le", b"if", b"else", b"print", b"t", b"el", b"i"])
+    dfa = compile_grammar(KEYWORDS, vocab).dfa
+    rng = random.Random(3)
+    docs = [t for t, ok in KEYWORD_TEXTS.items() if ok]
+    for _ in range(120):
+        d = list(rng.choice(docs))
+        for _ in range(rng.randint(1, 3)):
+            pos = rng.randint(0, len(d))
+            if rng.random() < 0.5 and pos < len(d):
+                del d[pos]
+            else:
+                d.insert(pos, rng.choice("letifs ;"))
+        data = "".join(d).encode()
+        s = dfa.walk(dfa.start, data)
+        assert bool(s and dfa.accepting[s]) == orc.is_sentence(data), data
+        assert (s != 0) == orc.is_prefix(data), data
+
+
+# Terminals whose assertions read the character after them: decided where the next
+# lexeme starts (fsm/grammar/follow.py).
+NEXT_CHAR = r"""
+start: item+
+item: IF NUM | CALL "(" [NAME] ")" | NAME | LAST | MARK
+IF: /if\b/
+CALL: /[a-z]+(?=\()/
+NAME: /[a-z]+/
+NUM: /[0-9]+/
+LAST: /;\Z/
+MARK: /(?m)#$/
+%ignore /[ \n]+/
+"""
+NEXT_CHAR_TOKENS = ["if", "if ", "if(", "if1", "iff", "f(", "a(", "()", "#", "#\n", "# ", ";", " ;", "ab",
+                    "(", ")", " ", "\n", "a", "f", "i", "1", "12"]
+
+
+class NextCharOracle(Oracle):
+    """Lexemes of NEXT_CHAR's terminals that read the character after them are matched
+    with it (Python's re.match at the lexeme, which sees the text after it), sentences
+    decided by the same lexing (Earley's dynamic lexer matches a lexeme shorter than
+    the longest without the text after it)."""
+    READS = ("IF", "CALL", "LAST", "MARK")
+
+    def full(self, name, s, after=None):
+        if name not in self.READS or after is None:
+            return super().full(name, s)
+        pat, _ = self.terms[name]
+        return (pat.fullmatch(s) if after == "" else regex.fullmatch(f"(?:{pat.pattern})(?s:.)", s + after,
+                                                                     flags=pat.flags)) is not None
+
+    def is_sentence(self, data: bytes) -> bool:
+        for k, name, lex in self.configs(data.decode()):
+            if name is None or self.full(name, lex, ""):
+                after = k if name is None or name in self.ignore else self.feed(k, name)
+                if "$END" in self.accepts(after):
+                    return True
+        return False
+
+
+def test_next_character_terminals():
+    """`/if\\b/`, `/[a-z]+(?=\\()/`, `/;\\Z/`, `/(?m)#$/`: the lexeme holds where the next
+    character (or the end) is of the class read; masks equal the brute force's, random
+    strings are accepted and live as the oracle says."""
+    orc = NextCharOracle(NEXT_CHAR)
+    vocab = small_vocab(sorted({t.encode() for t in NEXT_CHAR_TOKENS}))
+    auto = compile_grammar(NEXT_CHAR, vocab)
+    assert not auto.source.fam.plain  # (variants and families: the lexer decides the next character)
+    dfa = auto.dfa
+    for text, want in {"if 1": True, "if1": False, "if(1": False, "if(a)": True, "iff 1": False, "if a1": False,
+                       "a ;": True, "a ; b": False, "a #": True, "a #\nb": True, "a #b": False}.items():
+        s = dfa.walk(dfa.start, text.encode())
+        assert bool(s and dfa.accepting[s]) == want == orc.is_sentence(text.encode()), text
+    _check_masks("next", vocab, walks=4, steps=10, text=NEXT_CHAR, orc=orc, prefer=[b"if", b"f(", b"#", b";"])
+    rng, alpha = random.Random(5), "if1a(); #\n"
+    for _ in range(300):
+        data = "".join(rng.choice(alpha) for _ in range(rng.randint(0, 7))).encode()
+        s = dfa.walk(dfa.start, data)
+        assert bool(s and dfa.accepting[s]) == orc.is_sentence(data), data
+        assert (s != 0) == orc.is_prefix(data), data
+
+
 # -- errors ----------------------------------------------------------------------------
 def test_bad_grammar_text_names_line():
     with pytest.raises(GrammarError, match="line 3"):
@@ -654,14 +798,16 @@ def test_lalr_tables_match_lark(name):
     ("(?<=a)b", "at the start of a grammar terminal", 0), ("^a", "at the start of a grammar terminal", 0),
     ("a(?=bc)", "a lookahead at the end of a grammar terminal, which reads more than the one character", 1),
     ("a+$", "a `$` at the end of a grammar terminal, which reads two characters after it", 2),
+    ("a+?(?=b)", "a lazy quantifier in a terminal whose assertions read the text after it", None),
 ])
 def test_unsupported_terminal_regex_names_terminal(pattern, what, pos):
-    """What a terminal's assertions would read of the lexemes around it is refused,
-    naming the terminal and the place; a lookaround inside the lexeme reads it alone."""
+    """What a terminal's assertions would read of the lexemes around it, beyond the
+    next character's class, is refused, naming the terminal and the place; a
+    lookaround inside the lexeme reads it alone."""
     g = f'start: WORD "b"\nWORD: /{pattern}/\n'
     with pytest.raises(GrammarError, match="terminal WORD: ") as err:
         compile_grammar(g, small_vocab([b"a", b"b"]))
-    assert what in str(err.value) and f"at position {pos}\n" in str(err.value), str(err.value)
+    assert what in str(err.value) and (pos is None or f"at position {pos}\n" in str(err.value)), str(err.value)
     dfa = compile_grammar('start: WORD\nWORD: /a(?=b)b/\n', small_vocab([b"a", b"b"])).dfa
     assert dfa.accepting[dfa.walk(dfa.start, b"ab")]
 
