@@ -186,6 +186,8 @@ class Lookarounds:
         items = self._behind(items, flags, left)
         units = _units(items)
         n = len(units)
+        if n == 0:
+            return self._stop(left, end, rest, [])
         reach, empty, firsts = [[]] * (n + 1), [True] * (n + 1), [first] * (n + 1)
         for k in range(n - 1, -1, -1):
             got, e = self._reach(units[k])
@@ -193,20 +195,21 @@ class Lookarounds:
             empty[k] = e and empty[k + 1]
             f, e2 = edge_chars(units[k], flags, self.char_ranges)
             firsts[k] = None if f is None or e2 and firsts[k + 1] is None else f + firsts[k + 1] if e2 else f
-        groups = self._left_groups(reach[n], end)
-        cur = {g: self._stop(g, end, rest, reach[n]) for g in groups}
-        # Right to left: cur[g] is the texts of units[k + 1:] and `rest` after class g,
-        # for each class g the assertions they hold tell apart (`groups`).
+        # the classes of what precedes unit k that its assertions (and `end`) tell apart,
+        # those of them that the text before can end in (left to right)
+        groups = [[left]] + [self._left_groups(reach[k], end if empty[k] else None) for k in range(1, n + 1)]
+        zero = [len(u) == 1 and u[0][0] in LOOKS or self._pred(u[0]) is not None for u in units]
+        live = [[left]]
+        for k in range(n):
+            live.append(self._classes_after(units[k], zero[k], flags, live[k], groups[k + 1], reach[k + 1]))
+        # right to left: cur[g] is the texts of units[k + 1:] and `rest` after class g
+        cur = {g: self._stop(g, end, rest, reach[n]) for g in live[n]}
         for k in range(n - 1, -1, -1):
-            unit, nxt_groups = units[k], groups
-            groups = self._left_groups(reach[k], end if empty[k] else None) if k else [left]
-            one = len(nxt_groups) == 1
-            p = self._pred(unit[0]) if len(unit) == 1 else None
-            zero = p is not None or len(unit) == 1 and unit[0][0] in LOOKS  # (the class after is the same)
-            new = {}
-            for lam in groups:
-                if zero:
-                    g = self._same(nxt_groups, lam, reach[k + 1])
+            unit, one, new = units[k], len(groups[k + 1]) == 1, {}
+            p = self._pred(unit[0]) if zero[k] else None
+            for lam in live[k]:
+                if zero[k]:  # (the class after is the same)
+                    g = self._same(groups[k + 1], lam, reach[k + 1])
                     if p is None:
                         new[lam] = self._general_ahead(unit[0], flags, lam, cur[g], after)
                         continue
@@ -216,7 +219,7 @@ class Lookarounds:
                                                 firsts[k + 1])
                     continue
                 parts = []  # the unit's texts by the class they end with, each before its own
-                for g in nxt_groups:
+                for g in live[k + 1]:
                     if cur[g] is not tb.nothing:
                         try:
                             parts.append(self._unit(unit, flags, lam, None if one else g, cur[g], after,
@@ -225,10 +228,19 @@ class Lookarounds:
                             self._fail_pred(reach[k + 1][0] if reach[k + 1] else None)
                 new[lam] = tb.alt(parts)
             cur = new
-        if n == 0:
-            g = self._same(groups, left, reach[0])
-            return cur[g]
         return cur[left]
+
+    def _classes_after(self, unit: list, zero: bool, flags: int, before: list, groups: list, reach) -> list:
+        """The groups among `groups` that the text of `unit` can end in after a text of
+        one of the classes `before`: only those are converted (a class that cannot be
+        there may need what is not known, as the text before a pattern's start)."""
+        if zero:
+            return list(dict.fromkeys(self._same(groups, lam, reach) for lam in before))
+        last, may_be_empty = edge_chars(unit, flags, self.char_ranges, last=True)
+        if last is None or may_be_empty and None in before:
+            return groups
+        atoms = self._atoms(last).union(*(before if may_be_empty else ()))
+        return [g for g in groups if g & atoms]
 
     def _same(self, groups, lam, reach):
         """The group of `groups` holding the class `lam` (a zero-width item keeps it)."""
@@ -593,9 +605,10 @@ class Lookarounds:
     def _joined_back(self, out: list, want: int) -> tuple[int, int]:
         """Where the items a lookbehind of `want` characters sees begin among `out` (the
         items before it), and their shortest width: back over items whose own
-        lookarounds look within what is joined (`(?:^|-)\\b`), up to `want` characters."""
+        lookarounds look within what is joined (`(?:^|-)\\b`), up to `want` characters,
+        and on while the first of them reads the class of the character before it."""
         i, width = len(out), 0
-        while width < want and i > 0 and out[i - 1][0] not in (C.AT, CLASS_OP) \
+        while i > 0 and (width < want or self._reach(out[i:])[0]) and out[i - 1][0] not in (C.AT, CLASS_OP) \
                 and not has_look(out[i - 1:i], ends=True, behind=False):
             i -= 1
             width += min_width(out[i:i + 1])
