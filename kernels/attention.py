@@ -7,8 +7,6 @@ reduced by a second kernel. No host values are read: the grid depends on shapes 
 """
 from __future__ import annotations
 
-import os
-
 import torch
 import triton
 import triton.language as tl
@@ -203,7 +201,7 @@ def paged_attention(query: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
     """Causal attention of each sequence's new queries over its cached keys/values; the
     signature and semantics of `reference.paged_attention`. Tensors off CUDA take the
     torch reference (unless TRITON_INTERPRET=1), so one name serves every device."""
-    if not query.is_cuda and os.environ.get("TRITON_INTERPRET") != "1":
+    if reference.takes_reference(query):
         return reference.paged_attention(query, k_cache, v_cache, meta, scale, sliding_window)
     _check(query, k_cache, v_cache, meta, sliding_window)
     T, heads, head_dim = query.shape

@@ -5,8 +5,6 @@ logits, and writes -inf only where a token is disallowed.
 """
 from __future__ import annotations
 
-import os
-
 import torch
 import triton
 import triton.language as tl
@@ -34,7 +32,7 @@ def apply_token_bitmask_inplace(logits: torch.Tensor, bitmask: torch.Tensor,
     """Set disallowed logits to -inf, in place; the signature of
     `reference.apply_token_bitmask_inplace`. Logits off CUDA take the torch reference
     (unless TRITON_INTERPRET=1), so one name serves every device."""
-    if not logits.is_cuda and os.environ.get("TRITON_INTERPRET") != "1":
+    if reference.takes_reference(logits):
         return reference.apply_token_bitmask_inplace(logits, bitmask, indices)
     if logits.dim() != 2 or bitmask.dim() != 2 or bitmask.dtype != torch.int32:
         raise ValueError("apply_token_bitmask_inplace: logits [batch, vocab] and an int32 "

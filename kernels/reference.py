@@ -9,6 +9,8 @@ The engine's CPU path, and the oracle the kernels are tested against. Shapes: se
 """
 from __future__ import annotations
 
+import os
+
 import torch
 import torch.nn.functional as F
 
@@ -186,3 +188,9 @@ def apply_token_bitmask_inplace(logits: torch.Tensor, bitmask: torch.Tensor,
     rows.masked_fill_(~allowed.to(rows.device), float("-inf"))
     if indices is not None:
         logits[indices] = rows
+
+
+def takes_reference(t: torch.Tensor) -> bool:
+    """Whether a Triton entry point given `t` runs this module's torch version instead: off
+    CUDA, Triton runs only in its interpreter (TRITON_INTERPRET=1)."""
+    return not t.is_cuda and os.environ.get("TRITON_INTERPRET") != "1"
