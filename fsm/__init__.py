@@ -1,4 +1,4 @@
-"""Compile regexes, choices, JSON Schemas and grammars into token automata.
+"""Compile regexes, choices, JSON Schemas, grammars and structural tags into token automata.
 
     >>> from structgen import fsm
     >>> vocab = fsm.Vocabulary.from_tokenizer(tokenizer)                 # doctest: +SKIP
@@ -18,8 +18,11 @@ from .core.vocabulary import Vocabulary
 from .grammar import GrammarOptions, compile_grammar
 from .json import JsonInfo, JsonOptions, compile_json_schema
 from .regex import RegexOptions, compile_choice, compile_regex, regex_to_term
+from .structural import StructuralTagError, StructuralTagOptions, compile_structural_tag
 
 __all__ = ["Vocabulary", "Constraint", "TokenAutomaton", "Matcher", "TokenMatcher", "TermBuilder",
-           "compile_regex", "compile_choice", "compile_json_schema", "compile_grammar", "regex_to_term",
-           "RegexOptions", "JsonOptions", "JsonInfo", "GrammarOptions",
-           "ConstraintError", "RegexError", "SchemaError", "GrammarError", "TooLargeError", "SchemaWarning"]
+           "compile_regex", "compile_choice", "compile_json_schema", "compile_grammar", "compile_structural_tag",
+           "regex_to_term",
+           "RegexOptions", "JsonOptions", "JsonInfo", "GrammarOptions", "StructuralTagOptions",
+           "ConstraintError", "RegexError", "SchemaError", "GrammarError", "TooLargeError", "SchemaWarning",
+           "StructuralTagError"]
