@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from functools import cache
 
 import jsonschema
 
@@ -16,7 +16,7 @@ _NUMBER_EXTRAS = re.compile(r"[0-9][eE]|\\u")  # (exponents, \\u escapes)
 
 def accepts(fmt: dict, text: str) -> bool:
     """Whether `text` matches the format node `fmt` (XGrammar's semantics)."""
-    @lru_cache(maxsize=None)
+    @cache
     def ends(node_json: str, i: int, stops: tuple) -> frozenset:
         return frozenset(_ends(json.loads(node_json), text, i, stops, ends))
     return len(text) in ends(json.dumps(fmt, sort_keys=True), 0, ())

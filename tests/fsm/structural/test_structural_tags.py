@@ -62,6 +62,16 @@ SPECS = {
     "nested_free": ({"type": "sequence", "elements": [AT, {"type": "const_string", "value": "END"}]},
                     ["abcEND", "ENDxEND"]),
 }
+# texts each document refuses (XGrammar refuses them too), beside the random mutations
+REFUSED = {
+    "reasoning": ['<think>a</think>b</think>{"a":1}', '<think>a</think> {"a":1}', '<think>a</think>{"a":1} ',
+                  '<think>a</think>{"a":1,"b":2}', '<think>a</think>{"a":"1"}'],
+    "tag_ends": ["<a>Xhi</a>x</a>", "<a>X</b></a>", "<a>hi</a>", "<a>X"],
+    "triggered": ["a <fx", '<f=get>{"city":"a"}</f', '<f=get> {"city":"a"}</f>', "<f=note></f>", "<f=nope>"],
+    "triggered_required": ["text first <f=note>a</f>", ""],
+    "triggered_one": ["<f=note>a</f>x", "<f=note>a</f><f=note>b</f>"],
+    "separated_first": ["", "<f=note>a</f>;<f=note>b</f>"],
+}
 ALPHABET = list("<>/=fa{}\":,1 zgetnox") + ["<f", "</f>", "<f=note>", "</think>"]
 
 
@@ -98,6 +108,8 @@ def test_same_texts_as_the_reference(name, compiled):
         assert ref.accepts(fmt, text), text  # (the examples are valid)
         for t in [text, *mutations(text, rng, 60)]:
             assert accepts(auto, t) == ref.accepts(fmt, t), (name, t)
+    for t in REFUSED.get(name, ()):
+        assert not accepts(auto, t) and not ref.accepts(fmt, t), (name, t)
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
@@ -115,6 +127,8 @@ def test_same_texts_and_masks_as_xgrammar(name, compiled, smol_tokenizer, smol_v
     for text in texts:
         for t in [text, *mutations(text, rng, 40)]:
             assert accepts(auto, t) == xg_accepts(t), (name, t)
+    for t in REFUSED.get(name, ()):
+        assert not xg_accepts(t), (name, t)
     # masks along the tokens of each valid text: XGrammar's, bit for bit, but for special
     # and added tokens (ours never allows them inside text; XGrammar's free text does) and
     # for bytes that are not UTF-8 (XGrammar's free text takes a stray continuation byte);
