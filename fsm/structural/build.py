@@ -19,8 +19,20 @@ from ..json.source import JsonTermBuilder
 from ..json.union import UnionSchema
 from ..regex.syntax import regex_to_term
 from .lark_regular import lark_term
-from .spec import (AnyText, Const, Grammar, JsonSchema, Or, Regex, Repeat, Sequence, StructuralTagError, Tag,
-                   TagsWithSeparator, TriggeredTags)
+from .spec import (
+    AnyText,
+    Const,
+    Grammar,
+    JsonSchema,
+    Or,
+    Regex,
+    Repeat,
+    Sequence,
+    StructuralTagError,
+    Tag,
+    TagsWithSeparator,
+    TriggeredTags,
+)
 
 _WS = (b" ", b"\t", b"\n", b"\r")
 # keywords whose value is a schema, a list of schemas, or a {name: schema} map
@@ -41,8 +53,8 @@ class Builder:
     relaxed: list = field(default_factory=list)
 
     def __post_init__(self):
-        tb = self.tb
-        self.text = regex_to_term(tb, "(?s).*")  # any valid UTF-8 text
+        self.text = regex_to_term(self.tb, "(?s).*")  # any valid UTF-8 text
+        self._after: dict[int, Term] = {}
 
     def term(self, node, ends: tuple = ()) -> Term:
         """The term of `node`; `ends`: the end strings of the tag it lies in, which its
@@ -99,38 +111,37 @@ class Builder:
         return tb.intersect([head, tb.complement(early)])
 
     def tag(self, t: Tag) -> Term:
-        tb = self.tb
-        begin, ends = tb.literal(t.begin.encode("utf-8")), self.words(e for e in t.ends)
-        if isinstance(t.content, AnyText):  # text up to the first end
-            stops = tuple(e for e in t.ends if e)
-            body = self.first_at_end(tb.concat(self.free(t.content.excludes), ends), stops)
-            return tb.concat(begin, body)
-        return tb.seq([begin, self.term(t.content, t.ends), ends])
+        return self.tb.concat(self.tb.literal(t.begin.encode("utf-8")), self.after_begin(t))
+
+    def after_begin(self, t: Tag) -> Term:
+        """A tag's content and end (built once per tag: a triggered tag takes it twice)."""
+        got = self._after.get(id(t))
+        if got is None:
+            tb, ends = self.tb, self.words(t.ends)
+            if isinstance(t.content, AnyText):  # text up to the first end
+                stops = tuple(e for e in t.ends if e)
+                got = self.first_at_end(tb.concat(self.free(t.content.excludes), ends), stops)
+            else:
+                got = tb.concat(self.term(t.content, t.ends), ends)
+            self._after[id(t)] = got
+        return got
 
     def triggered(self, node: TriggeredTags, ends: tuple) -> Term:
         """Free text; at each trigger, one of its tags. XGrammar's flags: at_least_one:
         the output begins with a tag; stop_after_first: nothing after the first tag."""
         tb = self.tb
         text = self.free(node.triggers + node.excludes + ends)
-        whole = tb.alt([self.tag(t) for t in node.tags])
         led = []  # free text, its first trigger, the rest of one of that trigger's tags
         for trig in node.triggers:
-            rests = [tb.seq([tb.literal(t.begin[len(trig):].encode("utf-8")), *self.tag_after_begin(t)])
+            rests = [tb.concat(tb.literal(t.begin[len(trig):].encode("utf-8")), self.after_begin(t))
                      for t in node.tags if t.begin.startswith(trig)]
             lead = self.first_at_end(tb.concat(text, tb.literal(trig.encode("utf-8"))), node.triggers)
             led.append(tb.concat(lead, tb.alt(rests)))
         led = tb.alt(led)
-        if node.stop_after_first:
-            return whole if node.at_least_one else tb.alt([text, led])
-        after = tb.concat(tb.star(led), text)
-        return tb.concat(whole, after) if node.at_least_one else after
-
-    def tag_after_begin(self, t: Tag) -> list:
-        tb = self.tb
-        if isinstance(t.content, AnyText):
-            stops = tuple(e for e in t.ends if e)
-            return [self.first_at_end(tb.concat(self.free(t.content.excludes), self.words(t.ends)), stops)]
-        return [self.term(t.content, t.ends), self.words(t.ends)]
+        if node.at_least_one:
+            whole = tb.alt([self.tag(t) for t in node.tags])
+            return whole if node.stop_after_first else tb.seq([whole, tb.star(led), text])
+        return tb.alt([text, led]) if node.stop_after_first else tb.concat(tb.star(led), text)
 
     # -- JSON --------------------------------------------------------------------------
     def json(self, node: JsonSchema) -> Term:
