@@ -5,6 +5,7 @@ fsm compiled constraint, or anything honouring the matcher contract) or a spec:
 
     ("regex", pattern)    ("json", schema)    ("grammar", lark_text)    ("choice", [str, ...])
     ("tool_calls", {"schema": call_schema, "begin": marker, "end": marker})
+    ("structural_tag", {"type": "structural_tag", "format": {...}})   (XGrammar's document)
 
 The matcher contract (fsm): `accept_token(id) -> bool`, `fill_next_token_bitmask(row)`
 (row: int32 [ceil(V/32)]), `is_terminated()`, `rollback(n)`, `forced_tokens() -> list[int]`.
@@ -54,7 +55,7 @@ class ConstraintCompiler:
             return constraint
         return compile_spec(constraint, self.vocabulary)
 
-    KINDS = ("regex", "json", "grammar", "choice", "tool_calls")
+    KINDS = ("regex", "json", "grammar", "choice", "tool_calls", "structural_tag")
 
 
 def compile_spec(spec, vocab):
@@ -76,6 +77,8 @@ def compile_spec(spec, vocab):
             return fsm.compile_json_schema(value, vocab).require_output()
         if kind == "grammar":
             return fsm.compile_grammar(value, vocab).require_output()
+        if kind == "structural_tag":
+            return fsm.compile_structural_tag(value, vocab).require_output()
         if kind == "tool_calls":
             return text_or_tool_call(value["schema"], value["begin"], value["end"], vocab).require_output()
         return fsm.compile_choice(list(value), vocab).require_output()  # (fsm checks the options)

@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from .sampling_params import SamplingParams
+from .tool_tags import HERMES, ToolSyntax, ToolTags, tools_structural_tag
 
 _COMMON = {"model", "temperature", "top_p", "top_k", "min_p", "max_tokens", "n", "stop", "seed",
            "presence_penalty", "frequency_penalty", "repetition_penalty", "stream", "stream_options",
@@ -116,9 +117,11 @@ def sampling_params(body: dict, prompt_len: int, max_model_len: int, max_n: int,
 
 # -- constraints ---------------------------------------------------------------------------
 def _response_format(rf):
-    if not isinstance(rf, dict) or rf.get("type") not in ("text", "json_object", "json_schema"):
-        raise APIError("'response_format.type' must be one of text, json_object, json_schema",
+    if not isinstance(rf, dict) or rf.get("type") not in ("text", "json_object", "json_schema", "structural_tag"):
+        raise APIError("'response_format.type' must be one of text, json_object, json_schema, structural_tag",
                        param="response_format")
+    if rf["type"] == "structural_tag":  # (XGrammar's document, checked where it compiles: a 400 naming the node)
+        return ("structural_tag", rf)
     extra = set(rf) - {"type", "json_schema"}
     if extra:
         raise APIError(f"unknown field 'response_format.{sorted(extra)[0]}'", param="response_format")
@@ -167,13 +170,18 @@ def _structured_outputs(so):
 TOOL_CALL_BEGIN, TOOL_CALL_END = "<tool_call>\n", "\n</tool_call>"
 
 
-def tool_constraint(tools, tool_choice):
+def tool_constraint(tools, tool_choice, parallel_tool_calls=None, syntax: ToolSyntax = HERMES):
     """(constraint spec, tool mode) for `tools` and `tool_choice`: "required" or a named
     function, one JSON call `{"name", "arguments"}` (mode "call"); "auto", text or a call
-    between markers (mode "auto"); "none", no constraint (mode None)."""
+    between markers (mode "auto"); "none", no constraint (mode None). Where some tool is
+    `strict`, "auto" and "required" are triggered tags in `syntax` (mode ToolTags):
+    text and calls, at least one under "required", at most one where
+    `parallel_tool_calls` is false (engine/tool_tags.py)."""
+    if parallel_tool_calls is not None and not isinstance(parallel_tool_calls, bool):
+        raise APIError("'parallel_tool_calls' must be true or false", param="parallel_tool_calls")
     if not isinstance(tools, list) or not tools:
         raise APIError("'tools' must be a non-empty list", param="tools")
-    by_name = {}
+    by_name, strict = {}, set()
     for t in tools:
         fn = t.get("function") if isinstance(t, dict) else None
         if not (isinstance(t, dict) and t.get("type") == "function" and isinstance(fn, dict)
@@ -184,6 +192,8 @@ def tool_constraint(tools, tool_choice):
         if not isinstance(params, dict):
             raise APIError(f"tool '{fn['name']}': 'parameters' must be a JSON Schema object", param="tools")
         by_name[fn["name"]] = params
+        if fn.get("strict") is True:
+            strict.add(fn["name"])
     if tool_choice in (None, "auto"):    # (OpenAI's default with tools is "auto")
         names = list(by_name)
     elif tool_choice == "none":
@@ -199,6 +209,11 @@ def tool_constraint(tools, tool_choice):
     else:
         raise APIError("'tool_choice' must be none, auto, required or "
                        "{\"type\": \"function\", \"function\": {\"name\": ...}}", param="tool_choice")
+    if strict and tool_choice in (None, "auto", "required"):
+        tools_of = {n: by_name[n] for n in names}
+        doc = tools_structural_tag(tools_of, strict, syntax, at_least_one=tool_choice == "required",
+                                   stop_after_first=parallel_tool_calls is False)
+        return ("structural_tag", doc), ToolTags(syntax, tuple(tools_of))
     calls = [{"type": "object", "properties": {"name": {"const": n}, "arguments": by_name[n]},
               "required": ["name", "arguments"], "additionalProperties": False} for n in names]
     schema = calls[0] if len(calls) == 1 else {"anyOf": calls}
@@ -207,9 +222,9 @@ def tool_constraint(tools, tool_choice):
     return ("json", schema), "call"
 
 
-def constraint_of(body: dict):
-    """(constraint spec or None, tool mode: None, "call" or "auto") from response_format /
-    structured_outputs / tools."""
+def constraint_of(body: dict, syntax: ToolSyntax = HERMES):
+    """(constraint spec or None, tool mode: None, "call", "auto" or a ToolTags) from
+    response_format / structured_outputs / tools; `syntax`: the model's tool calls."""
     found = []
     if body.get("response_format") is not None:
         c = _response_format(body["response_format"])
@@ -219,7 +234,8 @@ def constraint_of(body: dict):
         found.append(("structured_outputs", _structured_outputs(body["structured_outputs"])))
     tool_mode = None
     if body.get("tools") is not None:
-        spec, tool_mode = tool_constraint(body["tools"], body.get("tool_choice"))
+        spec, tool_mode = tool_constraint(body["tools"], body.get("tool_choice"), body.get("parallel_tool_calls"),
+                                          syntax)
         if spec is not None:
             found.append(("tool_choice", spec))
     elif body.get("tool_choice") not in (None, "none"):

@@ -41,6 +41,7 @@ from .openai_protocol import (
     tool_calls_of,
     with_tools_prompt,
 )
+from .tool_tags import ToolTags, syntax_of_template
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
 DISCONNECT_POLL_S = 0.5     # how often a non-streamed request checks that its client is still there
@@ -58,6 +59,7 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
     # ("Already borrowed"), so the server has its own.
     tok = copy.deepcopy(llm.tokenizer)
     created = int(time.time())
+    syntax = syntax_of_template(getattr(tok, "chat_template", None))  # strict tools' calls (tool_tags.py)
 
     @app.exception_handler(APIError)
     async def _api_error(_request, e: APIError):
@@ -122,7 +124,7 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
         body = await read_json(request, max_body_bytes)
         check_fields(body, CHAT_FIELDS)
         check_model(body)
-        constraint, tool_mode = constraint_of(body)
+        constraint, tool_mode = constraint_of(body, syntax)
         messages = chat_messages(body.get("messages"))
         text = render_chat(messages, body.get("tools"))
         ids = check_prompt(list(tok(text, add_special_tokens=False).input_ids))
@@ -195,7 +197,12 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
                   if p.top_logprobs is not None else None)
             return {"index": index, "text": text, "logprobs": lp, "finish_reason": finish}
         message = {"role": "assistant", "content": text}
-        if p.tool_mode:
+        if isinstance(p.tool_mode, ToolTags):
+            content, calls = p.tool_mode.split(text) if reason in ("stop", "constraint") else (text, [])
+            if calls:
+                message = {"role": "assistant", "content": content or None, "tool_calls": calls}
+                finish = "tool_calls"
+        elif p.tool_mode:
             calls = tool_calls_of(text, p.tool_mode) if reason in ("stop", "constraint") else None
             if calls is not None:
                 message = {"role": "assistant", "content": None, "tool_calls": calls}
@@ -208,7 +215,8 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
         now = int(time.time())
         started: set[int] = set()
         held: dict[int, str] = {}     # tool modes: text held back while it may be (or is) a call
-        free: set[int] = set()        # "auto": samples known to answer in text
+        free: set[int] = set()        # "auto": samples known to answer in text; ToolTags: a call begun
+        shown: dict[int, int] = {}    # ToolTags: how much of the held output has streamed as content
         completion_tokens = 0
 
         def chunk(index, delta_or_text, logprobs=None, finish=None):
@@ -236,7 +244,14 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
                     started.add(index)
                     yield chunk(index, {"role": "assistant", "content": ""})
                 text = d.text
-                if p.tool_mode == "call" or (p.tool_mode == "auto" and index not in free):
+                if isinstance(p.tool_mode, ToolTags):  # content streams up to a call's trigger
+                    so_far = held.get(index, "") + text
+                    sent = shown.get(index, 0)
+                    upto = max(sent, p.tool_mode.streamable(so_far)) if index not in free else sent
+                    if so_far.find(p.tool_mode.syntax.trigger) >= 0:
+                        free.add(index)  # (a call has begun: the rest waits for the end)
+                    text, held[index], shown[index] = so_far[sent:upto], so_far, upto
+                elif p.tool_mode == "call" or (p.tool_mode == "auto" and index not in free):
                     held[index] = held.get(index, "") + text
                     text = ""
                     if p.tool_mode == "auto" and not _may_call(held[index]):    # text after all
@@ -251,7 +266,16 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
                     yield f"data: {json.dumps(err.body())}\n\n"
                     continue
                 finish = FINISH.get(d.finish_reason, d.finish_reason)
-                if index in held:
+                if isinstance(p.tool_mode, ToolTags):
+                    rest = held.pop(index, "")[shown.pop(index, 0):]
+                    ok = d.finish_reason in ("stop", "constraint")
+                    content, calls = p.tool_mode.split(rest) if ok else (rest, [])
+                    if content:
+                        yield chunk(index, {"content": content})
+                    for i, call in enumerate(calls):
+                        yield chunk(index, {"tool_calls": [{"index": i, **call}]})
+                    finish = "tool_calls" if calls else finish
+                elif index in held:
                     text = held.pop(index)
                     calls = tool_calls_of(text, p.tool_mode) if d.finish_reason in ("stop", "constraint") else None
                     if calls is not None:

@@ -416,3 +416,93 @@ def test_cli_serves(smol_folder):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+# -- strict tools and structural tags (engine/tool_tags.py, fsm.compile_structural_tag) --------------------
+STRICT_TOOLS = [{"type": "function", "function": {**t["function"], "strict": True}} for t in TOOLS]
+
+
+def test_strict_tools_auto_are_triggered_tags_in_the_template_syntax(server):
+    """With strict tools, "auto" is free text with any number of calls in the model's syntax
+    (SmolLM2's template ignores tools: Hermes'); "required" begins with a call;
+    parallel_tool_calls false allows one call. Calls with arguments jsonschema refuses are
+    refused; text around calls is free."""
+    from structgen.engine.tool_tags import HERMES, LLAMA3, ToolTags, syntax_of_template
+    assert syntax_of_template(server.llm.tokenizer.chat_template) is HERMES
+    tok = server.llm.tokenizer
+
+    def call(name, args, syntax=HERMES):
+        key = "arguments" if syntax is HERMES else "parameters"
+        return json.dumps({"name": name, key: args})[:-1] + syntax.end  # (the end closes the call object)
+
+    def accepts(spec, text):
+        m = server.llm.constraints.get(spec).matcher()
+        return m.accept_tokens(tok.encode(text, add_special_tokens=False)) and m.is_accepting()
+    spec, mode = constraint_of({"tools": STRICT_TOOLS, "tool_choice": "auto"})
+    assert spec[0] == "structural_tag" and isinstance(mode, ToolTags)
+    good = "\n" + call("get_time", {"zone": "UTC"})
+    hermes_call = "<tool_call>" + good
+    assert accepts(spec, "Let me check. " + hermes_call + " and " + hermes_call + " done.")
+    assert accepts(spec, "plain text, no call")
+    for name, args in [("get_weather", {"city": "Paris", "unit": "C"}), ("get_weather", {"city": "Rome", "unit": "C"}),
+                       ("get_time", {"zone": "PST"}), ("get_weather", {"city": "Paris"})]:
+        valid = jsonschema.Draft202012Validator(SCHEMAS[name]).is_valid(args)
+        assert accepts(spec, "x <tool_call>\n" + call(name, args)) == valid, (name, args)
+    assert not accepts(spec, "a <tool_call> that is not one")
+    required, _ = constraint_of({"tools": STRICT_TOOLS, "tool_choice": "required"})
+    assert accepts(required, hermes_call + " then text") and not accepts(required, "text " + hermes_call)
+    one, _ = constraint_of({"tools": STRICT_TOOLS, "tool_choice": "auto", "parallel_tool_calls": False})
+    assert accepts(one, "t " + hermes_call) and not accepts(one, hermes_call + hermes_call)
+    llama, _ = constraint_of({"tools": STRICT_TOOLS}, LLAMA3)
+    assert accepts(llama, "Sure: " + call("get_time", {"zone": "CET"}, LLAMA3))
+    assert not accepts(llama, "Sure: " + call("get_time", {"zone": "PST"}, LLAMA3))
+    content, calls = mode.split("Let me check. " + hermes_call + " done.")
+    assert content == "Let me check.  done." and [c["function"]["name"] for c in calls] == ["get_time"]
+    assert json.loads(calls[0]["function"]["arguments"]) == {"zone": "UTC"}
+
+
+@pytest.mark.parametrize("prompt", ["call", "text"])
+def test_strict_tools_every_call_validates_end_to_end(server, prompt):
+    """Whatever the model writes under strict tools, every call it makes parses and its
+    arguments validate; the text around is the model's; streamed, the same."""
+    kw = dict(model=MODEL, messages=CALL_PROMPT if prompt == "call" else TEXT_PROMPT, tools=STRICT_TOOLS,
+              max_tokens=64, temperature=0)
+    c = server.client.chat.completions.create(**kw).choices[0]
+    for call in c.message.tool_calls or []:
+        jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
+    assert (c.finish_reason == "tool_calls") == bool(c.message.tool_calls)
+    assert "<tool_call>" not in (c.message.content or "")
+    chunks = [ch for ch in server.client.chat.completions.create(**kw, stream=True) if ch.choices]
+    streamed = [t for ch in chunks for t in ch.choices[0].delta.tool_calls or []]
+    assert [(s.function.name, json.loads(s.function.arguments)) for s in streamed] == \
+        [(t.function.name, json.loads(t.function.arguments)) for t in c.message.tool_calls or []]
+    assert "".join(ch.choices[0].delta.content or "" for ch in chunks) == (c.message.content or "")
+    if prompt == "call":
+        assert c.message.tool_calls, c.message.content
+    r = server.client.chat.completions.create(**{**kw, "temperature": 1.0, "seed": 7, "n": 3})
+    for ch in r.choices:
+        for call in ch.message.tool_calls or []:
+            jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
+
+
+def test_response_format_structural_tag(server):
+    """A reasoning block, then a constrained answer; a malformed document is a 400 naming
+    its node."""
+    answer = {"type": "object", "properties": {"capital": {"type": "string", "enum": ["Paris", "Lyon"]}},
+              "required": ["capital"], "additionalProperties": False}
+    rf = {"type": "structural_tag", "format": {"type": "sequence", "elements": [
+        {"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": "</think>"},
+        {"type": "json_schema", "json_schema": answer}]}}
+    r = post(server, {"model": MODEL, "messages": MESSAGES, "max_tokens": 48, "temperature": 0,
+                      "response_format": rf})
+    assert r.status_code == 200, r.text
+    text = r.json()["choices"][0]["message"]["content"]
+    if r.json()["choices"][0]["finish_reason"] == "stop":
+        m = re.fullmatch(r"<think>(.*?)</think>(.*)", text, re.DOTALL)
+        assert m and "</think>" not in m.group(1)
+        jsonschema.validate(json.loads(m.group(2)), answer)
+    else:
+        assert text.startswith("<think>")
+    bad = {"type": "structural_tag", "format": {"type": "sequence", "elements": [{"type": "tokne"}]}}
+    r = post(server, {"model": MODEL, "messages": MESSAGES, "max_tokens": 4, "response_format": bad})
+    assert r.status_code == 400 and "format.elements[0]: unknown format type 'tokne'" in error_message(r)
