@@ -283,3 +283,21 @@ def test_cached_per_document_and_options(smol_vocab):
     a = fsm.compile_structural_tag(st(TOOLS), smol_vocab)
     assert fsm.compile_structural_tag(st(TOOLS), smol_vocab) is a
     assert fsm.compile_structural_tag(st(TOOLS), smol_vocab, max_whitespace=0) is not a
+
+
+def test_recursive_schema_inside_a_tag(smol_vocab):
+    """A recursive schema that the JSON compiler makes lazy terms joins the automaton
+    (jsonschema is the oracle of the values)."""
+    import json
+
+    import jsonschema
+    node = {"type": "object", "properties": {"v": {"type": "integer"},
+                                             "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}},
+            "required": ["v", "next"], "additionalProperties": False}
+    schema = {"$defs": {"node": node}, "$ref": "#/$defs/node"}
+    auto = fsm.compile_structural_tag(st(tag("<j>", {"type": "json_schema", "json_schema": schema}, "</j>")),
+                                      smol_vocab)
+    for value in ('{"v":1,"next":{"v":2,"next":null}}', '{"v":1,"next":{"v":2}}', '{"v":1,"next":{"v":"2","next":null}}',
+                  '{"v":1,"next":{"v":2,"next":{"v":3,"next":null}}}'):
+        valid = jsonschema.Draft202012Validator(schema).is_valid(json.loads(value))
+        assert accepts(auto, f"<j>{value}</j>") == valid, value
