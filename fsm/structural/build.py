@@ -104,9 +104,14 @@ class Builder:
 
     def first_at_end(self, head: Term, stops: tuple) -> Term:
         """`head`, which ends with one of `stops`, where that is the first place any of
-        them occurs: free text stops at the first trigger or end string, even where a
-        stop overlaps the text before it."""
+        them occurs: free text stops at the first trigger, even where a trigger overlaps
+        the text before it (XGrammar's dispatch). (Free text already holds none of them, so only
+        a stop that begins in the text and ends inside the final one could come first:
+        where no stop's end is another's beginning, `head` is already exact, and its
+        states stay free of intersections, whose masks cost more.)"""
         tb = self.tb
+        if not _overlap(stops):
+            return head
         early = tb.seq([tb.anything, self.words(stops), tb.any_byte, tb.anything])
         return tb.intersect([head, tb.complement(early)])
 
@@ -118,9 +123,8 @@ class Builder:
         got = self._after.get(id(t))
         if got is None:
             tb, ends = self.tb, self.words(t.ends)
-            if isinstance(t.content, AnyText):  # text up to the first end
-                stops = tuple(e for e in t.ends if e)
-                got = self.first_at_end(tb.concat(self.free(t.content.excludes), ends), stops)
+            if isinstance(t.content, AnyText):  # text without an end string, then one (XGrammar's reading)
+                got = tb.concat(self.free(t.content.excludes + tuple(e for e in t.ends if e)), ends)
             else:
                 got = tb.concat(self.term(t.content, t.ends), ends)
             self._after[id(t)] = got
@@ -166,6 +170,13 @@ class Builder:
         if ws:  # the compiler puts whitespace around the root value; XGrammar does not
             term = _strip_ws(tb, term, tb.repeat(tb.alt(tb.literal(b) for b in _WS), 0, ws))
         return term
+
+
+def _overlap(stops: tuple) -> bool:
+    """Whether a proper suffix of one of `stops` is a shorter, proper prefix of one: an
+    occurrence that starts before a stop and ends inside it."""
+    return any(u[k:] and t.startswith(u[k:]) and len(u) - k < len(t)
+               for u in stops for t in stops for k in range(1, len(u)))
 
 
 def _strip_ws(tb: JsonTermBuilder, term: Term, ws: Term) -> Term:

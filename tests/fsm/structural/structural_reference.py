@@ -54,12 +54,9 @@ def _tag_ends(tag: dict, text: str, i: int, rec) -> list:
     i += len(begin)
     ends_ = tag["end"] if isinstance(tag["end"], list) else [tag["end"]]
     content = tag["content"]
-    if content["type"] == "any_text":  # stops at the first end
-        out = []
-        for k, j in _first_stop(text, i, [e for e in ends_ if e]):
-            if not any(x in text[i:k] for x in content.get("excludes", [])):
-                out.append(j)
-        return out
+    if content["type"] == "any_text":  # text without an end string, then an end
+        avoid = [e for e in ends_ if e] + list(content.get("excludes", []))
+        return [k + len(e) for k in _free_ends(text, i, avoid) for e in ends_ if text.startswith(e, k)]
     out = []
     for j in rec(_key(content), i, tuple(ends_)):
         out += [j + len(e) for e in ends_ if text.startswith(e, j)]

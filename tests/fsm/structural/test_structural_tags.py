@@ -59,6 +59,12 @@ SPECS = {
                                                     {"type": "regex", "pattern": r"n[o0]+"}]}, ["yes", "nooo"]),
     "tag_ends": (tag("<a>", {"type": "sequence", "elements": [{"type": "const_string", "value": "X"}, AT]},
                      ["</a>", "</b>"]), ["<a>Xhello</b>", "<a>X</a>"]),
+    # stops whose end begins another: free text stops at the first trigger, even one that
+    # begins inside the text before it; a tag's text only holds no end string
+    "overlapping_end": (tag("<a>", AT, "aba"), ["<a>xy aba", "<a>aba", "<a>b a ab aba", "<a>xababa"]),
+    "overlapping_trigger": ({"type": "triggered_tags", "triggers": ["::"],
+                             "tags": [tag("::call(", {"type": "regex", "pattern": "[a-z]+"}, ")")]},
+                            ["say ::call(go) ok", "a:b: c", ""]),
     "nested_free": ({"type": "sequence", "elements": [AT, {"type": "const_string", "value": "END"}]},
                     ["abcEND", "ENDxEND"]),
 }
@@ -71,8 +77,10 @@ REFUSED = {
     "triggered_required": ["text first <f=note>a</f>", ""],
     "triggered_one": ["<f=note>a</f>x", "<f=note>a</f><f=note>b</f>"],
     "separated_first": ["", "<f=note>a</f>;<f=note>b</f>"],
+    "overlapping_end": ["<a>abaaba", "<a>x aba aba"],
+    "overlapping_trigger": ["say :::call(go)", "x::call(go):::call(a)"],
 }
-ALPHABET = list("<>/=fa{}\":,1 zgetnox") + ["<f", "</f>", "<f=note>", "</think>"]
+ALPHABET = list("<>/=fa{}\":,1 zgetnoxb()") + ["<f", "</f>", "<f=note>", "</think>", "::", "aba"]
 
 
 def mutations(text: str, rng: random.Random, n: int) -> list:
