@@ -140,7 +140,7 @@ def _response_format(rf):
 
 
 def _structured_outputs(so):
-    kinds = ("regex", "choice", "json", "grammar")
+    kinds = ("regex", "choice", "json", "grammar", "structural_tag")
     if not isinstance(so, dict):
         raise APIError("'structured_outputs' must be an object", param="structured_outputs")
     extra = set(so) - set(kinds)
@@ -148,7 +148,7 @@ def _structured_outputs(so):
         raise APIError(f"unknown field 'structured_outputs.{sorted(extra)[0]}'", param="structured_outputs")
     given = [k for k in kinds if so.get(k) is not None]
     if len(given) != 1:
-        raise APIError("'structured_outputs' needs exactly one of regex, choice, json, grammar",
+        raise APIError("'structured_outputs' needs exactly one of regex, choice, json, grammar, structural_tag",
                        param="structured_outputs")
     kind = given[0]
     value = so[kind]
@@ -157,11 +157,14 @@ def _structured_outputs(so):
     if kind == "choice" and not (isinstance(value, list) and value and all(isinstance(c, str) for c in value)):
         raise APIError("'structured_outputs.choice' must be a non-empty list of strings",
                        param="structured_outputs")
-    if kind == "json" and isinstance(value, str):
+    if kind == "structural_tag" and not isinstance(value, (dict, str)):
+        raise APIError("'structured_outputs.structural_tag' must be a structural-tag document (an object or JSON "
+                       "text)", param="structured_outputs")
+    if kind in ("json", "structural_tag") and isinstance(value, str):
         try:
             value = json.loads(value)
         except json.JSONDecodeError as e:
-            raise APIError(f"'structured_outputs.json' is not valid JSON: {e}", param="structured_outputs") from e
+            raise APIError(f"'structured_outputs.{kind}' is not valid JSON: {e}", param="structured_outputs") from e
     return (kind, value)
 
 

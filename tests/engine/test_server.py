@@ -503,6 +503,8 @@ def test_response_format_structural_tag(server):
         jsonschema.validate(json.loads(m.group(2)), answer)
     else:
         assert text.startswith("<think>")
+    assert constraint_of({"structured_outputs": {"structural_tag": json.dumps(rf)}}) == \
+        (("structural_tag", rf), None)
     bad = {"type": "structural_tag", "format": {"type": "sequence", "elements": [{"type": "tokne"}]}}
     r = post(server, {"model": MODEL, "messages": MESSAGES, "max_tokens": 4, "response_format": bad})
     assert r.status_code == 400 and "format.elements[0]: unknown format type 'tokne'" in error_message(r)
