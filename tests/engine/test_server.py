@@ -508,3 +508,20 @@ def test_response_format_structural_tag(server):
     bad = {"type": "structural_tag", "format": {"type": "sequence", "elements": [{"type": "tokne"}]}}
     r = post(server, {"model": MODEL, "messages": MESSAGES, "max_tokens": 4, "response_format": bad})
     assert r.status_code == 400 and "format.elements[0]: unknown format type 'tokne'" in error_message(r)
+
+
+def test_tool_tags_split_and_streamable():
+    """What comes back from an output under strict tools: the text outside the calls and
+    the calls (arguments re-serialised, a call cut short left as text); how much may
+    stream before a call (never a partial trigger)."""
+    from structgen.engine.tool_tags import HERMES, LLAMA3, ToolTags
+    tags = ToolTags(HERMES, ("get_time", 'say "hi"'))
+    one = '<tool_call>\n{"name": "get_time", "arguments": {"zone": "UTC"}}\n</tool_call>'
+    two = '<tool_call>\n{"name": "say \\"hi\\"", "arguments": {}}\n</tool_call>'
+    content, calls = tags.split("A" + one + "B" + two)
+    assert content == "AB" and [c["function"]["name"] for c in calls] == ["get_time", 'say "hi"']
+    assert [json.loads(c["function"]["arguments"]) for c in calls] == [{"zone": "UTC"}, {}]
+    assert tags.split("x " + one[:-3]) == ("x " + one[:-3], [])
+    assert [tags.streamable(t) for t in ("Hello", "Hello <tool", "Hello <", "a " + one, "a <b")] == [5, 6, 6, 2, 4]
+    content, calls = ToolTags(LLAMA3, ("f",)).split('ok {"name": "f", "parameters": {"a": [1, 2]}}')
+    assert content == "ok " and json.loads(calls[0]["function"]["arguments"]) == {"a": [1, 2]}
