@@ -309,3 +309,20 @@ def test_recursive_schema_inside_a_tag(smol_vocab):
                   '{"v":1,"next":{"v":2,"next":{"v":3,"next":null}}}'):
         valid = jsonschema.Draft202012Validator(schema).is_valid(json.loads(value))
         assert accepts(auto, f"<j>{value}</j>") == valid, value
+
+
+def test_shipped_to_another_process_and_other_vocabularies(smol_vocab, sp_vocab, sp_tokenizer):
+    """The compiled tag travels as other constraints do (fsm/core/transport.py: the
+    engine's compile workers); on SentencePiece's vocabulary (byte fallback) the masks
+    stay exact, token by token."""
+    from structgen.fsm.core.transport import dumps, loads
+    text = 'Sure!<f=get>{"city":"Oslo","days":3}</f>ok'
+    back = loads(dumps(fsm.compile_structural_tag(st(TOOLS), smol_vocab)), smol_vocab)
+    assert accepts(back, text) and not accepts(back, text.replace("Oslo", "Oslo\x01"))
+    auto = fsm.compile_structural_tag(st(TOOLS), sp_vocab)
+    m = auto.matcher()
+    for tok in sp_tokenizer.encode(text, add_special_tokens=False):
+        allowed = set(np.flatnonzero(_bits(m.next_token_mask(), sp_vocab.size)).tolist())
+        assert allowed - set(sp_vocab.eos_ids) == live_tokens_brute_force(auto, m.state)
+        assert m.accept_token(tok), tok
+    assert m.is_accepting()
