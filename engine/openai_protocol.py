@@ -45,7 +45,8 @@ class Parsed:
     params: SamplingParams
     stream: bool = False
     include_usage: bool = False
-    tool_mode: str | None = None            # "call": a {"name", "arguments"} call; "auto": text or a call
+    tool_mode: object = None                # "call": a {"name", "arguments"} call; "auto": text or a call;
+    #                                         a ToolTags (strict tools): text and calls in the model's syntax
     top_logprobs: int | None = None         # chat: logprobs wanted (k alternatives)
     extra: dict = field(default_factory=dict)
 
