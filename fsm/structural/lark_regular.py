@@ -3,7 +3,8 @@ structural tag's single automaton (docs/structural-tags.md, "Grammars").
 
 Its language is the grammar's sentences: the terminals' texts in the order the rules
 allow, with the %ignore'd terminals allowed between them and around the whole. A rule
-that reaches itself is not regular: StructuralTagError names it.
+may loop on itself at one end of its alternatives (`x*`, `x+`: lark expands them so);
+other recursion is not regular: StructuralTagError names it.
 """
 from __future__ import annotations
 
@@ -37,12 +38,33 @@ def lark_term(tb: TermBuilder, grammar: str, path: str, start: str = "start") ->
         if name in busy:
             raise StructuralTagError(f"{path}.grammar: rule {name!r} is recursive "
                                      f"({' -> '.join((*busy[busy.index(name):], name))}); grammars inside a "
-                                     "structural tag must be regular (no rule may reach itself)")
+                                     "structural tag must be regular (no rule may reach itself but at one end "
+                                     "of its own alternatives, as `x*` and `x+` expand)")
         if name not in memo:
-            alts = [tb.seq([x for s in exp for x in (rule(s.name, (*busy, name)) if not s.is_term
-                                                      else lexemes[s.name], ign)])
-                    for exp in by_rule[name]]
-            memo[name] = tb.alt(alts)
+            inner = (*busy, name)
+
+            def seq(exp) -> Term:
+                parts = [lexemes[s.name] if s.is_term else rule(s.name, inner) for s in exp]
+                return tb.seq([x for p in parts for x in (p, ign)])
+            # R: B | R X | Y R (lark's expansion of x* and x+, and any rule that loops on
+            # itself at one end) is Y* B X*: regular
+            base, left, right = [], [], []
+            for exp in by_rule[name]:
+                names = [s.name for s in exp]
+                if name not in names:
+                    base.append(exp)
+                elif names.count(name) == 1 and len(names) > 1 and names[0] == name:
+                    left.append(exp[1:])
+                elif names.count(name) == 1 and len(names) > 1 and names[-1] == name:
+                    right.append(exp[:-1])
+                else:
+                    rule(name, inner)  # (raises: recursion in the middle)
+            body = tb.alt(seq(e) for e in base)
+            if left:
+                body = tb.concat(body, tb.star(tb.alt(seq(e) for e in left)))
+            if right:
+                body = tb.concat(tb.star(tb.alt(seq(e) for e in right)), body)
+            memo[name] = body
         return memo[name]
     return tb.seq([ign, rule(start, ())])
 

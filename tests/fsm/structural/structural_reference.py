@@ -1,6 +1,6 @@
 """An independent reference for structural tags: a backtracking matcher over the
 document, written from XGrammar's documented semantics, with Python's `re.fullmatch` for
-regexes and `json.loads` + jsonschema for JSON values. Slow (tries every split), for short
+regexes, `json.loads` + jsonschema for JSON values and lark's parser for grammars. Slow (tries every split), for short
 texts only. It knows only what the tests use: JSON values are read strictly (objects'
 keys in declared order, no duplicates, no exponents, no whitespace around the value)."""
 from __future__ import annotations
@@ -19,11 +19,11 @@ def accepts(fmt: dict, text: str) -> bool:
     @cache
     def ends(node_json: str, i: int, stops: tuple) -> frozenset:
         return frozenset(_ends(json.loads(node_json), text, i, stops, ends))
-    return len(text) in ends(json.dumps(fmt, sort_keys=True), 0, ())
+    return len(text) in ends(_key(fmt), 0, ())
 
 
 def _key(node) -> str:
-    return json.dumps(node, sort_keys=True)
+    return json.dumps(node)  # (not sorted: properties keep their order)
 
 
 def _free_ends(text: str, i: int, avoid) -> list:
@@ -82,9 +82,33 @@ def _ends(node: dict, text: str, i: int, stops: tuple, rec) -> list:
                 value = json.loads(part, object_pairs_hook=_ordered_pairs(node["json_schema"]))
             except (ValueError, _OutOfOrder):
                 continue
-            if jsonschema.Draft202012Validator(node["json_schema"]).is_valid(value):
+            if jsonschema.Draft202012Validator(_closed(node["json_schema"])).is_valid(value):
                 out.append(j)
         return out
+    if kind == "grammar":  # lark's own parser (Earley: the grammar's language, any lexing)
+        import lark
+        parser = _lark(node["grammar"])
+        out = []
+        for j in range(i, len(text) + 1):
+            try:
+                parser.parse(text[i:j])
+                out.append(j)
+            except lark.exceptions.LarkError:
+                pass
+        return out
+    if kind in ("optional", "plus", "star", "repeat"):
+        lo, hi = {"optional": (0, 1), "plus": (1, None), "star": (0, None)}.get(kind, (node.get("min"), node.get("max")))
+        hi = None if hi == -1 else hi
+        at, seen, n = {i}, set(), 0
+        out = {i} if lo == 0 else set()
+        while at and (hi is None or n < hi):
+            at = {j for k in at for j in rec(_key(node["content"]), k, stops)}
+            n += 1
+            if n >= lo:
+                out |= at
+            at -= seen
+            seen |= at
+        return sorted(out)
     if kind == "sequence":
         at = {i}
         for el in node["elements"]:
@@ -142,6 +166,27 @@ def _triggered(node, text, i, stops, rec) -> list:
             seen.add(j)
             todo.append(j)
     return sorted({j for k in seen for j in free(k)})
+
+
+@cache
+def _lark(grammar: str):
+    import lark
+    return lark.Lark(grammar, parser="earley", lexer="dynamic")
+
+
+def _closed(schema):
+    """XGrammar's strict reading: an object schema with properties (and no word on other
+    keys) takes no other keys, at every depth."""
+    if isinstance(schema, list):
+        return [_closed(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: (v if k in ("enum", "const", "required") else _closed(v)) for k, v in schema.items()}
+    if "properties" in schema:
+        out["properties"] = {k: _closed(v) for k, v in schema["properties"].items()}
+        if not {"additionalProperties", "patternProperties", "unevaluatedProperties"} & set(schema):
+            out["additionalProperties"] = False
+    return out
 
 
 class _OutOfOrder(Exception):

@@ -65,6 +65,23 @@ SPECS = {
     "overlapping_trigger": ({"type": "triggered_tags", "triggers": ["::"],
                              "tags": [tag("::call(", {"type": "regex", "pattern": "[a-z]+"}, ")")]},
                             ["say ::call(go) ok", "a:b: c", ""]),
+    "json_values": ({"type": "json_schema", "max_whitespace_cnt": 20, "json_schema": {
+        "type": "object", "properties": {
+            "ok": {"type": "boolean"}, "n": {"type": ["integer", "null"]},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "maxItems": 3},
+            "at": {"type": "object", "properties": {"x": {"type": "integer", "minimum": 0}}, "required": ["x"]}},
+        "required": ["ok"]}},
+        ['{"ok":true,"n":null,"tags":["a","b"],"at":{"x":3}}', '{"ok": false, "tags": []}', '{"ok":true,"n":-7}']),
+    "repeats": ({"type": "sequence", "elements": [
+        {"type": "optional", "content": {"type": "const_string", "value": "A"}},
+        {"type": "plus", "content": {"type": "regex", "pattern": "[0-9]"}},
+        {"type": "star", "content": {"type": "const_string", "value": "ab"}},
+        {"type": "repeat", "min": 1, "max": 2, "content": {"type": "or", "elements": [
+            {"type": "const_string", "value": "x"}, {"type": "const_string", "value": "yz"}]}}]},
+        ["A12ababx", "0yzx", "9yz"]),
+    "grammar": ({"type": "grammar", "syntax": "lark",
+                 "grammar": 'start: greet " " NAME ("," NAME)*\ngreet: "hi" | "hello"\nNAME: /[a-z]+/'},
+                ["hi bob", "hello a,bb,c"]),
     "nested_free": ({"type": "sequence", "elements": [AT, {"type": "const_string", "value": "END"}]},
                     ["abcEND", "ENDxEND"]),
 }
@@ -80,7 +97,8 @@ REFUSED = {
     "overlapping_end": ["<a>abaaba", "<a>x aba aba"],
     "overlapping_trigger": ["say :::call(go)", "x::call(go):::call(a)"],
 }
-ALPHABET = list("<>/=fa{}\":,1 zgetnoxb()") + ["<f", "</f>", "<f=note>", "</think>", "::", "aba"]
+ALPHABET = list("<>/=fa{}\":,1 zgetnoxb()[]9-yA") + ["<f", "</f>", "<f=note>", "</think>", "::", "aba", "null",
+                                                         "true", "hi"]
 
 
 def mutations(text: str, rng: random.Random, n: int) -> list:
@@ -253,7 +271,7 @@ def test_reasoning_end_tag_and_answer_keys_are_forced(smol_vocab, smol_tokenizer
     (st(dict(TOOLS, triggers=["<g"])), "format.tags[0]: its begin '<f=get>' starts with no trigger"),
     (st(dict(TOOLS, triggers=["<f", "<f="])), "starts with several triggers"),
     (st(tag("<a>", AT, "")), "format.end: free text (any_text) inside a tag needs a non-empty end"),
-    (st({"type": "grammar", "grammar": "start: \"a\" start | \"b\""}), "rule 'start' is recursive"),
+    (st({"type": "grammar", "grammar": "start: \"a\" start \"b\" | \"c\""}), "rule 'start' is recursive"),
     (st({"type": "grammar", "grammar": "root ::= \"a\"", "syntax": "ebnf"}), "format.syntax: 'ebnf'"),
     (st({"type": "json_schema", "json_schema": {"type": "object", "properties": {"a": {"type": "object"}}}}),
      "distinct keys of open objects"),
