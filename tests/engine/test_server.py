@@ -523,5 +523,10 @@ def test_tool_tags_split_and_streamable():
     assert [json.loads(c["function"]["arguments"]) for c in calls] == [{"zone": "UTC"}, {}]
     assert tags.split("x " + one[:-3]) == ("x " + one[:-3], [])
     assert [tags.streamable(t) for t in ("Hello", "Hello <tool", "Hello <", "a " + one, "a <b")] == [5, 6, 6, 2, 4]
+    from structgen.engine.tool_tags import syntax_of_template
+    llama = ('{{- "<|start_header_id|>user<|end_header_id|>\\n\\n" -}} Respond in the format {"name": function name, '
+             '"parameters": dictionary of argument name and its value}.')
+    qwen = '{{- "<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call>" }}'
+    assert [syntax_of_template(t) for t in (llama, qwen, None)] == [LLAMA3, HERMES, HERMES]
     content, calls = ToolTags(LLAMA3, ("f",)).split('ok {"name": "f", "parameters": {"a": [1, 2]}}')
     assert content == "ok " and json.loads(calls[0]["function"]["arguments"]) == {"a": [1, 2]}
