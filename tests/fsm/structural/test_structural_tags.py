@@ -82,6 +82,11 @@ SPECS = {
     "grammar": ({"type": "grammar", "syntax": "lark",
                  "grammar": 'start: greet " " NAME ("," NAME)*\ngreet: "hi" | "hello"\nNAME: /[a-z]+/'},
                 ["hi bob", "hello a,bb,c"]),
+    "prefix_begins": ({"type": "triggered_tags", "triggers": ["<"],  # (one begin is the start of another)
+                       "tags": [tag("<a>", {"type": "regex", "pattern": "[a-z]+"}, "</>"),
+                                tag("<a>x", {"type": "regex", "pattern": "[0-9]+"}, "</>"),
+                                tag("<ab", {"type": "const_string", "value": "!"}, "</>")]},
+                      ["t <a>x12</> u <a>xy</> <ab!</>", "no tag"]),
     "nested_free": ({"type": "sequence", "elements": [AT, {"type": "const_string", "value": "END"}]},
                     ["abcEND", "ENDxEND"]),
 }
@@ -95,6 +100,7 @@ REFUSED = {
     "triggered_one": ["<f=note>a</f>x", "<f=note>a</f><f=note>b</f>"],
     "separated_first": ["", "<f=note>a</f>;<f=note>b</f>"],
     "overlapping_end": ["<a>abaaba", "<a>x aba aba"],
+    "prefix_begins": ["<a>x1y</>", "<ab?</>", "a < b"],
     "overlapping_trigger": ["say :::call(go)", "x::call(go):::call(a)"],
 }
 ALPHABET = list("<>/=fa{}\":,1 zgetnoxb()[]9-yA") + ["<f", "</f>", "<f=note>", "</think>", "::", "aba", "null",
