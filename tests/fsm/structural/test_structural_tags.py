@@ -87,6 +87,7 @@ SPECS = {
                                 tag("<a>x", {"type": "regex", "pattern": "[0-9]+"}, "</>"),
                                 tag("<ab", {"type": "const_string", "value": "!"}, "</>")]},
                       ["t <a>x12</> u <a>xy</> <ab!</>", "no tag"]),
+    "tags_in_a_tag": (tag("<r>", TOOLS, "</r>"), ["<r>hi <f=note>x</f> bye</r>", "<r></r>"]),
     "nested_free": ({"type": "sequence", "elements": [AT, {"type": "const_string", "value": "END"}]},
                     ["abcEND", "ENDxEND"]),
 }
@@ -101,6 +102,7 @@ REFUSED = {
     "separated_first": ["", "<f=note>a</f>;<f=note>b</f>"],
     "overlapping_end": ["<a>abaaba", "<a>x aba aba"],
     "prefix_begins": ["<a>x1y</>", "<ab?</>", "a < b"],
+    "tags_in_a_tag": ["<r>a</r>b</r>", "<r>a"],
     "overlapping_trigger": ["say :::call(go)", "x::call(go):::call(a)"],
 }
 ALPHABET = list("<>/=fa{}\":,1 zgetnoxb()[]9-yA") + ["<f", "</f>", "<f=note>", "</think>", "::", "aba", "null",
