@@ -1,0 +1,160 @@
+"""Tensor parallel on CPU: 2 gloo ranks against tensor_parallel_size=1 on the same tiny
+random-weight model (the SmolLM2 tokenizer, so real constraints compile)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import torch
+from oracles import PROMPTS
+
+from structgen.engine import LLM, SamplingParams
+from structgen.engine.parallel import Shard
+from structgen.engine.tensor_parallel import RankFailure
+
+MAX_NEW = 12
+# Vocabulary 49152 (the tokenizer's), heads split 2 ways; an odd-sized LM head is covered
+# by the padding test below.
+TINY = dict(vocab_size=49152, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+            rms_norm_eps=1e-6, initializer_range=0.2, tie_word_embeddings=False)
+CONSTRAINTS = [None, ("regex", r"[a-z]{2,6}( [a-z]{2,6}){1,3}\."), ("choice", ["yes", "no", "maybe"]),
+               ("json", {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+               None]
+
+
+@pytest.fixture(scope="module")
+def tiny(smol_folder, tmp_path_factory):
+    """(folder with config + tokenizer, transformers-named weights)."""
+    from transformers import AutoModelForCausalLM, LlamaConfig
+    torch.manual_seed(0)
+    cfg = LlamaConfig(**TINY)
+    hf = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
+    folder = tmp_path_factory.mktemp("tiny-tp")
+    cfg.save_pretrained(folder)
+    for f in smol_folder.iterdir():
+        if f.is_file() and f.name != "config.json" and f.suffix != ".safetensors":
+            shutil.copy(f, folder / f.name)
+    return folder, dict(hf.state_dict())
+
+
+def engine(tiny, **config):
+    folder, weights = tiny
+    return LLM(folder, weights=weights.items(), max_num_seqs=8, block_size=8, **config)
+
+
+def run(llm, constraints=(None,) * len(PROMPTS)):
+    params = [SamplingParams(max_tokens=MAX_NEW, constraint=c) for c in constraints]
+    return llm.generate(PROMPTS, params, use_tqdm=False)
+
+
+@pytest.fixture(scope="module")
+def tp2(tiny):
+    # Few blocks: the five prompts cannot all be resident, so the scheduler preempts.
+    llm = engine(tiny, tensor_parallel_size=2, num_kv_blocks=12, max_model_len=96,
+                 distributed_timeout_s=60)
+    yield llm
+    llm.close()
+
+
+@pytest.fixture(scope="module")
+def tp1(tiny):
+    return engine(tiny, num_kv_blocks=12, max_model_len=96)
+
+
+def test_shard_rows_pad_the_vocabulary():
+    w = torch.arange(10.0).reshape(5, 2)
+    a, b = Shard(0, 2).rows(w), Shard(1, 2).rows(w)
+    assert a.shape == b.shape == (3, 2)
+    assert torch.equal(torch.cat([a, b])[:5], w) and not b[2].any()
+    with pytest.raises(ValueError, match="tensor_parallel_size=4 must divide the model's KV heads"):
+        Shard(0, 4).part(2, "KV heads")
+
+
+def test_greedy_matches_one_rank_with_constraints_prefix_cache_and_preemption(tp1, tp2):
+    want = run(tp1, CONSTRAINTS)
+    got = run(tp2, CONSTRAINTS)
+    assert [o.token_ids for o in got] == [o.token_ids for o in want]
+    assert [o.finish_reason for o in got] == [o.finish_reason for o in want]
+    assert all(o.error is None for o in got)
+    assert re.fullmatch(CONSTRAINTS[1][1], got[1].text) and got[2].text in CONSTRAINTS[2][1]
+    assert all(o.finish_reason == "constraint" for o in got[1:3])
+    assert tp2.scheduler.num_preemptions > 0
+    # The last prompt shares the one before's long prefix, served from the cache (every
+    # rank's); on a second call, the prompt before too, from the first call's blocks.
+    again = run(tp2)
+    assert [o.token_ids for o in again] == [o.token_ids for o in run(tp1)]
+    assert got[4].num_cached_tokens >= 40 and again[3].num_cached_tokens >= 8
+
+
+def test_rank_does_not_hold_the_whole_model(tp2):
+    m = tp2.model
+    assert m.lm_head.weight.shape[0] == 49152 // 2
+    assert m.layers[0].self_attn.num_heads == 2 and m.num_kv_heads == 1
+    assert tp2.runner.kv_cache.shape[4] == 1
+
+
+def test_misfit_split_is_refused(tiny):
+    with pytest.raises(ValueError, match="tensor_parallel_size=3 must divide the model's attention heads"):
+        engine(tiny, tensor_parallel_size=3)
+
+
+def _kill_rank_and_step(tiny, sig):
+    llm = engine(tiny, tensor_parallel_size=2, num_kv_blocks=40, max_model_len=128,
+                 distributed_timeout_s=3)
+    proc = llm._ranks.procs[0]
+    try:
+        assert run(llm)[0].token_ids
+        os.kill(proc.pid, sig)
+        t0 = time.monotonic()
+        with pytest.raises(RankFailure) as err:
+            run(llm)
+        assert time.monotonic() - t0 < 30
+        with pytest.raises(RankFailure):        # and every later call, at once
+            run(llm)
+        return str(err.value), proc
+    finally:
+        if sig == signal.SIGSTOP and proc.is_alive():
+            os.kill(proc.pid, signal.SIGCONT)
+        llm.close()
+        proc.join(10)
+        assert not proc.is_alive()
+
+
+def test_dead_rank_fails_the_engine_clearly(tiny):
+    msg, _ = _kill_rank_and_step(tiny, signal.SIGKILL)
+    assert "rank 1 exited with code -9 (SIGKILL)" in msg
+
+
+def test_hung_rank_times_out(tiny):
+    msg, _ = _kill_rank_and_step(tiny, signal.SIGSTOP)
+    assert "did not answer within distributed_timeout_s=3s" in msg
+
+
+def test_no_rank_outlives_the_process(tiny, tmp_path):
+    """An LLM never closed: its ranks go with the interpreter."""
+    folder, weights = tiny
+    torch.save(weights, tmp_path / "w.pt")
+    script = textwrap.dedent(f"""
+        import torch
+        from structgen.engine import LLM, SamplingParams
+        w = torch.load({str(tmp_path / "w.pt")!r})
+        llm = LLM({str(folder)!r}, weights=w.items(), tensor_parallel_size=2, num_kv_blocks=16,
+                  max_model_len=64)
+        print(llm._ranks.procs[0].pid, flush=True)
+        llm.generate([[1, 2, 3]], SamplingParams(max_tokens=2), use_tqdm=False)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    pid = int(out.stdout.split()[0])
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not os.path.exists(f"/proc/{pid}"), f"rank 1 (pid {pid}) outlived its engine"
