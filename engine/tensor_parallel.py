@@ -36,7 +36,6 @@ import torch
 
 from .parallel import Shard
 
-
 # Starting a rank (spawn, imports, loading its slices) may take long for a large model;
 # a rank that has not started by then fails the engine.
 STARTUP_S = 600.0

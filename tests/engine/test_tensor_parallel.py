@@ -1,10 +1,9 @@
 """Tensor parallel on CPU: 2 gloo ranks against tensor_parallel_size=1 on the same tiny
-random-weight model (the SmolLM2 tokenizer, so real constraints compile)."""
+random-weight model (conftest's tiny_llama; the in-memory weights travel to rank 1)."""
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,53 +19,33 @@ from structgen.engine.parallel import Shard
 from structgen.engine.tensor_parallel import RankFailure
 
 MAX_NEW = 12
-# Vocabulary 49152 (the tokenizer's), heads split 2 ways; an odd-sized LM head is covered
-# by the padding test below.
-TINY = dict(vocab_size=49152, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-            rms_norm_eps=1e-6, initializer_range=0.2, tie_word_embeddings=False)
 CONSTRAINTS = [None, ("regex", r"[a-z]{2,6}( [a-z]{2,6}){1,3}\."), ("choice", ["yes", "no", "maybe"]),
                ("json", {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
                None]
 
 
-@pytest.fixture(scope="module")
-def tiny(smol_folder, tmp_path_factory):
-    """(folder with config + tokenizer, transformers-named weights)."""
-    from transformers import AutoModelForCausalLM, LlamaConfig
-    torch.manual_seed(0)
-    cfg = LlamaConfig(**TINY)
-    hf = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
-    folder = tmp_path_factory.mktemp("tiny-tp")
-    cfg.save_pretrained(folder)
-    for f in smol_folder.iterdir():
-        if f.is_file() and f.name != "config.json" and f.suffix != ".safetensors":
-            shutil.copy(f, folder / f.name)
-    return folder, dict(hf.state_dict())
-
-
-def engine(tiny, **config):
-    folder, weights = tiny
+def engine(tiny_llama, **config):
+    folder, weights = tiny_llama
     return LLM(folder, weights=weights.items(), max_num_seqs=8, block_size=8, **config)
 
 
-def run(llm, constraints=(None,) * len(PROMPTS)):
-    params = [SamplingParams(max_tokens=MAX_NEW, constraint=c) for c in constraints]
+def run(llm, constraints=None):
+    params = [SamplingParams(max_tokens=MAX_NEW, constraint=c) for c in constraints or [None] * len(PROMPTS)]
     return llm.generate(PROMPTS, params, use_tqdm=False)
 
 
 @pytest.fixture(scope="module")
-def tp2(tiny):
+def tp2(tiny_llama):
     # Few blocks: the five prompts cannot all be resident, so the scheduler preempts.
-    llm = engine(tiny, tensor_parallel_size=2, num_kv_blocks=12, max_model_len=96,
+    llm = engine(tiny_llama, tensor_parallel_size=2, num_kv_blocks=12, max_model_len=96,
                  distributed_timeout_s=60)
     yield llm
     llm.close()
 
 
 @pytest.fixture(scope="module")
-def tp1(tiny):
-    return engine(tiny, num_kv_blocks=12, max_model_len=96)
+def tp1(tiny_llama):
+    return engine(tiny_llama, num_kv_blocks=12, max_model_len=96)
 
 
 def test_shard_rows_pad_the_vocabulary():
@@ -101,13 +80,13 @@ def test_rank_does_not_hold_the_whole_model(tp2):
     assert tp2.runner.kv_cache.shape[4] == 1
 
 
-def test_misfit_split_is_refused(tiny):
+def test_misfit_split_is_refused(tiny_llama):
     with pytest.raises(ValueError, match="tensor_parallel_size=3 must divide the model's attention heads"):
-        engine(tiny, tensor_parallel_size=3)
+        engine(tiny_llama, tensor_parallel_size=3)
 
 
-def _kill_rank_and_step(tiny, sig):
-    llm = engine(tiny, tensor_parallel_size=2, num_kv_blocks=40, max_model_len=128,
+def _kill_rank_and_step(tiny_llama, sig):
+    llm = engine(tiny_llama, tensor_parallel_size=2, num_kv_blocks=40, max_model_len=128,
                  distributed_timeout_s=3)
     proc = llm._ranks.procs[0]
     try:
@@ -128,26 +107,22 @@ def _kill_rank_and_step(tiny, sig):
         assert not proc.is_alive()
 
 
-def test_dead_rank_fails_the_engine_clearly(tiny):
-    msg, _ = _kill_rank_and_step(tiny, signal.SIGKILL)
+def test_dead_rank_fails_the_engine_clearly(tiny_llama):
+    msg, _ = _kill_rank_and_step(tiny_llama, signal.SIGKILL)
     assert "rank 1 exited with code -9 (SIGKILL)" in msg
 
 
-def test_hung_rank_times_out(tiny):
-    msg, _ = _kill_rank_and_step(tiny, signal.SIGSTOP)
+def test_hung_rank_times_out(tiny_llama):
+    msg, _ = _kill_rank_and_step(tiny_llama, signal.SIGSTOP)
     assert "did not answer within distributed_timeout_s=3s" in msg
 
 
-def test_no_rank_outlives_the_process(tiny, tmp_path):
+def test_no_rank_outlives_the_process(tiny_llama):
     """An LLM never closed: its ranks go with the interpreter."""
-    folder, weights = tiny
-    torch.save(weights, tmp_path / "w.pt")
+    folder, _ = tiny_llama
     script = textwrap.dedent(f"""
-        import torch
         from structgen.engine import LLM, SamplingParams
-        w = torch.load({str(tmp_path / "w.pt")!r})
-        llm = LLM({str(folder)!r}, weights=w.items(), tensor_parallel_size=2, num_kv_blocks=16,
-                  max_model_len=64)
+        llm = LLM({str(folder)!r}, tensor_parallel_size=2, num_kv_blocks=16, max_model_len=64)
         print(llm._ranks.procs[0].pid, flush=True)
         llm.generate([[1, 2, 3]], SamplingParams(max_tokens=2), use_tqdm=False)
     """)
