@@ -127,8 +127,8 @@ class ModelRunner:
             hidden = self.model(input_ids, positions, meta)
         if not inp.rows:
             return None
-        # A decode-only step samples every row: no need to copy them out first.
-        if len(inp.rows) < hidden.shape[0]:
+        # A decode-only step samples every row, in order: no need to copy them out first.
+        if len(inp.rows) < hidden.shape[0] or inp.rows != list(range(hidden.shape[0])):
             hidden = hidden[inp.rows]
         return self.model.compute_logits(hidden).float()
 

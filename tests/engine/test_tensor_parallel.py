@@ -30,7 +30,9 @@ def engine(tiny_llama, **config):
 
 
 def run(llm, constraints=None):
-    params = [SamplingParams(max_tokens=MAX_NEW, constraint=c) for c in constraints or [None] * len(PROMPTS)]
+    # Logprobs on the JSON request: its forced tokens' rows join the LM head's.
+    params = [SamplingParams(max_tokens=MAX_NEW, constraint=c, logprobs=2 if c and c[0] == "json" else None)
+              for c in constraints or [None] * len(PROMPTS)]
     return llm.generate(PROMPTS, params, use_tqdm=False)
 
 
@@ -63,6 +65,10 @@ def test_greedy_matches_one_rank_with_constraints_prefix_cache_and_preemption(tp
     assert [o.token_ids for o in got] == [o.token_ids for o in want]
     assert [o.finish_reason for o in got] == [o.finish_reason for o in want]
     assert all(o.error is None for o in got)
+    assert len(got[3].logprobs) == len(want[3].logprobs) > 0
+    for g, w in zip(got[3].logprobs, want[3].logprobs):
+        assert (g is None) == (w is None)
+        assert g is None or (g.keys() == w.keys() and all(abs(g[k] - w[k]) < 1e-4 for k in g))
     assert re.fullmatch(CONSTRAINTS[1][1], got[1].text) and got[2].text in CONSTRAINTS[2][1]
     assert all(o.finish_reason == "constraint" for o in got[1:3])
     assert tp2.scheduler.num_preemptions > 0
