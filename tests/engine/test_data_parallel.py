@@ -86,17 +86,20 @@ def test_shared_long_prefix_stays_on_one_replica(reps):
 
 def test_abort_stays_with_its_replica(reps):
     wait_idle(reps)
-    aborted = [e.metrics.requests.get("aborted", 0) for e in reps.replicas]
-    s = reps.add_request(PROMPTS[0], SamplingParams(max_tokens=100, ignore_eos=True))
-    i = reps.replica_of(s.request_id)
-    assert i == replica(reps, s)
-    next(iter(s))                       # running
-    reps.abort(s.request_id)
-    assert s.result(30).finish_reason == "abort"
-    now = [e.metrics.requests.get("aborted", 0) for e in reps.replicas]
-    assert [n - a for n, a in zip(now, aborted)] == [int(j == i) for j in range(2)]
+    aborted = lambda: [e.metrics.requests.get("aborted", 0) for e in reps.replicas]  # noqa: E731
+    streams = [reps.add_request(PROMPTS[0], SamplingParams(max_tokens=100, ignore_eos=True)) for _ in range(2)]
+    assert sorted(replica(reps, s) for s in streams) == [0, 1]          # one each: least loaded
+    for s in streams:
+        next(iter(s))                   # running
+    for k, s in enumerate(streams):
+        before, i = aborted(), replica(reps, s)
+        assert reps.replica_of(s.request_id) == i
+        reps.abort(s.request_id)
+        assert s.result(30).finish_reason == "abort"
+        assert [a - b for a, b in zip(aborted(), before)] == [int(j == i) for j in range(2)]
+        assert all(not t.finished for t in streams[k + 1:])            # the other one runs on
     reps.abort("no-such-request")       # unknown: nothing happens anywhere
-    assert reps.replica_of(s.request_id) is None
+    assert reps.replica_of(streams[0].request_id) is None
 
 
 def test_request_ids_are_unique_across_replicas(reps):

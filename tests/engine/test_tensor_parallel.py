@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -84,6 +85,31 @@ def test_rank_does_not_hold_the_whole_model(tp2):
     assert m.lm_head.weight.shape[0] == 49152 // 2
     assert m.layers[0].self_attn.num_heads == 2 and m.num_kv_heads == 1
     assert tp2.runner.kv_cache.shape[4] == 1
+
+
+def test_biases_and_an_odd_vocabulary_split(smol_folder, tmp_path):
+    """Biases on every projection (a row-parallel bias is added once, not once per rank)
+    and a vocabulary of 321 (the LM head padded to 2 x 161 rows): token-id prompts."""
+    from transformers import AutoModelForCausalLM, LlamaConfig
+    torch.manual_seed(1)
+    cfg = LlamaConfig(vocab_size=321, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                      initializer_range=0.2, attention_bias=True, mlp_bias=True, tie_word_embeddings=True)
+    hf = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
+    for name, p in hf.named_parameters():        # biases are zero at init: make them count
+        if name.endswith("bias"):
+            torch.nn.init.normal_(p, std=0.5)
+    hf.save_pretrained(tmp_path)
+    for f in smol_folder.iterdir():
+        if f.is_file() and f.name.startswith(("tokenizer", "special_tokens")):
+            shutil.copy(f, tmp_path / f.name)
+    prompts = [[5, 17, 300, 42], [320, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]]
+    params = SamplingParams(max_tokens=10, ignore_eos=True)
+    want = LLM(tmp_path, num_kv_blocks=16, max_model_len=64).generate(prompts, params, use_tqdm=False)
+    with LLM(tmp_path, num_kv_blocks=16, max_model_len=64, tensor_parallel_size=2) as llm:
+        assert llm.model.lm_head.weight.shape[0] == 161
+        got = llm.generate(prompts, params, use_tqdm=False)
+    assert [o.token_ids for o in got] == [o.token_ids for o in want]
 
 
 def test_misfit_split_is_refused(tiny_llama):
