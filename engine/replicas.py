@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from .async_engine import AsyncEngine, RequestError, RequestStream
 from .sampling_params import SamplingParams
 
+CHARS_PER_TOKEN = 4     # English text with a BPE vocabulary, roughly
+
 
 @dataclass(frozen=True)
 class RouterOptions:
@@ -56,9 +58,13 @@ class Router:
         self.affinity_hits = 0
 
     def prefix_key(self, prompt):
-        """A key for the prompt's first `affinity_blocks` blocks (token ids; text: that
-        many characters per token, a rough stand-in), None for a shorter prompt."""
+        """A key for the prompt's first `affinity_blocks` blocks of token ids, None for a
+        shorter prompt. A text prompt (the server always passes ids) is keyed by its first
+        CHARS_PER_TOKEN characters per token, a rough stand-in: tokenizing here would
+        share the tokenizer with the engines' threads."""
         need = self.options.affinity_blocks * self.block_size
+        if isinstance(prompt, str):
+            need *= CHARS_PER_TOKEN
         if need == 0 or len(prompt) < need:
             return None
         head = prompt[:need]

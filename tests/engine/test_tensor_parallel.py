@@ -104,12 +104,15 @@ def test_biases_and_an_odd_vocabulary_split(smol_folder, tmp_path):
         if f.is_file() and f.name.startswith(("tokenizer", "special_tokens")):
             shutil.copy(f, tmp_path / f.name)
     prompts = [[5, 17, 300, 42], [320, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]]
-    params = SamplingParams(max_tokens=10, ignore_eos=True)
+    params = SamplingParams(max_tokens=10, ignore_eos=True, logprobs=3)   # over the whole vocabulary
     want = LLM(tmp_path, num_kv_blocks=16, max_model_len=64).generate(prompts, params, use_tqdm=False)
     with LLM(tmp_path, num_kv_blocks=16, max_model_len=64, tensor_parallel_size=2) as llm:
         assert llm.model.lm_head.weight.shape[0] == 161
         got = llm.generate(prompts, params, use_tqdm=False)
     assert [o.token_ids for o in got] == [o.token_ids for o in want]
+    for g, w in zip(got, want):
+        for a, b in zip(g.logprobs, w.logprobs):
+            assert a.keys() == b.keys() and all(abs(a[k] - b[k]) < 1e-4 for k in a)
 
 
 def test_misfit_split_is_refused(tiny_llama):
