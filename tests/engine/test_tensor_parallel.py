@@ -109,6 +109,8 @@ def test_biases_and_an_odd_vocabulary_split(smol_folder, tmp_path):
     with LLM(tmp_path, num_kv_blocks=16, max_model_len=64, tensor_parallel_size=2) as llm:
         assert llm.model.lm_head.weight.shape[0] == 161
         got = llm.generate(prompts, params, use_tqdm=False)
+        rank1 = llm._ranks.procs[0]
+    assert rank1.exitcode == 0                  # close() (leaving the `with`) stopped it
     assert [o.token_ids for o in got] == [o.token_ids for o in want]
     for g, w in zip(got, want):
         for a, b in zip(g.logprobs, w.logprobs):
@@ -153,17 +155,30 @@ def test_hung_rank_times_out(tiny_llama):
 
 
 def test_no_rank_outlives_the_process(tiny_llama):
-    """An LLM never closed: its ranks go with the interpreter."""
+    """An LLM dropped without close(): its ranks stop when it is collected; one never
+    closed nor dropped: its ranks go with the interpreter."""
     folder, _ = tiny_llama
     script = textwrap.dedent(f"""
+        import gc, os, time
         from structgen.engine import LLM, SamplingParams
-        llm = LLM({str(folder)!r}, tensor_parallel_size=2, num_kv_blocks=16, max_model_len=64)
+        make = lambda: LLM({str(folder)!r}, tensor_parallel_size=2, num_kv_blocks=16, max_model_len=64)
+        llm = make()
+        pid = llm._ranks.procs[0].pid
+        del llm
+        gc.collect()
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{{pid}}") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        print("dropped", not os.path.exists(f"/proc/{{pid}}"))
+        llm = make()
         print(llm._ranks.procs[0].pid, flush=True)
         llm.generate([[1, 2, 3]], SamplingParams(max_tokens=2), use_tqdm=False)
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-3000:]
-    pid = int(out.stdout.split()[0])
+    lines = out.stdout.split("\n")
+    assert lines[0] == "dropped True", out.stdout
+    pid = int(lines[1])
     deadline = time.monotonic() + 10
     while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
         time.sleep(0.1)
