@@ -165,5 +165,11 @@ def test_serve_cli_builds_replicas_behind_one_app(tiny_llama, monkeypatch):
             r = client.post("/v1/completions", json={"prompt": "Hello", "max_tokens": 3})
             assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] == "length"
         assert 'structgen_replica_requests_total{replica="1",outcome="completed"} 1' in client.get("/metrics").text
+        engine.replicas[1].close()                  # a replica whose loop stopped:
+        assert client.get("/health").status_code == 503
+        for _ in range(2):                          # gets no more requests
+            r = client.post("/v1/completions", json={"prompt": "Hello", "max_tokens": 3})
+            assert r.status_code == 200
+        assert [e.metrics.requests.get("completed", 0) for e in engine.replicas] == [3, 1]
     finally:
         engine.close()

@@ -154,6 +154,7 @@ def test_hung_rank_times_out(tiny_llama):
     assert "did not answer within distributed_timeout_s=3s" in msg
 
 
+@pytest.mark.slow     # two engines in a fresh interpreter: ~40 s on a shared 2-core machine
 def test_no_rank_outlives_the_process(tiny_llama):
     """An LLM dropped without close(): its ranks stop when it is collected; one never
     closed nor dropped: its ranks go with the interpreter."""
