@@ -119,17 +119,21 @@ class ModelRunner:
     def run(self, inp: StepInputs) -> torch.Tensor | None:
         """The forward over `inp` (writing the KV cache), and fp32 logits at `inp.rows`
         (None without rows). Every rank of a tensor-parallel group runs it in step."""
+        return self._logits_at(self._forward(inp), inp.rows)
+
+    def _forward(self, inp: StepInputs) -> torch.Tensor:
         self.bind_cache()
         input_ids, positions, meta = self._prepare(inp)
         if self.graphs is not None and self.graphs.fits(meta, len(input_ids)):
-            hidden = self.graphs.run(input_ids, positions, meta)
-        else:
-            hidden = self.model(input_ids, positions, meta)
-        if not inp.rows:
+            return self.graphs.run(input_ids, positions, meta)
+        return self.model(input_ids, positions, meta)
+
+    def _logits_at(self, hidden: torch.Tensor, rows: list[int]) -> torch.Tensor | None:
+        if not rows:
             return None
         # A decode-only step samples every row, in order: no need to copy them out first.
-        if len(inp.rows) < hidden.shape[0] or inp.rows != list(range(hidden.shape[0])):
-            hidden = hidden[inp.rows]
+        if len(rows) < hidden.shape[0] or rows != list(range(hidden.shape[0])):
+            hidden = hidden[rows]
         return self.model.compute_logits(hidden).float()
 
     # -- one step -----------------------------------------------------------------------
@@ -153,9 +157,11 @@ class ModelRunner:
         # neighbouring decodes (attended together) have similar lengths.
         batch = sorted(batch, key=lambda sn: (sn[1] != 1, sn[0].num_computed_tokens))
         inp = self._host_inputs(batch)
+        # On one device the forward goes first: on CUDA the host work below overlaps it.
+        # Under tensor parallel the other ranks need the rows with the inputs.
+        hidden = self._forward(inp) if self.ranks is None else None
         qsl = np.zeros(len(batch) + 1, dtype=np.int64)
         np.cumsum(inp.query_lens, out=qsl[1:])
-        # Which rows need logits is known before the forward (the other ranks need it too).
         rows, seqs, forced = [], [], []
         for i, (seq, n) in enumerate(batch):
             n -= len(seq.draft_token_ids)        # the chunk's own tokens; drafts end it
@@ -167,10 +173,10 @@ class ModelRunner:
                 rows.extend(range(end - 1 - len(seq.draft_token_ids), end))
                 seqs.append(seq)
         inp.rows = rows + [r for _, _, r in forced]
-        if self.ranks is not None:
+        if hidden is None:
             logits = self.ranks.run(inp, self.run)
         else:
-            logits = self.run(inp)
+            logits = self._logits_at(hidden, inp.rows)
         if logits is None:
             return torch.empty(0, self.vocab_size, dtype=torch.float32, device=self.device), []
         if forced:
