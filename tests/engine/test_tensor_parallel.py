@@ -89,7 +89,8 @@ def test_rank_does_not_hold_the_whole_model(tp2):
 
 def test_biases_and_an_odd_vocabulary_split(smol_folder, tmp_path):
     """Biases on every projection (a row-parallel bias is added once, not once per rank)
-    and a vocabulary of 321 (the LM head padded to 2 x 161 rows): token-id prompts."""
+    and a vocabulary of 321 (the LM head padded to 2 x 161 rows): token-id prompts. The
+    two ranks also verify n-gram drafts (several logits rows per sequence)."""
     from transformers import AutoModelForCausalLM, LlamaConfig
     torch.manual_seed(1)
     cfg = LlamaConfig(vocab_size=321, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -103,12 +104,14 @@ def test_biases_and_an_odd_vocabulary_split(smol_folder, tmp_path):
     for f in smol_folder.iterdir():
         if f.is_file() and f.name.startswith(("tokenizer", "special_tokens")):
             shutil.copy(f, tmp_path / f.name)
-    prompts = [[5, 17, 300, 42], [320, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]]
+    prompts = [[5, 17, 300, 42] * 3, [320, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10] * 2]
     params = SamplingParams(max_tokens=10, ignore_eos=True, logprobs=3)   # over the whole vocabulary
     want = LLM(tmp_path, num_kv_blocks=16, max_model_len=64).generate(prompts, params, use_tqdm=False)
-    with LLM(tmp_path, num_kv_blocks=16, max_model_len=64, tensor_parallel_size=2) as llm:
+    with LLM(tmp_path, num_kv_blocks=16, max_model_len=64, tensor_parallel_size=2,
+             speculative_config={"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1}) as llm:
         assert llm.model.lm_head.weight.shape[0] == 161
         got = llm.generate(prompts, params, use_tqdm=False)
+        assert llm.speculator.stats["draft_tokens"] > 0
         rank1 = llm._ranks.procs[0]
     assert rank1.exitcode == 0                  # close() (leaving the `with`) stopped it
     assert [o.token_ids for o in got] == [o.token_ids for o in want]
