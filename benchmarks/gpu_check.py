@@ -21,7 +21,10 @@ Tables, in order:
 4. greedy parity in fp32 (TF32 off) with transformers on the random-weight models;
 5. engine output tokens/s against transformers' generate, batch 1/16/64/256, mixed
    output lengths, CUDA graphs on and off;
-6. JSON-Schema-guided against unguided throughput at batch 64, every output validated.
+6. JSON-Schema-guided against unguided throughput at batch 64, every output validated;
+7. with `--tp`, tensor parallel over 2, 4, 8 GPUs (as many as are visible; skipped with
+   one): greedy parity in fp32 with tensor_parallel_size=1, and output tokens/s in bf16
+   against one GPU, side by side. `--device cpu --quick --tp` runs it on 2 gloo ranks.
 Exits non-zero if a kernel, parity or validity check fails. Parts past the time budget
 (`--budget`) are reported as skipped, never dropped silently.
 """
@@ -381,6 +384,56 @@ def guided(run: Run, llm, rng):
              f"{len(done) - bad}/{len(done)} finished valid, {len(outs) - len(done)} at max_tokens")]
 
 
+# -- 7. tensor parallel --------------------------------------------------------------------
+def part_tp(run: Run, tokenizer_dir: Path):
+    """Greedy parity with one rank (fp32) and throughput against one GPU (bf16, same run)."""
+    name = "Llama-3.2-1B"           # 32 heads, 8 KV heads: splits 2, 4 and 8 ways
+    if run.device.startswith("cuda"):
+        sizes = [n for n in (2, 4, 8) if n <= torch.cuda.device_count()]
+    else:
+        sizes = [2]                 # the dry run: gloo ranks on the host
+    header = ["model shape", "tensor_parallel_size", "identical continuations", "tok/s", "vs 1 rank"]
+    if not sizes:
+        skipped = f"skipped: {torch.cuda.device_count()} GPU visible"
+        return table("7. tensor parallel", header, [(name, "-", skipped, "", "")])
+    rows, max_new = [], 6 if run.quick else 32
+    rng = np.random.default_rng(0)
+    n_req, lo, hi = (4, 2, 6) if run.quick else (128, 16, 128)
+    prompts, lens = make_prompts(n_req, rng), rng.integers(lo, hi + 1, size=n_req)
+    speed_dtype = torch.bfloat16 if run.device.startswith("cuda") else torch.float32
+    title = (f"7. tensor parallel: greedy parity (fp32) and output tokens/s ({str(speed_dtype)[6:]}, up to "
+             f"64 running) against one rank, {lo}-{hi} new tokens per request")
+    for parity, dtype in ((True, torch.float32), (False, speed_dtype)):
+        if run.over_budget():
+            rows.append((name, "-", "skipped: time budget", "", ""))
+            break
+        hf, engine = build(name, tokenizer_dir, run, dtype)
+        del hf
+        config = dict(max_num_seqs=64, block_size=16, num_kv_blocks=64 * 16 + 16, max_model_len=1024)
+        ref = engine(**config)
+        if parity:
+            want = [o.token_ids for o in ref.generate(PROMPTS, SamplingParams(max_tokens=max_new), use_tqdm=False)]
+        else:
+            run_engine(ref, prompts[:2], [2, 2], ignore_eos=True)
+            _, tok, dt, _ = run_engine(ref, prompts, lens, ignore_eos=True)
+            base = tok / dt
+            rows.append((name, 1, "", f"{base:.0f}", "1.00x"))
+        del ref
+        for n in sizes:
+            with engine(tensor_parallel_size=n, **config) as llm:
+                if parity:
+                    outs = llm.generate(PROMPTS, SamplingParams(max_tokens=max_new), use_tqdm=False)
+                    same = sum(o.token_ids == w for o, w in zip(outs, want))
+                    run.failures += same != len(PROMPTS)
+                    rows.append((name, n, f"{same}/{len(PROMPTS)} (fp32)", "", ""))
+                else:
+                    run_engine(llm, prompts[:2], [2, 2], ignore_eos=True)
+                    _, tok, dt, _ = run_engine(llm, prompts, lens, ignore_eos=True)
+                    rows.append((name, n, "", f"{tok / dt:.0f}", f"{tok / dt / base:.2f}x"))
+        torch.cuda.empty_cache() if run.device.startswith("cuda") else None
+    table(title, header, rows)
+
+
 def prepare(out: Path):
     """The tokenizer folder and the wheels the GPU machine lacks, to carry there."""
     from structgen.engine.loader import resolve_model
@@ -403,6 +456,7 @@ def main():
     ap.add_argument("--budget", type=float, default=420, help="seconds; later parts are skipped past it")
     ap.add_argument("--only", default="1,2,3,4,5", help="which parts to run (5 includes 6)")
     ap.add_argument("--prepare", type=Path, default=None, metavar="DIR")
+    ap.add_argument("--tp", action="store_true", help="also part 7: tensor parallel (needs 2+ GPUs)")
     args = ap.parse_args()
     if args.prepare:
         return prepare(args.prepare)
@@ -414,8 +468,9 @@ def main():
     if args.device.startswith("cuda"):
         print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}", file=sys.stderr)
     parts = {"1": lambda: part_kernels(run), "2": lambda: part_bandwidth(run), "3": lambda: part_bitmask(run),
-             "4": lambda: part_parity(run, tok_dir), "5": lambda: part_throughput(run, tok_dir)}
-    for key in args.only.split(","):
+             "4": lambda: part_parity(run, tok_dir), "5": lambda: part_throughput(run, tok_dir),
+             "7": lambda: part_tp(run, tok_dir)}
+    for key in args.only.split(",") + (["7"] if args.tp else []):
         t = time.perf_counter()
         parts[key]()
         print(f"(part {key}: {time.perf_counter() - t:.1f} s)", file=sys.stderr)

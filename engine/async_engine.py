@@ -267,6 +267,11 @@ class AsyncEngine:
         self.close()
 
     @property
+    def alive(self) -> bool:
+        """Whether the step loop is running (the server's /health)."""
+        return self._thread.is_alive()
+
+    @property
     def num_running(self) -> int:
         return len(self.llm.scheduler.running)
 

@@ -88,6 +88,8 @@ class EngineConfig:
     attention_backend: str | None = None  # "torch" | "triton"; None: triton on CUDA, else torch
     enforce_eager: bool = False         # no CUDA graphs for decode steps (CUDA + triton only)
     speculative_config: SpeculativeConfig | dict | None = None   # a dict is read by SpeculativeConfig.from_dict
+    tensor_parallel_size: int = 1       # ranks (processes; GPUs on CUDA) one model is split over
+    distributed_timeout_s: float = 300.0  # a collective not done by then fails the engine (tensor parallel)
 
     def __post_init__(self):
         if self.block_size <= 0 or self.max_num_seqs <= 0 or self.max_num_batched_tokens <= 0:
@@ -96,6 +98,11 @@ class EngineConfig:
             raise ValueError("kv_cache_fraction must be in (0, 1]")
         if self.attention_backend not in (None, "torch", "triton"):
             raise ValueError(f"attention_backend must be 'torch' or 'triton', not {self.attention_backend!r}")
+        tp = self.tensor_parallel_size
+        if isinstance(tp, bool) or not isinstance(tp, numbers.Integral) or tp < 1:
+            raise ValueError(f"tensor_parallel_size must be an integer >= 1, not {tp!r}")
+        if not self.distributed_timeout_s > 0:
+            raise ValueError(f"distributed_timeout_s must be > 0, not {self.distributed_timeout_s!r}")
         if isinstance(self.speculative_config, dict):
             self.speculative_config = SpeculativeConfig.from_dict(self.speculative_config)
         elif not isinstance(self.speculative_config, (SpeculativeConfig, type(None))):

@@ -19,6 +19,7 @@ from .constraints import ConstraintCompiler, ConstraintError
 from .loader import resolve_model
 from .model import ModelConfig, load_model
 from .model_runner import ModelRunner
+from .parallel import Shard
 from .sampling_params import SamplingParams
 from .scheduler import Scheduler
 from .sequence import Sequence, SequenceStatus
@@ -94,6 +95,7 @@ class LLM:
 
     def __init__(self, model=None, tokenizer=None, *, weights=None, _shared=None, **config):
         self.config = cfg = EngineConfig(**config)
+        self._ranks = None             # tensor parallel: the other ranks (tensor_parallel.py)
         if _shared is not None:          # with_config(): same weights, fresh cache and queues
             self.folder, tokenizer, self.device, self.dtype, self.model_config, self.model = _shared
         else:
@@ -104,7 +106,19 @@ class LLM:
             else:
                 self.dtype = _DTYPES[cfg.dtype] if isinstance(cfg.dtype, str) else cfg.dtype
             self.model_config = ModelConfig.from_folder(self.folder)
-            self.model = load_model(self.folder, self.dtype, self.device, self.model_config, weights)
+            shard = Shard(0, cfg.tensor_parallel_size)
+            if shard.size > 1:
+                from .tensor_parallel import RankGroup
+                shard.check(self.model_config)
+                weights = None if weights is None else list(weights)
+                self._ranks = RankGroup(shard.size, self.folder, self.model_config, weights, self.dtype,
+                                        self.device, cfg.distributed_timeout_s)
+                shard = self._ranks.shard
+            try:
+                self.model = load_model(self.folder, self.dtype, self.device, self.model_config, weights, shard)
+            except BaseException:
+                self.close()
+                raise
         if tokenizer is None:
             from transformers import AutoTokenizer
             tokenizer = AutoTokenizer.from_pretrained(self.folder)
@@ -124,10 +138,13 @@ class LLM:
             self.max_model_len = fits
         self.block_manager = BlockManager(num_blocks, cfg.block_size, cfg.enable_prefix_caching)
         self.scheduler = Scheduler(cfg, self.block_manager)
-        self.runner = ModelRunner(self.model, num_blocks, cfg.block_size, self.device, self.dtype,
-                                  seed=cfg.seed, attention=cfg.attention_backend,
-                                  max_batch=min(cfg.max_num_seqs, 512), max_model_len=self.max_model_len,
-                                  cuda_graphs=not cfg.enforce_eager)
+        runner_kwargs = dict(num_blocks=num_blocks, block_size=cfg.block_size, seed=cfg.seed,
+                             attention=cfg.attention_backend, max_batch=min(cfg.max_num_seqs, 512),
+                             max_model_len=self.max_model_len)
+        if self._ranks is not None:
+            self._ranks.start_runners(**runner_kwargs)
+        self.runner = ModelRunner(self.model, device=self.device, dtype=self.dtype,
+                                  cuda_graphs=not cfg.enforce_eager, ranks=self._ranks, **runner_kwargs)
         self.eos_token_ids = set(mcfg.eos_token_ids)
         if getattr(tokenizer, "eos_token_id", None) is not None:
             self.eos_token_ids.add(tokenizer.eos_token_id)
@@ -160,13 +177,17 @@ class LLM:
         >>> small = llm.with_config(num_kv_blocks=16, enable_prefix_caching=False)  # doctest: +SKIP
         """
         from dataclasses import asdict
+        if self._ranks is not None:
+            raise NotImplementedError("with_config() with tensor_parallel_size > 1: the other ranks hold "
+                                      "their own weights; create a new LLM instead")
         cfg = {**asdict(self.config), **overrides}
         return LLM(_shared=(self.folder, self.tokenizer, self.device, self.dtype,
                             self.model_config, self.model), **cfg)
 
     def _num_kv_blocks(self) -> int:
         cfg, m = self.config, self.model_config
-        per_block = (2 * m.num_layers * cfg.block_size * m.num_kv_heads * m.head_dim
+        # Per rank: each holds the KV of its own heads.
+        per_block = (2 * m.num_layers * cfg.block_size * self.model.num_kv_heads * m.head_dim
                      * torch.empty((), dtype=self.dtype).element_size())
         # No point in more blocks than max_num_seqs full-length sequences need.
         cap = cfg.max_num_seqs * (-(-self.max_model_len // cfg.block_size)) + 1
@@ -403,6 +424,18 @@ class LLM:
                     self.abort_all()
             if seq.error:
                 raise RuntimeError(seq.error)
+
+    def close(self) -> None:
+        """Stop the tensor-parallel ranks, if any (also done when the LLM is collected and
+        at exit). An LLM on one device has nothing to release."""
+        if self._ranks is not None:
+            self._ranks.close()
+
+    def __enter__(self) -> LLM:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def abort_all(self) -> None:
         """Drop every queued or running sequence and free its blocks."""

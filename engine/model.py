@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import AttentionMetadata
+from .parallel import SINGLE, Shard
 
 SUPPORTED_ARCHITECTURES = ("LlamaForCausalLM", "Qwen2ForCausalLM", "MistralForCausalLM")
 
@@ -181,9 +182,15 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> 
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig, layer: int):
+    """This rank's heads (all of them on one device): QKV column-parallel, the output
+    projection row-parallel, summed across ranks (parallel.py)."""
+
+    def __init__(self, cfg: ModelConfig, layer: int, shard: Shard = SINGLE):
         super().__init__()
-        self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+        self.shard = shard
+        self.num_heads = shard.part(cfg.num_heads, "attention heads")
+        self.num_kv_heads = shard.part(cfg.num_kv_heads, "KV heads")
+        self.head_dim = cfg.head_dim
         self.q_size = self.num_heads * self.head_dim
         self.kv_size = self.num_kv_heads * self.head_dim
         # q, k and v in one matmul: fewer, larger kernels are what a CPU wants.
@@ -205,28 +212,31 @@ class Attention(nn.Module):
         self.backend.store_kv_cache(k, v, self.k_cache, self.v_cache, meta.slot_mapping)
         o = self.backend.paged_attention(q, self.k_cache, self.v_cache, meta, self.scale,
                                          self.sliding_window)
-        return self.o_proj(o.reshape(T, self.q_size))
+        return self.shard.all_reduce(self.o_proj(o.reshape(T, self.q_size)))
 
 
 class MLP(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    """gate/up column-parallel, down row-parallel (parallel.py)."""
+
+    def __init__(self, cfg: ModelConfig, shard: Shard = SINGLE):
         super().__init__()
-        self.intermediate = cfg.intermediate_size
-        self.gate_up_proj = Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=cfg.mlp_bias)
-        self.down_proj = Linear(cfg.intermediate_size, cfg.hidden_size, bias=cfg.mlp_bias)
+        self.shard = shard
+        self.intermediate = shard.part(cfg.intermediate_size, "intermediate size")
+        self.gate_up_proj = Linear(cfg.hidden_size, 2 * self.intermediate, bias=cfg.mlp_bias)
+        self.down_proj = Linear(self.intermediate, cfg.hidden_size, bias=cfg.mlp_bias)
 
     def forward(self, x):
         gate, up = self.gate_up_proj(x).split(self.intermediate, dim=-1)
-        return self.down_proj(F.silu(gate) * up)
+        return self.shard.all_reduce(self.down_proj(F.silu(gate) * up))
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig, layer: int):
+    def __init__(self, cfg: ModelConfig, layer: int, shard: Shard = SINGLE):
         super().__init__()
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.self_attn = Attention(cfg, layer)
+        self.self_attn = Attention(cfg, layer, shard)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.mlp = MLP(cfg)
+        self.mlp = MLP(cfg, shard)
 
     def forward(self, h, cos, signed_sin, meta):
         h = h + self.self_attn(self.input_layernorm(h), cos, signed_sin, meta)
@@ -240,13 +250,16 @@ class CausalLM(nn.Module):
     >>> model = load_model(folder, torch.float32, "cpu")  # doctest: +SKIP
     """
 
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, shard: Shard = SINGLE):
         super().__init__()
         self.config = cfg
-        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
-        self.layers = nn.ModuleList(DecoderLayer(cfg, i) for i in range(cfg.num_layers))
+        self.shard = shard
+        self.num_kv_heads = shard.part(cfg.num_kv_heads, "KV heads")   # in this rank's cache
+        vocab = shard.vocab_part(cfg.vocab_size)
+        self.embed_tokens = nn.Embedding(vocab, cfg.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(cfg, i, shard) for i in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        self.lm_head = Linear(cfg.hidden_size, vocab, bias=False)
         self.cos_cache = self.signed_sin_cache = None   # [positions, head_dim]; see apply_rope
 
     def build_rope_cache(self, max_positions: int) -> None:
@@ -263,7 +276,7 @@ class CausalLM(nn.Module):
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor,
                 meta: AttentionMetadata) -> torch.Tensor:
         """Hidden states [T, hidden] for a flattened batch of T new tokens."""
-        h = self.embed_tokens(input_ids)
+        h = self.shard.embed(self.embed_tokens, input_ids, self.config.vocab_size)
         cos = self.cos_cache[positions].unsqueeze(1)
         signed_sin = self.signed_sin_cache[positions].unsqueeze(1)
         for layer in self.layers:
@@ -271,7 +284,7 @@ class CausalLM(nn.Module):
         return self.norm(h)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.lm_head(hidden)
+        return self.shard.gather_logits(self.lm_head(hidden), self.config.vocab_size)
 
     @torch.inference_mode()
     def pack_linears(self) -> None:
@@ -281,6 +294,21 @@ class CausalLM(nn.Module):
         for m in self.modules():
             if isinstance(m, Linear):
                 m.pack()
+
+
+def _shard_weight(name: str, tensor: torch.Tensor, shard: Shard) -> torch.Tensor:
+    """This rank's part of a weight that is not fused: the vocabulary's rows, a
+    row-parallel projection's input columns; a row-parallel bias is added once, on rank 0
+    (the all-reduce would add it `size` times); norms whole."""
+    if shard.size == 1:
+        return tensor
+    if name in ("embed_tokens.weight", "lm_head.weight"):
+        return shard.rows(tensor)
+    if name.endswith(("o_proj.weight", "down_proj.weight")):
+        return shard.rows(tensor, dim=1)
+    if name.endswith(("o_proj.bias", "down_proj.bias")):
+        return tensor if shard.rank == 0 else torch.zeros_like(tensor)
+    return tensor
 
 
 def _safetensors_weights(folder: Path):
@@ -297,13 +325,14 @@ def _safetensors_weights(folder: Path):
 
 @torch.inference_mode()
 def load_model(folder: str | Path, dtype: torch.dtype = torch.float32, device="cpu",
-               cfg: ModelConfig | None = None, weights=None) -> CausalLM:
+               cfg: ModelConfig | None = None, weights=None, shard: Shard = SINGLE) -> CausalLM:
     """Build the model for a Hugging Face folder and load its safetensors weights, or
-    `weights`: (name, tensor) pairs in transformers' naming (a model built in memory)."""
+    `weights`: (name, tensor) pairs in transformers' naming (a model built in memory).
+    With a `shard` of a tensor-parallel group, only that rank's slices (parallel.py)."""
     folder = Path(folder)
     cfg = cfg or ModelConfig.from_folder(folder)
     with torch.device("meta"):
-        model = CausalLM(cfg)
+        model = CausalLM(cfg, shard)
     model = model.to_empty(device=device).to(dtype)
     params = dict(model.named_parameters())
     q, kv, inter = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim, cfg.intermediate_size
@@ -320,12 +349,13 @@ def load_model(folder: str | Path, dtype: torch.dtype = torch.float32, device="c
             target, offset = fused[parts[-2]]
             ours = ".".join(parts[:-2] + [target, parts[-1]])
             param = params[ours]
+            tensor, offset = shard.rows(tensor), offset // shard.size
             param[offset:offset + tensor.shape[0]].copy_(tensor)
             loaded.add((ours, offset))
             continue
         if ours not in params:
             raise KeyError(f"unexpected weight {name!r}")
-        params[ours].copy_(tensor)
+        params[ours].copy_(_shard_weight(ours, tensor, shard))
         loaded.add((ours, 0))
     if ("lm_head.weight", 0) not in loaded:
         if not cfg.tie_word_embeddings:

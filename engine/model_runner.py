@@ -25,6 +25,19 @@ from .sequence import Sequence
 
 
 @dataclass
+class StepInputs:
+    """One forward's inputs, on the host: what rank 0 sends the other tensor-parallel ranks
+    (tensor_parallel.py), so that they run the same forward over their own caches."""
+    input_ids: list[int]
+    positions: list[int]
+    slots: list[int]
+    block_tables: list[list[int]]
+    seq_lens: list[int]
+    query_lens: list[int]
+    rows: list[int]                 # flat token rows whose logits are wanted; [] for none
+
+
+@dataclass
 class SampleResult:
     seq: Sequence
     tokens: list[int]               # accepted drafts, then the sampled token; [] when it failed
@@ -35,15 +48,16 @@ class SampleResult:
 class ModelRunner:
     def __init__(self, model: CausalLM, num_blocks: int, block_size: int, device, dtype,
                  seed: int = 0, attention: str | None = None, max_batch: int = 1,
-                 max_model_len: int = 1, cuda_graphs: bool = True):
+                 max_model_len: int = 1, cuda_graphs: bool = True, ranks=None):
         cfg = model.config
+        self.ranks = ranks              # rank 0 of a tensor-parallel group: its RankGroup
         self.model = model
         self.device = torch.device(device)
         self.block_size = block_size
         self.vocab_size = cfg.vocab_size
         # One preallocated tensor for every layer's K and V: [2, layers, blocks, block, kv_heads, dim].
         # torch.empty: on CPU the OS maps pages only as blocks are first written.
-        self.kv_cache = torch.empty(2, cfg.num_layers, num_blocks, block_size, cfg.num_kv_heads,
+        self.kv_cache = torch.empty(2, cfg.num_layers, num_blocks, block_size, model.num_kv_heads,
                                     cfg.head_dim, dtype=dtype, device=self.device)
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.mask_words = (self.vocab_size + 31) // 32
@@ -54,7 +68,8 @@ class ModelRunner:
         # Step inputs go to the GPU from pinned host memory, without blocking the host.
         self.pin = self.device.type == "cuda"
         self.graphs = None
-        if cuda_graphs and self.pin and self.attention.name == "triton":
+        # Not under tensor parallel: its all-reduces were never captured and checked here.
+        if cuda_graphs and self.pin and self.attention.name == "triton" and model.shard.size == 1:
             self.bind_cache()
             self.graphs = DecodeGraphs(model, max_batch, -(-max_model_len // block_size), block_size,
                                        self.device)
@@ -67,7 +82,7 @@ class ModelRunner:
         return t.pin_memory().to(self.device, non_blocking=True)
 
     # -- inputs -----------------------------------------------------------------------
-    def _prepare(self, batch: list[tuple[Sequence, int]]):
+    def _host_inputs(self, batch: list[tuple[Sequence, int]]) -> StepInputs:
         bs = self.block_size
         input_ids: list[int] = []
         positions: list[int] = []
@@ -86,16 +101,40 @@ class ModelRunner:
             query_lens.append(n)
         max_blocks = max(len(seq.block_table) for seq, _ in batch)
         tables = [seq.block_table + [0] * (max_blocks - len(seq.block_table)) for seq, _ in batch]
-        qsl = np.zeros(len(batch) + 1, dtype=np.int32)
-        np.cumsum(query_lens, out=qsl[1:])
+        return StepInputs(input_ids, positions, slots, tables, seq_lens, query_lens, [])
+
+    def _prepare(self, inp: StepInputs):
+        qsl = np.zeros(len(inp.query_lens) + 1, dtype=np.int32)
+        np.cumsum(inp.query_lens, out=qsl[1:])
         meta = AttentionMetadata(
-            slot_mapping=self.to_device(slots, torch.int64),
-            block_tables=self.to_device(tables, torch.int32),
-            seq_lens=self.to_device(seq_lens, torch.int32),
+            slot_mapping=self.to_device(inp.slots, torch.int64),
+            block_tables=self.to_device(inp.block_tables, torch.int32),
+            seq_lens=self.to_device(inp.seq_lens, torch.int32),
             query_start_loc=self.to_device(qsl, torch.int32),
-            num_decodes=sum(1 for q in query_lens if q == 1),   # sorted first by execute()
-            seq_lens_host=seq_lens, query_lens_host=query_lens, block_size=bs)
-        return (self.to_device(input_ids, torch.int64), self.to_device(positions, torch.int64), meta, qsl)
+            num_decodes=sum(1 for q in inp.query_lens if q == 1),   # sorted first by forward_logits()
+            seq_lens_host=inp.seq_lens, query_lens_host=inp.query_lens, block_size=self.block_size)
+        return self.to_device(inp.input_ids, torch.int64), self.to_device(inp.positions, torch.int64), meta
+
+    @torch.inference_mode()
+    def run(self, inp: StepInputs) -> torch.Tensor | None:
+        """The forward over `inp` (writing the KV cache), and fp32 logits at `inp.rows`
+        (None without rows). Every rank of a tensor-parallel group runs it in step."""
+        return self._logits_at(self._forward(inp), inp.rows)
+
+    def _forward(self, inp: StepInputs) -> torch.Tensor:
+        self.bind_cache()
+        input_ids, positions, meta = self._prepare(inp)
+        if self.graphs is not None and self.graphs.fits(meta, len(input_ids)):
+            return self.graphs.run(input_ids, positions, meta)
+        return self.model(input_ids, positions, meta)
+
+    def _logits_at(self, hidden: torch.Tensor, rows: list[int]) -> torch.Tensor | None:
+        if not rows:
+            return None
+        # A decode-only step samples every row, in order: no need to copy them out first.
+        if len(rows) < hidden.shape[0] or rows != list(range(hidden.shape[0])):
+            hidden = hidden[rows]
+        return self.model.compute_logits(hidden).float()
 
     # -- one step -----------------------------------------------------------------------
     def bind_cache(self) -> None:
@@ -114,16 +153,15 @@ class ModelRunner:
         Updates each sequence's `num_computed_tokens` (drafts are not counted: see
         Speculator.accept).
         """
-        self.bind_cache()
         # Decodes first, so attention can batch them, shortest context first, so that
         # neighbouring decodes (attended together) have similar lengths.
         batch = sorted(batch, key=lambda sn: (sn[1] != 1, sn[0].num_computed_tokens))
-        input_ids, positions, meta, qsl = self._prepare(batch)
-        if self.graphs is not None and self.graphs.fits(meta, len(input_ids)):
-            hidden = self.graphs.run(input_ids, positions, meta)
-        else:
-            hidden = self.model(input_ids, positions, meta)
-
+        inp = self._host_inputs(batch)
+        # On one device the forward goes first: on CUDA the host work below overlaps it.
+        # Under tensor parallel the other ranks need the rows with the inputs.
+        hidden = self._forward(inp) if self.ranks is None else None
+        qsl = np.zeros(len(batch) + 1, dtype=np.int64)
+        np.cumsum(inp.query_lens, out=qsl[1:])
         rows, seqs, forced = [], [], []
         for i, (seq, n) in enumerate(batch):
             n -= len(seq.draft_token_ids)        # the chunk's own tokens; drafts end it
@@ -134,12 +172,13 @@ class ModelRunner:
                 end = int(qsl[i + 1])
                 rows.extend(range(end - 1 - len(seq.draft_token_ids), end))
                 seqs.append(seq)
-        if not seqs and not forced:
-            return hidden.new_empty(0, self.vocab_size, dtype=torch.float32), []
-        # A decode-only step samples every row: no need to copy them out first.
-        if forced or len(rows) < hidden.shape[0]:
-            hidden = hidden[rows + [r for _, _, r in forced]]
-        logits = self.model.compute_logits(hidden).float()
+        inp.rows = rows + [r for _, _, r in forced]
+        if hidden is None:
+            logits = self.ranks.run(inp, self.run)
+        else:
+            logits = self._logits_at(hidden, inp.rows)
+        if logits is None:
+            return torch.empty(0, self.vocab_size, dtype=torch.float32, device=self.device), []
         if forced:
             lp = torch.log_softmax(logits[len(rows):], dim=-1)
             for (seq, j, _), row in zip(forced, lp):

@@ -67,7 +67,7 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
 
     @app.get("/health")
     async def health():
-        if not engine._thread.is_alive():
+        if not engine.alive:
             return JSONResponse({"status": "engine stopped"}, status_code=503)
         return {"status": "ok"}
 

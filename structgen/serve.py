@@ -26,6 +26,11 @@ def build_parser(prog: str = "python -m structgen.serve") -> argparse.ArgumentPa
     p.add_argument("--kv-cache-bytes", type=int, default=None, help="KV cache budget in bytes")
     p.add_argument("--dtype", default=None, choices=["float32", "bfloat16", "float16"])
     p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
+    p.add_argument("--tensor-parallel-size", type=int, default=1,
+                   help="GPUs (CPU: processes) each engine's model is split over (default 1)")
+    p.add_argument("--data-parallel-size", type=int, default=1,
+                   help="engine replicas behind this server, one per GPU (or per tensor-parallel "
+                        "group of GPUs); requests go to the least loaded (default 1)")
     p.add_argument("--compile-timeout", type=float, default=5.0,
                    help="seconds a request may wait for its constraint to compile (default 5)")
     p.add_argument("--compile-workers", type=int, default=2,
@@ -49,12 +54,20 @@ def main(argv: list[str] | None = None, prog: str = "python -m structgen.serve")
     args = build_parser(prog).parse_args(argv)
     from structgen.engine import LLM
     from structgen.engine.async_engine import AsyncEngine
+    from structgen.engine.replicas import Replicas, replica_devices
     from structgen.engine.server import serve
+    if args.data_parallel_size < 1:
+        raise SystemExit("--data-parallel-size must be >= 1")
     config = {"max_num_seqs": args.max_num_seqs, "max_model_len": args.max_model_len,
-              "kv_cache_bytes": args.kv_cache_bytes, "dtype": args.dtype, "device": args.device}
-    llm = LLM(args.model, **{k: v for k, v in config.items() if v is not None})
-    engine = AsyncEngine(llm, compile_timeout_s=args.compile_timeout, compile_workers=args.compile_workers,
-                         compile_hard_limit_s=args.compile_hard_limit)
+              "kv_cache_bytes": args.kv_cache_bytes, "dtype": args.dtype,
+              "tensor_parallel_size": args.tensor_parallel_size}
+    config = {k: v for k, v in config.items() if v is not None}
+    devices = ([args.device] if args.data_parallel_size == 1 else
+               replica_devices(args.data_parallel_size, args.tensor_parallel_size, args.device))
+    engines = [AsyncEngine(LLM(args.model, device=device, **config), compile_timeout_s=args.compile_timeout,
+                           compile_workers=args.compile_workers, compile_hard_limit_s=args.compile_hard_limit)
+               for device in devices]
+    engine = engines[0] if len(engines) == 1 else Replicas(engines)
     serve(engine, args.served_model_name or model_name(args.model), args.host, args.port,
           max_body_bytes=args.max_body_bytes, log_level=args.log_level)
 
