@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from . import budget
 from .constraint import Constraint
 from .dfa import (
     CHAR_START,
@@ -153,6 +154,7 @@ class TokenAutomaton(Constraint):
             >>> fsm.compile_json_schema(False, vocab).require_output()  # doctest: +SKIP
             ConstraintError: the constraint (json schema) accepts no output at all: ...
         """
+        budget.stage("computing the first mask")
         if not self.mask(self.start).any():
             raise ConstraintError(
                 f"the constraint ({self.description or 'compiled'}) accepts no output at all: no token "

@@ -27,10 +27,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core import budget
 from ..core.automaton import TokenAutomaton
 from ..core.dfa import DEAD, DEFAULT_MAX_STATES, TermSource
 from ..core.errors import GrammarError, RegexError
-from ..core.options import documented, lists_options, option, resolve
+from ..core.options import documented, lists_options, option, resolve, time_budget_option
 from ..core.terms import Term, TermBuilder, row_target
 from ..core.vocabulary import Vocabulary
 from ..regex.syntax import caseless_literal, regex_to_term, terminal_terms
@@ -154,6 +155,7 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]) -> _Tables:
     done: list = []    # state -> rules complete there
     s = 0
     while s < len(kernels):
+        budget.check()  # (one LR(0) state: a large grammar's tables are a long loop)
         items = set(kernels[s])
         for k, d in kernels[s]:
             rhs = prods[k][1]
@@ -221,6 +223,7 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]) -> _Tables:
         for root in init:
             if root in depth:
                 continue
+            budget.check()
             stack.append(root)
             depth[root] = len(stack)
             work = [(root, len(stack), iter(rel.get(root, ())))]
@@ -997,6 +1000,7 @@ class GrammarOptions:
     start: str = option("start", "the start rule")
     max_states: int | None = option(None, "cap on DFA states, each a parser-stack-and-lexer configuration reached "
                                     "(None: 200,000); beyond it TooLargeError")
+    time_budget_s: float | None = time_budget_option()
 
 
 @lists_options(GrammarOptions)
@@ -1009,9 +1013,10 @@ def compile_grammar(grammar: str, vocab: Vocabulary, options: GrammarOptions | N
     start, max_states = options.start, options.max_states
 
     def build():
-        ms = max_states or DEFAULT_MAX_STATES
-        src = grammar_source(grammar, start, TermBuilder(), ms)
-        return GrammarAutomaton(src, vocab, f"grammar (start={start!r})", ms).owns_source()
+        with budget.scope(options.time_budget_s, "grammar"):
+            ms = max_states or DEFAULT_MAX_STATES
+            src = grammar_source(grammar, start, TermBuilder(), ms)
+            return GrammarAutomaton(src, vocab, f"grammar (start={start!r})", ms).owns_source()
     return vocab.cached(("grammar", grammar, options), build)
 
 

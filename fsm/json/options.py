@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..core.errors import SchemaError
-from ..core.options import documented, option
+from ..core.options import documented, option, time_budget_option
 
 _STRUCTURE = '"{}[],:\\'
 
@@ -39,6 +39,7 @@ class JsonOptions:
     documents: dict | None = option(None, "{uri: schema}: other documents that $refs reach, relative URIs resolved "
                                   "against the root's base")
     max_states: int | None = option(None, "cap on DFA states (None: 200,000); beyond it TooLargeError")
+    time_budget_s: float | None = time_budget_option()
     prefix: str = option("", "literal text the output starts with, before the JSON value (a tool-call marker); "
                        "without JSON's structure characters (the trackers beside the automaton read them)")
     suffix: str = option("", "literal text the output ends with, after the JSON value; as prefix")

@@ -28,8 +28,9 @@ from typing import NamedTuple
 from urllib.parse import unquote, urldefrag
 
 from ..core.automaton import TokenAutomaton
+from ..core.budget import scope, stage
 from ..core.dfa import DEFAULT_MAX_STATES, LazyDFA
-from ..core.errors import ConstraintError, RegexError, SchemaError, SchemaWarning, TooLargeError
+from ..core.errors import ConstraintError, RegexError, SchemaError, SchemaWarning, TimeBudgetError, TooLargeError
 from ..core.matcher import TokenMatcher
 from ..core.options import lists_options, resolve
 from ..core.terms import ALT, AND, BYTES, CONCAT, NOT, STR, Term, TermBuilder, paused_gc
@@ -778,6 +779,9 @@ class _Compiler(AllOfMerges):
         self._meeting += entering
         try:
             t = tb.json_value(self._value(node, d, budget))
+        except TimeBudgetError as e:  # (the innermost subschema: where it was)
+            e.note_where(self.ptr(node))
+            raise
         finally:
             self._meeting -= entering
             self._within.pop()
@@ -1919,6 +1923,8 @@ class _Compiler(AllOfMerges):
                 endless, finite = key_language(LazyDFA(JsonTermSource(tb), tb.alt(bare), MAX_KEY_STATES))
                 if finite and lo:
                     count = _count_strings(LazyDFA(JsonTermSource(tb), tb.alt(keys), MAX_KEY_STATES), lo)
+            except TimeBudgetError:  # (the budget ends the compile, no fallback)
+                raise
             except TooLargeError:
                 endless = False
             self._key_languages[k] = (endless, count if count is not None and count < lo else None)
@@ -2088,6 +2094,8 @@ class _Compiler(AllOfMerges):
             else:
                 try:
                     out.append(not src.is_empty(self.tb.intersect([c, x])))
+                except TimeBudgetError:  # (the budget ends the compile, no fallback)
+                    raise
                 except TooLargeError:
                     out.append(True)
         return out
@@ -2266,6 +2274,8 @@ def _split_union(comp, given: tuple, options: JsonOptions, pointers: list[str], 
         try:  # (the branches are copies: their unique arrays' item counts are the whole schema's)
             branches = [_schema_to_term(r, None, False, counts, replace(options, documents=d))
                         for r, d in branch_schemas(root, docs, union)]
+        except TimeBudgetError:  # (the budget ends the compile, no fallback)
+            raise
         except ConstraintError:
             continue
         if not any(n.startswith("'uniqueItems' at ") for b in branches for n in b.relaxed):
@@ -2286,8 +2296,10 @@ def build_automaton(schema, vocab, options: JsonOptions | None = None, **keyword
     """compile_json_schema without the cache."""
     options = resolve(JsonOptions, options, keywords, "build_automaton")
     ms = options.max_states or DEFAULT_MAX_STATES
-    with paused_gc():
+    with scope(options.time_budget_s, "json schema"), paused_gc():
+        stage("compiling the schema to terms")
         cs = schema_to_term(schema, JsonTermBuilder(), options)
+        stage("deciding whether the start state is empty")
         if isinstance(cs, UnionSchema):
             info = JsonInfo(cs.key_order, cs.relaxed, None, cs.canonical)
             auto = UnionAutomaton([_automaton(b, vocab, ms) for b in cs.branches], info)

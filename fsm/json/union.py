@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core.constraint import Constraint
 from ..core.dfa import DEFAULT_MAX_STATES
-from ..core.errors import ConstraintError
+from ..core.errors import ConstraintError, TimeBudgetError
 from ..core.matcher import TokenMatcher
 from .unique import _edited, _subschemas
 
@@ -124,6 +124,8 @@ class UnionAutomaton(Constraint):
             try:
                 a.require_output()
                 return self
+            except TimeBudgetError:  # (the budget ends the compile, no fallback)
+                raise
             except ConstraintError:
                 pass
         raise ConstraintError(f"the constraint ({self.description}) accepts no output at all: no token "
