@@ -30,7 +30,7 @@ import numpy as np
 from ..core import budget
 from ..core.automaton import TokenAutomaton
 from ..core.dfa import DEAD, DEFAULT_MAX_STATES, TermSource
-from ..core.errors import GrammarError, RegexError
+from ..core.errors import GrammarError, RegexError, TimeBudgetError
 from ..core.options import documented, lists_options, option, resolve, time_budget_option
 from ..core.terms import Term, TermBuilder, row_target
 from ..core.vocabulary import Vocabulary
@@ -187,6 +187,7 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]) -> _Tables:
     includes: dict = {}
     lookback: dict = {}     # (state, rule) -> nonterminal transitions
     for p, t in enumerate(trans):
+        budget.check()
         for a, q in t.items():
             if a >= nnt:
                 continue
@@ -258,6 +259,7 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]) -> _Tables:
     bit_lists: dict = {}  # lookahead set -> its terminals (JSON's: hundreds of keys, shared)
     conflicts = 0
     for p, t in enumerate(trans):
+        budget.check()
         a = {x - nnt: (True, q) for x, q in t.items() if x >= nnt}
         g = {nt_names[x]: q for x, q in t.items() if x < nnt}
         taken = 0  # terminals with an action here
@@ -936,6 +938,8 @@ def load_lark(grammar: str, start: str = "start", hoist: bool = False):
         return load(grammar, start, hoist)
     except (Unsupported, LarkError):  # outside the front end, or an error lark's helpers found
         pass
+    except TimeBudgetError:
+        raise
     except Exception as e:  # noqa: BLE001 - a bug of ours: say so, but still compile
         warnings.warn(f"fsm.grammar.lark_text failed ({type(e).__name__}: {e}); using lark's loader "
                       "(please report this grammar)", RuntimeWarning, stacklevel=2)

@@ -28,7 +28,7 @@ from typing import NamedTuple
 from urllib.parse import unquote, urldefrag
 
 from ..core.automaton import TokenAutomaton
-from ..core.budget import scope, stage
+from ..core.budget import freed_on_timeout, scope, stage
 from ..core.dfa import DEFAULT_MAX_STATES, LazyDFA
 from ..core.errors import ConstraintError, RegexError, SchemaError, SchemaWarning, TimeBudgetError, TooLargeError
 from ..core.matcher import TokenMatcher
@@ -2296,9 +2296,10 @@ def build_automaton(schema, vocab, options: JsonOptions | None = None, **keyword
     """compile_json_schema without the cache."""
     options = resolve(JsonOptions, options, keywords, "build_automaton")
     ms = options.max_states or DEFAULT_MAX_STATES
-    with scope(options.time_budget_s, "json schema"), paused_gc():
+    tb = JsonTermBuilder()
+    with scope(options.time_budget_s, "json schema"), paused_gc(), freed_on_timeout(tb):
         stage("compiling the schema to terms")
-        cs = schema_to_term(schema, JsonTermBuilder(), options)
+        cs = schema_to_term(schema, tb, options)
         stage("deciding whether the start state is empty")
         if isinstance(cs, UnionSchema):
             info = JsonInfo(cs.key_order, cs.relaxed, None, cs.canonical)

@@ -31,7 +31,8 @@ def compile_regex(pattern: str, vocab: Vocabulary, options: RegexOptions | None 
     options = resolve(RegexOptions, options, keywords, "compile_regex")
 
     def build():
-        with scope(options.time_budget_s, f"regex {pattern!r:.80}"):
+        with scope(options.time_budget_s, "regex " + (repr(pattern) if len(pattern) <= 60 else
+                                                      repr(pattern[:60]) + "...")):
             tb = TermBuilder()
             return TokenAutomaton.from_term(tb, regex_to_term(tb, pattern, options.flags), vocab,
                                             f"regex {pattern!r}", options.max_states).owns_source()
