@@ -478,6 +478,7 @@ class _Compiler(AllOfMerges):
         self._keep: list = []  # merged schemas stay alive (memo keys are ids)
         self._uneval: dict = {}  # id(node) -> _unevaluated_written(node)
         self._negated = 0
+        self._nts: dict[bool, NumberTerms] = {}  # integral_fraction -> its NumberTerms (nt)
         # objects that take keys no slot writes (kept distinct while decoding:
         # fsm/json/keys.py), and whether some of those keys are bounded
         self.free_keys = self.walk_keys = False
@@ -506,14 +507,23 @@ class _Compiler(AllOfMerges):
 
     @property
     def nt_fraction(self) -> bool:
-        """NumberTerms' integral_fraction: integers may be written 1.0."""
-        return not (self.python_dates or self._draft4)
+        """NumberTerms' integral_fraction: integers may be written 1.0. Only inside
+        complement operands (`not`, `if`, overlapping `oneOf` branches...: `_negated`),
+        so that a complement takes no text of an integer; elsewhere an integer has one
+        text, `2`, never `2.0`, `2.000...` (a subset of the valid texts, which keeps
+        intersections exact: the fraction-free text of every integral value is in every
+        number term). Never for Pydantic sources (python_dates) and draft-04."""
+        return self._negated > 0 and not (self.python_dates or self._draft4)
 
-    @functools.cached_property
+    @property
     def nt(self) -> NumberTerms:
-        """Number terms, made for the first number (a schema without one skips ~30 terms);
-        for Pydantic sources (python_dates) and draft-04 integers without a fraction part."""
-        return NumberTerms(self.tb, integral_fraction=self.nt_fraction)
+        """Number terms (nt_fraction's kind), made for the first number (a schema without
+        one skips ~30 terms)."""
+        frac = self.nt_fraction
+        nt = self._nts.get(frac)
+        if nt is None:
+            nt = self._nts[frac] = NumberTerms(self.tb, integral_fraction=frac)
+        return nt
 
     # -- indexing: $id / $anchor / key order ---------------------------------------
     def _add_key(self, k) -> None:
@@ -1687,7 +1697,8 @@ class _Compiler(AllOfMerges):
             if ilo is None and ihi is None:
                 base = self.plain_number(True)  # (int_range(None, None)'s language)
             elif ilo is None or ihi is None or ilo <= ihi:  # (not empty: deferred terms are not)
-                base = self._range(("int", ilo, ihi), lambda: self.nt.int_range(ilo, ihi))
+                nt = self.nt  # (now: the term is built later, outside this complement or inside one)
+                base = self._range(("int", ilo, ihi, self.nt_fraction), lambda: nt.int_range(ilo, ihi))
             else:
                 base = tb.nothing
             if mult is not None and mult != 1:
@@ -1700,8 +1711,9 @@ class _Compiler(AllOfMerges):
             return base
         if lo is not None and hi is not None and (lo[0] > hi[0] or (lo[0] == hi[0] and (lo[1] or hi[1]))):
             return tb.nothing  # (deferred terms are not empty)
+        nt = self.nt
         parts = [self.plain_number(False) if lo is None and hi is None else
-                 self._range(("interval", lo, hi), lambda: self.nt.interval(lo, hi))]
+                 self._range(("interval", lo, hi), lambda: nt.interval(lo, hi))]
         if mult is not None:
             _, _, exp = mult.normalize().as_tuple()
             parts.append(self.nt.multiple_of(int(mult.scaleb(-exp)), -exp))
