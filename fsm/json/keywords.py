@@ -6,7 +6,10 @@ builds terms.
 """
 from __future__ import annotations
 
+import difflib
+
 from ..core.errors import SchemaError
+from .formats import is_known
 
 _TYPES = ("null", "boolean", "object", "array", "number", "string")
 _STRING_KW = ("minLength", "maxLength", "pattern", "format")
@@ -116,3 +119,53 @@ def _check_values(node: dict, ptr) -> None:
         what = _VALUE_CHECKS.get(k)
         if what is not None and not what[1](v):
             raise SchemaError(f"{k} must be {what[0]}, not {v!r:.80}", k, ptr(node))
+
+
+# Keys of other vocabularies that plainly annotate (OpenAPI's, editors' and SchemaStore's,
+# draft-03's): never read as a typo of a keyword (`example` is not `examples` misspelt)
+VENDOR_NOTES = frozenset((
+    "example", "xml", "externalDocs", "discriminator", "nullable", "readOnly", "writeOnly", "deprecated",
+    "markdownDescription", "deprecationMessage", "errorMessage", "defaultSnippets", "doNotSuggest",
+    "allowTrailingCommas", "allowComments", "enumDescriptions", "markdownEnumDescriptions",
+    "patternErrorMessage", "suggestSortText", "tsType", "extends", "disallow", "divisibleBy", "optional",
+    "requires", "media", "links", "fileMatch"))
+TYPO_CUTOFF = 0.8  # difflib ratio from which an unknown key is taken for a misspelt keyword
+
+
+def _subschemas(node: dict, ptr: str):
+    """(subschema, its pointer) of the schema positions directly under `node`."""
+    def esc(k) -> str:
+        return str(k).replace("~", "~0").replace("/", "~1")
+    for k, v in node.items():
+        if k in _SUB_ONE or (k == "items" and isinstance(v, (dict, bool))):
+            yield v, f"{ptr}/{esc(k)}"
+        elif k in _SUB_MAP and isinstance(v, dict):
+            yield from ((x, f"{ptr}/{esc(k)}/{esc(name)}") for name, x in v.items() if isinstance(x, (dict, bool)))
+        elif (k in _SUB_LIST or k == "items") and isinstance(v, list):
+            yield from ((x, f"{ptr}/{esc(k)}/{i}") for i, x in enumerate(v))
+
+
+def schema_notes(root, assert_formats: bool, custom_formats: str, python: bool) -> list[str]:
+    """What a schema probably did not mean, as SchemaWarning texts, each naming the key
+    and its JSON pointer: a key that is no keyword but close to one (`maxLenght`: the
+    nearest keyword, by difflib; keys of other vocabularies, VENDOR_NOTES and `x-...`,
+    are not), and a `format` that no specification defines, read as an annotation
+    (custom_formats='annotate')."""
+    out, todo, seen = [], [(root, "#")], set()
+    while todo:
+        node, ptr = todo.pop()
+        if not isinstance(node, dict) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for k in node:
+            if not isinstance(k, str) or k in _KEYWORDS or k in VENDOR_NOTES or k.lower().startswith("x-"):
+                continue
+            near = difflib.get_close_matches(k, _KEYWORDS, n=1, cutoff=TYPO_CUTOFF)
+            if near:
+                out.append(f"unknown keyword {k!r} at {ptr} is ignored: did you mean {near[0]!r}?")
+        fmt = node.get("format")
+        if assert_formats and custom_formats == "annotate" and isinstance(fmt, str) and not is_known(fmt, python):
+            out.append(f"format {fmt!r} at {ptr} is not one the specification or OpenAPI defines: read as an "
+                       "annotation, not enforced (custom_formats='refuse' refuses it)")
+        todo.extend(reversed(list(_subschemas(node, ptr))))
+    return out

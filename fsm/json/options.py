@@ -28,8 +28,9 @@ class JsonOptions:
     max_recursion_depth: int | None = option(None, "N: unroll recursive $refs to depth N instead of enforcing them "
                                            "exactly")
     assert_formats: bool = option(True, "enforce `format` (date, email, uri...); False reads it as an annotation")
-    custom_formats: str = option("refuse", '"refuse": a format the specification does not define is refused (strict) '
-                               'or dropped with a warning; "ignore": it is an annotation')
+    custom_formats: str = option("annotate", 'a format neither the specification nor OpenAPI defines: "annotate": an '
+                               'annotation, with a SchemaWarning naming it and its pointer; "ignore": an annotation, '
+                               'silently; "refuse": refused (strict) or dropped with a warning')
     allow_extra_properties: bool | None = option(None, "undeclared keys where the schema allows them; False reads a "
                                                "missing additionalProperties as false (outside `not`)")
     python_dates: bool | None = option(None, "dates and formats as Python and Pydantic parse them (no year 0000, no "
@@ -45,7 +46,8 @@ class JsonOptions:
     suffix: str = option("", "literal text the output ends with, after the JSON value; as prefix")
 
     def __post_init__(self):
-        for name, allowed in (("whitespace", ("compact", "flexible")), ("custom_formats", ("refuse", "ignore")),
+        for name, allowed in (("whitespace", ("compact", "flexible")),
+                              ("custom_formats", ("annotate", "ignore", "refuse")),
                               ("recursion", ("auto", "grammar", "refuse"))):
             value = getattr(self, name)
             if value not in allowed:

@@ -48,7 +48,7 @@ from .disjoint import (
     types_of,
 )
 from .dynamic import DynamicRefs, join_uri
-from .formats import PYDANTIC_ANY_STRING, SPEC_FORMATS
+from .formats import FORMAT_ALIASES, INTEGER_FORMATS, OPENAPI_ANY, PYDANTIC_ANY_STRING, is_known
 from .keys import KeyMatcher, KeyPlan, key_language
 from .keywords import (
     _ANNOTATIONS,
@@ -68,6 +68,7 @@ from .keywords import (
     _idle_keywords,
     _names_type,
     _schema_keys,
+    schema_notes,
 )
 from .merge import _TYPED_ENUM_KEYS, _common_values, _finite_values, _has_type, _json_equal, _well_typed, canonical_json
 from .numbers import NumberTerms, integer_texts, number_text_term, to_decimal
@@ -1580,9 +1581,23 @@ class _Compiler(AllOfMerges):
         raise SchemaError(f"not a JSON value: {v!r}", "const")
 
     def _asserts(self, name) -> bool:
-        """Whether format `name` is asserted (assert_formats; custom_formats='ignore'
-        takes a format the specification does not define as an annotation)."""
-        return bool(self.assert_formats) and (self.custom_formats == "refuse" or name in SPEC_FORMATS)
+        """Whether string format `name` is asserted: under assert_formats, a format
+        formats.py defines (the specification's, OpenAPI's byte, Pydantic's for a
+        Pydantic source, and their aliases) but those that assert nothing of a string
+        (OpenAPI's float, double, binary, password; int32 and int64 assert on numbers:
+        _number); another name only under custom_formats='refuse' (else an annotation,
+        warned by keywords.schema_notes)."""
+        if not self.assert_formats or not isinstance(name, str):
+            return False
+        name = FORMAT_ALIASES.get(name, name)
+        if name in OPENAPI_ANY or name in INTEGER_FORMATS:
+            return False
+        return is_known(name, self.python_dates) or self.custom_formats == "refuse"
+
+    def _integer_format(self, node: dict) -> tuple | None:
+        """(lo, hi) of OpenAPI's int32 / int64 where node's format is one and asserted."""
+        fmt = node.get("format")
+        return INTEGER_FORMATS.get(fmt) if self.assert_formats and isinstance(fmt, str) else None
 
     # -- typed parts -----------------------------------------------------------------
     def _typed(self, node: dict, d: int, budget: int) -> Term | None:
@@ -1591,7 +1606,7 @@ class _Compiler(AllOfMerges):
         has = {
             "string": any(k in node for k in _STRING_KW if k != "format") or (
                 "format" in node and self._asserts(node["format"])),
-            "number": any(k in node for k in _NUMBER_KW),
+            "number": any(k in node for k in _NUMBER_KW) or self._integer_format(node) is not None,
             "object": any(k in node for k in _OBJECT_KW),
             "array": any(k in node for k in _ARRAY_KW),
         }
@@ -1652,8 +1667,8 @@ class _Compiler(AllOfMerges):
             try:
                 parts.append(format_term(st, node["format"], self.python_dates))
             except KeyError:
-                custom = "" if node["format"] in SPEC_FORMATS else (
-                    " (a custom format: custom_formats='ignore' takes it as an annotation)")
+                custom = "" if is_known(node["format"], self.python_dates) else (
+                    " (a custom format: custom_formats='annotate' or 'ignore' takes it as an annotation)")
                 self.refuse(node, "format", f"format {node['format']!r} is not supported{custom}")
         content = tb.intersect(parts) if len(parts) > 1 else parts[0] if parts else st.any_chars
         return st.quoted(content)
@@ -1662,6 +1677,8 @@ class _Compiler(AllOfMerges):
     def _number(self, node: dict, integer: bool) -> Term:
         tb = self.tb
         lo = hi = None  # (Decimal, exclusive)
+        if (within := self._integer_format(node)) is not None:  # (an integer in its range)
+            integer, lo, hi = True, (Decimal(within[0]), False), (Decimal(within[1]), False)
         for kw, excl in (("minimum", node.get("exclusiveMinimum") is True), ("exclusiveMinimum", True)):
             if kw in node:
                 v = node[kw]
@@ -2200,9 +2217,11 @@ def schema_to_term(schema, tb: JsonTermBuilder | None = None, options: JsonOptio
     """Compile a schema to a byte-level term (no vocabulary needed); a root anyOf that
     uniqueItems sets apart, to a term per branch (fsm/json/union.py). Options: JsonOptions,
     or its fields as keywords."""
-    options = resolve(JsonOptions, options, keywords, "schema_to_term")
-    cs = _schema_to_term(schema, tb, True, None, options.for_source(schema))
-    for text in cs.relaxed:  # (those of a compilation begun again are not repeated)
+    options = resolve(JsonOptions, options, keywords, "schema_to_term").for_source(schema)
+    root = load_schema(schema)
+    notes = schema_notes(root, options.assert_formats, options.custom_formats, options.python_dates)
+    cs = _schema_to_term(root, tb, True, None, options)
+    for text in notes + cs.relaxed:  # (those of a compilation begun again are not repeated)
         warnings.warn(text, SchemaWarning, stacklevel=2)
     return cs
 
