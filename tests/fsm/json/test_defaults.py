@@ -9,6 +9,8 @@ from decimal import Decimal
 import pytest
 from oracles import compiled, exact_validator
 
+from structgen.fsm import SchemaWarning
+
 TEXTS = ["0", "2", "-3", "7", "12", "2.0", "2.00", "-3.0", "0.0", "7.000", "2.5", "-0.5", "12.25"]
 INTEGER_SCHEMAS = [
     {"type": "integer"},
@@ -60,3 +62,78 @@ def test_integer_keyword_writes_no_fraction():
     assert acc('{"n":2}') and not acc('{"n":2.0}') and not acc('{"n":2.000}')
     assert acc('{"x":2.0}') and acc('{"x":2}') and acc('{"x":2.5}')
     assert cs.canonical({"n": 2.0, "x": 2.0}) == '{"n":2,"x":2}'  # (an integral value's text)
+
+
+# -- formats -----------------------------------------------------------------------------
+def test_openapi_integer_formats_are_ranges_on_numbers():
+    """int32 / int64: integers in their ranges, where the value is a number (a format
+    asserts nothing of other types). Oracle: jsonschema's Decimal reading of the same
+    range written as keywords."""
+    for fmt, (lo, hi) in (("int32", (-2 ** 31, 2 ** 31 - 1)), ("int64", (-2 ** 63, 2 ** 63 - 1))):
+        acc, _ = compiled({"format": fmt})
+        check = exact_validator({"anyOf": [{"not": {"type": "number"}},
+                                           {"type": "integer", "minimum": lo, "maximum": hi}]})
+        for text in [str(lo), str(hi), str(lo - 1), str(hi + 1), "0", "1.5", '"x"', "null", str(hi * 10)]:
+            assert acc(text) == check.is_valid(json.loads(text, parse_float=Decimal)), (fmt, text)
+
+
+def test_openapi_byte_is_base64_and_the_others_any_string():
+    """byte: padded base64 (oracle: Python's base64 decoder with validate=True);
+    float, double, binary, password: no constraint, and no warning."""
+    import base64
+    import binascii
+    import warnings
+
+    acc, _ = compiled({"type": "string", "format": "byte"})
+    for s in ["", "aGVsbG8=", "aGVsbA==", "aGVs", "aGVsbG8", "a===", "aGVs bG8=", "aGVs bG8", "aGVsbG8=="]:
+        try:
+            base64.b64decode(s, validate=True)
+            ok = True
+        except binascii.Error:
+            ok = False
+        assert acc(json.dumps(s)) == ok, s
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for fmt in ("float", "double"):
+            acc, _ = compiled({"type": "number", "format": fmt})
+            assert acc("1.5") and acc("-2")
+        for fmt in ("binary", "password"):
+            acc, _ = compiled({"type": "string", "format": fmt})
+            assert acc('"any thing"')
+
+
+def test_format_aliases_are_their_formats():
+    acc, _ = compiled({"type": "string", "format": "datetime"})
+    assert acc('"2024-02-29T12:00:00Z"') and not acc('"2023-02-29T12:00:00Z"') and not acc('"x"')
+    acc, _ = compiled({"type": "string", "format": "ip-address"})
+    assert acc('"10.0.0.1"') and not acc('"10.0.0.256"')
+
+
+def test_unknown_format_warns_with_its_pointer_and_is_an_annotation():
+    schema = {"type": "object", "properties": {"c": {"type": "string", "format": "color", "maxLength": 3}}}
+    with pytest.warns(SchemaWarning, match=r"format 'color' at #/properties/c is not one"):
+        acc, _ = compiled(schema)
+    assert acc('{"c":"red"}') and not acc('{"c":"blue"}')  # (maxLength still holds)
+
+
+# -- typos --------------------------------------------------------------------------------
+def test_a_misspelt_keyword_warns_naming_the_nearest():
+    schema = {"type": "object", "properties": {"a": {"type": "string", "maxLenght": 3}},
+              "$defs": {"b": {"minimun": 1}}, "requird": ["a"]}
+    with pytest.warns(SchemaWarning) as got:
+        compiled(schema)
+    texts = sorted(str(w.message) for w in got)
+    assert texts == ["unknown keyword 'maxLenght' at #/properties/a is ignored: did you mean 'maxLength'?",
+                     "unknown keyword 'minimun' at #/$defs/b is ignored: did you mean 'minimum'?",
+                     "unknown keyword 'requird' at # is ignored: did you mean 'required'?"]
+
+
+def test_other_vocabularies_and_property_names_do_not_warn():
+    import warnings
+    schema = {"type": "object", "title": "t", "example": {"maxLenght": 1}, "x-maxLenght": 1, "nullable": True,
+              "markdownDescription": "d", "discriminator": {"propertyName": "k"}, "$comment": "c",
+              "properties": {"maxLenght": {"type": "string", "readOnly": True, "examples": ["x"]},
+                             "k": {"const": {"minimun": 1}}}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled(schema)
