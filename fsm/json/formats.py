@@ -186,7 +186,7 @@ def is_known(name: str, python: bool) -> bool:
     name = FORMAT_ALIASES.get(name, name)
     return name in SPEC_FORMATS or name in OPENAPI_FORMATS or python and (
         name in PYDANTIC_ANY_STRING or name in _PYDANTIC_IP or name in _PYDANTIC_NETWORKS or name in _PYDANTIC_UUIDS
-        or name in _BASE64 or name in ("naive-date-time", "name-email") or name.startswith("url:"))
+        or name in _BASE64 or name in ("naive-date-time", "any-date-time", "name-email") or name.startswith("url:"))
 
 
 def format_term(st, name: str, python: bool = False) -> Term:
@@ -286,6 +286,8 @@ def _build(st, name: str, python: bool) -> Term:
         t = st.fullmatch(_BASE64[name])
     elif python and name == "naive-date-time":
         t = tb.seq([_build(st, "date", python), st.fullmatch(f"[Tt]{_HHMMSS}{_FRAC}")])
+    elif python and name == "any-date-time":  # (Pydantic's datetime: naive or with an offset)
+        t = tb.seq([_build(st, "date", python), st.fullmatch(f"[Tt]{_HHMMSS}{_FRAC}{_OFFSET}?")])
     elif python and name.startswith("url:"):
         _, schemes, host = name.split(":")
         t = _pydantic_url(st, tuple(schemes.split(",")) if schemes else None, host == "1")

@@ -137,3 +137,37 @@ def test_other_vocabularies_and_property_names_do_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         compiled(schema)
+
+
+# -- Pydantic datetimes ---------------------------------------------------------------------
+def test_pydantic_datetime_takes_naive_timestamps_too():
+    """A plain `datetime` field reads naive and aware timestamps (pydantic is the oracle,
+    on the texts the automaton walks and on hand-picked ones); AwareDatetime still needs
+    the offset and NaiveDatetime still refuses it."""
+    import datetime
+
+    from oracles import random_walks
+    from pydantic import AwareDatetime, BaseModel, NaiveDatetime, ValidationError
+
+    class Stamps(BaseModel):
+        d: datetime.datetime
+        a: AwareDatetime
+        n: NaiveDatetime
+
+    acc, cs = compiled(Stamps)
+    texts, _ = random_walks(cs, n=60, seed=3)
+    assert len(texts) > 30 and any(json.loads(t)["d"][-1].isdigit() for t in texts)  # (naive ones among them)
+    for t in texts:
+        Stamps.model_validate_json(t)  # raises if pydantic refuses it
+    for d in ["2024-02-29T12:30:00", "2024-02-29T12:30:00.25", "2024-02-29t12:30:00Z", "2024-02-29T12:30:00+05:30",
+              "2023-02-29T12:30:00", "2024-02-29T24:00:00", "2024-02-29T12:30:00+24:00"]:
+        for field, other in (("d", {"a": "2024-01-01T00:00:00Z", "n": "2024-01-01T00:00:00"}),
+                             ("a", {"d": "2024-01-01T00:00:00", "n": "2024-01-01T00:00:00"}),
+                             ("n", {"d": "2024-01-01T00:00:00", "a": "2024-01-01T00:00:00Z"})):
+            text = json.dumps({"d": None, "a": None, "n": None} | other | {field: d}, separators=(",", ":"))
+            try:
+                Stamps.model_validate_json(text)
+                ok = True
+            except ValidationError:
+                ok = False
+            assert acc(text) == ok, text
