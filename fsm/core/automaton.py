@@ -70,6 +70,17 @@ RUN_MAX_WALKED = 4096
 MADE_OF_FEW = 32
 
 
+def no_output_message(description: str, info) -> str:
+    """require_output's refusal; where the front end found keywords that contradict
+    (`info.why_empty`: a JSON Schema's), it names them and their pointers."""
+    why = getattr(info, "why_empty", ())
+    cause = ("; keywords that contradict: " + "; ".join(why)) if why else (
+        " (a schema whose keywords contradict each other, `false`, a regex that matches nothing or only what "
+        "the vocabulary cannot spell...)")
+    return (f"the constraint ({description}) accepts no output at all: no token begins a text that "
+            f"satisfies it{cause}")
+
+
 class TokenAutomaton(Constraint):
     """A compiled constraint: a byte DFA over the tokens of one vocabulary. Create
     per-request matchers with `.matcher()`. `make_matcher(automaton)`, where given,
@@ -156,10 +167,7 @@ class TokenAutomaton(Constraint):
         """
         budget.stage("computing the first mask")
         if not self.mask(self.start).any():
-            raise ConstraintError(
-                f"the constraint ({self.description or 'compiled'}) accepts no output at all: no token "
-                "begins a text that satisfies it (a schema whose keywords contradict each other, `false`, "
-                "a regex that matches nothing or only what the vocabulary cannot spell...)")
+            raise ConstraintError(no_output_message(self.description or "compiled", self.info))
         return self
 
     # -- queries used by Matcher ---------------------------------------------------

@@ -68,6 +68,7 @@ from .keywords import (
     _idle_keywords,
     _names_type,
     _schema_keys,
+    contradictions,
     schema_notes,
 )
 from .merge import _TYPED_ENUM_KEYS, _common_values, _finite_values, _has_type, _json_equal, _well_typed, canonical_json
@@ -125,6 +126,9 @@ class JsonInfo:
     relaxed: list  # what lenient mode (strict=False) relaxed or dropped, with its pointer
     recursion: str | None  # how recursive $refs run: "lazy" (lazy terms), "grammar", or None
     canonical: Callable  # canonical(instance, indent=None): the text the constraint accepts
+    # keywords that contradict, with their pointers (keywords.contradictions): named where
+    # the constraint is refused for having no output (TokenAutomaton.require_output)
+    why_empty: tuple = ()
 
 
 class CompiledSchema:
@@ -2331,21 +2335,22 @@ def build_automaton(schema, vocab, options: JsonOptions | None = None, **keyword
     with scope(options.time_budget_s, "json schema"), paused_gc(), freed_on_timeout(tb):
         stage("compiling the schema to terms")
         cs = schema_to_term(schema, tb, options)
+        why = tuple(contradictions(load_schema(schema)))
         stage("deciding whether the start state is empty")
         if isinstance(cs, UnionSchema):
-            info = JsonInfo(cs.key_order, cs.relaxed, None, cs.canonical)
-            auto = UnionAutomaton([_automaton(b, vocab, ms) for b in cs.branches], info)
+            info = JsonInfo(cs.key_order, cs.relaxed, None, cs.canonical, why)
+            auto = UnionAutomaton([_automaton(b, vocab, ms, why) for b in cs.branches], info)
         else:
-            auto = _automaton(cs, vocab, ms)
+            auto = _automaton(cs, vocab, ms, why)
         paused_gc().collect_young()
     return auto
 
 
-def _automaton(cs: CompiledSchema, vocab, max_states: int):
+def _automaton(cs: CompiledSchema, vocab, max_states: int, why_empty: tuple = ()):
     """The automaton of a compiled schema, its term (or rules), its matcher (uniqueItems
     and distinct keys checked beside the automaton) and its JsonInfo."""
     make = _matcher_factory(cs.unique, cs.keys)
-    info = JsonInfo(cs.key_order, cs.relaxed, cs.recursion, cs.canonical)
+    info = JsonInfo(cs.key_order, cs.relaxed, cs.recursion, cs.canonical, why_empty)
     if cs.rules is not None:
         auto = GrammarAutomaton(cs.rules.grammar_source(max_states), vocab, "json schema (recursive)",
                                 max_states, ahead=False, make_matcher=make, info=info)

@@ -19,6 +19,7 @@ import os
 
 import numpy as np
 
+from ..core.automaton import no_output_message
 from ..core.constraint import Constraint
 from ..core.dfa import DEFAULT_MAX_STATES
 from ..core.errors import ConstraintError, TimeBudgetError
@@ -128,8 +129,7 @@ class UnionAutomaton(Constraint):
                 raise
             except ConstraintError:
                 pass
-        raise ConstraintError(f"the constraint ({self.description}) accepts no output at all: no token "
-                              "begins a text that satisfies it")
+        raise ConstraintError(no_output_message(self.description, self.info))
 
 
 class UnionMatcher:

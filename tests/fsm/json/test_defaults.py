@@ -171,3 +171,52 @@ def test_pydantic_datetime_takes_naive_timestamps_too():
             except ValidationError:
                 ok = False
             assert acc(text) == ok, text
+
+
+# -- unsatisfiable schemas -----------------------------------------------------------------
+UNSATISFIABLE = [
+    ({"type": "object", "properties": {"age": {"type": "integer", "minimum": 5, "maximum": 3}}, "required": ["age"]},
+     "minimum 5 > maximum 3 at #/properties/age"),
+    ({"type": "object", "required": ["x"], "additionalProperties": False},
+     "required key 'x' not allowed by additionalProperties: false at #"),
+    ({"type": "array", "items": {"type": "string", "minLength": 5, "maxLength": 2}, "minItems": 1},
+     "minLength 5 > maxLength 2 at #/items"),
+    ({"type": "integer", "exclusiveMinimum": 1, "maximum": 1.5}, "no integer between exclusiveMinimum 1 and maximum 1.5 at #"),
+    ({"type": "integer", "const": "a"}, 'const "a" is not of type "integer" at #'),
+    ({"allOf": [{"type": "string"}, {"type": "integer"}]},
+     "allOf/0's type \"string\" and allOf/1's type \"integer\" have no value in common at #"),
+    ({"$defs": {"n": {"type": "number", "minimum": 2, "exclusiveMaximum": 2}}, "$ref": "#/$defs/n"},
+     "minimum 2 = exclusiveMaximum 2 at #/$defs/n"),
+    ({"not": {}}, "not {} excludes every value at #"),
+]
+
+
+@pytest.mark.parametrize("schema, named", UNSATISFIABLE, ids=[n for _, n in UNSATISFIABLE])
+def test_an_unsatisfiable_schema_is_refused_naming_keywords_and_pointer(schema, named):
+    """Refused where generation would start (require_output), the error naming what
+    contradicts and where; jsonschema confirms that no instance near the contradiction
+    is valid (a weak oracle: the instances tried are a handful)."""
+    from oracles import small_vocab
+
+    from structgen import fsm
+    vocab = small_vocab([bytes([b]) for b in range(32, 127)])
+    auto = fsm.compile_json_schema(schema, vocab)
+    with pytest.raises(fsm.ConstraintError, match="accepts no output at all") as got:
+        auto.require_output()
+    assert named in str(got.value)
+    check = exact_validator(schema)
+    for inst in [None, 0, 1, 2, 1.5, 3, 4, "a", "abcd", [], ["abc"], {}, {"age": 4}, {"x": 1}]:
+        assert not check.is_valid(inst), inst
+
+
+def test_a_contradiction_in_an_optional_part_leaves_the_rest():
+    """An optional property that no value satisfies is left out: the schema still has
+    outputs, and is not refused."""
+    from oracles import small_vocab
+
+    from structgen import fsm
+    vocab = small_vocab([bytes([b]) for b in range(32, 127)])
+    schema = {"type": "object", "properties": {"age": {"type": "integer", "minimum": 5, "maximum": 3}}}
+    assert fsm.compile_json_schema(schema, vocab).require_output()
+    acc, _ = compiled(schema)
+    assert acc("{}") and not acc('{"age":4}')
