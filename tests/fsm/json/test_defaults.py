@@ -220,3 +220,21 @@ def test_a_contradiction_in_an_optional_part_leaves_the_rest():
     assert fsm.compile_json_schema(schema, vocab).require_output()
     acc, _ = compiled(schema)
     assert acc("{}") and not acc('{"age":4}')
+
+
+# -- whitespace -----------------------------------------------------------------------------
+@pytest.mark.parametrize("recursion", ["auto", "grammar"])
+@pytest.mark.parametrize("whitespace, limit", [("compact", 0), ("flexible", 3)])
+def test_whitespace_is_bounded_in_every_mode(recursion, whitespace, limit):
+    """The bound docs/json-schema.md states: at most max_whitespace bytes at each place,
+    so a run between two structural characters is at most twice that, and at the ends
+    of the document once; for declared, free and recursive values alike."""
+    tree = {"$defs": {"n": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/n"}}}}},
+            "$ref": "#/$defs/n"}
+    for schema, inner in [({"type": "object", "properties": {"a": {"type": "array"}}}, '{"a":[%s]}'),
+                          ({}, "[%s]"), (tree, '{"kids":[%s]}')]:
+        acc, _ = compiled(schema, whitespace=whitespace, max_whitespace=limit, recursion=recursion)
+        runs = range(0, 2 * limit + 3)
+        assert max(n for n in runs if acc(inner % (" " * n))) == 2 * limit, schema
+        assert max(n for n in runs if acc(" " * n + inner % "")) == limit, schema
+        assert max(n for n in runs if acc(inner % "" + "\n" * n)) == limit, schema
