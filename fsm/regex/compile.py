@@ -7,7 +7,7 @@ from ..core.automaton import TokenAutomaton
 from ..core.budget import scope
 from ..core.errors import ConstraintError
 from ..core.options import documented, lists_options, option, resolve, time_budget_option
-from ..core.terms import TermBuilder
+from ..core.terms import TermBuilder, paused_gc
 from ..core.vocabulary import Vocabulary
 from .syntax import regex_to_term
 
@@ -32,10 +32,12 @@ def compile_regex(pattern: str, vocab: Vocabulary, options: RegexOptions | None 
 
     def build():
         with scope(options.time_budget_s, "regex " + (repr(pattern) if len(pattern) <= 60 else
-                                                      repr(pattern[:60]) + "...")):
+                                                      repr(pattern[:60]) + "...")), paused_gc():
             tb = TermBuilder()
-            return TokenAutomaton.from_term(tb, regex_to_term(tb, pattern, options.flags), vocab,
+            auto = TokenAutomaton.from_term(tb, regex_to_term(tb, pattern, options.flags), vocab,
                                             f"regex {pattern!r}", options.max_states).owns_source()
+            paused_gc().collect_young()  # (as a JSON compile: a large pattern's terms, not a decoding step's)
+            return auto
     return vocab.cached(("regex", pattern, options), build)
 
 
