@@ -38,9 +38,9 @@ class TimeBudgetError(TooLargeError):
 
     def __str__(self) -> str:
         where = f" at {self.pointer}" if self.pointer else ""
-        return (f"compiling the {self.what} ran past its time budget of {self.budget_s:g} s (time_budget_s, or "
-                f"the enclosing compile_budget): stopped after {self.elapsed_s:.2f} s while {self.stage}{where}; "
-                "simplify it or raise the budget")
+        return (f"compiling the {self.what} reached its time budget of {self.budget_s:g} s (time_budget_s, or "
+                f"the enclosing compile_budget; stopped at {self.elapsed_s:.2f} s, the rest left for unwinding) "
+                f"while {self.stage}{where}; simplify it or raise the budget")
 
     def note_where(self, pointer: str) -> None:
         """Record the innermost subschema being built (the first pointer noted wins)."""
