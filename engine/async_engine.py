@@ -29,7 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..fsm import ConstraintError
-from .compile_pool import CompilePool
+from .compile_pool import CompilePool, budgeted
 from .constraints import compile_spec
 from .llm import LLM, CompletionOutput, RequestOutput
 from .metrics import EngineMetrics
@@ -171,7 +171,9 @@ class AsyncEngine:
 
     `compile_timeout_s`: each request's budget for compiling its constraint spec (past it
     the request fails; the compile goes on and its result is kept for the next request
-    with the same spec, unless it had not started: then it is dropped). `compile_workers`:
+    with the same spec, unless it had not started: then it is dropped). The compile runs
+    inside `fsm.compile_budget(compile_timeout_s)`, so it stops itself, with fsm's
+    TimeBudgetError, within about 10% past the budget. `compile_workers`:
     compiles at once. `compile_processes`: in worker processes (the default), else in
     threads of this process, where a long compile slows the step loop (it holds the
     GIL) and cannot be stopped. `compile_hard_limit_s` (processes only; default 10x the
@@ -307,7 +309,8 @@ class AsyncEngine:
             workers, processes, hard_limit, compile_fn = self._compile_args
             if processes:
                 hard_limit = 10 * self.compile_timeout_s if hard_limit is None else hard_limit
-                self._pool = CompilePool(self.llm.constraints.vocabulary, workers, hard_limit, compile_fn)
+                self._pool = CompilePool(self.llm.constraints.vocabulary, workers, hard_limit, compile_fn,
+                                         budget_s=self.compile_timeout_s)
             else:
                 self._pool = ThreadPoolExecutor(workers, thread_name_prefix="structgen-compile")
         if isinstance(self._pool, CompilePool):
@@ -315,7 +318,7 @@ class AsyncEngine:
         return self._pool.submit(self._compile_fn_here, spec)
 
     def _compile_fn_here(self, spec):
-        return self._compile_args[3](spec, self.llm.constraints.vocabulary)
+        return budgeted(self._compile_args[3], spec, self.llm.constraints.vocabulary, self.compile_timeout_s)
 
     def _wake(self) -> None:
         with self._cond:

@@ -28,7 +28,7 @@ import time
 from concurrent.futures import Future
 from multiprocessing.connection import Connection
 
-from ..fsm import ConstraintError
+from ..fsm import ConstraintError, compile_budget
 from ..fsm.core import transport
 from .constraints import compile_spec
 
@@ -45,13 +45,17 @@ class CompilePool:
     """`workers` compile processes over `vocab` (an fsm.Vocabulary).
 
     `compile_fn(spec, vocab) -> Constraint` runs in the workers: a module-level function
-    (pickled by name, imported there). `hard_limit_s`: a compile running longer is
-    killed with its worker (None: never)."""
+    (pickled by name, imported there). `budget_s`: each compile's time budget
+    (fsm.compile_budget: the compile stops itself with TimeBudgetError; None: fsm's
+    own default). `hard_limit_s`: a compile running longer is killed with its worker
+    (None: never)."""
 
-    def __init__(self, vocab, workers: int = 2, hard_limit_s: float | None = 60.0, compile_fn=compile_spec):
+    def __init__(self, vocab, workers: int = 2, hard_limit_s: float | None = 60.0, compile_fn=compile_spec,
+                 budget_s: float | None = None):
         if workers < 1:
             raise ValueError("workers must be >= 1")
         self.vocab, self.workers, self.hard_limit_s, self.compile_fn = vocab, workers, hard_limit_s, compile_fn
+        self.budget_s = budget_s
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._procs: set[_Worker] = set()
@@ -124,7 +128,7 @@ class CompilePool:
                 try:
                     data = pickle.dumps(spec, protocol=5)
                 except Exception:  # noqa: BLE001 - not picklable (a local class): compiled here
-                    _settle(fut, self.compile_fn, spec, self.vocab)
+                    _settle(fut, budgeted, self.compile_fn, spec, self.vocab, self.budget_s)
                     continue
                 _settle(fut, run, data, spec)
         finally:
@@ -136,7 +140,7 @@ class CompilePool:
         closed = ConstraintError("the engine closed before this constraint compiled")
         if self._closed:
             raise closed
-        w = _Worker(self.vocab, self.compile_fn)
+        w = _Worker(self.vocab, self.compile_fn, self.budget_s)
         with self._lock:
             if not self._closed:
                 self._procs.add(w)
@@ -165,7 +169,7 @@ class CompilePool:
             raise ConstraintError(f"the compile worker died while compiling the {_kind(spec)} constraint "
                                   f"(exit code {w.returncode()})") from e
         if ok is None:     # compiled there, but too deep to ship: compiled here instead
-            return self.compile_fn(spec, self.vocab)
+            return budgeted(self.compile_fn, spec, self.vocab, self.budget_s)
         if not ok:
             raise payload
         return transport.loads(payload, self.vocab)
@@ -179,6 +183,14 @@ def _settle(fut: Future, compute, *args) -> None:
                           else ConstraintError(f"cannot compile constraint: {type(e).__name__}: {e}"))
 
 
+def budgeted(compile_fn, spec, vocab, budget_s: float | None):
+    """compile_fn(spec, vocab) inside fsm.compile_budget(budget_s) (None: fsm's default)."""
+    if budget_s is None:
+        return compile_fn(spec, vocab)
+    with compile_budget(budget_s, f"{_kind(spec)} constraint"):
+        return compile_fn(spec, vocab)
+
+
 def _kind(spec) -> str:
     return spec[0] if isinstance(spec, (tuple, list)) and spec and isinstance(spec[0], str) else "given"
 
@@ -186,7 +198,7 @@ def _kind(spec) -> str:
 class _Worker:
     """One compile process and the two pipes to it."""
 
-    def __init__(self, vocab, compile_fn):
+    def __init__(self, vocab, compile_fn, budget_s: float | None = None):
         to_r, to_w = os.pipe()
         from_r, from_w = os.pipe()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
@@ -197,7 +209,7 @@ class _Worker:
             os.close(to_r)
             os.close(from_w)
         self._out, self._in = Connection(to_w, readable=False), Connection(from_r, writable=False)
-        self._out.send((compile_fn, (vocab.token_bytes, tuple(vocab.eos_ids), vocab.size, vocab.name)))
+        self._out.send((compile_fn, budget_s, (vocab.token_bytes, tuple(vocab.eos_ids), vocab.size, vocab.name)))
 
     def send(self, data: bytes) -> None:
         self._out.send_bytes(data)
@@ -245,7 +257,7 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
     os.nice(WORKER_NICENESS)
     from ..fsm import Vocabulary
     inbox, outbox = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
-    compile_fn, (token_bytes, eos_ids, size, name) = inbox.recv()
+    compile_fn, budget_s, (token_bytes, eos_ids, size, name) = inbox.recv()
     vocab = Vocabulary(token_bytes, eos_ids, size, name).prepare()
     sys.setrecursionlimit(20_000)      # (pickling a deep term graph recurses)
     while True:
@@ -254,7 +266,7 @@ def _worker_main(read_fd: int, write_fd: int) -> None:
         except EOFError:      # the server closed the pipe or went away
             return
         try:
-            constraint = compile_fn(spec, vocab)
+            constraint = budgeted(compile_fn, spec, vocab, budget_s)
         except ConstraintError as e:
             outbox.send((False, e))
             continue

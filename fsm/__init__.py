@@ -10,8 +10,17 @@ process, not inside a first constraint).
 from __future__ import annotations
 
 from .core.automaton import TokenAutomaton
+from .core.budget import compile_budget
 from .core.constraint import Constraint
-from .core.errors import ConstraintError, GrammarError, RegexError, SchemaError, SchemaWarning, TooLargeError
+from .core.errors import (
+    ConstraintError,
+    GrammarError,
+    RegexError,
+    SchemaError,
+    SchemaWarning,
+    TimeBudgetError,
+    TooLargeError,
+)
 from .core.matcher import Matcher, TokenMatcher
 from .core.terms import TermBuilder
 from .core.vocabulary import Vocabulary
@@ -22,7 +31,7 @@ from .structural import StructuralTagError, StructuralTagOptions, compile_struct
 
 __all__ = ["Vocabulary", "Constraint", "TokenAutomaton", "Matcher", "TokenMatcher", "TermBuilder",
            "compile_regex", "compile_choice", "compile_json_schema", "compile_grammar", "compile_structural_tag",
-           "regex_to_term",
+           "regex_to_term", "compile_budget",
            "RegexOptions", "JsonOptions", "JsonInfo", "GrammarOptions", "StructuralTagOptions",
-           "ConstraintError", "RegexError", "SchemaError", "GrammarError", "TooLargeError", "SchemaWarning",
-           "StructuralTagError"]
+           "ConstraintError", "RegexError", "SchemaError", "GrammarError", "TooLargeError", "TimeBudgetError",
+           "SchemaWarning", "StructuralTagError"]

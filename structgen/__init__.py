@@ -9,12 +9,20 @@ The user API lives here; the layers below stay importable: `structgen.fsm` (comp
 constraints, numpy only), `structgen.kernels`, `structgen.engine`, `structgen.guided`.
 The generators load on first use, so that `import structgen.fsm` never imports torch.
 """
-from .fsm.core.errors import ConstraintError, GrammarError, RegexError, SchemaError, SchemaWarning, TooLargeError
+from .fsm.core.errors import (
+    ConstraintError,
+    GrammarError,
+    RegexError,
+    SchemaError,
+    SchemaWarning,
+    TimeBudgetError,
+    TooLargeError,
+)
 
 _GUIDED = ("load", "Model", "regex", "choice", "json", "grammar", "Generator", "GuidedOutput",
            "IncompleteOutputError", "GenerationError", "ConstraintLogitsProcessor")
 
-__all__ = [*_GUIDED, "ConstraintError", "RegexError", "SchemaError", "GrammarError", "TooLargeError",
+__all__ = [*_GUIDED, "ConstraintError", "RegexError", "SchemaError", "GrammarError", "TooLargeError", "TimeBudgetError",
            "SchemaWarning"]
 
 

@@ -32,6 +32,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def generous_compile_budget():
+    """Compiles in tests get 60 s, not the 2 s default: a shared CI machine is slower
+    than a user's (tests/fsm/test_budgets.py checks the budgets themselves)."""
+    with fsm.compile_budget(60, "constraint (tests' budget)"):
+        yield
+
+
 @pytest.fixture(scope="session")
 def smol_tokenizer():
     from transformers import AutoTokenizer

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from . import budget
 from .constraint import Constraint
 from .dfa import (
     CHAR_START,
@@ -67,6 +68,17 @@ RUN_MAX_WALKED = 4096
 # with a byte outside it off the lists by byte, where they are at most 1/MADE_OF_FEW of
 # the vocabulary (a gather per token costs about as much as a whole pass's share).
 MADE_OF_FEW = 32
+
+
+def no_output_message(description: str, info) -> str:
+    """require_output's refusal; where the front end found keywords that contradict
+    (`info.why_empty`: a JSON Schema's), it names them and their pointers."""
+    why = getattr(info, "why_empty", ())
+    cause = ("; keywords that contradict: " + "; ".join(why)) if why else (
+        " (a schema whose keywords contradict each other, `false`, a regex that matches nothing or only what "
+        "the vocabulary cannot spell...)")
+    return (f"the constraint ({description}) accepts no output at all: no token begins a text that "
+            f"satisfies it{cause}")
 
 
 class TokenAutomaton(Constraint):
@@ -153,11 +165,9 @@ class TokenAutomaton(Constraint):
             >>> fsm.compile_json_schema(False, vocab).require_output()  # doctest: +SKIP
             ConstraintError: the constraint (json schema) accepts no output at all: ...
         """
+        budget.stage("computing the first mask")
         if not self.mask(self.start).any():
-            raise ConstraintError(
-                f"the constraint ({self.description or 'compiled'}) accepts no output at all: no token "
-                "begins a text that satisfies it (a schema whose keywords contradict each other, `false`, "
-                "a regex that matches nothing or only what the vocabulary cannot spell...)")
+            raise ConstraintError(no_output_message(self.description or "compiled", self.info))
         return self
 
     # -- queries used by Matcher ---------------------------------------------------

@@ -27,6 +27,27 @@ class TooLargeError(ConstraintError):
     """An automaton exceeded its documented size limit."""
 
 
+class TimeBudgetError(TooLargeError):
+    """A compile ran past its time budget (`time_budget_s`, or an enclosing
+    `fsm.compile_budget`): `budget_s`, `elapsed_s`, `what` it compiled, the `stage` it
+    had reached and, where known, the JSON `pointer` of the subschema it was building."""
+
+    def __init__(self, budget_s: float, elapsed_s: float, what: str, stage: str, pointer: str | None = None):
+        self.budget_s, self.elapsed_s, self.what, self.stage, self.pointer = budget_s, elapsed_s, what, stage, pointer
+        super().__init__(budget_s, elapsed_s, what, stage, pointer)
+
+    def __str__(self) -> str:
+        where = f" at {self.pointer}" if self.pointer else ""
+        return (f"compiling the {self.what} reached its time budget of {self.budget_s:g} s (time_budget_s, or "
+                f"the enclosing compile_budget; stopped at {self.elapsed_s:.2f} s, the rest left for unwinding) "
+                f"while {self.stage}{where}; simplify it or raise the budget")
+
+    def note_where(self, pointer: str) -> None:
+        """Record the innermost subschema being built (the first pointer noted wins)."""
+        if self.pointer is None:
+            self.pointer = pointer
+
+
 class SchemaError(ConstraintError):
     """A schema (or one keyword of it) cannot be enforced exactly."""
 

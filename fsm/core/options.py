@@ -5,9 +5,21 @@ from __future__ import annotations
 from dataclasses import MISSING, field, fields, replace
 
 
-def option(default, doc: str):
-    """A dataclass field with its one line of documentation (describe reads it)."""
-    return field(default=default, metadata={"doc": doc})
+def option(default, doc: str, compare: bool = True):
+    """A dataclass field with its one line of documentation (describe reads it).
+    compare=False: not part of equality and hash, so not of the compile cache's key (a
+    budget, which decides whether a compile finishes, not what it makes)."""
+    return field(default=default, metadata={"doc": doc}, compare=compare)
+
+
+TIME_BUDGET_DOC = ("seconds a compile may take, checked inside its long loops; past it TimeBudgetError (a "
+                   "TooLargeError). None: the enclosing fsm.compile_budget's deadline, else 2 s; math.inf: none. "
+                   "Covers the compile call, not the states built lazily by later masks (max_states bounds those)")
+
+
+def time_budget_option():
+    """The `time_budget_s` field every compiler's options have (fsm/core/budget.py)."""
+    return option(None, TIME_BUDGET_DOC, compare=False)
 
 
 def resolve(cls, options, keywords: dict, caller: str):

@@ -17,6 +17,8 @@ import gc
 import threading
 from collections.abc import Callable, Iterable, Sequence
 
+from . import budget
+
 NOTHING, EMPTY, BYTES, CONCAT, ALT, REPEAT, AND, NOT, STR, LAZY = range(10)
 
 # LAZY terms' programs (see TermBuilder.lazy), by name: constant data, shared by builders
@@ -186,6 +188,7 @@ class TermBuilder:
 
     def __init__(self) -> None:
         self._interned: dict[tuple, Term] = {}
+        self._ticks = budget.CHECK_EVERY
         self._terms: list[Term] = []
         self.nothing = self._make(NOTHING, (), False, False, 1)
         self.empty = self._make(EMPTY, (), True, False, 1)
@@ -222,6 +225,10 @@ class TermBuilder:
 
     # -- construction -------------------------------------------------------------
     def _make(self, kind: int, args: tuple, nullable: bool, boolean: bool, size: int) -> Term:
+        self._ticks -= 1
+        if self._ticks < 0:  # (every construction passes here: the compile's time budget)
+            self._ticks = budget.CHECK_EVERY
+            budget.check()
         key = (kind, args)
         t = self._interned.get(key)
         if t is None:

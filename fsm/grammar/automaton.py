@@ -27,10 +27,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core import budget
 from ..core.automaton import TokenAutomaton
 from ..core.dfa import DEAD, DEFAULT_MAX_STATES, TermSource
-from ..core.errors import GrammarError, RegexError
-from ..core.options import documented, lists_options, option, resolve
+from ..core.errors import GrammarError, RegexError, TimeBudgetError
+from ..core.options import documented, lists_options, option, resolve, time_budget_option
 from ..core.terms import Term, TermBuilder, row_target
 from ..core.vocabulary import Vocabulary
 from ..regex.syntax import caseless_literal, regex_to_term, terminal_terms
@@ -154,6 +155,7 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]) -> _Tables:
     done: list = []    # state -> rules complete there
     s = 0
     while s < len(kernels):
+        budget.check()  # (one LR(0) state: a large grammar's tables are a long loop)
         items = set(kernels[s])
         for k, d in kernels[s]:
             rhs = prods[k][1]
@@ -185,6 +187,7 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]) -> _Tables:
     includes: dict = {}
     lookback: dict = {}     # (state, rule) -> nonterminal transitions
     for p, t in enumerate(trans):
+        budget.check()
         for a, q in t.items():
             if a >= nnt:
                 continue
@@ -221,6 +224,7 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]) -> _Tables:
         for root in init:
             if root in depth:
                 continue
+            budget.check()
             stack.append(root)
             depth[root] = len(stack)
             work = [(root, len(stack), iter(rel.get(root, ())))]
@@ -255,6 +259,7 @@ def _lalr_tables(rules, start: str, term_index: dict[str, int]) -> _Tables:
     bit_lists: dict = {}  # lookahead set -> its terminals (JSON's: hundreds of keys, shared)
     conflicts = 0
     for p, t in enumerate(trans):
+        budget.check()
         a = {x - nnt: (True, q) for x, q in t.items() if x >= nnt}
         g = {nt_names[x]: q for x, q in t.items() if x < nnt}
         taken = 0  # terminals with an action here
@@ -933,6 +938,8 @@ def load_lark(grammar: str, start: str = "start", hoist: bool = False):
         return load(grammar, start, hoist)
     except (Unsupported, LarkError):  # outside the front end, or an error lark's helpers found
         pass
+    except TimeBudgetError:
+        raise
     except Exception as e:  # noqa: BLE001 - a bug of ours: say so, but still compile
         warnings.warn(f"fsm.grammar.lark_text failed ({type(e).__name__}: {e}); using lark's loader "
                       "(please report this grammar)", RuntimeWarning, stacklevel=2)
@@ -997,6 +1004,7 @@ class GrammarOptions:
     start: str = option("start", "the start rule")
     max_states: int | None = option(None, "cap on DFA states, each a parser-stack-and-lexer configuration reached "
                                     "(None: 200,000); beyond it TooLargeError")
+    time_budget_s: float | None = time_budget_option()
 
 
 @lists_options(GrammarOptions)
@@ -1009,9 +1017,10 @@ def compile_grammar(grammar: str, vocab: Vocabulary, options: GrammarOptions | N
     start, max_states = options.start, options.max_states
 
     def build():
-        ms = max_states or DEFAULT_MAX_STATES
-        src = grammar_source(grammar, start, TermBuilder(), ms)
-        return GrammarAutomaton(src, vocab, f"grammar (start={start!r})", ms).owns_source()
+        with budget.scope(options.time_budget_s, "grammar"):
+            ms = max_states or DEFAULT_MAX_STATES
+            src = grammar_source(grammar, start, TermBuilder(), ms)
+            return GrammarAutomaton(src, vocab, f"grammar (start={start!r})", ms).owns_source()
     return vocab.cached(("grammar", grammar, options), build)
 
 

@@ -21,6 +21,8 @@ from lark.lexer import PatternRE, PatternStr, TerminalDef
 from lark.load_grammar import _TERMINAL_NAMES, eval_escaping
 from lark.utils import is_id_continue, is_id_start
 
+from ..core import budget
+
 __all__ = ["Unsupported", "load"]
 
 
@@ -48,6 +50,7 @@ def load(text: str, start: str = "start", hoist: bool = False):
     bnf = _Bnf(terminals, terms, rules)
     defs = []
     for name, (tree, options) in rules.items():
+        budget.check()  # (a rule: the compile's time budget, fsm/core/budget.py)
         keep = RuleOptions(keep_all_tokens=True) if options.keep_all_tokens else None
         defs.append((name, bnf.rewrite(tree, name, keep), options))
     compiled = [r for d in defs + bnf.helpers for r in _alternatives(*d)]
@@ -121,6 +124,7 @@ class _Parser:
     def statements(self) -> list:
         out = []
         while self.peek() != "END":
+            budget.check()
             k = self.peek()
             if k == "NL":
                 self.i += 1

@@ -15,6 +15,7 @@ import gc
 
 import numpy as np
 
+from ..core import budget
 from ..core.automaton import TrieWalker, char_class, first_bytes, made_of, walk_columns
 from ..core.dfa import DEFAULT_MAX_STATES, LazyDFA
 from ..core.terms import CONCAT, REPEAT, paused_gc, row_target
@@ -75,6 +76,7 @@ class LexerSource:
         n = len(g.terms)
         follows = [set() for _ in range(n)]
         for acts in g.t.action.values():
+            budget.check()  # (a parser state: the compile's time budget)
             for i, act in acts.items():
                 for shift, arg in act[1] if act[0] is None else (act,):  # (a fork: each action)
                     if shift:

@@ -18,6 +18,14 @@ SPEC_FORMATS = frozenset((
     "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname",
     "ipv4", "ipv6", "uri", "uri-reference", "iri", "iri-reference", "uuid", "uri-template",
     "json-pointer", "relative-json-pointer", "regex"))
+# OpenAPI's formats (3.0 and 3.1): int32 and int64 are integer ranges (asserted on numbers:
+# INTEGER_FORMATS, which schema.py rewrites as bounds), byte is base64 (RFC 4648, padded),
+# float, double, binary and password assert nothing a JSON value can break
+INTEGER_FORMATS = {"int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1)}
+OPENAPI_FORMATS = frozenset(("int32", "int64", "float", "double", "byte", "binary", "password"))
+OPENAPI_ANY = frozenset(("float", "double", "binary", "password"))  # (annotations: no term)
+# other names for the formats above (draft-03's, and a common spelling)
+FORMAT_ALIASES = {"ip-address": "ipv4", "host-name": "hostname", "datetime": "date-time"}
 
 _YEAR = r"[0-9]{4}"
 _LEAP = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
@@ -133,6 +141,9 @@ def _base64(alphabet: str) -> str:
 
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _BASE64 = {"base64": _base64(_B64 + "+/"), "base64url": _base64(_B64 + "-_")}
+# OpenAPI's byte: any padded base64 text (the bits a padded end drops are free, as
+# Python's base64.b64decode(validate=True) reads them)
+BYTE = r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?"
 # Pydantic's UUID1/3/4/5/6/7/8: the version digit, and the RFC 4122 variant (Python's
 # uuid.UUID.version is None for the others, which Pydantic then refuses)
 _PYDANTIC_UUIDS = {f"uuid{v}": "-".join([_HEX + "{8}", _HEX + "{4}", f"{v}{_HEX}{{3}}", f"[89ABab]{_HEX}{{3}}",
@@ -169,6 +180,15 @@ def _leap_second_time(st) -> Term:
                                                               range(60))), range(24))
 
 
+def is_known(name: str, python: bool) -> bool:
+    """Whether `name` is a format this module defines: the specification's, OpenAPI's
+    (or an alias of one), or with python=True Pydantic's (not all are supported: idn-*)."""
+    name = FORMAT_ALIASES.get(name, name)
+    return name in SPEC_FORMATS or name in OPENAPI_FORMATS or python and (
+        name in PYDANTIC_ANY_STRING or name in _PYDANTIC_IP or name in _PYDANTIC_NETWORKS or name in _PYDANTIC_UUIDS
+        or name in _BASE64 or name in ("naive-date-time", "any-date-time", "name-email") or name.startswith("url:"))
+
+
 def format_term(st, name: str, python: bool = False) -> Term:
     """The content term (inside the quotes) of format `name`; KeyError if unsupported.
 
@@ -176,6 +196,7 @@ def format_term(st, name: str, python: bool = False) -> Term:
     back: no year 0000 and no leap second (Python's datetime rejects both), `time`
     without an offset allowed (Pydantic writes naive times so), `duration` with a sign and
     fractional seconds (Pydantic's timedelta form)."""
+    name = FORMAT_ALIASES.get(name, name)
     cache = st.__dict__.setdefault("_formats", {})
     t = cache.get((name, python))
     if t is not None:
@@ -265,11 +286,15 @@ def _build(st, name: str, python: bool) -> Term:
         t = st.fullmatch(_BASE64[name])
     elif python and name == "naive-date-time":
         t = tb.seq([_build(st, "date", python), st.fullmatch(f"[Tt]{_HHMMSS}{_FRAC}")])
+    elif python and name == "any-date-time":  # (Pydantic's datetime: naive or with an offset)
+        t = tb.seq([_build(st, "date", python), st.fullmatch(f"[Tt]{_HHMMSS}{_FRAC}{_OFFSET}?")])
     elif python and name.startswith("url:"):
         _, schemes, host = name.split(":")
         t = _pydantic_url(st, tuple(schemes.split(",")) if schemes else None, host == "1")
     elif name == "uuid":
         t = st.fullmatch(UUID)
+    elif name == "byte":
+        t = st.fullmatch(BYTE)
     elif name in ("uri", "iri"):
         t = st.fullmatch((_IRI if name == "iri" else _URI).absolute)
     elif name in ("uri-reference", "iri-reference"):

@@ -184,10 +184,9 @@ def _number_text(v) -> str:
         return str(v)
     if v != v or v in (float("inf"), float("-inf")):
         raise ValueError("NaN and infinity are not JSON")
-    if v == 0:
-        return "0.0"  # -0.0 is 0 (JSON Schema compares numbers mathematically)
-    if v.is_integer() and abs(v) < 1e16:
-        return repr(v)
+    if v.is_integer():  # (an integral value is written as an integer: the one text every
+        # term that takes it accepts; -0.0 is 0, as JSON Schema compares numbers mathematically)
+        return str(int(v))
     return format(Decimal(repr(v)), "f")
 
 

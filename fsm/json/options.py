@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..core.errors import SchemaError
-from ..core.options import documented, option
+from ..core.options import documented, option, time_budget_option
 
 _STRUCTURE = '"{}[],:\\'
 
@@ -28,8 +28,9 @@ class JsonOptions:
     max_recursion_depth: int | None = option(None, "N: unroll recursive $refs to depth N instead of enforcing them "
                                            "exactly")
     assert_formats: bool = option(True, "enforce `format` (date, email, uri...); False reads it as an annotation")
-    custom_formats: str = option("refuse", '"refuse": a format the specification does not define is refused (strict) '
-                               'or dropped with a warning; "ignore": it is an annotation')
+    custom_formats: str = option("annotate", 'a format neither the specification nor OpenAPI defines: "annotate": an '
+                               'annotation, with a SchemaWarning naming it and its pointer; "ignore": an annotation, '
+                               'silently; "refuse": refused (strict) or dropped with a warning')
     allow_extra_properties: bool | None = option(None, "undeclared keys where the schema allows them; False reads a "
                                                "missing additionalProperties as false (outside `not`)")
     python_dates: bool | None = option(None, "dates and formats as Python and Pydantic parse them (no year 0000, no "
@@ -39,12 +40,14 @@ class JsonOptions:
     documents: dict | None = option(None, "{uri: schema}: other documents that $refs reach, relative URIs resolved "
                                   "against the root's base")
     max_states: int | None = option(None, "cap on DFA states (None: 200,000); beyond it TooLargeError")
+    time_budget_s: float | None = time_budget_option()
     prefix: str = option("", "literal text the output starts with, before the JSON value (a tool-call marker); "
                        "without JSON's structure characters (the trackers beside the automaton read them)")
     suffix: str = option("", "literal text the output ends with, after the JSON value; as prefix")
 
     def __post_init__(self):
-        for name, allowed in (("whitespace", ("compact", "flexible")), ("custom_formats", ("refuse", "ignore")),
+        for name, allowed in (("whitespace", ("compact", "flexible")),
+                              ("custom_formats", ("annotate", "ignore", "refuse")),
                               ("recursion", ("auto", "grammar", "refuse"))):
             value = getattr(self, name)
             if value not in allowed:

@@ -20,6 +20,8 @@ def _pydantic_generator():
       parser reads (ports past 65535, an http host `a.1`); here format `url:SCHEMES:HOST`
       (fsm/json/formats.py `_pydantic_url`);
     - NaiveDatetime: format date-time, which has an offset; here naive-date-time;
+      datetime (naive or aware): format date-time too; here any-date-time (an
+      optional offset), as Pydantic reads both;
     - dict keys of int, float, bool or Decimal: any string; here their text;
     - bytes with max_length: Pydantic counts the UTF-8 bytes of the string, JSON Schema
       its characters; here ASCII characters only, one byte each;
@@ -46,6 +48,8 @@ def _pydantic_generator():
             tz = schema.get("tz_constraint")
             if tz == "naive":
                 return {"type": "string", "format": "naive-date-time"}
+            if tz is None:  # (a plain datetime: Pydantic reads naive timestamps too)
+                return {"type": "string", "format": "any-date-time"}
             if tz not in (None, "aware"):
                 raise SchemaError(f"a datetime with the fixed UTC offset {tz} s cannot be enforced", "format")
             return super().datetime_schema(schema)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 
-from ..core.errors import ConstraintError, SchemaError
+from ..core.errors import ConstraintError, SchemaError, TimeBudgetError
 from ..core.terms import ALT, AND, BYTES, CONCAT, EMPTY, LAZY, NOT, NOTHING, REPEAT, Term, TermBuilder, minus_empty
 from .source import JsonTermSource
 
@@ -69,6 +69,8 @@ class _RecursiveRules:
             return build_source(self.tb, pairs, names, [self.terminals[n] for n in names],
                           [False] * len(names), "start", max_states,
                           JsonTermSource(self.tb, max_states))
+        except TimeBudgetError:  # (the budget ends the compile, no fallback)
+            raise
         except ConstraintError as e:
             raise SchemaError(f"recursive schema does not fit the grammar path: {e}",
                               "$ref") from None

@@ -28,8 +28,9 @@ from typing import NamedTuple
 from urllib.parse import unquote, urldefrag
 
 from ..core.automaton import TokenAutomaton
+from ..core.budget import freed_on_timeout, scope, stage
 from ..core.dfa import DEFAULT_MAX_STATES, LazyDFA
-from ..core.errors import ConstraintError, RegexError, SchemaError, SchemaWarning, TooLargeError
+from ..core.errors import ConstraintError, RegexError, SchemaError, SchemaWarning, TimeBudgetError, TooLargeError
 from ..core.matcher import TokenMatcher
 from ..core.options import lists_options, resolve
 from ..core.terms import ALT, AND, BYTES, CONCAT, NOT, STR, Term, TermBuilder, paused_gc
@@ -47,7 +48,7 @@ from .disjoint import (
     types_of,
 )
 from .dynamic import DynamicRefs, join_uri
-from .formats import PYDANTIC_ANY_STRING, SPEC_FORMATS
+from .formats import FORMAT_ALIASES, INTEGER_FORMATS, OPENAPI_ANY, PYDANTIC_ANY_STRING, is_known
 from .keys import KeyMatcher, KeyPlan, key_language
 from .keywords import (
     _ANNOTATIONS,
@@ -67,6 +68,8 @@ from .keywords import (
     _idle_keywords,
     _names_type,
     _schema_keys,
+    contradictions,
+    schema_notes,
 )
 from .merge import _TYPED_ENUM_KEYS, _common_values, _finite_values, _has_type, _json_equal, _well_typed, canonical_json
 from .numbers import NumberTerms, integer_texts, number_text_term, to_decimal
@@ -123,6 +126,9 @@ class JsonInfo:
     relaxed: list  # what lenient mode (strict=False) relaxed or dropped, with its pointer
     recursion: str | None  # how recursive $refs run: "lazy" (lazy terms), "grammar", or None
     canonical: Callable  # canonical(instance, indent=None): the text the constraint accepts
+    # keywords that contradict, with their pointers (keywords.contradictions): named where
+    # the constraint is refused for having no output (TokenAutomaton.require_output)
+    why_empty: tuple = ()
 
 
 class CompiledSchema:
@@ -477,6 +483,7 @@ class _Compiler(AllOfMerges):
         self._keep: list = []  # merged schemas stay alive (memo keys are ids)
         self._uneval: dict = {}  # id(node) -> _unevaluated_written(node)
         self._negated = 0
+        self._nts: dict[bool, NumberTerms] = {}  # integral_fraction -> its NumberTerms (nt)
         # objects that take keys no slot writes (kept distinct while decoding:
         # fsm/json/keys.py), and whether some of those keys are bounded
         self.free_keys = self.walk_keys = False
@@ -505,14 +512,23 @@ class _Compiler(AllOfMerges):
 
     @property
     def nt_fraction(self) -> bool:
-        """NumberTerms' integral_fraction: integers may be written 1.0."""
-        return not (self.python_dates or self._draft4)
+        """NumberTerms' integral_fraction: integers may be written 1.0. Only inside
+        complement operands (`not`, `if`, overlapping `oneOf` branches...: `_negated`),
+        so that a complement takes no text of an integer; elsewhere an integer has one
+        text, `2`, never `2.0`, `2.000...` (a subset of the valid texts, which keeps
+        intersections exact: the fraction-free text of every integral value is in every
+        number term). Never for Pydantic sources (python_dates) and draft-04."""
+        return self._negated > 0 and not (self.python_dates or self._draft4)
 
-    @functools.cached_property
+    @property
     def nt(self) -> NumberTerms:
-        """Number terms, made for the first number (a schema without one skips ~30 terms);
-        for Pydantic sources (python_dates) and draft-04 integers without a fraction part."""
-        return NumberTerms(self.tb, integral_fraction=self.nt_fraction)
+        """Number terms (nt_fraction's kind), made for the first number (a schema without
+        one skips ~30 terms)."""
+        frac = self.nt_fraction
+        nt = self._nts.get(frac)
+        if nt is None:
+            nt = self._nts[frac] = NumberTerms(self.tb, integral_fraction=frac)
+        return nt
 
     # -- indexing: $id / $anchor / key order ---------------------------------------
     def _add_key(self, k) -> None:
@@ -778,6 +794,9 @@ class _Compiler(AllOfMerges):
         self._meeting += entering
         try:
             t = tb.json_value(self._value(node, d, budget))
+        except TimeBudgetError as e:  # (the innermost subschema: where it was)
+            e.note_where(self.ptr(node))
+            raise
         finally:
             self._meeting -= entering
             self._within.pop()
@@ -1566,9 +1585,23 @@ class _Compiler(AllOfMerges):
         raise SchemaError(f"not a JSON value: {v!r}", "const")
 
     def _asserts(self, name) -> bool:
-        """Whether format `name` is asserted (assert_formats; custom_formats='ignore'
-        takes a format the specification does not define as an annotation)."""
-        return bool(self.assert_formats) and (self.custom_formats == "refuse" or name in SPEC_FORMATS)
+        """Whether string format `name` is asserted: under assert_formats, a format
+        formats.py defines (the specification's, OpenAPI's byte, Pydantic's for a
+        Pydantic source, and their aliases) but those that assert nothing of a string
+        (OpenAPI's float, double, binary, password; int32 and int64 assert on numbers:
+        _number); another name only under custom_formats='refuse' (else an annotation,
+        warned by keywords.schema_notes)."""
+        if not self.assert_formats or not isinstance(name, str):
+            return False
+        name = FORMAT_ALIASES.get(name, name)
+        if name in OPENAPI_ANY or name in INTEGER_FORMATS:
+            return False
+        return is_known(name, self.python_dates) or self.custom_formats == "refuse"
+
+    def _integer_format(self, node: dict) -> tuple | None:
+        """(lo, hi) of OpenAPI's int32 / int64 where node's format is one and asserted."""
+        fmt = node.get("format")
+        return INTEGER_FORMATS.get(fmt) if self.assert_formats and isinstance(fmt, str) else None
 
     # -- typed parts -----------------------------------------------------------------
     def _typed(self, node: dict, d: int, budget: int) -> Term | None:
@@ -1577,7 +1610,7 @@ class _Compiler(AllOfMerges):
         has = {
             "string": any(k in node for k in _STRING_KW if k != "format") or (
                 "format" in node and self._asserts(node["format"])),
-            "number": any(k in node for k in _NUMBER_KW),
+            "number": any(k in node for k in _NUMBER_KW) or self._integer_format(node) is not None,
             "object": any(k in node for k in _OBJECT_KW),
             "array": any(k in node for k in _ARRAY_KW),
         }
@@ -1638,8 +1671,8 @@ class _Compiler(AllOfMerges):
             try:
                 parts.append(format_term(st, node["format"], self.python_dates))
             except KeyError:
-                custom = "" if node["format"] in SPEC_FORMATS else (
-                    " (a custom format: custom_formats='ignore' takes it as an annotation)")
+                custom = "" if is_known(node["format"], self.python_dates) else (
+                    " (a custom format: custom_formats='annotate' or 'ignore' takes it as an annotation)")
                 self.refuse(node, "format", f"format {node['format']!r} is not supported{custom}")
         content = tb.intersect(parts) if len(parts) > 1 else parts[0] if parts else st.any_chars
         return st.quoted(content)
@@ -1648,6 +1681,8 @@ class _Compiler(AllOfMerges):
     def _number(self, node: dict, integer: bool) -> Term:
         tb = self.tb
         lo = hi = None  # (Decimal, exclusive)
+        if (within := self._integer_format(node)) is not None:  # (an integer in its range)
+            integer, lo, hi = True, (Decimal(within[0]), False), (Decimal(within[1]), False)
         for kw, excl in (("minimum", node.get("exclusiveMinimum") is True), ("exclusiveMinimum", True)):
             if kw in node:
                 v = node[kw]
@@ -1683,7 +1718,8 @@ class _Compiler(AllOfMerges):
             if ilo is None and ihi is None:
                 base = self.plain_number(True)  # (int_range(None, None)'s language)
             elif ilo is None or ihi is None or ilo <= ihi:  # (not empty: deferred terms are not)
-                base = self._range(("int", ilo, ihi), lambda: self.nt.int_range(ilo, ihi))
+                nt = self.nt  # (now: the term is built later, outside this complement or inside one)
+                base = self._range(("int", ilo, ihi, self.nt_fraction), lambda: nt.int_range(ilo, ihi))
             else:
                 base = tb.nothing
             if mult is not None and mult != 1:
@@ -1696,8 +1732,9 @@ class _Compiler(AllOfMerges):
             return base
         if lo is not None and hi is not None and (lo[0] > hi[0] or (lo[0] == hi[0] and (lo[1] or hi[1]))):
             return tb.nothing  # (deferred terms are not empty)
+        nt = self.nt
         parts = [self.plain_number(False) if lo is None and hi is None else
-                 self._range(("interval", lo, hi), lambda: self.nt.interval(lo, hi))]
+                 self._range(("interval", lo, hi), lambda: nt.interval(lo, hi))]
         if mult is not None:
             _, _, exp = mult.normalize().as_tuple()
             parts.append(self.nt.multiple_of(int(mult.scaleb(-exp)), -exp))
@@ -1919,6 +1956,8 @@ class _Compiler(AllOfMerges):
                 endless, finite = key_language(LazyDFA(JsonTermSource(tb), tb.alt(bare), MAX_KEY_STATES))
                 if finite and lo:
                     count = _count_strings(LazyDFA(JsonTermSource(tb), tb.alt(keys), MAX_KEY_STATES), lo)
+            except TimeBudgetError:  # (the budget ends the compile, no fallback)
+                raise
             except TooLargeError:
                 endless = False
             self._key_languages[k] = (endless, count if count is not None and count < lo else None)
@@ -2088,6 +2127,8 @@ class _Compiler(AllOfMerges):
             else:
                 try:
                     out.append(not src.is_empty(self.tb.intersect([c, x])))
+                except TimeBudgetError:  # (the budget ends the compile, no fallback)
+                    raise
                 except TooLargeError:
                     out.append(True)
         return out
@@ -2180,9 +2221,11 @@ def schema_to_term(schema, tb: JsonTermBuilder | None = None, options: JsonOptio
     """Compile a schema to a byte-level term (no vocabulary needed); a root anyOf that
     uniqueItems sets apart, to a term per branch (fsm/json/union.py). Options: JsonOptions,
     or its fields as keywords."""
-    options = resolve(JsonOptions, options, keywords, "schema_to_term")
-    cs = _schema_to_term(schema, tb, True, None, options.for_source(schema))
-    for text in cs.relaxed:  # (those of a compilation begun again are not repeated)
+    options = resolve(JsonOptions, options, keywords, "schema_to_term").for_source(schema)
+    root = load_schema(schema)
+    notes = schema_notes(root, options.assert_formats, options.custom_formats, options.python_dates)
+    cs = _schema_to_term(root, tb, True, None, options)
+    for text in notes + cs.relaxed:  # (those of a compilation begun again are not repeated)
         warnings.warn(text, SchemaWarning, stacklevel=2)
     return cs
 
@@ -2266,6 +2309,8 @@ def _split_union(comp, given: tuple, options: JsonOptions, pointers: list[str], 
         try:  # (the branches are copies: their unique arrays' item counts are the whole schema's)
             branches = [_schema_to_term(r, None, False, counts, replace(options, documents=d))
                         for r, d in branch_schemas(root, docs, union)]
+        except TimeBudgetError:  # (the budget ends the compile, no fallback)
+            raise
         except ConstraintError:
             continue
         if not any(n.startswith("'uniqueItems' at ") for b in branches for n in b.relaxed):
@@ -2286,22 +2331,26 @@ def build_automaton(schema, vocab, options: JsonOptions | None = None, **keyword
     """compile_json_schema without the cache."""
     options = resolve(JsonOptions, options, keywords, "build_automaton")
     ms = options.max_states or DEFAULT_MAX_STATES
-    with paused_gc():
-        cs = schema_to_term(schema, JsonTermBuilder(), options)
+    tb = JsonTermBuilder()
+    with scope(options.time_budget_s, "json schema"), paused_gc(), freed_on_timeout(tb):
+        stage("compiling the schema to terms")
+        cs = schema_to_term(schema, tb, options)
+        why = tuple(contradictions(load_schema(schema)))
+        stage("deciding whether the start state is empty")
         if isinstance(cs, UnionSchema):
-            info = JsonInfo(cs.key_order, cs.relaxed, None, cs.canonical)
-            auto = UnionAutomaton([_automaton(b, vocab, ms) for b in cs.branches], info)
+            info = JsonInfo(cs.key_order, cs.relaxed, None, cs.canonical, why)
+            auto = UnionAutomaton([_automaton(b, vocab, ms, why) for b in cs.branches], info)
         else:
-            auto = _automaton(cs, vocab, ms)
+            auto = _automaton(cs, vocab, ms, why)
         paused_gc().collect_young()
     return auto
 
 
-def _automaton(cs: CompiledSchema, vocab, max_states: int):
+def _automaton(cs: CompiledSchema, vocab, max_states: int, why_empty: tuple = ()):
     """The automaton of a compiled schema, its term (or rules), its matcher (uniqueItems
     and distinct keys checked beside the automaton) and its JsonInfo."""
     make = _matcher_factory(cs.unique, cs.keys)
-    info = JsonInfo(cs.key_order, cs.relaxed, cs.recursion, cs.canonical)
+    info = JsonInfo(cs.key_order, cs.relaxed, cs.recursion, cs.canonical, why_empty)
     if cs.rules is not None:
         auto = GrammarAutomaton(cs.rules.grammar_source(max_states), vocab, "json schema (recursive)",
                                 max_states, ahead=False, make_matcher=make, info=info)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import heapq
 
+from ..core import budget
 from ..core.dfa import DEFAULT_MAX_STATES, TermSource, alphabet_of, fold
 from ..core.errors import TooLargeError
 from ..core.terms import (
@@ -287,10 +288,12 @@ class JsonTermSource(TermSource):
         # string) after a few steps: a state next to one known to live is settled
         # there, where checking the guess would derive the whole document
         w, pops = self.guess(t), 0
+        clock = budget.Ticker()  # (rows memoised by earlier searches build no terms: their clock)
         if w is not None and len(w) <= GUESS_FIRST_MAX and self.tb.matches(t, w):
             return False
         while heap:
             pops += 1
+            clock.tick()
             if pops == GUESS_AFTER and w is not None and len(w) > GUESS_FIRST_MAX \
                     and self.tb.matches(t, w):
                 return False

@@ -19,9 +19,10 @@ import os
 
 import numpy as np
 
+from ..core.automaton import no_output_message
 from ..core.constraint import Constraint
 from ..core.dfa import DEFAULT_MAX_STATES
-from ..core.errors import ConstraintError
+from ..core.errors import ConstraintError, TimeBudgetError
 from ..core.matcher import TokenMatcher
 from .unique import _edited, _subschemas
 
@@ -124,10 +125,11 @@ class UnionAutomaton(Constraint):
             try:
                 a.require_output()
                 return self
+            except TimeBudgetError:  # (the budget ends the compile, no fallback)
+                raise
             except ConstraintError:
                 pass
-        raise ConstraintError(f"the constraint ({self.description}) accepts no output at all: no token "
-                              "begins a text that satisfies it")
+        raise ConstraintError(no_output_message(self.description, self.info))
 
 
 class UnionMatcher:

@@ -24,7 +24,7 @@ from bisect import bisect_left
 from decimal import Decimal, InvalidOperation
 
 from ..core.dfa import LazyDFA
-from ..core.errors import RegexError, SchemaError, TooLargeError
+from ..core.errors import RegexError, SchemaError, TimeBudgetError, TooLargeError
 from .disjoint import disjoint, types_of
 from .keywords import (
     _ANNOTATIONS,
@@ -908,6 +908,8 @@ class _Planner:
                     s += 1
                 n = dfa.num_states
                 self.tables[pattern] = (dfa.table[:n].copy(), dfa.accepting[:n].copy(), dfa.start)
+            except TimeBudgetError:  # (the budget ends the compile, no fallback)
+                raise
             except (RegexError, TooLargeError):
                 self.tables[pattern] = None
         return self.tables[pattern]
@@ -1140,6 +1142,8 @@ class _Planner:
             try:
                 dfa = LazyDFA(JsonTermSource(comp.tb), comp.st.search(pattern), MAX_PATTERN_STATES)
                 self.endless[pattern] = _count_strings(dfa, MIN_UNIQUE_DOMAIN) >= MIN_UNIQUE_DOMAIN
+            except TimeBudgetError:  # (the budget ends the compile, no fallback)
+                raise
             except (RegexError, TooLargeError):
                 self.endless[pattern] = False
         return self.endless[pattern]
@@ -1280,6 +1284,8 @@ class _Planner:
                 term = tb.intersect([comp.value(x, comp.max_depth) for x in schemas] + texts)
                 self.domains[key] = _count_strings(LazyDFA(JsonTermSource(comp.tb), term, MAX_DOMAIN_STATES),
                                                    MIN_UNIQUE_DOMAIN, DOMAIN_LEVELS if kind == "string" else 0)
+            except TimeBudgetError:  # (the budget ends the compile, no fallback)
+                raise
             except (SchemaError, TooLargeError):
                 self.domains[key] = 0
             if text is not None:

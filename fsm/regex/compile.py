@@ -4,9 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.automaton import TokenAutomaton
+from ..core.budget import scope
 from ..core.errors import ConstraintError
-from ..core.options import documented, lists_options, option, resolve
-from ..core.terms import TermBuilder
+from ..core.options import documented, lists_options, option, resolve, time_budget_option
+from ..core.terms import TermBuilder, paused_gc
 from ..core.vocabulary import Vocabulary
 from .syntax import regex_to_term
 
@@ -18,6 +19,7 @@ class RegexOptions:
 
     flags: int = option(0, "re flags: re.IGNORECASE, re.DOTALL, re.VERBOSE, re.ASCII, re.MULTILINE")
     max_states: int | None = option(None, "cap on DFA states (None: 200,000); beyond it TooLargeError")
+    time_budget_s: float | None = time_budget_option()
 
 
 @lists_options(RegexOptions)
@@ -29,9 +31,13 @@ def compile_regex(pattern: str, vocab: Vocabulary, options: RegexOptions | None 
     options = resolve(RegexOptions, options, keywords, "compile_regex")
 
     def build():
-        tb = TermBuilder()
-        return TokenAutomaton.from_term(tb, regex_to_term(tb, pattern, options.flags), vocab,
-                                        f"regex {pattern!r}", options.max_states).owns_source()
+        with scope(options.time_budget_s, "regex " + (repr(pattern) if len(pattern) <= 60 else
+                                                      repr(pattern[:60]) + "...")), paused_gc():
+            tb = TermBuilder()
+            auto = TokenAutomaton.from_term(tb, regex_to_term(tb, pattern, options.flags), vocab,
+                                            f"regex {pattern!r}", options.max_states).owns_source()
+            paused_gc().collect_young()  # (as a JSON compile: a large pattern's terms, not a decoding step's)
+            return auto
     return vocab.cached(("regex", pattern, options), build)
 
 
@@ -42,7 +48,8 @@ def compile_choice(options, vocab: Vocabulary) -> TokenAutomaton:
         raise ConstraintError("choice needs a non-empty list of strings")
 
     def build():
-        tb = TermBuilder()
-        root = tb.alt(tb.literal(o.encode("utf-8")) for o in options)
-        return TokenAutomaton.from_term(tb, root, vocab, f"choice {list(options)!r}").owns_source()
+        with scope(None, "choice"):
+            tb = TermBuilder()
+            root = tb.alt(tb.literal(o.encode("utf-8")) for o in options)
+            return TokenAutomaton.from_term(tb, root, vocab, f"choice {list(options)!r}").owns_source()
     return vocab.cached(("choice", options), build)

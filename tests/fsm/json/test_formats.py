@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import random
 import re
+import warnings
 
 import jsonschema
 import pytest
 from oracles import compiled, live_tokens_brute_force, random_walks, small_vocab
 
-from structgen.fsm.json.schema import SchemaError, schema_to_term
+from structgen.fsm.json.schema import SchemaError, SchemaWarning, schema_to_term
 
 
 def _leap_ok(hh, mm, sign, oh, om):
@@ -334,22 +335,26 @@ def test_format_within_max_length_masks_equal_token_walks(smol_vocab, monkeypatc
     assert sum(x is not None for x in loops) >= 6
 
 
-def test_custom_formats_refused_or_annotations():
+def test_custom_formats_annotations_or_refused():
     """A format the specification does not define (SchemaStore's color, cron,
-    mime-type...) is refused naming it and the option; custom_formats='ignore' reads it
-    as an annotation (any string, and the other keywords still hold), while a standard
-    format it cannot enforce (idn-hostname) is still refused, and known ones still
-    hold. Against jsonschema, which asserts no format."""
+    mime-type...) is an annotation by default, with a SchemaWarning naming it and its
+    pointer (custom_formats='ignore': silently); custom_formats='refuse' refuses it,
+    naming it and the option. A standard format it cannot enforce (idn-hostname) is
+    still refused, and known ones still hold. Against jsonschema, which asserts no format."""
     schema = {"type": "object", "properties": {"c": {"type": "string", "format": "color", "maxLength": 4},
                                                "d": {"type": "string", "format": "date"}}, "required": ["c"]}
-    with pytest.raises(SchemaError, match="'color' is not supported .*custom_formats='ignore'") as e:
-        schema_to_term(schema)
+    with pytest.raises(SchemaError, match="'color' is not supported .*custom_formats='annotate'") as e:
+        schema_to_term(schema, custom_formats="refuse")
     assert e.value.pointer == "#/properties/c"
     with pytest.raises(SchemaError, match="'idn-hostname' is not supported \\(strict"):
         schema_to_term({"type": "string", "format": "idn-hostname"}, custom_formats="ignore")
     with pytest.raises(SchemaError, match="custom_formats must be"):
         schema_to_term(schema, custom_formats="yes")
-    acc, cs = compiled(schema, custom_formats="ignore")
+    with pytest.warns(SchemaWarning, match="format 'color' at #/properties/c is not one the specification"):
+        schema_to_term(schema)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        acc, cs = compiled(schema, custom_formats="ignore")
     v = jsonschema.Draft202012Validator(schema)
     for inst in [{"c": "red"}, {"c": "#fff"}, {"c": "blue!"}, {"c": 3}, {"d": "2024-01-01"},
                  {"c": "", "d": "2024-01-01"}]:

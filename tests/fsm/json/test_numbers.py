@@ -32,7 +32,8 @@ def test_number_bounds_exact(kw, ty):
     acc, _ = compiled(schema)
     for text in NUMBER_TEXTS:
         v = Decimal(text)
-        ok = v == v.to_integral_value() if ty == "integer" else True
+        # (an integer is written without a fraction: 2, never 2.0, a valid text of it too)
+        ok = v == v.to_integral_value() and "." not in text if ty == "integer" else True
         for k, b in kw.items():
             b = Decimal(str(b))
             ok &= {"minimum": v >= b, "maximum": v <= b, "exclusiveMinimum": v > b,
@@ -96,10 +97,13 @@ def test_number_universe():
 ])
 def test_multiple_of_exact(schema):
     """Every text of many numbers, accepted exactly when the value (Decimal arithmetic:
-    the oracle) is a multiple within the bounds, under `not` too."""
+    the oracle) is a multiple within the bounds, under `not` too; integers (type integer,
+    or multiples of an integer) written without a fraction, except under `not`, whose
+    complement refuses every text of an integer."""
     acc, _ = compiled(schema)
     inner = schema.get("not", schema)
     k = Decimal(str(inner["multipleOf"]))
+    integers = "not" not in schema and (inner.get("type") == "integer" or (k == k.to_integral_value() and k >= 1))
     texts = [str(i) for i in range(-60, 120)] + [f"{i}.{f}" for i in range(-3, 12)
                                                 for f in ("5", "25", "01", "10", "75", "0", "00", "3", "0173", "519")]
     texts += [str(k * n) for n in (2, 3, 17, -9, 1001)] + [str(k * n + 1) for n in (2, 17)] + ["123456789", "246913578.0"]
@@ -109,6 +113,7 @@ def test_multiple_of_exact(schema):
             continue  # (outside the number universe)
         ok = v % k == 0 and (inner.get("type", "number") == "number" or v == v.to_integral_value())
         ok &= inner.get("minimum", v) <= v <= inner.get("maximum", v) and v > inner.get("exclusiveMinimum", v - 1)
+        ok &= not (integers and "." in text)
         assert acc(text) == (ok if "not" not in schema else not ok), (schema, text)
 
 
@@ -169,8 +174,9 @@ def test_multiple_of_masks_equal_token_walks(smol_vocab):
 def test_draft04_integers_have_no_fraction(draft, check):
     """Draft-04's integer is a number written without a fraction: 2.0 is none (jsonschema's
     Draft4Validator), where from draft-06 on it is one (SchemaStore's WordPress theme, a
-    draft-04 schema, let walks write `"version":2.0`). Enums and consts keep their
-    values' every text: 1.0 equals 1 in all drafts."""
+    draft-04 schema, let walks write `"version":2.0`). From draft-06 on, integers are
+    still written without one (a subset of the valid texts: issue #51). Enums and
+    consts keep their values' every text: 1.0 equals 1 in all drafts."""
     schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": -3}, "e": {"enum": [1, "x"]},
                                                "m": {"type": ["integer", "string"], "multipleOf": 2},
                                                "t": {"type": "integer", "enum": [2, 3.0]},  # (filtered, or met)
@@ -182,7 +188,9 @@ def test_draft04_integers_have_no_fraction(draft, check):
     for text in ['{"n":2}', '{"n":2.0}', '{"n":-3.00}', '{"n":2.5}', '{"e":1.0}', '{"e":1}', '{"m":4.0}',
                  '{"m":4}', '{"m":"4.0"}', '{"n":0}', '{"t":2}', '{"t":2.0}', '{"t":3}', '{"t":3.0}', '{"a":2}',
                  '{"a":2.0}', '{"a":3}', '{"a":3.0}', '{"a":"x"}']:
-        assert cs.accepts(text) == check(schema).is_valid(json.loads(text)), (draft, text)
+        key, value = text[2], text[5:-1]
+        written = not (key in "nm" and re.fullmatch(r"-?[0-9]+\.[0-9]+", value))
+        assert cs.accepts(text) == (check(schema).is_valid(json.loads(text)) and written), (draft, text)
 
 
 def test_draft4_boolean_exclusive_bounds():

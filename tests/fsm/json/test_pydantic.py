@@ -48,7 +48,7 @@ from pydantic import (
     WebsocketUrl,
 )
 
-from structgen.fsm.json.schema import SchemaError, canonical_json, schema_to_term
+from structgen.fsm.json.schema import SchemaError, SchemaWarning, canonical_json, schema_to_term
 
 
 class Color(enum.Enum):
@@ -312,8 +312,8 @@ def test_pydantic_sets_of_free_items():
     for t in texts:
         tagged, raw = Tagged.model_validate_json(t), json.loads(t)  # (raises if invalid)
         assert len(tagged.tags) == len(raw["tags"]) and len(tagged.ids) == len(raw.get("ids", ())), t
-    with pytest.raises(SchemaError, match="'binary' is not supported"):
-        schema_to_term(Tagged, python_dates=False)
+    with pytest.raises(SchemaError, match="'path' is not supported"):  # (binary: OpenAPI's, any string)
+        schema_to_term(Tagged, python_dates=False, custom_formats="refuse")
     for schema, opts in [(Tagged, {"python_sets": False}), ({"type": "array", "items": {"type": "integer", "maximum": 100},
                                                               "uniqueItems": True}, {}),
                          ({"not": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
@@ -345,14 +345,17 @@ def test_pydantic_ip_types():
 
 
 def _pydantic_only(cs, model, seed: int, *formats: str) -> None:
-    """Random walks of cs all parse as `model`, and a dict schema refuses `formats`
-    (Pydantic writes them; JSON Schema has no such formats)."""
+    """Random walks of cs all parse as `model`, and a dict schema reads `formats` as
+    annotations, warning (Pydantic writes them; JSON Schema has no such formats), or
+    refuses them under custom_formats='refuse'."""
     texts, _ = random_walks(cs, n=40, seed=seed)
     assert len(texts) > 20
     for t in texts:
         model.model_validate_json(t)  # raises if invalid
     for name in formats:
         with pytest.raises(SchemaError, match=f"'{name}' is not supported"):
+            schema_to_term({"type": "string", "format": name}, custom_formats="refuse")
+        with pytest.warns(SchemaWarning, match=f"format '{name}' at # is not one"):
             schema_to_term({"type": "string", "format": name})
 
 
