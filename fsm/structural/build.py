@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.errors import ConstraintError
+from ..core.errors import ConstraintError, TimeBudgetError
 from ..core.terms import CONCAT, Term
 from ..json.options import JsonOptions
 from ..json.schema import schema_to_term
@@ -69,6 +69,8 @@ class Builder:
         if isinstance(node, Regex):
             try:
                 return regex_to_term(tb, node.pattern)
+            except TimeBudgetError:
+                raise
             except ConstraintError as e:
                 raise StructuralTagError(f"{node.path}.pattern: {e}") from None
         if isinstance(node, Grammar):
@@ -154,6 +156,8 @@ class Builder:
         opts = JsonOptions(whitespace="flexible" if ws else "compact", max_whitespace=ws)
         try:
             cs = schema_to_term(closed_objects(node.schema), tb, opts)
+        except TimeBudgetError:  # (the whole document's budget, not this node's fault)
+            raise
         except ConstraintError as e:
             raise StructuralTagError(f"{node.path}.json_schema: {e}") from None
         needs = ("a root anyOf split by uniqueItems" if isinstance(cs, UnionSchema) else

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from ..core.automaton import TokenAutomaton
 from ..core.dfa import DEFAULT_MAX_STATES
-from ..core.options import documented, lists_options, option, resolve
+from ..core.budget import freed_on_timeout, scope
+from ..core.options import documented, lists_options, option, resolve, time_budget_option
 from ..core.terms import paused_gc
 from ..json.source import JsonTermSource
 from .build import Builder
@@ -24,6 +25,7 @@ class StructuralTagOptions:
                               'distinct keys of open objects) is a StructuralTagError; "skip": those checks are left '
                               "out (XGrammar's behaviour), listed in the constraint's info.relaxed")
     max_states: int | None = option(None, "cap on DFA states (None: 200,000); beyond it TooLargeError")
+    time_budget_s: float | None = time_budget_option()
 
     def __post_init__(self):
         if self.json_checks not in ("refuse", "skip"):
@@ -59,8 +61,8 @@ def compile_structural_tag(spec, vocab, options: StructuralTagOptions | None = N
 def build(root, vocab, options: StructuralTagOptions) -> TokenAutomaton:
     """compile_structural_tag of a document read by spec.load_spec, without the cache."""
     ms = options.max_states or DEFAULT_MAX_STATES
-    with paused_gc():
-        b = Builder(options.max_whitespace, options.json_checks)
+    b = Builder(options.max_whitespace, options.json_checks)
+    with scope(options.time_budget_s, "structural tag"), paused_gc(), freed_on_timeout(b.tb):
         term = b.term(root)
         auto = TokenAutomaton(JsonTermSource(b.tb, ms), term, vocab, "structural tag", ms,
                               info=StructuralTagInfo(b.relaxed))

@@ -42,7 +42,9 @@ def big_grammar(tag: str) -> str:
     lambda b: fsm.compile_json_schema(wide_object(3000, "p"), VOCAB, time_budget_s=b),
     lambda b: fsm.compile_regex("|".join(many_words(3000, "r")), VOCAB, time_budget_s=b),
     lambda b: fsm.compile_grammar(big_grammar("g"), VOCAB, time_budget_s=b),
-], ids=["json", "regex", "grammar"])
+    lambda b: fsm.compile_structural_tag({"type": "structural_tag", "format": {
+        "type": "json_schema", "json_schema": wide_object(3000, "s")}}, VOCAB, time_budget_s=b),
+], ids=["json", "regex", "grammar", "structural_tag"])
 def test_every_compiler_honours_its_time_budget(compile_):
     with pytest.raises(fsm.TimeBudgetError) as got:
         compile_(TINY)
