@@ -5,8 +5,8 @@ import json
 from dataclasses import dataclass
 
 from ..core.automaton import TokenAutomaton
-from ..core.dfa import DEFAULT_MAX_STATES
 from ..core.budget import freed_on_timeout, scope
+from ..core.dfa import DEFAULT_MAX_STATES
 from ..core.options import documented, lists_options, option, resolve, time_budget_option
 from ..core.terms import paused_gc
 from ..json.source import JsonTermSource
