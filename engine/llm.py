@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 import torch
 
 from . import detokenizer
+from .beam_search import BeamSearch, BeamSearchOutput
 from .block_manager import BlockManager
 from .config import EngineConfig, available_memory_bytes
 from .constraints import ConstraintCompiler, ConstraintError
 from .loader import resolve_model
 from .model import ModelConfig, load_model
 from .model_runner import ModelRunner
-from .sampling_params import SamplingParams
+from .sampling_params import BeamSearchParams, SamplingParams
 from .scheduler import Scheduler
 from .sequence import Sequence, SequenceStatus
 from .speculative import Speculator
@@ -181,7 +182,8 @@ class LLM:
         return int(n)
 
     # -- requests --------------------------------------------------------------------------
-    def _add_request(self, prompt, params: SamplingParams) -> tuple[RequestOutput, list[Sequence]]:
+    def _add_request(self, prompt, params: SamplingParams,
+                     queue: bool = True) -> tuple[RequestOutput, list[Sequence]]:
         text = None
         if isinstance(prompt, str):
             text = prompt
@@ -226,7 +228,7 @@ class LLM:
             if error is not None:
                 seq.status = SequenceStatus.FINISHED
                 seq.finish_reason, seq.error = "error", error
-            else:
+            elif queue:                 # (beam search queues its own: engine.beam_search)
                 self.scheduler.add(seq)
         return out, seqs
 
@@ -234,6 +236,7 @@ class LLM:
     def step(self) -> list[Sequence]:
         """Schedule, run one forward, sample and post-process. Returns sequences that finished."""
         batch = self.scheduler.schedule()
+        self.runner.copy_blocks(self.block_manager.pop_copies())
         finished = list(self.scheduler.failed)
         self.scheduler.failed.clear()
         if not batch:
@@ -403,6 +406,31 @@ class LLM:
                     self.abort_all()
             if seq.error:
                 raise RuntimeError(seq.error)
+
+    def beam_search(self, prompts, params: BeamSearchParams | list[BeamSearchParams]) -> list[BeamSearchOutput]:
+        """Beam search for a prompt or a batch (strings or token id lists): one
+        `BeamSearchOutput` per prompt, its hypotheses best first, token-identical to
+        transformers' `generate(num_beams=...)` (engine/beam_search.py, docs/engine.md).
+
+        >>> out = llm.beam_search("The capital of France is", BeamSearchParams(4, max_tokens=8))  # doctest: +SKIP
+        >>> [(b.text, b.score) for b in out[0].sequences]                                   # doctest: +SKIP
+        """
+        if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
+            prompts = [prompts]
+        if isinstance(params, BeamSearchParams):
+            params = [params] * len(prompts)
+        if len(params) != len(prompts) or not all(isinstance(p, BeamSearchParams) for p in params):
+            raise ValueError("need one BeamSearchParams per prompt (or one for all)")
+        if self._engine is not None:
+            raise RuntimeError("beam_search() is not available while an AsyncEngine drives this LLM")
+        with self._lock:
+            if self.scheduler.has_unfinished():
+                raise RuntimeError("beam_search() called while requests added by step() are unfinished")
+            try:
+                return BeamSearch(self).run(prompts, params)
+            finally:
+                if self.scheduler.has_unfinished():     # interrupted: drop what is left
+                    self.abort_all()
 
     def abort_all(self) -> None:
         """Drop every queued or running sequence and free its blocks."""

@@ -98,6 +98,13 @@ class ModelRunner:
         return (self.to_device(input_ids, torch.int64), self.to_device(positions, torch.int64), meta, qsl)
 
     # -- one step -----------------------------------------------------------------------
+    def copy_blocks(self, copies: list[tuple[int, int]]) -> None:
+        """Copy each (source, destination) block's K and V in every layer (copy on write:
+        BlockManager.pop_copies). All sources are read before any destination is written."""
+        if copies:
+            src, dst = (self.to_device(ids, torch.int64) for ids in zip(*copies))
+            self.kv_cache[:, :, dst] = self.kv_cache[:, :, src]
+
     def bind_cache(self) -> None:
         # Rebound every step: engines may share one model's weights (LLM.with_config).
         for i, layer in enumerate(self.model.layers):

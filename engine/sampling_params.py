@@ -79,17 +79,54 @@ class SamplingParams:
                 or self.frequency_penalty != 0.0)
 
 
-def _integer(name: str, value, low: int, high: int | None) -> None:
+MAX_BEAM_WIDTH = 64
+
+
+@dataclass(frozen=True)
+class BeamSearchParams:
+    """How to beam-search one prompt (`LLM.beam_search`), as vLLM names it, with the
+    semantics of transformers' `generate(num_beams=beam_width, length_penalty=...,
+    early_stopping=...)`: see docs/engine.md, "Beam search".
+
+    `length_penalty`: a finished beam scores cum_logprob / output_length ** length_penalty.
+    `early_stopping`: False (stop once no running beam can still beat the worst kept
+    hypothesis, judged at the current length), True (stop as soon as `beam_width`
+    hypotheses are finished) or "never" (judged at `max_tokens` when length_penalty > 0).
+    `constraint`: as in SamplingParams; every beam keeps its own matcher.
+
+    >>> BeamSearchParams(beam_width=4, max_tokens=16, length_penalty=0.8)   # doctest: +ELLIPSIS
+    BeamSearchParams(beam_width=4, max_tokens=16, ...)
+    """
+    beam_width: int
+    max_tokens: int
+    ignore_eos: bool = False
+    length_penalty: float = 1.0
+    early_stopping: bool | str = False
+    constraint: Any = None
+
+    def __post_init__(self):
+        _integer("beam_width", self.beam_width, 1, MAX_BEAM_WIDTH, "BeamSearchParams")
+        _integer("max_tokens", self.max_tokens, 1, None, "BeamSearchParams")
+        _real("length_penalty", self.length_penalty, -10, 10, owner="BeamSearchParams")
+        if not isinstance(self.ignore_eos, bool):
+            raise ValueError(f"BeamSearchParams.ignore_eos must be a bool, not {self.ignore_eos!r}")
+        if not (isinstance(self.early_stopping, bool) or self.early_stopping == "never"):
+            raise ValueError("BeamSearchParams.early_stopping must be True, False or \"never\", "
+                             f"not {self.early_stopping!r}")
+
+
+def _integer(name: str, value, low: int, high: int | None, owner: str = "SamplingParams") -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"SamplingParams.{name} must be an integer, not {value!r}")
+        raise ValueError(f"{owner}.{name} must be an integer, not {value!r}")
     if value < low or (high is not None and value > high):
-        raise ValueError(f"SamplingParams.{name} must be in [{low}, {'inf' if high is None else high}], "
+        raise ValueError(f"{owner}.{name} must be in [{low}, {'inf' if high is None else high}], "
                          f"not {value}")
 
 
-def _real(name: str, value, low: float, high: float | None, low_open: bool = False) -> None:
+def _real(name: str, value, low: float, high: float | None, low_open: bool = False,
+          owner: str = "SamplingParams") -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise ValueError(f"SamplingParams.{name} must be a finite number, not {value!r}")
+        raise ValueError(f"{owner}.{name} must be a finite number, not {value!r}")
     if value < low or (low_open and value == low) or (high is not None and value > high):
-        raise ValueError(f"SamplingParams.{name} must be in {'(' if low_open else '['}{low}, "
+        raise ValueError(f"{owner}.{name} must be in {'(' if low_open else '['}{low}, "
                          f"{'inf)' if high is None else f'{high}]'}, not {value}")

@@ -5,7 +5,7 @@ caching, the prompt's KV blocks).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum, auto
 from typing import Any
 
@@ -69,3 +69,11 @@ class Sequence:
     @property
     def is_finished(self) -> bool:
         return self.status is SequenceStatus.FINISHED
+
+    def fork(self, seq_id: int, matcher: Any = None) -> Sequence:
+        """A copy at the same point with its own token list and logprobs, and the given
+        matcher (a beam of this one). Blocks are not copied: BlockManager.fork shares them."""
+        return replace(self, seq_id=seq_id, token_ids=list(self.token_ids), matcher=matcher,
+                       num_computed_tokens=0, num_cached_tokens=0, block_table=[], block_hashes=[],
+                       logprobs=None if self.logprobs is None else list(self.logprobs),
+                       draft_token_ids=[], draft_masks=None)
