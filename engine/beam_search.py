@@ -77,6 +77,7 @@ class BeamSearch:
         self.scheduler, self.runner = llm.scheduler, llm.runner
         self.beam_of: dict[Sequence, _Beam] = {}
         self.request_of: dict[Sequence, _Request] = {}
+        self.held: set[Sequence] = set()         # preempted beams out of the queue (_hold_preempted)
 
     def run(self, prompts, params: list[BeamSearchParams]) -> list[BeamSearchOutput]:
         cap = self.llm.config.max_num_seqs
@@ -118,6 +119,9 @@ class BeamSearch:
         batch = sch.schedule()
         failed = list(sch.failed)                # did not fit in the KV cache
         sch.failed.clear()
+        if not batch and not failed and not sch.preempt_idle():
+            raise RuntimeError("beam search made no progress: no sequence could be scheduled")
+        self._hold_preempted()
         seqs: list[Sequence] = []
         if batch:
             self.runner.copy_blocks(self.llm.block_manager.pop_copies())
@@ -131,8 +135,6 @@ class BeamSearch:
             if r is not None and r not in done:
                 self._fail(r, seq.error)
                 done.append(r)
-        if not batch and not failed and not sch.preempt_idle():
-            raise RuntimeError("beam search made no progress: no sequence could be scheduled")
         for r in {self.request_of[s] for s in seqs if s in self.request_of}:
             if r in done or any(b.row is None for b in r.beams):
                 continue
@@ -143,6 +145,14 @@ class BeamSearch:
             if not r.beams:
                 done.append(r)
         return done
+
+    def _hold_preempted(self) -> None:
+        """Take preempted beams whose logits are already in out of the waiting queue until
+        their request's next beam step: recomputing them now would take blocks their
+        waiting siblings need, and two such beams could preempt each other forever."""
+        for seq in [s for s in self.scheduler.waiting if s in self.beam_of and self.beam_of[s].row is not None]:
+            self.scheduler.waiting.remove(seq)
+            self.held.add(seq)
 
     def _logprobs(self, logits: torch.Tensor, seqs: list[Sequence]) -> torch.Tensor:
         """Raw log-softmax, then the constraint's disallowed tokens at -inf (transformers
@@ -226,6 +236,10 @@ class BeamSearch:
         for b in r.beams:                        # dropped beams first: fewer shared blocks to copy
             if b not in children:
                 self._drop(b)
+        for parent in children:
+            if parent.seq in self.held:          # back in the queue, to be recomputed
+                self.held.discard(parent.seq)
+                self.scheduler.requeue(parent.seq)
         forks: dict[_Beam, list[Sequence]] = {}
         for parent, n in children.items():
             forks[parent] = [self._fork(r, parent) for _ in range(n - 1)]
@@ -257,6 +271,7 @@ class BeamSearch:
 
     # -- ending ---------------------------------------------------------------------------
     def _drop(self, beam: _Beam) -> None:
+        self.held.discard(beam.seq)
         self.scheduler.finish(beam.seq)
         self.beam_of.pop(beam.seq, None)
         self.request_of.pop(beam.seq, None)

@@ -121,7 +121,11 @@ class Scheduler:
         seq.status = SequenceStatus.WAITING
         seq.num_preemptions += 1
         self.num_preemptions += 1
-        # Front of the queue, in arrival order among the preempted.
+        self.requeue(seq)
+
+    def requeue(self, seq: Sequence) -> None:
+        """Put a preempted sequence back: front of the queue, in arrival order among the
+        preempted (beam search takes a beam out while it needs no forward)."""
         idx = 0
         while idx < len(self.waiting) and self.waiting[idx].seq_id < seq.seq_id \
                 and self.waiting[idx].num_preemptions > 0:
