@@ -57,8 +57,19 @@ def assert_same_beams(out, ref, tokenizer):
     assert [s.score for s in out.sequences] == sorted((s.score for s in out.sequences), reverse=True)
 
 
-# (prompt index, BeamSearchParams): widths 2-4, each early_stopping mode, length penalties
-# either side of 1, ignore_eos; a long prompt that spans many blocks.
+def prompt_text(tokenizer, spec):
+    """A PROMPTS index, or a question put in the chat template (the model then ends its
+    answers with EOS: finished hypotheses early, where the stopping rules matter)."""
+    if isinstance(spec, int):
+        return PROMPTS[spec]
+    return tokenizer.apply_chat_template([{"role": "user", "content": spec}], tokenize=False,
+                                         add_generation_prompt=True)
+
+
+# (prompt, BeamSearchParams): widths 2-4, each early_stopping mode, length penalties
+# either side of 1, ignore_eos; a long prompt that spans many blocks. The chat cases are
+# where transformers' stopping heuristic (early_stopping=False) and its rule that only the
+# best beam_width candidates may finish change the result.
 CASES = [
     (0, BeamSearchParams(2, max_tokens=8)),
     (1, BeamSearchParams(4, max_tokens=8)),
@@ -66,17 +77,21 @@ CASES = [
     (0, BeamSearchParams(3, max_tokens=10, length_penalty=2.0, early_stopping=True)),
     (3, BeamSearchParams(4, max_tokens=6)),
     (2, BeamSearchParams(2, max_tokens=6, ignore_eos=True)),
+    ("What is the capital of Spain?", BeamSearchParams(2, max_tokens=28, length_penalty=2.0)),
+    ("Is water wet? Answer yes or no.", BeamSearchParams(4, max_tokens=20, length_penalty=0.5,
+                                                          early_stopping=True)),
 ]
 
 
 def test_beams_match_transformers_in_one_batch(llm, hf):
     """All cases in one call (beams of several requests share steps), each against
     transformers run alone."""
-    outs = llm.beam_search([PROMPTS[i] for i, _ in CASES], [p for _, p in CASES])
+    prompts = [prompt_text(llm.tokenizer, spec) for spec, _ in CASES]
+    outs = llm.beam_search(prompts, [p for _, p in CASES])
     assert_all_free(llm)
-    for out, (i, p) in zip(outs, CASES):
+    for out, prompt, (_, p) in zip(outs, prompts, CASES):
         assert len(out.sequences) == p.beam_width
-        assert_same_beams(out, hf_beams(hf, llm.tokenizer, PROMPTS[i], p), llm.tokenizer)
+        assert_same_beams(out, hf_beams(hf, llm.tokenizer, prompt, p), llm.tokenizer)
 
 
 @pytest.mark.parametrize("config", [
