@@ -88,7 +88,9 @@ class BlockManager:
         are needed to sample from.
         """
         assert not seq.block_table and seq.num_computed_tokens == 0
-        if not self.enable_prefix_caching:
+        # A request that wants its prompt's logprobs computes the whole prompt: the cache
+        # holds KV, not logits. (Its blocks are still published for others.)
+        if not self.enable_prefix_caching or seq.prompt_logprobs is not None:
             return
         bs = self.block_size
         max_blocks = (seq.num_tokens - 1) // bs

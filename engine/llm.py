@@ -40,6 +40,7 @@ class CompletionOutput:
     logprobs: list | None = None       # per token {id: logprob}; None for jump-forward
                                        # tokens that ended the sequence (no forward after them)
     error: str | None = None
+    cumulative_logprob: float | None = None   # sum of the sampled tokens' logprobs, where tracked
 
 
 @dataclass
@@ -55,6 +56,7 @@ class RequestOutput:
     prompt_token_ids: list[int]
     outputs: list[CompletionOutput] = field(default_factory=list)
     num_cached_tokens: int = 0
+    prompt_logprobs: list | None = None    # SamplingParams.prompt_logprobs: [None, {id: logprob}, ...]
 
     @property
     def text(self) -> str:
@@ -212,9 +214,12 @@ class LLM:
             except Exception as e:  # noqa: BLE001 - a compiler bug fails this request, not the batch
                 error = f"the constraint failed to compile: {type(e).__name__}: {e}"
         seqs = []
-        for i in range(params.n):
+        for i in range(params.best_of or params.n):
             seq = Sequence(next(self._seq_ids), rid, i, list(prompt_ids), len(prompt_ids), params)
-            seq.logprobs = [] if params.logprobs is not None else None
+            # best_of ranks samples by their logprobs: tracked even where not asked for.
+            seq.logprobs = [] if params.logprobs is not None or _ranks(params) else None
+            if params.prompt_logprobs is not None and i == 0:   # one sample computes them
+                seq.prompt_logprobs = [None] * len(prompt_ids)
             detokenizer.start(seq)
             if error is None and compiled is not None:
                 try:
@@ -373,8 +378,8 @@ class LLM:
         ...     print(piece, end="")
         """
         params = params or SamplingParams()
-        if params.n != 1:
-            raise ValueError("generate_stream needs n == 1")
+        if params.n != 1 or (params.best_of or 1) != 1:
+            raise ValueError("generate_stream needs n == 1 and no best_of")
         engine = self._engine
         if engine is not None:                          # an AsyncEngine owns the loop
             stream = engine.add_request(prompt, params)
@@ -444,8 +449,15 @@ class LLM:
 
     def _output(self, out: RequestOutput, seqs: list[Sequence]) -> RequestOutput:
         out.num_cached_tokens = seqs[0].prefix_hit_tokens
-        out.outputs = [CompletionOutput(s.sample_index, s.text, s.output_token_ids, s.finish_reason,
-                                        s.stop_reason, s.logprobs, s.error) for s in seqs]
+        out.prompt_logprobs = seqs[0].prompt_logprobs
+        params = seqs[0].params
+        if _ranks(params):                # best_of: the n most likely samples, best first
+            seqs = sorted(seqs, key=lambda s: -_cumulative_logprob(s))[:params.n]
+        out.outputs = [CompletionOutput(i if _ranks(params) else s.sample_index, s.text, s.output_token_ids,
+                                        s.finish_reason, s.stop_reason,
+                                        s.logprobs if params.logprobs is not None else None, s.error,
+                                        _cumulative_logprob(s) if s.logprobs is not None else None)
+                       for i, s in enumerate(seqs)]
         return out
 
     def chat(self, messages, params: SamplingParams | None = None, **kw) -> list[RequestOutput]:
@@ -455,3 +467,16 @@ class LLM:
                    for c in convs]
         ids = [self.tokenizer(p, add_special_tokens=False).input_ids for p in prompts]
         return self.generate(ids, params, **kw)
+
+
+def _ranks(params: SamplingParams) -> bool:
+    """best_of draws more samples than it returns."""
+    return (params.best_of or params.n) > params.n
+
+
+def _cumulative_logprob(seq: Sequence) -> float:
+    """Sum of the sampled tokens' logprobs (jump-forward tokens that ended the sequence have
+    none and add 0); -inf for a sequence that failed."""
+    if seq.finish_reason == "error" or seq.logprobs is None:
+        return float("-inf")
+    return sum(next(iter(e.values())) for e in seq.logprobs if e is not None)

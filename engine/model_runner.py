@@ -136,6 +136,8 @@ class ModelRunner:
             n -= len(seq.draft_token_ids)        # the chunk's own tokens; drafts end it
             if seq.logprobs is not None:
                 forced.extend(_forced_rows(seq, n, int(qsl[i])))
+            if seq.prompt_logprobs is not None:
+                forced.extend(_prompt_rows(seq, n, int(qsl[i])))
             seq.num_computed_tokens += n
             if seq.num_computed_tokens == seq.num_tokens:
                 end = int(qsl[i + 1])
@@ -145,13 +147,12 @@ class ModelRunner:
             return hidden.new_empty(0, self.vocab_size, dtype=torch.float32), []
         # A decode-only step samples every row: no need to copy them out first.
         if forced or len(rows) < hidden.shape[0]:
-            hidden = hidden[rows + [r for _, _, r in forced]]
+            hidden = hidden[rows + [r for *_, r in forced]]
         logits = self.model.compute_logits(hidden).float()
         if forced:
             lp = torch.log_softmax(logits[len(rows):], dim=-1)
-            for (seq, j, _), row in zip(forced, lp):
-                seq.logprobs[j] = _logprob_entry(row, seq.token_ids[seq.num_prompt_tokens + j],
-                                                 seq.params.logprobs)
+            for (entries, j, token, k, _), row in zip(forced, lp):
+                entries[j] = _logprob_entry(row, token, k)
             logits = logits[:len(rows)]
         return logits, seqs
 
@@ -174,7 +175,7 @@ class ModelRunner:
         faults: dict[int, str] = {}          # row -> why it failed
         mask, matched = self._masks(rows, faults)
         params = [s.params for s, _ in rows]
-        want_logprobs = [p.logprobs is not None for p in params]
+        want_logprobs = [s.logprobs is not None for s, _ in rows]
         raw_logprobs = torch.log_softmax(logits, dim=-1) if any(want_logprobs) else None
 
         if any(p.has_penalties for p in params):
@@ -322,7 +323,7 @@ class ModelRunner:
 
 
 def _forced_rows(seq: Sequence, n: int, start: int):
-    """(seq, output index, flat row) for each jump-forward token of `seq` still without
+    """(seq.logprobs, output index, token, top k, flat row) for each jump-forward token of `seq` still without
     logprobs whose predecessor is among this step's n positions (flat rows from `start`).
 
     A forced token is appended without a forward, so its logprobs come from the one
@@ -333,7 +334,17 @@ def _forced_rows(seq: Sequence, n: int, start: int):
     c, p0 = seq.num_computed_tokens, seq.num_prompt_tokens
     for p in range(max(c, p0 - 1), min(c + n, seq.num_tokens - 1)):   # empty for a decode
         if seq.logprobs[p + 1 - p0] is None:
-            yield seq, p + 1 - p0, start + p - c
+            yield seq.logprobs, p + 1 - p0, seq.token_ids[p + 1], seq.params.logprobs, start + p - c
+
+
+def _prompt_rows(seq: Sequence, n: int, start: int):
+    """Like _forced_rows, for prompt_logprobs: each prompt token after the first whose
+    predecessor is among this step's n positions and has no entry yet (a preempted
+    sequence recomputes its prompt but keeps the entries it has)."""
+    c = seq.num_computed_tokens
+    for p in range(c, min(c + n, seq.num_prompt_tokens - 1)):
+        if seq.prompt_logprobs[p + 1] is None:
+            yield seq.prompt_logprobs, p + 1, seq.token_ids[p + 1], seq.params.prompt_logprobs, start + p - c
 
 
 def _logprob_entry(logprobs: torch.Tensor, token: int, k: int | None) -> dict:

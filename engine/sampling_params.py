@@ -20,6 +20,12 @@ class SamplingParams:
     `("regex", pattern)`, `("json", schema)`, `("grammar", lark_text)`,
     `("choice", ["yes", "no"])`.
 
+    `prompt_logprobs=k`: the output's `prompt_logprobs` holds, for each prompt token after
+    the first, {token: logprob} with that token first, then the top k; such a request
+    computes its whole prompt (the prefix cache keeps no logits). `best_of=m` (m >= n):
+    m samples are drawn and the n with the highest cumulative logprob (raw model logprobs
+    of the sampled tokens) are returned, best first.
+
     >>> p = SamplingParams(temperature=0.7, top_p=0.9, max_tokens=32, seed=1)
     >>> greedy = SamplingParams(max_tokens=16, constraint=("regex", r"[0-9]+"))
     """
@@ -39,6 +45,8 @@ class SamplingParams:
     include_stop_str_in_output: bool = False
     ignore_eos: bool = False
     logprobs: int | None = None      # None: no logprobs; 0 <= k <= MAX_LOGPROBS: chosen token + top k
+    prompt_logprobs: int | None = None   # the same for each prompt token given the tokens before it
+    best_of: int | None = None       # sample this many, return the n best by cumulative logprob
     skip_special_tokens: bool = True
     constraint: Any = None
 
@@ -63,6 +71,13 @@ class SamplingParams:
         _integer("min_tokens", self.min_tokens, 0, self.max_tokens)
         if self.logprobs is not None:
             _integer("logprobs", self.logprobs, 0, MAX_LOGPROBS)
+        if self.prompt_logprobs is not None:
+            _integer("prompt_logprobs", self.prompt_logprobs, 0, MAX_LOGPROBS)
+        if self.best_of is not None:
+            _integer("best_of", self.best_of, self.n, MAX_N)
+            if self.best_of > 1 and self.temperature == 0:
+                raise ValueError(f"SamplingParams.best_of={self.best_of} needs sampling (temperature > 0): "
+                                 "greedy samples are all the same")
         for i, s in enumerate(self.stop):
             if not isinstance(s, str) or not s:
                 raise ValueError(f"SamplingParams.stop[{i}] must be a non-empty string, not {s!r}")

@@ -38,6 +38,7 @@ class Sequence:
     error: str | None = None
     logprobs: list | None = None      # per output token: {token_id: logprob}; None for a forced
                                       # token until the next forward computes it (model_runner)
+    prompt_logprobs: list | None = None   # per prompt token {token_id: logprob}; [0] stays None
     # Incremental detokenisation state (engine.detokenizer).
     text: str = ""
     prefix_offset: int = 0
