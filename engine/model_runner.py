@@ -6,7 +6,8 @@ cached context). Logits are computed only at each sequence's last position, and
 only for sequences whose whole known token list is now in the cache (a partial
 prefill chunk samples nothing); at each speculative draft riding after it (see
 speculative.py), to verify them; and, for requests that want logprobs, at the
-positions before jump-forward tokens (see _forced_rows).
+positions before jump-forward tokens (see _forced_rows) and, with prompt_logprobs, at
+prompt positions (_prompt_rows).
 """
 from __future__ import annotations
 
