@@ -262,7 +262,7 @@ class BeamSearch:
                 m = m.copy()
             else:                                # a user's matcher without copy(): replay
                 m = self.llm.constraints.get(r.params.constraint).matcher()
-                if not m.accept_tokens(parent.seq.output_token_ids):
+                if not all(m.accept_token(t) for t in parent.seq.output_token_ids):
                     raise RuntimeError("replaying a beam into a fresh matcher failed")
         child = parent.seq.fork(next(self.llm._seq_ids), m)
         self.scheduler.add_fork(parent.seq, child)

@@ -9,7 +9,7 @@ import jsonschema
 import numpy as np
 import pytest
 import torch
-from oracles import PROMPTS
+from oracles import PROMPTS, FakeConstraint, FakeMatcher
 
 from structgen.engine import BeamSearchParams
 
@@ -205,6 +205,31 @@ def test_wide_constrained_beams_equal_exhaustive_search(llm, hf):
     out = llm.beam_search(prompt, p)[0]
     assert [s.token_ids for s in out.sequences] == [t for _, t in scored]
     assert [s.cum_logprob for s in out.sequences] == pytest.approx([c for c, _ in scored], abs=1e-3)
+
+
+def test_matcher_without_copy_is_replayed(llm):
+    """A user's matcher without copy(): forks replay the beam's tokens into a fresh one.
+    Same beams as with a copying matcher, and every beam obeys the constraint."""
+    class CopyingMatcher(FakeMatcher):
+        def copy(self):
+            m = CopyingMatcher(self.c)
+            m.accepted, m.terminated = list(self.accepted), self.terminated
+            return m
+
+    class Copying(FakeConstraint):
+        def matcher(self):
+            return CopyingMatcher(self)
+
+    allowed = llm.tokenizer(" one two three four five six").input_ids
+    p = BeamSearchParams(4, max_tokens=8, constraint=FakeConstraint(allowed, 3, EOS, 49152))
+    replayed = llm.beam_search(PROMPTS[1], p)[0]
+    copied = llm.beam_search(PROMPTS[1], BeamSearchParams(4, max_tokens=8,
+                                                          constraint=Copying(allowed, 3, EOS, 49152)))[0]
+    assert_all_free(llm)
+    assert [s.token_ids for s in replayed.sequences] == [s.token_ids for s in copied.sequences]
+    assert len(replayed.sequences) == 4
+    for s in replayed.sequences:
+        assert set(s.token_ids[:3]) <= set(allowed) and s.token_ids[3:] == [EOS]
 
 
 def test_beam_search_errors(llm):
