@@ -128,8 +128,12 @@ class BeamSearch:
             self.llm.stats["steps"] += 1
             logits, seqs = self.runner.forward_logits(batch)
             if seqs:
-                for seq, row in zip(seqs, self._logprobs(logits, seqs)):
+                faults: dict[int, str] = {}
+                for seq, row in zip(seqs, self._logprobs(logits, seqs, faults)):
                     self.beam_of[seq].row = row
+                for i, error in faults.items():          # a matcher that raised fails its request
+                    failed.append(seqs[i])
+                    seqs[i].error = error
         for seq in failed:
             r = self.request_of.get(seq)
             if r is not None and r not in done:
@@ -154,16 +158,14 @@ class BeamSearch:
             self.scheduler.waiting.remove(seq)
             self.held.add(seq)
 
-    def _logprobs(self, logits: torch.Tensor, seqs: list[Sequence]) -> torch.Tensor:
+    def _logprobs(self, logits: torch.Tensor, seqs: list[Sequence], faults: dict[int, str]) -> torch.Tensor:
         """Raw log-softmax, then the constraint's disallowed tokens at -inf (transformers
-        applies logits processors after the log-softmax: scores are not renormalised)."""
+        applies logits processors after the log-softmax: scores are not renormalised).
+        A matcher whose mask raises is recorded in `faults` under its row."""
         lp = torch.log_softmax(logits, dim=-1)
-        faults: dict[int, str] = {}
         mask, matched = self.runner._masks([(s, 0) for s in seqs], faults)
         if matched:
             self.runner.apply_bitmask(lp, mask, matched if len(matched) < len(seqs) else None)
-        for i in faults:
-            lp[i] = float("-inf")        # a failing matcher leaves its beam no candidate
         return lp
 
     # -- one beam step (transformers' _beam_search, one prompt) ---------------------------------
@@ -203,6 +205,8 @@ class BeamSearch:
         r.num_generated = length
 
         self._rebeam(r, kept)
+        if not r.beams and not r.finished:
+            raise RuntimeError("the constraint left no valid continuation")
         if not r.beams or not self._can_improve(r):
             self._release(r)
 

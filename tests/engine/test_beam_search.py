@@ -249,6 +249,25 @@ def test_beam_search_errors(llm):
     bad, good = llm.beam_search([[], "Hi"], BeamSearchParams(2, max_tokens=2))
     assert bad.error == "empty prompt" and not bad.sequences
     assert good.error is None and len(good.sequences) == 2
+
+    class Broken(FakeMatcher):
+        def fill_next_token_bitmask(self, row):
+            if self.accepted:
+                raise KeyError("boom")
+            super().fill_next_token_bitmask(row)
+
+    class BrokenConstraint(FakeConstraint):
+        def matcher(self):
+            return Broken(self)
+
+    allowed = llm.tokenizer(" one two three").input_ids
+    raising = BeamSearchParams(2, max_tokens=6, constraint=BrokenConstraint(allowed, 3, EOS, 49152))
+    dead = BeamSearchParams(2, max_tokens=6, constraint=FakeConstraint([], 10, EOS, 49152))  # allows no token
+    free = BeamSearchParams(2, max_tokens=3)
+    a, b, c = llm.beam_search(["Count:", "Count:", "Hi"], [raising, dead, free])
+    assert "the constraint's mask failed: KeyError" in a.error and not a.sequences
+    assert b.error == "RuntimeError: the constraint left no valid continuation" and not b.sequences
+    assert c.error is None and len(c.sequences) == 2
     assert_all_free(llm)
 
 
