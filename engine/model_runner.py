@@ -47,6 +47,7 @@ class ModelRunner:
         self.kv_cache = torch.empty(2, cfg.num_layers, num_blocks, block_size, cfg.num_kv_heads,
                                     cfg.head_dim, dtype=dtype, device=self.device)
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.pending_copies: list[tuple[int, int]] = []   # made by the next forward (copy_blocks)
         self.mask_words = (self.vocab_size + 31) // 32
         self.attention = attention_backend(self.device, attention)
         # The bitmask kernel goes with the attention backend (Triton, or the torch reference).
@@ -100,8 +101,13 @@ class ModelRunner:
 
     # -- one step -----------------------------------------------------------------------
     def copy_blocks(self, copies: list[tuple[int, int]]) -> None:
-        """Copy each (source, destination) block's K and V in every layer (copy on write:
-        BlockManager.pop_copies). All sources are read before any destination is written."""
+        """Queue (source, destination) block copies (copy on write: BlockManager.pop_copies);
+        the next forward makes them before it writes."""
+        self.pending_copies.extend(copies)
+
+    def _copy_blocks(self, copies: list[tuple[int, int]]) -> None:
+        """Copy each block's K and V in every layer; all sources are read before any
+        destination is written."""
         if copies:
             src, dst = (self.to_device(ids, torch.int64) for ids in zip(*copies))
             self.kv_cache[:, :, dst] = self.kv_cache[:, :, src]
@@ -123,6 +129,8 @@ class ModelRunner:
         Speculator.accept).
         """
         self.bind_cache()
+        copies, self.pending_copies = self.pending_copies, []
+        self._copy_blocks(copies)
         # Decodes first, so attention can batch them, shortest context first, so that
         # neighbouring decodes (attended together) have similar lengths.
         batch = sorted(batch, key=lambda sn: (sn[1] != 1, sn[0].num_computed_tokens))
