@@ -233,6 +233,7 @@ class LLM:
             if error is not None:
                 seq.status = SequenceStatus.FINISHED
                 seq.finish_reason, seq.error = "error", error
+                seq.prompt_logprobs = None       # never computed: none rather than all None
             elif queue:                 # (beam search queues its own: engine.beam_search)
                 self.scheduler.add(seq)
         return out, seqs

@@ -77,4 +77,4 @@ class Sequence:
         return replace(self, seq_id=seq_id, token_ids=list(self.token_ids), matcher=matcher,
                        num_computed_tokens=0, num_cached_tokens=0, block_table=[], block_hashes=[],
                        logprobs=None if self.logprobs is None else list(self.logprobs),
-                       draft_token_ids=[], draft_masks=None)
+                       prompt_logprobs=None, draft_token_ids=[], draft_masks=None)
