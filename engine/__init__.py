@@ -10,9 +10,11 @@ imports its module without importing torch.
 from importlib import import_module
 
 _NAMES = {"LLM": ".llm", "RequestOutput": ".llm", "CompletionOutput": ".llm", "SamplingParams": ".sampling_params",
-          "EngineConfig": ".config"}
+          "EngineConfig": ".config", "BeamSearchParams": ".sampling_params", "BeamSearchOutput": ".beam_search",
+          "BeamSearchSequence": ".beam_search"}
 
-__all__ = ["LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "EngineConfig"]
+__all__ = ["LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "EngineConfig", "BeamSearchParams",
+           "BeamSearchOutput", "BeamSearchSequence"]
 
 
 def __getattr__(name: str):

@@ -213,6 +213,9 @@ class AsyncEngine:
                     request_id: str | None = None) -> RequestStream:
         """Queue a prompt (text or token ids); return its stream at once."""
         params = params or SamplingParams()
+        if (params.best_of or params.n) > params.n or params.prompt_logprobs is not None:
+            # (its streams carry samples as they are made: nothing to rank, no prompt entries)
+            raise ValueError("SamplingParams.best_of > n and prompt_logprobs are offline only: use LLM.generate")
         with self._cond:
             if self._closed:
                 raise RequestError("the engine is closed")

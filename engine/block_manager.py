@@ -6,6 +6,12 @@ and this block's tokens), so a later sequence whose prompt starts with the same
 tokens reuses it instead of recomputing it. Freed blocks keep their hash until they
 are handed out again (LRU order), so a shared system prompt survives between
 batches while memory allows.
+
+Beams (engine.beam_search) fork a sequence: the child shares every block of its parent
+through the reference counts, and a shared block is copied only when one of them is
+about to write into it (copy on write). Only a partly filled last block is ever written
+again, so that is the only block a fork can copy; the copies are queued here and the
+model runner makes them before the step's forward writes (`pop_copies`).
 """
 from __future__ import annotations
 
@@ -38,6 +44,8 @@ class BlockManager:
         self.hash_to_block: dict[int, int] = {}
         # Free blocks in eviction order (oldest first); values unused.
         self.free: OrderedDict[int, None] = OrderedDict((i, None) for i in range(num_blocks))
+        # (source, destination) block copies owed before the next forward (copy on write).
+        self.pending_copies: list[tuple[int, int]] = []
 
     @property
     def num_free_blocks(self) -> int:
@@ -46,7 +54,31 @@ class BlockManager:
     def blocks_needed(self, seq: Sequence, num_new_tokens: int) -> int:
         total = seq.num_computed_tokens + num_new_tokens
         need = -(-total // self.block_size)
-        return max(0, need - len(seq.block_table))
+        return max(0, need - len(seq.block_table)) + (self._shared_write_block(seq, num_new_tokens) is not None)
+
+    def _shared_write_block(self, seq: Sequence, num_new_tokens: int) -> int | None:
+        """Index in seq's block table of a block shared with another sequence that the
+        next `num_new_tokens` tokens would write into (at most one: the partly filled last)."""
+        i = seq.num_computed_tokens // self.block_size
+        if num_new_tokens > 0 and i < len(seq.block_table) and self.ref_counts[seq.block_table[i]] > 1:
+            return i
+        return None
+
+    # -- beams: fork and copy on write ------------------------------------------------
+    def fork(self, parent: Sequence, child: Sequence) -> None:
+        """Give `child` (fresh, no blocks) all of `parent`'s blocks, shared."""
+        assert not child.block_table
+        for block in parent.block_table:
+            self.ref_counts[block] += 1
+        child.block_table = list(parent.block_table)
+        child.block_hashes = list(parent.block_hashes)
+        child.num_computed_tokens = parent.num_computed_tokens
+        child.num_cached_tokens = parent.num_cached_tokens
+
+    def pop_copies(self) -> list[tuple[int, int]]:
+        """The (source, destination) block copies queued since the last call."""
+        copies, self.pending_copies = self.pending_copies, []
+        return copies
 
     # -- prefix cache -----------------------------------------------------------
     def match_prefix(self, seq: Sequence) -> None:
@@ -56,7 +88,9 @@ class BlockManager:
         are needed to sample from.
         """
         assert not seq.block_table and seq.num_computed_tokens == 0
-        if not self.enable_prefix_caching:
+        # A request that wants its prompt's logprobs computes the whole prompt: the cache
+        # holds KV, not logits. (Its blocks are still published for others.)
+        if not self.enable_prefix_caching or seq.prompt_logprobs is not None:
             return
         bs = self.block_size
         max_blocks = (seq.num_tokens - 1) // bs
@@ -111,17 +145,27 @@ class BlockManager:
         need = self.blocks_needed(seq, num_new_tokens)
         if need > len(self.free):
             return False
+        shared = self._shared_write_block(seq, num_new_tokens)
+        if shared is not None:                          # copy on write
+            src, dst = seq.block_table[shared], self._take_free_block()
+            self.ref_counts[src] -= 1                   # still >= 1: another sequence holds it
+            seq.block_table[shared] = dst
+            self.pending_copies.append((src, dst))
+            need -= 1
         for _ in range(need):
-            block, _ = self.free.popitem(last=False)   # least recently freed first
-            h = self.block_hash[block]
-            if h is not None:                           # evict its cached prefix
-                if self.hash_to_block.get(h) == block:
-                    del self.hash_to_block[h]
-                self.block_hash[block] = None
-                self.block_tokens[block] = None
-            self.ref_counts[block] = 1
-            seq.block_table.append(block)
+            seq.block_table.append(self._take_free_block())
         return True
+
+    def _take_free_block(self) -> int:
+        block, _ = self.free.popitem(last=False)       # least recently freed first
+        h = self.block_hash[block]
+        if h is not None:                               # evict its cached prefix
+            if self.hash_to_block.get(h) == block:
+                del self.hash_to_block[h]
+            self.block_hash[block] = None
+            self.block_tokens[block] = None
+        self.ref_counts[block] = 1
+        return block
 
     def free_sequence(self, seq: Sequence) -> None:
         """Release all of `seq`'s blocks (finish or preemption)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import detokenizer
+from .beam_search import BeamSearch, BeamSearchOutput
 from .block_manager import BlockManager
 from .config import EngineConfig, available_memory_bytes
 from .constraints import ConstraintCompiler, ConstraintError
@@ -20,7 +21,7 @@ from .loader import resolve_model
 from .model import ModelConfig, load_model
 from .model_runner import ModelRunner
 from .parallel import Shard
-from .sampling_params import SamplingParams
+from .sampling_params import BeamSearchParams, SamplingParams
 from .scheduler import Scheduler
 from .sequence import Sequence, SequenceStatus
 from .speculative import Speculator
@@ -40,6 +41,7 @@ class CompletionOutput:
     logprobs: list | None = None       # per token {id: logprob}; None for jump-forward
                                        # tokens that ended the sequence (no forward after them)
     error: str | None = None
+    cumulative_logprob: float | None = None   # sum of the sampled tokens' logprobs, where tracked
 
 
 @dataclass
@@ -55,6 +57,7 @@ class RequestOutput:
     prompt_token_ids: list[int]
     outputs: list[CompletionOutput] = field(default_factory=list)
     num_cached_tokens: int = 0
+    prompt_logprobs: list | None = None    # SamplingParams.prompt_logprobs: [None, {id: logprob}, ...]
 
     @property
     def text(self) -> str:
@@ -202,7 +205,8 @@ class LLM:
         return int(n)
 
     # -- requests --------------------------------------------------------------------------
-    def _add_request(self, prompt, params: SamplingParams) -> tuple[RequestOutput, list[Sequence]]:
+    def _add_request(self, prompt, params: SamplingParams,
+                     queue: bool = True) -> tuple[RequestOutput, list[Sequence]]:
         text = None
         if isinstance(prompt, str):
             text = prompt
@@ -231,9 +235,12 @@ class LLM:
             except Exception as e:  # noqa: BLE001 - a compiler bug fails this request, not the batch
                 error = f"the constraint failed to compile: {type(e).__name__}: {e}"
         seqs = []
-        for i in range(params.n):
+        for i in range(params.best_of or params.n):
             seq = Sequence(next(self._seq_ids), rid, i, list(prompt_ids), len(prompt_ids), params)
-            seq.logprobs = [] if params.logprobs is not None else None
+            # best_of ranks samples by their logprobs: tracked even where not asked for.
+            seq.logprobs = [] if params.logprobs is not None or _ranks(params) else None
+            if params.prompt_logprobs is not None and i == 0:   # one sample computes them
+                seq.prompt_logprobs = [None] * len(prompt_ids)
             detokenizer.start(seq)
             if error is None and compiled is not None:
                 try:
@@ -247,7 +254,8 @@ class LLM:
             if error is not None:
                 seq.status = SequenceStatus.FINISHED
                 seq.finish_reason, seq.error = "error", error
-            else:
+                seq.prompt_logprobs = None       # never computed: none rather than all None
+            elif queue:                 # (beam search queues its own: engine.beam_search)
                 self.scheduler.add(seq)
         return out, seqs
 
@@ -255,6 +263,7 @@ class LLM:
     def step(self) -> list[Sequence]:
         """Schedule, run one forward, sample and post-process. Returns sequences that finished."""
         batch = self.scheduler.schedule()
+        self.runner.copy_blocks(self.block_manager.pop_copies())
         finished = list(self.scheduler.failed)
         self.scheduler.failed.clear()
         if not batch:
@@ -391,8 +400,8 @@ class LLM:
         ...     print(piece, end="")
         """
         params = params or SamplingParams()
-        if params.n != 1:
-            raise ValueError("generate_stream needs n == 1")
+        if params.n != 1 or (params.best_of or 1) != 1:
+            raise ValueError("generate_stream needs n == 1 and no best_of")
         engine = self._engine
         if engine is not None:                          # an AsyncEngine owns the loop
             stream = engine.add_request(prompt, params)
@@ -425,6 +434,31 @@ class LLM:
             if seq.error:
                 raise RuntimeError(seq.error)
 
+    def beam_search(self, prompts, params: BeamSearchParams | list[BeamSearchParams]) -> list[BeamSearchOutput]:
+        """Beam search for a prompt or a batch (strings or token id lists): one
+        `BeamSearchOutput` per prompt, its hypotheses best first, token-identical to
+        transformers' `generate(num_beams=...)` (engine/beam_search.py, docs/engine.md).
+
+        >>> out = llm.beam_search("The capital of France is", BeamSearchParams(4, max_tokens=8))  # doctest: +SKIP
+        >>> [(b.text, b.score) for b in out[0].sequences]                                   # doctest: +SKIP
+        """
+        if isinstance(prompts, str) or (prompts and isinstance(prompts[0], int)):
+            prompts = [prompts]
+        if isinstance(params, BeamSearchParams):
+            params = [params] * len(prompts)
+        if len(params) != len(prompts) or not all(isinstance(p, BeamSearchParams) for p in params):
+            raise ValueError("need one BeamSearchParams per prompt (or one for all)")
+        if self._engine is not None:
+            raise RuntimeError("beam_search() is not available while an AsyncEngine drives this LLM")
+        with self._lock:
+            if self.scheduler.has_unfinished():
+                raise RuntimeError("beam_search() called while requests added by step() are unfinished")
+            try:
+                return BeamSearch(self).run(prompts, params)
+            finally:
+                if self.scheduler.has_unfinished():     # interrupted: drop what is left
+                    self.abort_all()
+
     def close(self) -> None:
         """Stop the tensor-parallel ranks, if any (also done when the LLM is collected and
         at exit). An LLM on one device has nothing to release."""
@@ -449,8 +483,15 @@ class LLM:
 
     def _output(self, out: RequestOutput, seqs: list[Sequence]) -> RequestOutput:
         out.num_cached_tokens = seqs[0].prefix_hit_tokens
-        out.outputs = [CompletionOutput(s.sample_index, s.text, s.output_token_ids, s.finish_reason,
-                                        s.stop_reason, s.logprobs, s.error) for s in seqs]
+        out.prompt_logprobs = seqs[0].prompt_logprobs
+        params = seqs[0].params
+        if _ranks(params):                # best_of: the n most likely samples, best first
+            seqs = sorted(seqs, key=lambda s: -_cumulative_logprob(s))[:params.n]
+        out.outputs = [CompletionOutput(i if _ranks(params) else s.sample_index, s.text, s.output_token_ids,
+                                        s.finish_reason, s.stop_reason,
+                                        s.logprobs if params.logprobs is not None else None, s.error,
+                                        _cumulative_logprob(s) if s.logprobs is not None else None)
+                       for i, s in enumerate(seqs)]
         return out
 
     def chat(self, messages, params: SamplingParams | None = None, **kw) -> list[RequestOutput]:
@@ -460,3 +501,16 @@ class LLM:
                    for c in convs]
         ids = [self.tokenizer(p, add_special_tokens=False).input_ids for p in prompts]
         return self.generate(ids, params, **kw)
+
+
+def _ranks(params: SamplingParams) -> bool:
+    """best_of draws more samples than it returns."""
+    return (params.best_of or params.n) > params.n
+
+
+def _cumulative_logprob(seq: Sequence) -> float:
+    """Sum of the sampled tokens' logprobs (jump-forward tokens that ended the sequence have
+    none and add 0); -inf for a sequence that failed."""
+    if seq.finish_reason == "error" or seq.logprobs is None:
+        return float("-inf")
+    return sum(next(iter(e.values())) for e in seq.logprobs if e is not None)

@@ -6,11 +6,12 @@ cached context). Logits are computed only at each sequence's last position, and
 only for sequences whose whole known token list is now in the cache (a partial
 prefill chunk samples nothing); at each speculative draft riding after it (see
 speculative.py), to verify them; and, for requests that want logprobs, at the
-positions before jump-forward tokens (see _forced_rows).
+positions before jump-forward tokens (see _forced_rows) and, with prompt_logprobs, at
+prompt positions (_prompt_rows).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -35,6 +36,7 @@ class StepInputs:
     seq_lens: list[int]
     query_lens: list[int]
     rows: list[int]                 # flat token rows whose logits are wanted; [] for none
+    copies: list[tuple[int, int]] = field(default_factory=list)   # (src, dst) blocks to copy first
 
 
 @dataclass
@@ -60,6 +62,7 @@ class ModelRunner:
         self.kv_cache = torch.empty(2, cfg.num_layers, num_blocks, block_size, model.num_kv_heads,
                                     cfg.head_dim, dtype=dtype, device=self.device)
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.pending_copies: list[tuple[int, int]] = []   # made by the next forward (copy_blocks)
         self.mask_words = (self.vocab_size + 31) // 32
         self.attention = attention_backend(self.device, attention)
         # The bitmask kernel goes with the attention backend (Triton, or the torch reference).
@@ -101,7 +104,8 @@ class ModelRunner:
             query_lens.append(n)
         max_blocks = max(len(seq.block_table) for seq, _ in batch)
         tables = [seq.block_table + [0] * (max_blocks - len(seq.block_table)) for seq, _ in batch]
-        return StepInputs(input_ids, positions, slots, tables, seq_lens, query_lens, [])
+        copies, self.pending_copies = self.pending_copies, []
+        return StepInputs(input_ids, positions, slots, tables, seq_lens, query_lens, [], copies)
 
     def _prepare(self, inp: StepInputs):
         qsl = np.zeros(len(inp.query_lens) + 1, dtype=np.int32)
@@ -122,6 +126,7 @@ class ModelRunner:
         return self._logits_at(self._forward(inp), inp.rows)
 
     def _forward(self, inp: StepInputs) -> torch.Tensor:
+        self._copy_blocks(inp.copies)      # on every rank: each holds its own share of the cache
         self.bind_cache()
         input_ids, positions, meta = self._prepare(inp)
         if self.graphs is not None and self.graphs.fits(meta, len(input_ids)):
@@ -137,6 +142,18 @@ class ModelRunner:
         return self.model.compute_logits(hidden).float()
 
     # -- one step -----------------------------------------------------------------------
+    def copy_blocks(self, copies: list[tuple[int, int]]) -> None:
+        """Queue (source, destination) block copies (copy on write: BlockManager.pop_copies);
+        the next forward makes them before it writes."""
+        self.pending_copies.extend(copies)
+
+    def _copy_blocks(self, copies: list[tuple[int, int]]) -> None:
+        """Copy each block's K and V in every layer; all sources are read before any
+        destination is written."""
+        if copies:
+            src, dst = (self.to_device(ids, torch.int64) for ids in zip(*copies))
+            self.kv_cache[:, :, dst] = self.kv_cache[:, :, src]
+
     def bind_cache(self) -> None:
         # Rebound every step: engines may share one model's weights (LLM.with_config).
         for i, layer in enumerate(self.model.layers):
@@ -167,12 +184,14 @@ class ModelRunner:
             n -= len(seq.draft_token_ids)        # the chunk's own tokens; drafts end it
             if seq.logprobs is not None:
                 forced.extend(_forced_rows(seq, n, int(qsl[i])))
+            if seq.prompt_logprobs is not None:
+                forced.extend(_prompt_rows(seq, n, int(qsl[i])))
             seq.num_computed_tokens += n
             if seq.num_computed_tokens == seq.num_tokens:
                 end = int(qsl[i + 1])
                 rows.extend(range(end - 1 - len(seq.draft_token_ids), end))
                 seqs.append(seq)
-        inp.rows = rows + [r for _, _, r in forced]
+        inp.rows = rows + [r for *_, r in forced]
         if hidden is None:
             logits = self.ranks.run(inp, self.run)
         else:
@@ -181,9 +200,8 @@ class ModelRunner:
             return torch.empty(0, self.vocab_size, dtype=torch.float32, device=self.device), []
         if forced:
             lp = torch.log_softmax(logits[len(rows):], dim=-1)
-            for (seq, j, _), row in zip(forced, lp):
-                seq.logprobs[j] = _logprob_entry(row, seq.token_ids[seq.num_prompt_tokens + j],
-                                                 seq.params.logprobs)
+            for (entries, j, token, k, _), row in zip(forced, lp):
+                entries[j] = _logprob_entry(row, token, k)
             logits = logits[:len(rows)]
         return logits, seqs
 
@@ -206,7 +224,7 @@ class ModelRunner:
         faults: dict[int, str] = {}          # row -> why it failed
         mask, matched = self._masks(rows, faults)
         params = [s.params for s, _ in rows]
-        want_logprobs = [p.logprobs is not None for p in params]
+        want_logprobs = [s.logprobs is not None for s, _ in rows]
         raw_logprobs = torch.log_softmax(logits, dim=-1) if any(want_logprobs) else None
 
         if any(p.has_penalties for p in params):
@@ -354,7 +372,7 @@ class ModelRunner:
 
 
 def _forced_rows(seq: Sequence, n: int, start: int):
-    """(seq, output index, flat row) for each jump-forward token of `seq` still without
+    """(seq.logprobs, output index, token, top k, flat row) for each jump-forward token of `seq` still without
     logprobs whose predecessor is among this step's n positions (flat rows from `start`).
 
     A forced token is appended without a forward, so its logprobs come from the one
@@ -365,7 +383,17 @@ def _forced_rows(seq: Sequence, n: int, start: int):
     c, p0 = seq.num_computed_tokens, seq.num_prompt_tokens
     for p in range(max(c, p0 - 1), min(c + n, seq.num_tokens - 1)):   # empty for a decode
         if seq.logprobs[p + 1 - p0] is None:
-            yield seq, p + 1 - p0, start + p - c
+            yield seq.logprobs, p + 1 - p0, seq.token_ids[p + 1], seq.params.logprobs, start + p - c
+
+
+def _prompt_rows(seq: Sequence, n: int, start: int):
+    """Like _forced_rows, for prompt_logprobs: each prompt token after the first whose
+    predecessor is among this step's n positions and has no entry yet (a preempted
+    sequence recomputes its prompt but keeps the entries it has)."""
+    c = seq.num_computed_tokens
+    for p in range(c, min(c + n, seq.num_prompt_tokens - 1)):
+        if seq.prompt_logprobs[p + 1] is None:
+            yield seq.prompt_logprobs, p + 1, seq.token_ids[p + 1], seq.params.prompt_logprobs, start + p - c
 
 
 def _logprob_entry(logprobs: torch.Tensor, token: int, k: int | None) -> dict:

@@ -20,6 +20,12 @@ class SamplingParams:
     `("regex", pattern)`, `("json", schema)`, `("grammar", lark_text)`,
     `("choice", ["yes", "no"])`.
 
+    `prompt_logprobs=k`: the output's `prompt_logprobs` holds, for each prompt token after
+    the first, {token: logprob} with that token first, then the top k; such a request
+    computes its whole prompt (the prefix cache keeps no logits). `best_of=m` (m >= n):
+    m samples are drawn and the n with the highest cumulative logprob (raw model logprobs
+    of the sampled tokens) are returned, best first.
+
     >>> p = SamplingParams(temperature=0.7, top_p=0.9, max_tokens=32, seed=1)
     >>> greedy = SamplingParams(max_tokens=16, constraint=("regex", r"[0-9]+"))
     """
@@ -39,6 +45,8 @@ class SamplingParams:
     include_stop_str_in_output: bool = False
     ignore_eos: bool = False
     logprobs: int | None = None      # None: no logprobs; 0 <= k <= MAX_LOGPROBS: chosen token + top k
+    prompt_logprobs: int | None = None   # the same for each prompt token given the tokens before it
+    best_of: int | None = None       # sample this many, return the n best by cumulative logprob
     skip_special_tokens: bool = True
     constraint: Any = None
 
@@ -63,6 +71,13 @@ class SamplingParams:
         _integer("min_tokens", self.min_tokens, 0, self.max_tokens)
         if self.logprobs is not None:
             _integer("logprobs", self.logprobs, 0, MAX_LOGPROBS)
+        if self.prompt_logprobs is not None:
+            _integer("prompt_logprobs", self.prompt_logprobs, 0, MAX_LOGPROBS)
+        if self.best_of is not None:
+            _integer("best_of", self.best_of, self.n, MAX_N)
+            if self.best_of > 1 and self.temperature == 0:
+                raise ValueError(f"SamplingParams.best_of={self.best_of} needs sampling (temperature > 0): "
+                                 "greedy samples are all the same")
         for i, s in enumerate(self.stop):
             if not isinstance(s, str) or not s:
                 raise ValueError(f"SamplingParams.stop[{i}] must be a non-empty string, not {s!r}")
@@ -79,17 +94,54 @@ class SamplingParams:
                 or self.frequency_penalty != 0.0)
 
 
-def _integer(name: str, value, low: int, high: int | None) -> None:
+MAX_BEAM_WIDTH = 64
+
+
+@dataclass(frozen=True)
+class BeamSearchParams:
+    """How to beam-search one prompt (`LLM.beam_search`), as vLLM names it, with the
+    semantics of transformers' `generate(num_beams=beam_width, length_penalty=...,
+    early_stopping=...)`: see docs/engine.md, "Beam search".
+
+    `length_penalty`: a finished beam scores cum_logprob / output_length ** length_penalty.
+    `early_stopping`: False (stop once no running beam can still beat the worst kept
+    hypothesis, judged at the current length), True (stop as soon as `beam_width`
+    hypotheses are finished) or "never" (judged at `max_tokens` when length_penalty > 0).
+    `constraint`: as in SamplingParams; every beam keeps its own matcher.
+
+    >>> BeamSearchParams(beam_width=4, max_tokens=16, length_penalty=0.8)   # doctest: +ELLIPSIS
+    BeamSearchParams(beam_width=4, max_tokens=16, ...)
+    """
+    beam_width: int
+    max_tokens: int
+    ignore_eos: bool = False
+    length_penalty: float = 1.0
+    early_stopping: bool | str = False
+    constraint: Any = None
+
+    def __post_init__(self):
+        _integer("beam_width", self.beam_width, 1, MAX_BEAM_WIDTH, "BeamSearchParams")
+        _integer("max_tokens", self.max_tokens, 1, None, "BeamSearchParams")
+        _real("length_penalty", self.length_penalty, -10, 10, owner="BeamSearchParams")
+        if not isinstance(self.ignore_eos, bool):
+            raise ValueError(f"BeamSearchParams.ignore_eos must be a bool, not {self.ignore_eos!r}")
+        if not (isinstance(self.early_stopping, bool) or self.early_stopping == "never"):
+            raise ValueError("BeamSearchParams.early_stopping must be True, False or \"never\", "
+                             f"not {self.early_stopping!r}")
+
+
+def _integer(name: str, value, low: int, high: int | None, owner: str = "SamplingParams") -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"SamplingParams.{name} must be an integer, not {value!r}")
+        raise ValueError(f"{owner}.{name} must be an integer, not {value!r}")
     if value < low or (high is not None and value > high):
-        raise ValueError(f"SamplingParams.{name} must be in [{low}, {'inf' if high is None else high}], "
+        raise ValueError(f"{owner}.{name} must be in [{low}, {'inf' if high is None else high}], "
                          f"not {value}")
 
 
-def _real(name: str, value, low: float, high: float | None, low_open: bool = False) -> None:
+def _real(name: str, value, low: float, high: float | None, low_open: bool = False,
+          owner: str = "SamplingParams") -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise ValueError(f"SamplingParams.{name} must be a finite number, not {value!r}")
+        raise ValueError(f"{owner}.{name} must be a finite number, not {value!r}")
     if value < low or (low_open and value == low) or (high is not None and value > high):
-        raise ValueError(f"SamplingParams.{name} must be in {'(' if low_open else '['}{low}, "
+        raise ValueError(f"{owner}.{name} must be in {'(' if low_open else '['}{low}, "
                          f"{'inf)' if high is None else f'{high}]'}, not {value}")

@@ -45,6 +45,9 @@ class Scheduler:
         while i < len(self.running) and budget > 0:
             seq = self.running[i]
             n = seq.num_uncomputed_tokens
+            if n == 0:          # a beam whose logits are in, waiting for its siblings' (beam_search)
+                i += 1
+                continue
             if n > budget:
                 if not cfg.enable_chunked_prefill and scheduled:
                     i += 1
@@ -102,12 +105,27 @@ class Scheduler:
             budget -= n
         return scheduled
 
+    def preempt_idle(self) -> bool:
+        """Preempt the latest-arrived running sequence that has nothing to compute (a beam
+        waiting for its siblings' logits), so that blocks it holds let a waiting sibling
+        in; False if there is none."""
+        for seq in reversed(self.running):
+            if seq.num_uncomputed_tokens == 0:
+                self.running.remove(seq)
+                self._preempt(seq)
+                return True
+        return False
+
     def _preempt(self, seq: Sequence) -> None:
         self.block_manager.free_sequence(seq)
         seq.status = SequenceStatus.WAITING
         seq.num_preemptions += 1
         self.num_preemptions += 1
-        # Front of the queue, in arrival order among the preempted.
+        self.requeue(seq)
+
+    def requeue(self, seq: Sequence) -> None:
+        """Put a preempted sequence back: front of the queue, in arrival order among the
+        preempted (beam search takes a beam out while it needs no forward)."""
         idx = 0
         while idx < len(self.waiting) and self.waiting[idx].seq_id < seq.seq_id \
                 and self.waiting[idx].num_preemptions > 0:
@@ -115,8 +133,21 @@ class Scheduler:
         self.waiting.insert(idx, seq)
 
     def finish(self, seq: Sequence) -> None:
-        """Remove a finished sequence and free its blocks."""
+        """Remove a finished sequence (running or waiting) and free its blocks."""
         seq.status = SequenceStatus.FINISHED
         if seq in self.running:
             self.running.remove(seq)
+        elif seq in self.waiting:
+            self.waiting.remove(seq)
         self.block_manager.free_sequence(seq)
+
+    def add_fork(self, parent: Sequence, child: Sequence) -> None:
+        """Queue `child`, a fork of `parent`, where its parent is: running with the parent's
+        blocks shared, or waiting (a preempted parent holds no blocks) right behind it."""
+        if parent.status is SequenceStatus.RUNNING:
+            self.block_manager.fork(parent, child)
+            child.status = SequenceStatus.RUNNING
+            bisect.insort(self.running, child, key=lambda s: s.seq_id)
+        else:
+            child.status = SequenceStatus.WAITING
+            self.waiting.insert(self.waiting.index(parent) + 1, child)

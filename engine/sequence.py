@@ -5,7 +5,7 @@ caching, the prompt's KV blocks).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum, auto
 from typing import Any
 
@@ -38,6 +38,7 @@ class Sequence:
     error: str | None = None
     logprobs: list | None = None      # per output token: {token_id: logprob}; None for a forced
                                       # token until the next forward computes it (model_runner)
+    prompt_logprobs: list | None = None   # per prompt token {token_id: logprob}; [0] stays None
     # Incremental detokenisation state (engine.detokenizer).
     text: str = ""
     prefix_offset: int = 0
@@ -69,3 +70,11 @@ class Sequence:
     @property
     def is_finished(self) -> bool:
         return self.status is SequenceStatus.FINISHED
+
+    def fork(self, seq_id: int, matcher: Any = None) -> Sequence:
+        """A copy at the same point with its own token list and logprobs, and the given
+        matcher (a beam of this one). Blocks are not copied: BlockManager.fork shares them."""
+        return replace(self, seq_id=seq_id, token_ids=list(self.token_ids), matcher=matcher,
+                       num_computed_tokens=0, num_cached_tokens=0, block_table=[], block_hashes=[],
+                       logprobs=None if self.logprobs is None else list(self.logprobs),
+                       prompt_logprobs=None, draft_token_ids=[], draft_masks=None)

@@ -124,3 +124,46 @@ def test_preemption_under_prefix_sharing_strands_no_blocks():
         simulate(sch, seqs, max_new, rng)
         assert not sch.failed, (trial, [s.error for s in sch.failed])
         assert bm.num_free_blocks == num_blocks and not any(bm.ref_counts), trial
+
+
+def test_fork_shares_blocks_and_copies_the_partial_block_on_write():
+    bm = BlockManager(8, 4)
+    a = seq(0, range(6))
+    assert bm.allocate(a, 6)
+    a.num_computed_tokens = 6
+    bm.register_full_blocks(a, 6)
+    b = a.fork(1)
+    bm.fork(a, b)
+    assert b.block_table == a.block_table and b.num_computed_tokens == 6
+    assert [bm.ref_counts[x] for x in a.block_table] == [2, 2] and bm.num_free_blocks == 6
+    # b writes into the shared, half-full second block: it gets its own copy of it.
+    b.token_ids.append(6)
+    assert bm.blocks_needed(b, 1) == 1 and bm.allocate(b, 1)
+    assert b.block_table[0] == a.block_table[0] and b.block_table[1] != a.block_table[1]
+    assert bm.pop_copies() == [(a.block_table[1], b.block_table[1])] and bm.pop_copies() == []
+    assert bm.ref_counts[a.block_table[1]] == 1 and bm.ref_counts[a.block_table[0]] == 2
+    # a, now the only holder of its block, writes in place; a full block is never copied.
+    a.token_ids.append(7)
+    assert bm.allocate(a, 1) and bm.pop_copies() == []
+    a.num_computed_tokens = b.num_computed_tokens = 8
+    c = a.fork(2)
+    bm.fork(a, c)
+    c.token_ids.append(9)
+    assert bm.allocate(c, 1) and bm.pop_copies() == [] and len(c.block_table) == 3
+    for s in (a, b, c):
+        bm.free_sequence(s)
+    assert bm.num_free_blocks == 8 and all(r == 0 for r in bm.ref_counts)
+
+
+def test_copy_on_write_counts_against_free_blocks():
+    bm = BlockManager(3, 4)
+    a = seq(0, range(3))
+    bm.allocate(a, 3)
+    a.num_computed_tokens = 3
+    forks = [a.fork(i) for i in (1, 2, 3)]
+    for f in forks:
+        bm.fork(a, f)
+        f.token_ids.append(3)
+    assert bm.allocate(forks[0], 1) and bm.allocate(forks[1], 1)
+    assert bm.num_free_blocks == 0 and not bm.allocate(forks[2], 1)   # no block left to copy into
+    assert forks[2].block_table == a.block_table

@@ -1,0 +1,282 @@
+"""Beam search on the embedded SmolLM2-135M against transformers' own beam search (fp32):
+token-identical beams and scores, shared copy-on-write KV blocks, constrained beams."""
+from __future__ import annotations
+
+import json
+import re
+
+import jsonschema
+import numpy as np
+import pytest
+import torch
+from oracles import PROMPTS, FakeConstraint, FakeMatcher
+
+from structgen.engine import BeamSearchParams
+
+EOS = 2
+
+
+@pytest.fixture(scope="module")
+def hf(smol_folder):
+    from transformers import AutoModelForCausalLM
+    return AutoModelForCausalLM.from_pretrained(smol_folder, dtype=torch.float32).eval()
+
+
+def hf_beams(hf, tokenizer, prompt, p: BeamSearchParams, processors=()):
+    """transformers' beams for one prompt, best first: [(output ids up to EOS, score)]."""
+    from transformers import LogitsProcessorList
+    ids = tokenizer(prompt, return_tensors="pt").input_ids
+    with torch.inference_mode():
+        g = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=p.max_tokens,
+                        num_beams=p.beam_width, num_return_sequences=p.beam_width, do_sample=False,
+                        length_penalty=p.length_penalty, early_stopping=p.early_stopping,
+                        eos_token_id=None if p.ignore_eos else EOS, pad_token_id=EOS,
+                        logits_processor=LogitsProcessorList(processors),
+                        output_scores=True, return_dict_in_generate=True)
+    out = []
+    for row, score in zip(g.sequences[:, ids.shape[1]:].tolist(), g.sequences_scores.tolist()):
+        if not p.ignore_eos and EOS in row:
+            row = row[:row.index(EOS) + 1]
+        out.append((row, score))
+    return out
+
+
+def assert_all_free(engine):
+    bm = engine.block_manager
+    assert bm.num_free_blocks == bm.num_blocks and all(r == 0 for r in bm.ref_counts)
+    assert not engine.scheduler.running and not engine.scheduler.waiting
+
+
+def assert_same_beams(out, ref, tokenizer):
+    assert out.error is None
+    assert [s.token_ids for s in out.sequences] == [ids for ids, _ in ref]
+    for s, (ids, score) in zip(out.sequences, ref):
+        assert s.score == pytest.approx(score, abs=1e-3)
+        assert s.cum_logprob == pytest.approx(sum(s.logprobs), abs=1e-3)
+        assert s.text == tokenizer.decode(ids, skip_special_tokens=True)
+    assert [s.score for s in out.sequences] == sorted((s.score for s in out.sequences), reverse=True)
+
+
+def prompt_text(tokenizer, spec):
+    """A PROMPTS index, or a question put in the chat template (the model then ends its
+    answers with EOS: finished hypotheses early, where the stopping rules matter)."""
+    if isinstance(spec, int):
+        return PROMPTS[spec]
+    return tokenizer.apply_chat_template([{"role": "user", "content": spec}], tokenize=False,
+                                         add_generation_prompt=True)
+
+
+# (prompt, BeamSearchParams): widths 2-4, each early_stopping mode, length penalties
+# either side of 1, ignore_eos; a long prompt that spans many blocks. The chat cases are
+# where transformers' stopping heuristic (early_stopping=False) and its rule that only the
+# best beam_width candidates may finish change the result.
+CASES = [
+    (0, BeamSearchParams(2, max_tokens=8)),
+    (1, BeamSearchParams(4, max_tokens=8)),
+    (2, BeamSearchParams(4, max_tokens=8, length_penalty=0.5, early_stopping="never")),
+    (0, BeamSearchParams(3, max_tokens=10, length_penalty=2.0, early_stopping=True)),
+    (3, BeamSearchParams(4, max_tokens=6)),
+    (2, BeamSearchParams(2, max_tokens=6, ignore_eos=True)),
+    ("What is the capital of Spain?", BeamSearchParams(2, max_tokens=28, length_penalty=2.0)),
+    ("Is water wet? Answer yes or no.", BeamSearchParams(4, max_tokens=20, length_penalty=0.5,
+                                                          early_stopping=True)),
+]
+
+
+def test_beams_match_transformers_in_one_batch(llm, hf):
+    """All cases in one call (beams of several requests share steps), each against
+    transformers run alone."""
+    prompts = [prompt_text(llm.tokenizer, spec) for spec, _ in CASES]
+    outs = llm.beam_search(prompts, [p for _, p in CASES])
+    assert_all_free(llm)
+    for out, prompt, (_, p) in zip(outs, prompts, CASES):
+        assert len(out.sequences) == p.beam_width
+        assert_same_beams(out, hf_beams(hf, llm.tokenizer, prompt, p), llm.tokenizer)
+
+
+@pytest.mark.parametrize("config", [
+    {"enable_prefix_caching": False, "block_size": 4},
+    {"num_kv_blocks": 16, "block_size": 8, "max_num_batched_tokens": 64},   # beams preempted
+], ids=["no-prefix-cache", "preemption"])
+def test_beams_survive_engine_configs(llm, hf, config):
+    engine = llm.with_config(**config)
+    p = BeamSearchParams(4, max_tokens=8)
+    outs = engine.beam_search(PROMPTS[3:5], p)
+    assert_all_free(engine)
+    for prompt, out in zip(PROMPTS[3:5], outs):
+        assert_same_beams(out, hf_beams(hf, llm.tokenizer, prompt, p), llm.tokenizer)
+    if "num_kv_blocks" in config:
+        assert engine.scheduler.num_preemptions > 0
+
+
+def test_beams_share_prompt_blocks_copy_on_write(llm, hf):
+    """k beams of a long prompt hold the prompt's blocks once plus their own tails; every
+    block's reference count equals the number of beams holding it; all freed at the end."""
+    bs, k, new = 8, 4, 12
+    engine = llm.with_config(block_size=bs, enable_prefix_caching=False)
+    bm, runner = engine.block_manager, engine.runner
+    prompt = PROMPTS[3]
+    n_prompt = len(engine.tokenizer(prompt).input_ids)
+    seen = {"steps": 0, "copies": 0, "max_used": 0}
+    forward, pop = runner.forward_logits, bm.pop_copies
+
+    def counting_pop():
+        copies = pop()
+        seen["copies"] += len(copies)
+        return copies
+
+    def checked_forward(batch):
+        tables = [s.block_table for s in engine.scheduler.running]
+        used = bm.num_blocks - bm.num_free_blocks
+        holders = np.bincount([b for t in tables for b in t], minlength=bm.num_blocks)
+        assert list(holders) == bm.ref_counts
+        assert used == len({b for t in tables for b in t})
+        if len(tables) == k:
+            # The prompt's full blocks: one copy, held by every beam.
+            shared = set.intersection(*(set(t) for t in tables))
+            assert len(shared) >= n_prompt // bs
+        seen["max_used"] = max(seen["max_used"], used)
+        seen["steps"] += 1
+        return forward(batch)
+
+    runner.forward_logits, bm.pop_copies = checked_forward, counting_pop
+    p = BeamSearchParams(k, max_tokens=new, ignore_eos=True)
+    out = engine.beam_search(prompt, p)[0]
+    assert_all_free(engine)
+    assert seen["steps"] == new and seen["copies"] > 0
+    # Prompt once, plus per beam its tail and the copied partial block; far below k prompts.
+    assert seen["max_used"] <= -(-n_prompt // bs) + k * (-(-new // bs) + 1)
+    assert seen["max_used"] < k * (n_prompt // bs)
+    assert_same_beams(out, hf_beams(hf, engine.tokenizer, prompt, p), engine.tokenizer)
+
+
+def test_constrained_beams_match_transformers_and_are_valid(llm, hf):
+    """Every beam is valid under its constraint (Python `re`, jsonschema); the beams equal
+    transformers' beam search with our logits processor masking its log-probs."""
+    from structgen import fsm
+    from structgen.guided.logits_processor import ConstraintLogitsProcessor
+    vocab = llm.constraints.vocabulary
+    pattern = r"(Paris|Lyon|Nice)(, France)?\."
+    schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}}, "required": ["answer"],
+              "additionalProperties": False}
+    cases = [("The capital of France is", pattern, fsm.compile_regex(pattern, vocab),
+              lambda text: re.fullmatch(pattern, text)),
+             ("Is the sea salty? Answer in JSON: ", schema, fsm.compile_json_schema(schema, vocab),
+              lambda text: jsonschema.validate(json.loads(text), schema) is None)]
+    for prompt, _, constraint, valid in cases:
+        p = BeamSearchParams(4, max_tokens=16, constraint=constraint)
+        out = llm.beam_search(prompt, p)[0]
+        assert_all_free(llm)
+        assert out.sequences and all(valid(s.text) for s in out.sequences)
+        assert all(s.finish_reason == "constraint" for s in out.sequences)
+        ref = hf_beams(hf, llm.tokenizer, prompt, p, [ConstraintLogitsProcessor(constraint)])
+        assert_same_beams(out, ref, llm.tokenizer)
+
+
+def test_wide_constrained_beams_equal_exhaustive_search(llm, hf):
+    """With length_penalty=0, early_stopping="never" and more beams than the constraint has
+    outputs, beam search is exhaustive: its beams are every valid token sequence, ranked by
+    cumulative logprob as one transformers forward per sequence scores them."""
+    from structgen import fsm
+    constraint = fsm.compile_regex(r"(yes|no)", llm.constraints.vocabulary)
+    sequences, stack = [], [(constraint.matcher(), [])]
+    words = np.zeros((llm.constraints.vocabulary.num_words,), dtype=np.int32)
+    while stack:
+        m, tokens = stack.pop()
+        m.fill_next_token_bitmask(words)
+        bits = np.unpackbits(words.view(np.uint8), bitorder="little")
+        for t in np.flatnonzero(bits).tolist():
+            if t == EOS:
+                sequences.append(tokens + [t])
+            else:
+                child = m.copy()
+                assert child.accept_token(t)
+                stack.append((child, tokens + [t]))
+    assert 2 < len(sequences) <= 8
+    prompt = "Is the sea salty? Answer:"
+    ids = llm.tokenizer(prompt).input_ids
+    scored = []
+    with torch.inference_mode():
+        for tokens in sequences:
+            lp = torch.log_softmax(hf(torch.tensor([ids + tokens])).logits[0].float(), -1)
+            scored.append((sum(lp[len(ids) - 1 + j, t].item() for j, t in enumerate(tokens)), tokens))
+    scored.sort(key=lambda st: -st[0])
+    p = BeamSearchParams(8, max_tokens=6, length_penalty=0.0, early_stopping="never", constraint=constraint)
+    out = llm.beam_search(prompt, p)[0]
+    assert [s.token_ids for s in out.sequences] == [t for _, t in scored]
+    assert [s.cum_logprob for s in out.sequences] == pytest.approx([c for c, _ in scored], abs=1e-3)
+
+
+def test_matcher_without_copy_is_replayed(llm):
+    """A user's matcher without copy(): forks replay the beam's tokens into a fresh one.
+    Same beams as with a copying matcher, and every beam obeys the constraint."""
+    class CopyingMatcher(FakeMatcher):
+        def copy(self):
+            m = CopyingMatcher(self.c)
+            m.accepted, m.terminated = list(self.accepted), self.terminated
+            return m
+
+    class Copying(FakeConstraint):
+        def matcher(self):
+            return CopyingMatcher(self)
+
+    allowed = llm.tokenizer(" one two three four five six").input_ids
+    p = BeamSearchParams(4, max_tokens=8, constraint=FakeConstraint(allowed, 3, EOS, 49152))
+    replayed = llm.beam_search(PROMPTS[1], p)[0]
+    copied = llm.beam_search(PROMPTS[1], BeamSearchParams(4, max_tokens=8,
+                                                          constraint=Copying(allowed, 3, EOS, 49152)))[0]
+    assert_all_free(llm)
+    assert [s.token_ids for s in replayed.sequences] == [s.token_ids for s in copied.sequences]
+    assert len(replayed.sequences) == 4
+    for s in replayed.sequences:
+        assert set(s.token_ids[:3]) <= set(allowed) and s.token_ids[3:] == [EOS]
+
+
+def test_beam_search_errors(llm):
+    with pytest.raises(ValueError, match="beam_width"):
+        BeamSearchParams(0, max_tokens=4)
+    with pytest.raises(ValueError, match="early_stopping"):
+        BeamSearchParams(2, max_tokens=4, early_stopping=1)
+    with pytest.raises(ValueError, match="max_tokens"):
+        BeamSearchParams(2, max_tokens=0)
+    with pytest.raises(ValueError, match="length_penalty"):
+        BeamSearchParams(2, max_tokens=4, length_penalty=float("nan"))
+    with pytest.raises(ValueError, match="max_num_seqs"):
+        llm.beam_search("Hi", BeamSearchParams(16, max_tokens=4))
+    with pytest.raises(ValueError, match="one BeamSearchParams per prompt"):
+        llm.beam_search(["a", "b"], [BeamSearchParams(2, max_tokens=4)])
+    # A request that cannot run fails alone, with its reason.
+    bad, good = llm.beam_search([[], "Hi"], BeamSearchParams(2, max_tokens=2))
+    assert bad.error == "empty prompt" and not bad.sequences
+    assert good.error is None and len(good.sequences) == 2
+
+    class Broken(FakeMatcher):
+        def fill_next_token_bitmask(self, row):
+            if self.accepted:
+                raise KeyError("boom")
+            super().fill_next_token_bitmask(row)
+
+    class BrokenConstraint(FakeConstraint):
+        def matcher(self):
+            return Broken(self)
+
+    allowed = llm.tokenizer(" one two three").input_ids
+    raising = BeamSearchParams(2, max_tokens=6, constraint=BrokenConstraint(allowed, 3, EOS, 49152))
+    dead = BeamSearchParams(2, max_tokens=6, constraint=FakeConstraint([], 10, EOS, 49152))  # allows no token
+    free = BeamSearchParams(2, max_tokens=3)
+    a, b, c = llm.beam_search(["Count:", "Count:", "Hi"], [raising, dead, free])
+    assert "the constraint's mask failed: KeyError" in a.error and not a.sequences
+    assert b.error == "RuntimeError: the constraint left no valid continuation" and not b.sequences
+    assert c.error is None and len(c.sequences) == 2
+    assert_all_free(llm)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [2, 3, 5, 8])
+def test_wide_beams_match_transformers(llm, hf, width):
+    params = [BeamSearchParams(width, max_tokens=16, length_penalty=lp, early_stopping=es)
+              for lp, es in [(1.0, False), (0.7, "never"), (1.5, True), (1.0, False), (0.0, "never")]]
+    outs = llm.beam_search(PROMPTS, params)
+    assert_all_free(llm)
+    for prompt, p, out in zip(PROMPTS, params, outs):
+        assert_same_beams(out, hf_beams(hf, llm.tokenizer, prompt, p), llm.tokenizer)
