@@ -15,7 +15,7 @@ import pytest
 import torch
 from oracles import PROMPTS
 
-from structgen.engine import LLM, SamplingParams
+from structgen.engine import LLM, BeamSearchParams, SamplingParams
 from structgen.engine.parallel import Shard
 from structgen.engine.tensor_parallel import RankFailure
 
@@ -78,6 +78,18 @@ def test_greedy_matches_one_rank_with_constraints_prefix_cache_and_preemption(tp
     again = run(tp2)
     assert [o.token_ids for o in again] == [o.token_ids for o in run(tp1)]
     assert got[4].num_cached_tokens >= 40 and again[3].num_cached_tokens >= 8
+
+
+def test_beam_search_matches_one_rank(tp1, tp2):
+    """Beams fork and copy blocks on write: every rank must copy its own share of the
+    cache (StepInputs.copies), or rank 1's heads read another beam's keys."""
+    params = BeamSearchParams(beam_width=3, max_tokens=8, ignore_eos=True)
+    want = tp1.beam_search(PROMPTS[:2], params)
+    got = tp2.beam_search(PROMPTS[:2], params)
+    assert [[b.token_ids for b in o.sequences] for o in got] == [[b.token_ids for b in o.sequences] for o in want]
+    for g, w in zip(got, want):
+        assert all(abs(a.cum_logprob - b.cum_logprob) < 1e-4 for a, b in zip(g.sequences, w.sequences))
+    assert tp2.block_manager.num_free_blocks == tp2.block_manager.num_blocks
 
 
 def test_rank_does_not_hold_the_whole_model(tp2):
@@ -164,7 +176,7 @@ def test_no_rank_outlives_the_process(tiny_llama):
     folder, _ = tiny_llama
     script = textwrap.dedent(f"""
         import gc, os, time
-        from structgen.engine import LLM, SamplingParams
+        from structgen.engine import LLM, BeamSearchParams, SamplingParams
         make = lambda: LLM({str(folder)!r}, tensor_parallel_size=2, num_kv_blocks=16, max_model_len=64)
         llm = make()
         pid = llm._ranks.procs[0].pid
