@@ -270,6 +270,7 @@ def child(lib: str, folder: str, limit: int) -> dict:
     for path in sorted(pathlib.Path(folder).glob("*.json"))[:limit or None]:
         case = json.loads(path.read_text())
         r = results[path.stem] = {}
+        print(path.stem, file=sys.stderr, flush=True)  # (where a library that hangs is)
         signal.alarm(120)
         try:
             t0 = time.perf_counter()

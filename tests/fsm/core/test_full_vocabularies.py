@@ -128,3 +128,39 @@ def _leading_continuations(b: bytes) -> int:
     while n < len(b) and 0x80 <= b[n] < 0xC0:
         n += 1
     return n
+
+
+# Llama-3 (128k, 256 reserved special tokens) and Qwen2 (152k) vocabularies: llama.cpp ships
+# them, with texts and its own token ids for them, in the llama-cpp-python sdist:
+#   pip download --no-deps --no-binary :all: llama-cpp-python==0.3.36 -d /tmp/l && cd /tmp/l &&
+#   tar xzf *.tar.gz --wildcards '*/models/ggml-vocab-llama-bpe.gguf*' '*/models/ggml-vocab-qwen2.gguf*'
+#   LLAMA_CPP_MODELS=/tmp/l/llama_cpp_python-0.3.36/vendor/llama.cpp/models pytest --runslow ...
+# (transformers reads the GGUF vocabulary with the `gguf` package; about 30 s each here).
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["llama-bpe", "qwen2"])
+def test_gguf_vocabularies_every_token(name):
+    import os
+    from pathlib import Path
+    folder = Path(os.environ.get("LLAMA_CPP_MODELS", "/nonexistent"))
+    if not (folder / f"ggml-vocab-{name}.gguf").exists():
+        pytest.skip("set LLAMA_CPP_MODELS to llama.cpp's models/ folder (see above)")
+    pytest.importorskip("gguf")
+    from transformers import AutoTokenizer
+
+    from structgen import fsm
+    tok = AutoTokenizer.from_pretrained(folder, gguf_file=f"ggml-vocab-{name}.gguf")
+    vocab = fsm.Vocabulary.from_tokenizer(tok)
+    assert len(vocab.token_bytes) == len(tok) > 128000
+    _every_token(vocab, tok, strip_space=False)
+    texts = (folder / f"ggml-vocab-{name}.gguf.inp").read_text().split("\n__ggml_vocab_test__\n")
+    ids = (folder / f"ggml-vocab-{name}.gguf.out").read_text().split("\n")
+    checked = 0
+    for text, line in zip(texts, ids):  # llama.cpp's own tokenization, an independent oracle
+        want = [int(x) for x in line.split()]
+        if want:
+            assert b"".join(vocab.token_bytes[i] for i in want) == text.encode(), text
+            checked += 1
+    assert checked > 20
+    if name == "llama-bpe":  # the reserved special tokens are never text
+        reserved = [i for t, i in tok.get_vocab().items() if t.startswith("<|reserved_special_token_")]
+        assert len(reserved) >= 200 and all(vocab.token_bytes[i] is None for i in reserved)
