@@ -65,6 +65,7 @@ def test_sentencepiece_every_token(sp_tokenizer, sp_vocab):
     _pairs_decode(sp_vocab, sp_tokenizer, partial, strip_space=True)
 
 
+@pytest.mark.slow
 def test_tekken_every_token(tekken_vocab, tekken_encoding):
     enc, nspecial = tekken_encoding
     assert len(tekken_vocab.token_bytes) == nspecial + enc.n_vocab == 131072
