@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from . import vocab_cache
+from .terms import freeze_long_lived
 
 _BYTE_FALLBACK = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
 
@@ -205,6 +206,7 @@ class Vocabulary:
         _ = self.columns, trie.lists, trie.below, trie.node_of_token
         for prepare in PREPARERS:
             prepare(self)
+        freeze_long_lived()  # (what is loaded by now lives as long as the process)
         return self
 
     @cached_property
