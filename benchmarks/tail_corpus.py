@@ -234,6 +234,7 @@ def build(src: str, out: str, seed: int) -> None:
 
 # -- run: one library per fresh process ------------------------------------------------
 def child(lib: str, folder: str, limit: int) -> dict:
+    """Measure one library over the corpus; prints a JSON line {name: results} per schema."""
     sys.path[:0] = [str(HERE)]
     import peers
     from transformers import AutoTokenizer
@@ -288,6 +289,7 @@ def child(lib: str, folder: str, limit: int) -> dict:
             r["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
         finally:
             signal.alarm(0)
+        print(json.dumps({path.stem: r}), flush=True)  # (one line a schema: a budget cut keeps what ran)
     return results
 
 
@@ -296,16 +298,26 @@ def _pct(xs: list, q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
-def run(folder: str, libs: list[str], limit: int, keep: str | None) -> None:
+def run(folder: str, libs: list[str], limit: int, keep: str | None, budget: float | None) -> None:
     got = {}
+    names = [p.stem for p in sorted(pathlib.Path(folder).glob("*.json"))[:limit or None]]
     for lib in libs:
         t0 = time.perf_counter()
-        p = subprocess.run([sys.executable, __file__, "child", lib, folder, str(limit)], capture_output=True, text=True)
-        if p.returncode:
-            print(f"({lib} failed: {(p.stderr.strip().splitlines() or ['?'])[-1]})")
-            continue
-        got[lib] = json.loads(p.stdout.strip().splitlines()[-1])
-        print(f"({lib}: {time.perf_counter() - t0:.0f} s)", flush=True)
+        try:
+            p = subprocess.run([sys.executable, __file__, "child", lib, folder, str(limit)], capture_output=True,
+                               text=True, timeout=budget)
+            out, note = p.stdout, f"exit {p.returncode}: {(p.stderr.strip().splitlines() or ['?'])[-1]}" \
+                if p.returncode else ""
+        except subprocess.TimeoutExpired as e:  # (the schemas it reached count; the others are marked)
+            out = e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout or ""
+            note = f"stopped after --budget {budget:.0f} s"
+        got[lib] = {}
+        for line in out.splitlines():
+            if line.startswith("{"):
+                got[lib].update(json.loads(line))
+        for n in names:
+            got[lib].setdefault(n, {"error": f"not reached ({note})"})
+        print(f"({lib}: {time.perf_counter() - t0:.0f} s{'; ' + note if note else ''})", flush=True)
     if keep:
         pathlib.Path(keep).write_text(json.dumps(got))
     report(got)
@@ -363,6 +375,7 @@ def main() -> None:
     r.add_argument("--libs", default="ours,llguidance,xgrammar")
     r.add_argument("--limit", type=int, default=0, help="the first N schemas only (0: all)")
     r.add_argument("--keep", help="write the raw results (JSON) here")
+    r.add_argument("--budget", type=float, help="seconds per library; schemas not reached by then are marked")
     r.add_argument("--report", help="print the table of raw results kept earlier; measure nothing")
     c = sub.add_parser("child")
     c.add_argument("lib")
@@ -373,11 +386,11 @@ def main() -> None:
         build(args.src, args.out, args.seed)
     elif args.cmd == "child":
         os.environ.setdefault("RAYON_NUM_THREADS", "1")
-        print(json.dumps(child(args.lib, args.folder, args.limit)))
+        child(args.lib, args.folder, args.limit)
     elif args.report:
         report(json.loads(pathlib.Path(args.report).read_text()))
     else:
-        run(args.folder, args.libs.split(","), args.limit, args.keep)
+        run(args.folder, args.libs.split(","), args.limit, args.keep, args.budget)
 
 
 if __name__ == "__main__":
