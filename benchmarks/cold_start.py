@@ -10,7 +10,10 @@ Ratios are against llguidance, measured in the same run. Peers come from the ben
 (`.venv/bin/pip install -e ".[bench]"`); a missing one is skipped with a note.
 
     .venv/bin/python benchmarks/cold_start.py [--runs 3] [--libs ours,llguidance,xgrammar]
-                                              [--tokenizers smol,tekken]
+                                              [--tokenizers smol,tekken] [--vocab-cache DIR]
+
+--vocab-cache DIR: ours reads its trie and byte columns from DIR (STRUCTGEN_VOCAB_CACHE),
+which the discarded warm-up process writes; prep is then a load from the disk cache.
 """
 from __future__ import annotations
 
@@ -113,9 +116,11 @@ def child(lib: str, case: str, tokenizer: str) -> dict:
     return {"prep": prep, "first": t2 - t1, "masks": masks}
 
 
-def measure(lib: str, case: str, tokenizer: str) -> dict | None:
+def measure(lib: str, case: str, tokenizer: str, vocab_cache: str | None = None) -> dict | None:
     # (bytecode written and reused, as in an installed package: a first, discarded run writes it)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "STRUCTGEN_VOCAB_CACHE")}
+    if vocab_cache:
+        env["STRUCTGEN_VOCAB_CACHE"] = vocab_cache
     run = subprocess.run([sys.executable, __file__, "--child", lib, case, tokenizer], capture_output=True,
                          text=True, env=env)
     if run.returncode:
@@ -125,14 +130,14 @@ def measure(lib: str, case: str, tokenizer: str) -> dict | None:
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-def report(tokenizer: str, libs: list[str], runs: int) -> None:
+def report(tokenizer: str, libs: list[str], runs: int, vocab_cache: str | None = None) -> None:
     """One table per tokenizer: a row per library and kind of constraint (regex, json)."""
     got = {}
     for lib in libs:
-        measure(lib, "person", tokenizer)  # (warm-up: bytecode, the OS's file cache)
+        measure(lib, "person", tokenizer, vocab_cache)  # (warm-up: bytecode, the OS's file cache, ours's disk cache)
         for case, (kind, _, _) in CASES.items():
             for _ in range(runs):
-                m = measure(lib, case, tokenizer)
+                m = measure(lib, case, tokenizer, vocab_cache)
                 if m is not None:
                     got.setdefault((lib, kind), []).append(m)
     rows = {}
@@ -140,7 +145,8 @@ def report(tokenizer: str, libs: list[str], runs: int) -> None:
         masks = sorted(x for m in ms for x in m["masks"])
         rows[lib, kind] = (statistics.median(m["prep"] for m in ms), statistics.median(m["first"] for m in ms),
                            statistics.fmean(masks), masks[min(len(masks) - 1, int(0.99 * len(masks)))])
-    print(f"\n{tokenizer}: {runs} fresh processes per case; cases {', '.join(CASES)}")
+    print(f"\n{tokenizer}: {runs} fresh processes per case; cases {', '.join(CASES)}"
+          + (f"; ours with the vocabulary disk cache {vocab_cache}" if vocab_cache else ""))
     print(f"{'library':<12}{'kind':<6}{'prep (s)':>9}{'first (ms)':>11}{'masks mean (us)':>16}{'p99 (us)':>10}"
           "   ratios to llguidance: prep / first / mean / p99")
     for (lib, kind), row in sorted(rows.items(), key=lambda kv: (kv[0][1], libs.index(kv[0][0]))):
@@ -157,13 +163,14 @@ def main():
     ap.add_argument("--runs", type=int, default=3, help="fresh processes per library and case")
     ap.add_argument("--libs", default="ours,llguidance,xgrammar")
     ap.add_argument("--tokenizers", default="smol,tekken")
+    ap.add_argument("--vocab-cache", help="ours loads its per-vocabulary tables from this folder (see above)")
     ap.add_argument("--child", nargs=3, metavar=("LIB", "CASE", "TOKENIZER"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))
         return
     for tokenizer in args.tokenizers.split(","):
-        report(tokenizer, args.libs.split(","), args.runs)
+        report(tokenizer, args.libs.split(","), args.runs, args.vocab_cache)
 
 
 if __name__ == "__main__":

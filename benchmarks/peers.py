@@ -47,15 +47,15 @@ class Ours:
 class XGrammar:
     name = "xgrammar"
 
-    def __init__(self, tokenizer, vocab_size: int | None = None):
+    def __init__(self, tokenizer, vocab_size: int | None = None, max_threads: int = 8):
         import xgrammar as xgr
-        self.xgr = xgr
+        self.xgr, self.max_threads = xgr, max_threads  # (its compiler's threads; 8 its default)
         self.info = tokenizer if isinstance(tokenizer, xgr.TokenizerInfo) else \
             xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size)
         self.bitmask = xgr.allocate_token_bitmask(1, self.info.vocab_size)
 
     def compile(self, kind, spec):
-        compiler = self.xgr.GrammarCompiler(self.info, cache_enabled=False)
+        compiler = self.xgr.GrammarCompiler(self.info, max_threads=self.max_threads, cache_enabled=False)
         if kind == "regex":
             return compiler.compile_regex(spec)
         if kind == "json":

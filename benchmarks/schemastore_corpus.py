@@ -18,10 +18,8 @@ import sqlite3
 import sys
 
 
-def main(db: str, out: str) -> None:
-    folder = pathlib.Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    n = 0
+def schemas(db: str):
+    """(name, schema) of each response in the wheel's cache that parses as a JSON Schema object."""
     for _key, value in sqlite3.connect(db).execute("select key, value from responses"):
         try:
             response = pickle.loads(value)  # (the wheel's own cache: trusted as the package is)
@@ -32,10 +30,17 @@ def main(db: str, out: str) -> None:
                 {"$schema", "properties", "definitions", "$defs"} & schema.keys()):
             continue
         name = re.sub(r"[^a-zA-Z0-9_.-]", "_", str(response.get("url", "")).split("/")[-1])[:60]
-        (folder / f"{n:03d}_{name.removesuffix('.json')}.json").write_text(json.dumps(schema))
+        yield name.removesuffix(".json"), schema
+
+
+def main(db: str, out: str) -> None:
+    folder = pathlib.Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    n = 0
+    for name, schema in schemas(db):
+        (folder / f"{n:03d}_{name}.json").write_text(json.dumps(schema))
         n += 1
     print(f"{n} schemas in {folder}")
-
 
 if __name__ == "__main__":
     main(*sys.argv[1:3])

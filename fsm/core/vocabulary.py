@@ -23,6 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from . import vocab_cache
+from .terms import freeze_long_lived
+
 _BYTE_FALLBACK = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
 
 
@@ -188,11 +191,22 @@ class Vocabulary:
         """Build the tables every constraint's masks read (the token trie, its levels
         as Python lists, the byte columns, and the front ends' own: PREPARERS) now, as
         the vocabulary loads, not inside the first mask that needs them. Returns self;
-        the builders (`from_tokenizer`, `from_tekken_json`) call it."""
+        the builders (`from_tokenizer`, `from_tekken_json`) call it. With
+        STRUCTGEN_VOCAB_CACHE set, the trie and columns come from that folder where an
+        earlier process left them, and go there otherwise (vocab_cache.py)."""
+        folder = vocab_cache.cache_folder()
+        if folder is not None and "trie" not in self.__dict__:
+            key = vocab_cache.vocab_key(self.token_bytes)
+            got = vocab_cache.load(folder, key, TokenTrie, TokenColumns, len(self.token_bytes))
+            if got is not None:  # (cached_property reads the instance's __dict__: frozen or not)
+                self.__dict__["trie"], self.__dict__["columns"] = got
+            else:
+                vocab_cache.save(folder, key, self.trie, self.columns)
         trie = self.trie
         _ = self.columns, trie.lists, trie.below, trie.node_of_token
         for prepare in PREPARERS:
             prepare(self)
+        freeze_long_lived()  # (what is loaded by now lives as long as the process)
         return self
 
     @cached_property
