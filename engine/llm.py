@@ -1,8 +1,6 @@
 """The offline API: `LLM(model).generate(prompts, params)`."""
 from __future__ import annotations
 
-import atexit
-import gc
 import itertools
 import threading
 import time
@@ -12,6 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..fsm.core.terms import freeze_long_lived
 from . import detokenizer
 from .beam_search import BeamSearch, BeamSearchOutput
 from .block_manager import BlockManager
@@ -88,7 +87,8 @@ class LLM:
     place of the folder's safetensors (the folder still gives config and tokenizer).
     Keyword arguments are `EngineConfig` fields. Creating one
     calls gc.freeze() once loaded (process-wide: objects alive then are never scanned
-    by the cyclic collector again; see the comment in __init__).
+    by the cyclic collector again; see the comment in __init__; STRUCTGEN_GC_FREEZE=0
+    turns it off).
 
     >>> llm = LLM(max_num_seqs=16)                                          # doctest: +SKIP
     >>> outs = llm.generate(["The capital of France is"], SamplingParams(max_tokens=8))  # doctest: +SKIP
@@ -167,10 +167,7 @@ class LLM:
         # out of the cyclic collector's reach, as vLLM does after loading: its full
         # collections would otherwise rescan them all, inside some decoding step, while
         # constraints build their caches.
-        gc.collect()
-        if not gc.get_freeze_count():  # once per process; given back at exit, so that
-            atexit.register(gc.unfreeze)  # native bindings see their objects finalized
-        gc.freeze()
+        freeze_long_lived(collect=True)
 
     def with_config(self, **overrides) -> LLM:
         """A new engine on the same weights and tokenizer, with some config changed.

@@ -13,6 +13,7 @@ the term itself. Why derivatives: docs/automaton.md, "Terms and derivatives".
 """
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 import threading
@@ -102,10 +103,11 @@ class _PausedGC:
 _PAUSED_GC = _PausedGC()
 
 
-def freeze_long_lived() -> bool:
+def freeze_long_lived(collect: bool = False) -> bool:
     """Move every object the cyclic collector tracks now into its permanent generation
-    (`gc.freeze()`), unless STRUCTGEN_GC_FREEZE=0; True where it did. Vocabulary.prepare()
-    calls it once a vocabulary is loaded.
+    (`gc.freeze()`; after a full collection where `collect`), unless
+    STRUCTGEN_GC_FREEZE=0; True where it did. Vocabulary.prepare() calls it once a
+    vocabulary is loaded, engine.LLM once its model is.
 
     Why: a full collection scans every object of the old generation, which after
     importing transformers and loading a tokenizer is some 300k objects (0.3-1.5 s here).
@@ -114,11 +116,21 @@ def freeze_long_lived() -> bool:
     format's program) cross that line, so one of a process's first masks would pay it.
     Frozen, those objects are never scanned again and full collections cost what our
     own objects do. The price: garbage cycles alive at that moment are never freed
-    (gc.unfreeze() gives them back to the collector)."""
+    (gc.unfreeze() gives them back to the collector). They are given back at exit, so
+    that native bindings see their objects finalized."""
+    global _UNFREEZE_AT_EXIT
     if os.environ.get("STRUCTGEN_GC_FREEZE", "1").strip() == "0":
         return False
+    if collect:
+        gc.collect()
+    if not _UNFREEZE_AT_EXIT:
+        _UNFREEZE_AT_EXIT = True
+        atexit.register(gc.unfreeze)
     gc.freeze()
     return True
+
+
+_UNFREEZE_AT_EXIT = False
 
 
 def paused_gc() -> _PausedGC:
