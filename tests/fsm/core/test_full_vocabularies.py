@@ -75,15 +75,9 @@ def test_tekken_every_token(tekken_vocab, tekken_encoding):
 
 
 def _byte_pieces() -> dict[str, int]:
-    """GPT-2's byte-to-character alphabet (the published table, written out independently)."""
-    bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {chr(c): b for b, c in zip(bs, cs)}
+    """GPT-2's byte-to-character alphabet, as transformers' converter has it (not ours)."""
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+    return {c: b for b, c in bytes_to_unicode().items()}
 
 
 def _pairs_decode(vocab, tok, partial: list[int], strip_space: bool) -> None:
