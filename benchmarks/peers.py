@@ -1,7 +1,7 @@
 """Adapters that give every library the same four calls, for side-by-side benchmarks.
 
     peer = Ours(vocab) | XGrammar(tok) | LLGuidance(tok) | OutlinesCore(tok, vocab)
-    c = peer.compile(kind, spec)          # kind: "regex" | "json" | "lark"; uncached
+    c = peer.compile(kind, spec)          # kind: "regex" | "json" | "lark" | "structural_tag"; uncached
     m = peer.matcher(c); peer.fill(m); peer.accept(m, token_id) -> bool
 
 A peer that is not installed raises ImportError at construction; a kind it does not
@@ -32,6 +32,8 @@ class Ours:
             return fsm.compile_json_schema(spec, self.vocab)
         if kind == "lark":
             return fsm.compile_grammar(spec, self.vocab)
+        if kind == "structural_tag":
+            return fsm.compile_structural_tag(spec, self.vocab)
         raise NotImplementedError(kind)
 
     def matcher(self, c):
@@ -62,6 +64,8 @@ class XGrammar:
             return compiler.compile_json_schema(json.dumps(spec) if not isinstance(spec, str) else spec)
         if kind == "ebnf":
             return compiler.compile_grammar(spec)
+        if kind == "structural_tag":
+            return compiler.compile_structural_tag(json.dumps(spec))
         raise NotImplementedError(kind)
 
     def matcher(self, c):

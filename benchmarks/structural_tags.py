@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # (peers)
+from peers import Ours, XGrammar  # noqa: E402
 
 
 def tool_schema(i: int, rng: random.Random) -> dict:
@@ -61,47 +63,6 @@ def step_times(fill, accept, ids, passes=3) -> list:
     return out
 
 
-class Ours:
-    def __init__(self, vocab):
-        from structgen import fsm
-        from structgen.fsm.structural.compile import build
-        from structgen.fsm.structural.spec import load_spec
-        self.fsm, self.vocab, self.build, self.load = fsm, vocab, build, load_spec
-        self.row = np.zeros(vocab.num_words, np.int32)
-
-    def compile(self, spec):  # uncached: what a new document costs
-        return self.build(self.load(spec), self.vocab, self.fsm.StructuralTagOptions())
-
-    def matcher(self, c):
-        return c.matcher()
-
-    def fill(self, m):
-        m.fill_next_token_bitmask(self.row)
-
-    def accept(self, m, t):
-        return m.accept_token(t)
-
-
-class XGrammar:
-    def __init__(self, tokenizer, size):
-        import xgrammar as xgr
-        self.xgr = xgr
-        self.info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=size)
-        self.row = xgr.allocate_token_bitmask(1, size)
-
-    def compile(self, spec):
-        return self.xgr.GrammarCompiler(self.info, cache_enabled=False).compile_structural_tag(json.dumps(spec))
-
-    def matcher(self, c):
-        return self.xgr.GrammarMatcher(c)
-
-    def fill(self, m):
-        m.fill_next_token_bitmask(self.row)
-
-    def accept(self, m, t):
-        return m.accept_token(t)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tools", type=int, default=400)
@@ -125,7 +86,7 @@ def main():
     for _ in range(args.repeat):
         for n, p in peers.items():
             s = time.perf_counter()
-            p.compile(spec)
+            p.compile("structural_tag", spec)
             comp[n].append(time.perf_counter() - s)
     print(f"{'compile (ms)':<24}" + "".join(f"{n:>12}" for n in peers))
     for label, f in (("first", lambda xs: xs[0]), ("median", statistics.median), ("min", min)):
@@ -135,7 +96,7 @@ def main():
     for label, ids, lo in (("free text", ids_free, 0), ("tool call", ids_call, len(ids_free))):
         first, warm = {}, {}
         for n, p in peers.items():
-            t = step_times(_Filler(p, p.compile(spec)), p.accept, ids, passes=3)  # (a fresh compile: pass 1
+            t = step_times(_Filler(p, p.compile("structural_tag", spec)), p.accept, ids, passes=3)  # (a fresh compile: pass 1
             steps = len(ids)  # meets every state first)
             first[n] = [x for k, x in enumerate(t) if lo <= k < steps]
             warm[n] = [x for k, x in enumerate(t) if k % steps >= lo and k >= steps]

@@ -11,7 +11,15 @@ import uuid
 from dataclasses import dataclass, field
 
 from .sampling_params import SamplingParams
-from .tool_tags import HERMES, ToolSyntax, ToolTags, tools_structural_tag
+from .tool_tags import (
+    HERMES,
+    TOOL_CALL_BEGIN,
+    TOOL_CALL_END,
+    ToolSyntax,
+    ToolTags,
+    openai_call,
+    tools_structural_tag,
+)
 
 _COMMON = {"model", "temperature", "top_p", "top_k", "min_p", "max_tokens", "n", "stop", "seed",
            "presence_penalty", "frequency_penalty", "repetition_penalty", "stream", "stream_options",
@@ -169,11 +177,6 @@ def _structured_outputs(so):
     return (kind, value)
 
 
-# Hermes-style markers around a call made under tool_choice "auto" (the format of Qwen's and
-# Hermes' chat templates; docs/serving.md).
-TOOL_CALL_BEGIN, TOOL_CALL_END = "<tool_call>\n", "\n</tool_call>"
-
-
 def tool_constraint(tools, tool_choice, parallel_tool_calls=None, syntax: ToolSyntax = HERMES):
     """(constraint spec, tool mode) for `tools` and `tool_choice`: "required" or a named
     function, one JSON call `{"name", "arguments"}` (mode "call"); "auto", text or a call
@@ -310,8 +313,7 @@ def tool_calls_of(text: str, mode: str | None) -> list[dict] | None:
         call = json.loads(text)
     except json.JSONDecodeError:
         return None
-    return [{"id": new_id("call"), "type": "function",
-             "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}]
+    return [openai_call(call["name"], json.dumps(call["arguments"]))]
 
 
 def with_tools_prompt(messages: list[dict], tools: list) -> list[dict]:

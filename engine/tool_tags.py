@@ -27,8 +27,17 @@ class ToolSyntax:
         return self.begin.replace("{name}", json.dumps(tool)[1:-1])
 
 
-HERMES = ToolSyntax("hermes", "<tool_call>", '<tool_call>\n{"name": "{name}", "arguments": ', "}\n</tool_call>")
+# Hermes-style markers around a call (the format of Qwen's and Hermes' chat templates).
+TOOL_CALL_BEGIN, TOOL_CALL_END = "<tool_call>\n", "\n</tool_call>"
+HERMES = ToolSyntax("hermes", TOOL_CALL_BEGIN.strip(), TOOL_CALL_BEGIN + '{"name": "{name}", "arguments": ',
+                    "}" + TOOL_CALL_END)
 LLAMA3 = ToolSyntax("llama3", '{"name": ', '{"name": "{name}", "parameters": ', "}")
+
+
+def openai_call(name: str, arguments: str) -> dict:
+    """One entry of an OpenAI message's `tool_calls`; `arguments` is JSON text."""
+    return {"id": f"call-{uuid.uuid4().hex[:24]}", "type": "function",
+            "function": {"name": name, "arguments": arguments}}
 
 
 def syntax_of_template(template: str | None) -> ToolSyntax:
@@ -89,8 +98,7 @@ class ToolTags:
                 arguments = text[at:j]
             if j < 0 or not text.startswith(self.syntax.end, j):
                 return None
-            return ({"id": f"call-{uuid.uuid4().hex[:24]}", "type": "function",
-                     "function": {"name": name, "arguments": arguments}}, j + len(self.syntax.end))
+            return openai_call(name, arguments), j + len(self.syntax.end)
         return None
 
     def streamable(self, text: str) -> int:
