@@ -178,8 +178,10 @@ class Vocabulary:
         folder = vocab_cache.cache_folder()
         key = vocab_cache.file_key(raw, "tekken") if folder is not None else None
         got = vocab_cache.load(folder, key, TokenTrie, TokenColumns) if key else None
-        if got is not None and isinstance(got.meta.get("eos_ids"), list) and isinstance(got.meta.get("size"), int):
-            vocab = cls(got.token_bytes, tuple(got.meta["eos_ids"]), vocab_size or got.meta["size"], Path(path).name)
+        eos, size = (got.meta.get("eos_ids"), got.meta.get("size")) if got is not None else (None, None)
+        if got is not None and type(size) is int and size >= len(got.token_bytes) and isinstance(eos, list) \
+                and all(type(e) is int and 0 <= e < size for e in eos):  # (else: the file is read again)
+            vocab = cls(got.token_bytes, tuple(eos), vocab_size or size, Path(path).name)
             vocab.__dict__["trie"], vocab.__dict__["columns"] = got.trie, got.columns  # (as prepare() does)
             return vocab.prepare()
         data = json.loads(raw)

@@ -178,3 +178,18 @@ def test_a_changed_tekken_file_is_read_again(tmp_path, monkeypatch):
     assert after.token_bytes == plain.token_bytes and after.token_bytes[3 + 4] == b"zz" != before.token_bytes[3 + 4]
     _same_tables(after.trie, plain.trie)
     _same_tables(after.columns, plain.columns)
+
+
+def test_a_tekken_entry_with_bad_meta_is_read_again(tmp_path, monkeypatch):
+    """The cache file's own values (EOS ids, size) that do not fit its tokens: the tekken
+    file is decoded again, never a Vocabulary built from them (nor an error)."""
+    path = tmp_path / "tekken.json"
+    tokens = [t for t in TOKENS if t]
+    _tekken_file(path, tokens)
+    plain = fsm.Vocabulary.from_tekken_json(path)
+    monkeypatch.setenv(vocab_cache.ENV, str(tmp_path / "cache"))
+    key = vocab_cache.file_key(path.read_bytes(), "tekken")
+    for meta in ({"eos_ids": [99], "size": 20}, {"eos_ids": [2], "size": 3}, {"eos_ids": ["2"], "size": 20}, {}):
+        vocab_cache.save(tmp_path / "cache", key, plain.trie, plain.columns, plain.token_bytes, meta)
+        got = fsm.Vocabulary.from_tekken_json(path)
+        assert (got.token_bytes, got.eos_ids, got.size) == (plain.token_bytes, plain.eos_ids, plain.size)
