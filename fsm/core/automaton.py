@@ -68,6 +68,9 @@ RUN_MAX_WALKED = 4096
 # with a byte outside it off the lists by byte, where they are at most 1/MADE_OF_FEW of
 # the vocabulary (a gather per token costs about as much as a whole pass's share).
 MADE_OF_FEW = 32
+# made_of derives a class's tokens from one of this many classes it met last, where they
+# differ by bytes few tokens have (_near_made_of).
+MADE_OF_RECENT = 8
 
 
 def no_output_message(description: str, info) -> str:
@@ -1192,8 +1195,9 @@ def made_of(cols, cls: np.ndarray) -> np.ndarray:
     pattern's run, a grammar's string or comment, are the same classes in every
     constraint on the vocabulary. Where few tokens start with a byte of the class
     (digits), only theirs are tested; where few have a byte outside it (a string's
-    characters), those are read off the lists of tokens by byte; else every token's
-    byte set is tested."""
+    characters), those are read off the lists of tokens by byte; where a class kept
+    differs from it by bytes few tokens have (an email's local part, then its domain:
+    `_near_made_of`), only those tokens are tested; else every token's byte set is."""
     def make():
         n, few = len(cols.order), len(cols.order) // MADE_OF_FEW
         starts = cols.first_start
@@ -1205,11 +1209,41 @@ def made_of(cols, cls: np.ndarray) -> np.ndarray:
         elif (others := cols.with_bytes(~cls, _NO_BYTES, few)) is not None:
             out = np.ones(n, dtype=bool)
             out[others] = False
-        else:
+        elif (out := _near_made_of(cols, cls, few)) is None:
             out = _inside(cols, cls, None)
         out.setflags(write=False)
         return out
-    return cols.memo(("made_of", cls.tobytes()), make)
+    key = cls.tobytes()
+    out = cols.memo(("made_of", key), make)
+    recent = cols.memo(("made_of recent",), list)  # (its classes, latest last: _near_made_of)
+    if key not in recent[-MADE_OF_RECENT:]:
+        recent.append(key)
+        del recent[:-MADE_OF_RECENT]
+    return out
+
+
+def _near_made_of(cols, cls: np.ndarray, most: int) -> np.ndarray | None:
+    """made_of(cols, cls) from that of a class kept (one of the MADE_OF_RECENT latest):
+    a token without any byte where the two classes differ is made of one iff made of
+    the other, so only the tokens with such a byte (at most `most`, read off the lists
+    of tokens by byte) are tested; None where no kept class is that near. Along an
+    email, `[a-zA-Z0-9._%+-]+@[a-zA-Z0-9-]+(\\.[a-zA-Z0-9-]+)*` has three classes, one
+    pass over the vocabulary for the first and a few hundred tokens for the others."""
+    best = None
+    for key in cols.memo(("made_of recent",), list)[::-1]:
+        got = cols.walks.get(("made_of", key))  # (a peek: still kept?)
+        if got is None:
+            continue
+        differ = np.frombuffer(key, dtype=bool) != cls
+        pos = cols.with_bytes(differ, _NO_BYTES, most)
+        if pos is not None and (best is None or len(pos) < len(best[1])):
+            best = got[0], pos
+    if best is None:
+        return None
+    base, pos = best
+    out = base.copy()
+    out[pos] = _inside(cols, cls, pos)
+    return out
 
 
 def _bits(mask: int) -> np.ndarray:

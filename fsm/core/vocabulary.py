@@ -171,15 +171,28 @@ class Vocabulary:
 
     @classmethod
     def from_tekken_json(cls, path: str | Path, vocab_size: int | None = None) -> Vocabulary:
-        """Build from a mistral `tekken*.json` file (tiktoken-style, byte tokens)."""
-        data = json.loads(Path(path).read_text())
+        """Build from a mistral `tekken*.json` file (tiktoken-style, byte tokens). With
+        STRUCTGEN_VOCAB_CACHE set, a file read before comes from the cache, keyed by its
+        bytes: its JSON and base64 are not decoded again."""
+        raw = Path(path).read_bytes()
+        folder = vocab_cache.cache_folder()
+        key = vocab_cache.file_key(raw, "tekken") if folder is not None else None
+        got = vocab_cache.load(folder, key, TokenTrie, TokenColumns) if key else None
+        eos, size = (got.meta.get("eos_ids"), got.meta.get("size")) if got is not None else (None, None)
+        if got is not None and type(size) is int and size >= len(got.token_bytes) and isinstance(eos, list) \
+                and all(type(e) is int and 0 <= e < size for e in eos):  # (else: the file is read again)
+            vocab = cls(got.token_bytes, tuple(eos), vocab_size or size, Path(path).name)
+            vocab.__dict__["trie"], vocab.__dict__["columns"] = got.trie, got.columns  # (as prepare() does)
+            return vocab.prepare()
+        data = json.loads(raw)
         cfg = data["config"]
         nspecial = cfg.get("default_num_special_tokens", len(data.get("special_tokens", [])))
         total = cfg.get("default_vocab_size", nspecial + len(data["vocab"]))
         ranks = data["vocab"][: total - nspecial]
         out = [None] * nspecial + [base64.b64decode(v["token_bytes"]) for v in ranks]
         eos = [t["rank"] for t in data.get("special_tokens", []) if t.get("token_str") == "</s>"]
-        return cls(tuple(out), tuple(eos or [2]), vocab_size or total, Path(path).name).prepare()
+        return cls(tuple(out), tuple(eos or [2]), vocab_size or total, Path(path).name).prepare(
+            key, {"eos_ids": eos or [2], "size": total})
 
     # -- derived arrays (cached: a Vocabulary is shared by every constraint on it) ------
     @property
@@ -187,21 +200,25 @@ class Vocabulary:
         """Width of a bitmask row: ceil(size / 32)."""
         return (self.size + 31) // 32
 
-    def prepare(self) -> Vocabulary:
+    def prepare(self, cache_key: str | None = None, meta: dict | None = None) -> Vocabulary:
         """Build the tables every constraint's masks read (the token trie, its levels
         as Python lists, the byte columns, and the front ends' own: PREPARERS) now, as
         the vocabulary loads, not inside the first mask that needs them. Returns self;
         the builders (`from_tokenizer`, `from_tekken_json`) call it. With
         STRUCTGEN_VOCAB_CACHE set, the trie and columns come from that folder where an
-        earlier process left them, and go there otherwise (vocab_cache.py)."""
+        earlier process left them, and go there otherwise (vocab_cache.py), under
+        `cache_key` (a builder's key of its tokenizer file, with its `meta`) or a hash
+        of the token bytes."""
         folder = vocab_cache.cache_folder()
         if folder is not None and "trie" not in self.__dict__:
-            key = vocab_cache.vocab_key(self.token_bytes)
-            got = vocab_cache.load(folder, key, TokenTrie, TokenColumns, len(self.token_bytes))
+            key = cache_key or vocab_cache.vocab_key(self.token_bytes)
+            got = None if cache_key else vocab_cache.load(folder, key, TokenTrie, TokenColumns,
+                                                          len(self.token_bytes))
             if got is not None:  # (cached_property reads the instance's __dict__: frozen or not)
-                self.__dict__["trie"], self.__dict__["columns"] = got
+                self.__dict__["trie"], self.__dict__["columns"] = got.trie, got.columns
             else:
-                vocab_cache.save(folder, key, self.trie, self.columns)
+                vocab_cache.save(folder, key, self.trie, self.columns, self.token_bytes,
+                                 meta or {"eos_ids": list(self.eos_ids), "size": self.size})
         trie = self.trie
         _ = self.columns, trie.lists, trie.below, trie.node_of_token
         for prepare in PREPARERS:

@@ -347,6 +347,38 @@ def test_class_runs_equal_brute_force_on_large_vocabularies(vocab_name, request)
         assert set(got.tolist()) == {t for t, b in enumerate(vocab.token_bytes) if b and set(b) <= set(chars)}
 
 
+@pytest.mark.parametrize("vocab_name", ["smol_vocab", "tekken_vocab"])
+def test_made_of_near_a_kept_class_equals_brute_force(vocab_name, request):
+    """made_of derives a class's tokens from a kept class that differs by bytes few
+    tokens have (_near_made_of: bytes added, removed, both; a high byte), testing only
+    those tokens: equal to a token-by-token check of every token's bytes."""
+    from structgen.fsm.core import automaton
+    vocab = request.getfixturevalue(vocab_name)
+    cols = vocab.columns
+    cols.walks.clear()  # (a fresh vocabulary memo: which classes are kept decides the path)
+    cols.walk_bytes[0] = 0
+    near = []
+    real = automaton._near_made_of
+    automaton_near = lambda *a: near.append(real(*a)) or near[-1]  # noqa: E731
+
+    def classes():
+        alnum = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+        yield alnum + b"._%+-"  # (an email's local part: every token's byte set, once)
+        yield alnum + b".-"  # its domain: 3 bytes fewer
+        yield alnum + b"-"  # a label: one fewer
+        yield alnum + b"-_!\xc3"  # added and removed, one of them a UTF-8 lead byte
+    try:
+        automaton._near_made_of = automaton_near
+        for chars in classes():
+            cls = np.zeros(256, dtype=bool)
+            cls[list(chars)] = True
+            got = cols.order[automaton.made_of(cols, cls)]
+            assert set(got.tolist()) == {t for t, b in enumerate(vocab.token_bytes) if b and set(b) <= set(chars)}
+    finally:
+        automaton._near_made_of = real
+    assert near[0] is None and near[1] is not None and near[2] is not None, "the path under test"
+
+
 def test_prefix_words_equal_packing_from_scratch():
     """A run's packed bitmask per bound (prefix_words) is made from the nearest bound kept,
     setting or clearing the bits of the ids between: equal to packing ids[:k] afresh, along

@@ -12,7 +12,7 @@ import pytest
 from oracles import live_tokens_brute_force
 
 from structgen import fsm
-from structgen.fsm.core import vocab_cache
+from structgen.fsm.core import vocab_cache, vocabulary
 from structgen.fsm.core.vocabulary import TokenColumns, TokenTrie
 
 TOKENS = (None, b"a", b"ab", b"abc", b"b", b"\xc3", b"\xa9", b"\xc3\xa9", b"{\"", b"\"}", b"1", b"12", b"",
@@ -48,7 +48,7 @@ def test_second_load_reads_the_tables_the_first_wrote(tmp_path, monkeypatch):
     monkeypatch.setenv(vocab_cache.ENV, str(tmp_path))
     built = _vocab()
     built.prepare()
-    files = list(tmp_path.glob("vocab-*.npz"))
+    files = list(tmp_path.glob("vocab-*.bin"))
     assert len(files) == 1 and not list(tmp_path.glob("*.tmp"))
     loaded = _vocab()
     calls = []
@@ -79,16 +79,16 @@ def test_key_follows_every_token():
 def test_a_bad_file_is_rebuilt_and_replaced(tmp_path, monkeypatch, damage):
     monkeypatch.setenv(vocab_cache.ENV, str(tmp_path))
     _vocab().prepare()
-    path = next(tmp_path.glob("vocab-*.npz"))
+    path = next(tmp_path.glob("vocab-*.bin"))
     good = path.read_bytes()
     if damage == "garbage":
         path.write_bytes(b"not a zip file at all")
     elif damage == "truncated":
         path.write_bytes(good[: len(good) // 2])
     else:  # another vocabulary's tables under this one's name (a collision, a hand-copied file)
-        other = _vocab(TOKENS[::-1] + (b"ab",))
-        vocab_cache.save(tmp_path, "other", other.trie, other.columns)
-        (tmp_path / "vocab-other.npz").replace(path)
+        other = _vocab(TOKENS[::-1])  # (as many tokens: only the key tells)
+        vocab_cache.save(tmp_path, "other", other.trie, other.columns, other.token_bytes)
+        (tmp_path / "vocab-other.bin").replace(path)
     vocab = _vocab()
     vocab.prepare()
     _masks_exact(vocab)
@@ -114,16 +114,18 @@ def test_concurrent_writers_leave_one_whole_file(tmp_path, monkeypatch):
     monkeypatch.setenv(vocab_cache.ENV, str(tmp_path))
     vocab = _vocab()
     key = vocab_cache.vocab_key(vocab.token_bytes)
-    threads = [threading.Thread(target=vocab_cache.save, args=(tmp_path, key, vocab.trie, vocab.columns))
+    threads = [threading.Thread(target=vocab_cache.save, args=(tmp_path, key, vocab.trie, vocab.columns,
+                                                               vocab.token_bytes))
                for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert [p.name for p in tmp_path.iterdir()] == [f"vocab-{key}.npz"]
-    trie, columns = vocab_cache.load(tmp_path, key, TokenTrie, TokenColumns, len(TOKENS))
-    _same_tables(trie, vocab.trie)
-    _same_tables(columns, vocab.columns)
+    assert [p.name for p in tmp_path.iterdir()] == [f"vocab-{key}.bin"]
+    got = vocab_cache.load(tmp_path, key, TokenTrie, TokenColumns, len(TOKENS))
+    assert got.token_bytes == vocab.token_bytes
+    _same_tables(got.trie, vocab.trie)
+    _same_tables(got.columns, vocab.columns)
 
 
 def test_off_without_the_variable(tmp_path, monkeypatch):
@@ -131,3 +133,63 @@ def test_off_without_the_variable(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _vocab().prepare()
     assert vocab_cache.cache_folder() is None and not list(tmp_path.iterdir())
+
+
+def _tekken_file(path, tokens, nspecial=3):
+    import base64
+    import json
+    vocab = [{"rank": i, "token_bytes": base64.b64encode(t).decode()} for i, t in enumerate(tokens)]
+    special = [{"rank": i, "token_str": s} for i, s in enumerate(["<unk>", "<s>", "</s>"][:nspecial])]
+    path.write_text(json.dumps({"config": {"default_num_special_tokens": nspecial,
+                                           "default_vocab_size": nspecial + len(tokens)},
+                                "vocab": vocab, "special_tokens": special}))
+
+
+def test_tekken_file_hit_skips_its_base64_and_is_the_same_vocabulary(tmp_path, monkeypatch):
+    tokens = [t for t in TOKENS if t]
+    path = tmp_path / "tekken.json"
+    _tekken_file(path, tokens)
+    plain = fsm.Vocabulary.from_tekken_json(path)  # (no cache: the oracle)
+    monkeypatch.setenv(vocab_cache.ENV, str(tmp_path / "cache"))
+    first = fsm.Vocabulary.from_tekken_json(path, vocab_size=40)
+    assert len(list((tmp_path / "cache").glob("vocab-*.bin"))) == 1
+    with monkeypatch.context() as m:
+        m.setattr(vocabulary.base64, "b64decode", lambda *a: pytest.fail("a hit decoded the file's tokens"))
+        second = fsm.Vocabulary.from_tekken_json(path)
+    for v in (first, second):
+        assert v.token_bytes == plain.token_bytes and v.eos_ids == plain.eos_ids == (2,)
+        assert v.name == plain.name
+        _same_tables(v.trie, plain.trie)
+        _same_tables(v.columns, plain.columns)
+    assert (first.size, second.size) == (40, plain.size)
+    _masks_exact(second)
+
+
+def test_a_changed_tekken_file_is_read_again(tmp_path, monkeypatch):
+    path = tmp_path / "tekken.json"
+    tokens = [t for t in TOKENS if t]
+    _tekken_file(path, tokens)
+    monkeypatch.setenv(vocab_cache.ENV, str(tmp_path / "cache"))
+    before = fsm.Vocabulary.from_tekken_json(path)
+    _tekken_file(path, tokens[:4] + [b"zz"] + tokens[5:])  # (the same size: one token's bytes changed)
+    after = fsm.Vocabulary.from_tekken_json(path)
+    monkeypatch.delenv(vocab_cache.ENV)
+    plain = fsm.Vocabulary.from_tekken_json(path)
+    assert after.token_bytes == plain.token_bytes and after.token_bytes[3 + 4] == b"zz" != before.token_bytes[3 + 4]
+    _same_tables(after.trie, plain.trie)
+    _same_tables(after.columns, plain.columns)
+
+
+def test_a_tekken_entry_with_bad_meta_is_read_again(tmp_path, monkeypatch):
+    """The cache file's own values (EOS ids, size) that do not fit its tokens: the tekken
+    file is decoded again, never a Vocabulary built from them (nor an error)."""
+    path = tmp_path / "tekken.json"
+    tokens = [t for t in TOKENS if t]
+    _tekken_file(path, tokens)
+    plain = fsm.Vocabulary.from_tekken_json(path)
+    monkeypatch.setenv(vocab_cache.ENV, str(tmp_path / "cache"))
+    key = vocab_cache.file_key(path.read_bytes(), "tekken")
+    for meta in ({"eos_ids": [99], "size": 20}, {"eos_ids": [2], "size": 3}, {"eos_ids": ["2"], "size": 20}, {}):
+        vocab_cache.save(tmp_path / "cache", key, plain.trie, plain.columns, plain.token_bytes, meta)
+        got = fsm.Vocabulary.from_tekken_json(path)
+        assert (got.token_bytes, got.eos_ids, got.size) == (plain.token_bytes, plain.eos_ids, plain.size)
