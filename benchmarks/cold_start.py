@@ -16,9 +16,10 @@ Ratios are against llguidance, measured in the same run. Peers come from the ben
 which the discarded warm-up process writes; prep is then a load from the disk cache (tekken's:
 keyed by the file's bytes, which it hashes, with the token bytes stored: no JSON or base64).
 
-Per-mask times here are wall clock: on a shared machine a preempted process shows masks of
-10-25 ms that cost a tenth of that in CPU time, in ours and the peers alike; compare several
-runs, and CPU time per state where a change is small.
+Per-mask times are wall clock by default: on a shared machine a preempted process shows masks
+of 10-25 ms that cost a tenth of that in CPU time, in ours and the peers alike. `--clock cpu`
+times every step by the process's CPU time (`time.process_time`, all its threads counted)
+instead, which leaves out the moments another process held the core.
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ CASES = {
 }
 
 
-def _smol(lib: str):
+def _smol(lib: str, clock):
     """(prepared peer, encode(text) -> token ids) over the SmolLM2 tokenizer."""
     import peers
     from transformers import AutoTokenizer
@@ -58,15 +59,15 @@ def _smol(lib: str):
     from structgen import fsm
     from structgen.engine.loader import resolve_model
     tok = AutoTokenizer.from_pretrained(resolve_model())
-    t0 = time.perf_counter()
+    t0 = clock()
     if lib == "ours":
         peer = peers.Ours(fsm.Vocabulary.from_tokenizer(tok))
     else:
         peer = {"llguidance": peers.LLGuidance, "xgrammar": peers.XGrammar}[lib](tok, len(tok))
-    return peer, time.perf_counter() - t0, lambda text: tok.encode(text, add_special_tokens=False)
+    return peer, clock() - t0, lambda text: tok.encode(text, add_special_tokens=False)
 
 
-def _tekken(lib: str):
+def _tekken(lib: str, clock):
     """The same over mistral's tekken file (131k tokens, 1,000 special): each library
     reads the file itself, so prep counts the parse too."""
     import base64
@@ -77,7 +78,7 @@ def _tekken(lib: str):
 
     from structgen import fsm
     path = mistral_data("tekken_240911.json")
-    t0 = time.perf_counter()
+    t0 = clock()
     if lib == "ours":
         vocab = fsm.Vocabulary.from_tekken_json(path)
         peer = peers.Ours(vocab)
@@ -95,7 +96,7 @@ def _tekken(lib: str):
             import xgrammar
             info = xgrammar.TokenizerInfo([b"<s%d>" % i for i in range(special)] + ranks, stop_token_ids=[2])
             peer = peers.XGrammar(info)
-    prep = time.perf_counter() - t0
+    prep = clock() - t0
     enc, specials = tekken_encoding(path)
     shift = 0 if lib == "llguidance" else specials  # (ours and xgrammar: the specials come first)
     return peer, prep, lambda text: [t + shift for t in enc.encode(text)]
@@ -105,27 +106,29 @@ def child(lib: str, case: str, tokenizer: str) -> dict:
     """One fresh process's measurements (run as `cold_start.py --child LIB CASE TOKENIZER`)."""
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:0] = [here, os.path.join(os.path.dirname(here), "tests")]  # (peers; oracles)
-    peer, prep, encode = (_smol if tokenizer == "smol" else _tekken)(lib)
+    clock = time.process_time if os.environ.get("COLD_START_CLOCK") == "cpu" else time.perf_counter
+    peer, prep, encode = (_smol if tokenizer == "smol" else _tekken)(lib, clock)
     kind, spec, text = CASES[case]
-    t1 = time.perf_counter()
+    t1 = clock()
     m = peer.matcher(peer.compile(kind, spec))
     peer.fill(m)
-    t2 = time.perf_counter()
+    t2 = clock()
     masks = []
     for t in encode(text):
         if not peer.accept(m, t):
             raise RuntimeError(f"{lib} refused token {t} of the {case} document")
-        s = time.perf_counter()
+        s = clock()
         peer.fill(m)
-        masks.append(time.perf_counter() - s)
+        masks.append(clock() - s)
     return {"prep": prep, "first": t2 - t1, "masks": masks}
 
 
-def measure(lib: str, case: str, tokenizer: str, vocab_cache: str | None = None) -> dict | None:
+def measure(lib: str, case: str, tokenizer: str, vocab_cache: str | None = None, clock: str = "wall") -> dict | None:
     # (bytecode written and reused, as in an installed package: a first, discarded run writes it)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "STRUCTGEN_VOCAB_CACHE")}
     if vocab_cache:
         env["STRUCTGEN_VOCAB_CACHE"] = vocab_cache
+    env["COLD_START_CLOCK"] = clock
     run = subprocess.run([sys.executable, __file__, "--child", lib, case, tokenizer], capture_output=True,
                          text=True, env=env)
     if run.returncode:
@@ -135,14 +138,15 @@ def measure(lib: str, case: str, tokenizer: str, vocab_cache: str | None = None)
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-def report(tokenizer: str, libs: list[str], runs: int, vocab_cache: str | None = None) -> None:
+def report(tokenizer: str, libs: list[str], runs: int, vocab_cache: str | None = None, clock: str = "wall") -> None:
     """One table per tokenizer: a row per library and kind of constraint (regex, json)."""
     got = {}
     for lib in libs:
         measure(lib, "person", tokenizer, vocab_cache)  # (warm-up: bytecode, the OS's file cache, ours's disk cache)
-        for case, (kind, _, _) in CASES.items():
-            for _ in range(runs):
-                m = measure(lib, case, tokenizer, vocab_cache)
+    for case, (kind, _, _) in CASES.items():
+        for _ in range(runs):
+            for lib in libs:  # (interleaved, so a busy spell of the machine falls on every library)
+                m = measure(lib, case, tokenizer, vocab_cache, clock)
                 if m is not None:
                     got.setdefault((lib, kind), []).append(m)
     rows = {}
@@ -150,7 +154,7 @@ def report(tokenizer: str, libs: list[str], runs: int, vocab_cache: str | None =
         masks = sorted(x for m in ms for x in m["masks"])
         rows[lib, kind] = (statistics.median(m["prep"] for m in ms), statistics.median(m["first"] for m in ms),
                            statistics.fmean(masks), masks[min(len(masks) - 1, int(0.99 * len(masks)))])
-    print(f"\n{tokenizer}: {runs} fresh processes per case; cases {', '.join(CASES)}"
+    print(f"\n{tokenizer}: {runs} fresh processes per case; cases {', '.join(CASES)}; {clock} clock"
           + (f"; ours with the vocabulary disk cache {vocab_cache}" if vocab_cache else ""))
     print(f"{'library':<12}{'kind':<6}{'prep (s)':>9}{'first (ms)':>11}{'masks mean (us)':>16}{'p99 (us)':>10}"
           "   ratios to llguidance: prep / first / mean / p99")
@@ -169,13 +173,14 @@ def main():
     ap.add_argument("--libs", default="ours,llguidance,xgrammar")
     ap.add_argument("--tokenizers", default="smol,tekken")
     ap.add_argument("--vocab-cache", help="ours loads its per-vocabulary tables from this folder (see above)")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall", help="time steps by the wall clock or CPU time")
     ap.add_argument("--child", nargs=3, metavar=("LIB", "CASE", "TOKENIZER"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))
         return
     for tokenizer in args.tokenizers.split(","):
-        report(tokenizer, args.libs.split(","), args.runs, args.vocab_cache)
+        report(tokenizer, args.libs.split(","), args.runs, args.vocab_cache, args.clock)
 
 
 if __name__ == "__main__":
