@@ -126,6 +126,11 @@ def test_the_target_as_its_own_draft_has_every_draft_accepted(target, reference,
     # Every step of a sequence past its first token produced its drafts plus one, so steps
     # are fewer than tokens.
     assert engine.stats["steps"] < sum(len(r) for r in reference) / 2
+    # Sampled: the draft's distribution q equals the target's p, so min(1, p/q) accepts
+    # (all but rounding): a verifier that ignored q would accept with p(t) < 1 only.
+    st.update(draft_tokens=0, accepted_tokens=0)
+    generate(engine, PROMPTS, params(temperature=1.0, top_k=50, seed=5))
+    assert st["draft_tokens"] > 2 * len(PROMPTS) and st["accepted_tokens"] >= 0.97 * st["draft_tokens"]
 
 
 def test_seeded_sampling_is_valid_and_reproducible(target, other_draft):
@@ -199,11 +204,11 @@ def test_sampled_output_follows_the_target_distribution(target, other_draft):
                [np.bincount(4 * tok[:, j] + tok[:, j + 1], minlength=16) for j in (1, 2)]
     base = counts(target.with_config(max_num_seqs=64, num_kv_blocks=320))
     spec_counts = counts(engine)
-    st = engine.speculator.stats
-    assert 0 < st["accepted_tokens"] < st["draft_tokens"]        # drafts were both taken and rejected
     for a, b in zip(base[0] + base[1], spec_counts[0] + spec_counts[1]):
         stat, df = two_sample_chi2(a, b)
         assert stat < CHI2_999[df], (a, b)
+    st = engine.speculator.stats
+    assert 0 < st["accepted_tokens"] < st["draft_tokens"]        # drafts were both taken and rejected
     assert_all_free(engine)
 
 
