@@ -6,11 +6,12 @@ always; a draft model too with `--method draft_model`.
     .venv/bin/python benchmarks/speculative.py --quick     # 3 prompts at batch 1, 8 at batch 8
     .venv/bin/python benchmarks/speculative.py --k 8 --lookup 1 3
     .venv/bin/python benchmarks/speculative.py --method draft_model --draft FOLDER
-    .venv/bin/python benchmarks/speculative.py --method draft_model --make-draft 4
+    .venv/bin/python benchmarks/speculative.py --method draft_model --make-draft 4 --keep-last 2
 
 No public model shares SmolLM2-135M's vocabulary offline, so `--make-draft N` saves a
-layer-truncated copy of it (its first N of 30 decoder layers, its final norm and head:
-no training) into a temporary folder and drafts with that. Such a draft agrees with the
+layer-truncated copy of it (its first N of 30 decoder layers, with `--keep-last M` its
+last M too, its final norm and head: no training) into a temporary folder and drafts
+with that. Such a draft agrees with the
 full model far less than a trained small model would.
 
 Workloads (their outputs copy spans of the prompt):
@@ -86,24 +87,29 @@ def workloads(llm: LLM, docs: list[str], max_tokens: int) -> dict[str, tuple[lis
             "json": (extract, SamplingParams(max_tokens=max_tokens, constraint=("json", SCHEMA)))}
 
 
-def truncated_copy(folder: Path, layers: int, out: Path) -> Path:
-    """Save `folder`'s model with only its first `layers` decoder layers (plus embeddings,
-    final norm and head) and its tokenizer into `out`: a draft of the same vocabulary."""
+def truncated_copy(folder: Path, layers: int, out: Path, last: int = 0) -> Path:
+    """Save `folder`'s model with only its first `layers` decoder layers and its last `last`
+    ones (renumbered after them), embeddings, final norm, head and tokenizer into `out`: a
+    draft of the same vocabulary."""
     from safetensors.torch import load_file, save_file
     config = json.loads((folder / "config.json").read_text())
-    if not 1 <= layers < config["num_hidden_layers"]:
-        raise SystemExit(f"--make-draft {layers}: the model has {config['num_hidden_layers']} layers")
-    config["num_hidden_layers"] = layers
-    for key in ("layer_types", "max_window_layers"):
-        if isinstance(config.get(key), list):
-            config[key] = config[key][:layers]
+    total = config["num_hidden_layers"]
+    if not 1 <= layers + last < total or layers < 1 or last < 0:
+        raise SystemExit(f"--make-draft {layers} --keep-last {last}: the model has {total} layers")
+    kept = list(range(layers)) + list(range(total - last, total))     # old index by new index
+    config["num_hidden_layers"] = len(kept)
+    if isinstance(config.get("layer_types"), list):
+        config["layer_types"] = [config["layer_types"][i] for i in kept]
     weights = {}
     for f in sorted(folder.glob("*.safetensors")):
         for name, t in load_file(f).items():
             parts = name.split(".")
-            if "layers" in parts and int(parts[parts.index("layers") + 1]) >= layers:
-                continue
-            weights[name] = t.contiguous()
+            if "layers" in parts:
+                at = parts.index("layers") + 1
+                if int(parts[at]) not in kept:
+                    continue
+                parts[at] = str(kept.index(int(parts[at])))
+            weights[".".join(parts)] = t.contiguous()
     out.mkdir(parents=True, exist_ok=True)
     save_file(weights, out / "model.safetensors", metadata={"format": "pt"})
     (out / "config.json").write_text(json.dumps(config, indent=1))
@@ -138,11 +144,17 @@ def main() -> int:
     ap.add_argument("--make-draft", type=int, metavar="N",
                     help="draft with SmolLM2's first N layers (a truncated copy in a temp folder)")
     ap.add_argument("--draft-k", type=int, help="num_speculative_tokens of the draft model (default: --k)")
+    ap.add_argument("--keep-last", type=int, default=0, metavar="M",
+                    help="with --make-draft: keep the last M layers too (skip the middle ones)")
+    ap.add_argument("--batches", nargs="*", metavar="B:N",
+                    help="batch size : number of prompts, e.g. 1:3 16:16 (default 1:8 16:16; --quick 1:3 8:8)")
     args = ap.parse_args()
     if args.method == "draft_model" and (args.draft is None) == (args.make_draft is None):
         ap.error("--method draft_model needs one of --draft FOLDER and --make-draft N")
     torch.set_num_threads(args.threads)
     batches = [(1, 3), (8, 8)] if args.quick else [(1, 8), (16, 16)]   # (batch size, prompts)
+    if args.batches:
+        batches = [tuple(int(x) for x in b.split(":")) for b in args.batches]
 
     spec = {"method": "ngram", "num_speculative_tokens": args.k,
             "prompt_lookup_min": args.lookup[0], "prompt_lookup_max": args.lookup[1]}
@@ -152,9 +164,10 @@ def main() -> int:
     if args.method == "draft_model":
         draft = args.draft
         if args.make_draft is not None:
-            draft = truncated_copy(off.folder, args.make_draft, Path(tempfile.mkdtemp()) / "draft")
-            draft_note = (f"draft: SmolLM2-135M-Instruct truncated to its first {args.make_draft} of 30 "
-                          f"layers + final norm + head (untrained), saved in {draft}")
+            draft = truncated_copy(off.folder, args.make_draft, Path(tempfile.mkdtemp()) / "draft",
+                                   args.keep_last)
+            draft_note = (f"draft: SmolLM2-135M-Instruct cut to its first {args.make_draft} and last "
+                          f"{args.keep_last} of 30 layers + final norm + head (no training), saved in {draft}")
         else:
             draft_note = f"draft: {draft}"
         dspec = {"method": "draft_model", "model": str(draft), "num_speculative_tokens": args.draft_k or args.k}

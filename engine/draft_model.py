@@ -87,6 +87,10 @@ class DraftModel:
             except Exception:  # noqa: BLE001 - a folder without a tokenizer: vocab size alone is checked
                 draft_tok = None
         check_same_vocabulary(target_name, target_cfg, target_tok, model, self.config, draft_tok)
+        if self.config.max_position_embeddings < max_model_len:
+            raise ValueError(f"speculative_config.model: the draft model {str(model)!r} has "
+                             f"max_position_embeddings={self.config.max_position_embeddings}, under the "
+                             f"target's max_model_len={max_model_len}: lower max_model_len")
         self.model = load_model(self.folder, dtype, device, self.config)
         self.block_manager = BlockManager(num_blocks, block_size, enable_prefix_caching=False)
         # No CUDA graphs: its decode steps are few per engine step and shaped by the drafts.

@@ -221,6 +221,13 @@ def test_a_draft_with_another_vocabulary_size_is_refused(tiny_llama, tmp_path_fa
         target.with_config(speculative_config=spec(other))
 
 
+def test_a_draft_with_fewer_positions_than_max_model_len_is_refused(tiny_llama, tmp_path_factory, target):
+    short = tiny_folder(tiny_llama, tmp_path_factory, "tiny-short", seed=2, max_position_embeddings=64)
+    with pytest.raises(ValueError, match=r"has max_position_embeddings=64, under the target's max_model_len=128"):
+        target.with_config(speculative_config=spec(short))
+    assert target.with_config(speculative_config=spec(short), max_model_len=64).speculator.draft_model
+
+
 def test_a_draft_with_other_token_strings_is_refused():
     class Tok:
         def __init__(self, vocab, eos):
