@@ -262,3 +262,28 @@ def test_a_failing_draft_model_fails_only_its_request(target, reference, other_d
     assert "the draft model failed while drafting: RuntimeError: draft broke" in outs[2].error
     assert [o.token_ids for i, o in enumerate(outs) if i != 2] == [r for i, r in enumerate(reference) if i != 2]
     assert engine.speculator.stats["accepted_tokens"] > 0
+
+
+def test_no_drafts_for_a_chunk_writing_a_block_another_sequence_matched_this_step():
+    """A re-admitted sequence's chunk fills a block that is published when scheduled; a
+    sequence admitted after it matches that block. Allocating draft slots then would copy
+    the block on write, and the other sequence would read a copy nobody writes: no drafts."""
+    from structgen.engine.block_manager import BlockManager
+    from structgen.engine.config import SpeculativeConfig
+    from structgen.engine.sequence import Sequence
+    from structgen.engine.speculative import Speculator
+    bm = BlockManager(16, 4)
+    a = Sequence(0, 0, 0, list(range(10)), 9, SamplingParams(max_tokens=20))   # one output token
+    a.num_computed_tokens = 4
+    a.block_table = [bm._take_free_block()]
+    assert bm.allocate(a, 6)
+    bm.register_full_blocks(a, 10)
+    b = Sequence(1, 1, 0, list(range(9)), 9, SamplingParams())
+    bm.match_prefix(b)
+    assert b.block_table == a.block_table[:2]                  # block 1, a's write block, is shared
+    sp = Speculator(SpeculativeConfig("ngram", 4), bm, 64, 128, 1, set())
+    assert sp._room(a, 6) == 0
+    b2 = Sequence(2, 2, 0, list(range(10)), 9, SamplingParams(max_tokens=20))
+    assert bm.allocate(b2, 10)
+    assert sp._room(b2, 10) == 4                               # not shared: drafts as usual
+    assert bm.allocate(a, 7) and bm.pop_copies()               # the copy the guard avoids
