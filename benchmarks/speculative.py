@@ -19,7 +19,7 @@ Workloads (their outputs copy spans of the prompt):
 - copy+regex: the same under a regex that admits any sentence (guided);
 - json: "Extract ... as JSON" under a JSON Schema of four string fields (guided).
 
-Per workload and batch size, a markdown row: output tokens, drafted and accepted tokens,
+Per workload, batch size and method, a markdown row: output tokens, drafted and accepted tokens,
 acceptance rate (accepted / drafted), output tokens/s with speculation off and on
 (wall clock; CPU seconds of the process in brackets), their ratio, and whether every
 output is token-identical. Off and on alternate, `--repeat` times, best of each kept.
