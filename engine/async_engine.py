@@ -475,6 +475,8 @@ class AsyncEngine:
                     if seq in sched.waiting:
                         sched.waiting.remove(seq)
                     sched.finish(seq)      # frees its blocks
+                    if self.llm.speculator is not None:     # and its draft model's
+                        self.llm.speculator.release(seq)
             self._emit()
 
     def _fail(self, req: _Request, error: BaseException) -> None:

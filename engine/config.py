@@ -13,8 +13,10 @@ class SpeculativeConfig:
     `method="ngram"` drafts by prompt lookup: the longest suffix of a sequence's tokens,
     between `prompt_lookup_min` and `prompt_lookup_max` tokens long, that occurred earlier
     in its prompt or output proposes the up to `num_speculative_tokens` tokens that followed
-    it (one of the two bounds alone sets both; neither: 5, as vLLM). `"draft_model"`
-    (a smaller model) is not implemented.
+    it (one of the two bounds alone sets both; neither: 5, as vLLM). `method="draft_model"`
+    drafts with a smaller model of the same vocabulary, `model` (a folder, a .gguf file or
+    "smollm2"; see engine/draft_model.py): it proposes `num_speculative_tokens` tokens per
+    step, autoregressively, from its own KV cache.
 
     >>> SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": 4,
     ...                              "prompt_lookup_max": 3}).prompt_lookup_min
@@ -24,7 +26,7 @@ class SpeculativeConfig:
     num_speculative_tokens: int
     prompt_lookup_max: int | None = None
     prompt_lookup_min: int | None = None
-    model: str | None = None            # draft_model only (refused: not implemented)
+    model: str | None = None            # draft_model only: the draft model's folder / .gguf
 
     @classmethod
     def from_dict(cls, d: dict) -> SpeculativeConfig:
@@ -38,14 +40,19 @@ class SpeculativeConfig:
         return cls(**d)
 
     def __post_init__(self):
+        if self.method not in ("ngram", "draft_model"):
+            raise ValueError(f"speculative_config.method must be 'ngram' or 'draft_model', not {self.method!r}")
+        _positive("num_speculative_tokens", self.num_speculative_tokens)
         if self.method == "draft_model":
-            raise ValueError("speculative_config.method='draft_model' is not implemented; "
-                             "use method='ngram' (prompt lookup)")
-        if self.method != "ngram":
-            raise ValueError(f"speculative_config.method must be 'ngram', not {self.method!r}")
+            if self.model is None:
+                raise ValueError("speculative_config.model (the draft model's folder) is required "
+                                 "for method='draft_model'")
+            for key in ("prompt_lookup_max", "prompt_lookup_min"):
+                if getattr(self, key) is not None:
+                    raise ValueError(f"speculative_config.{key} is for method='ngram', not 'draft_model'")
+            return
         if self.model is not None:
             raise ValueError("speculative_config.model is for method='draft_model', not 'ngram'")
-        _positive("num_speculative_tokens", self.num_speculative_tokens)
         if self.prompt_lookup_max is None and self.prompt_lookup_min is None:
             self.prompt_lookup_max = self.prompt_lookup_min = 5
         elif self.prompt_lookup_min is None:

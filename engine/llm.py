@@ -155,7 +155,8 @@ class LLM:
         self.speculator = None
         if cfg.speculative_config is not None:
             self.speculator = Speculator(cfg.speculative_config, self.block_manager, cfg.max_num_batched_tokens,
-                                         self.max_model_len, self.runner.mask_words, self.eos_token_ids)
+                                         self.max_model_len, self.runner.mask_words, self.eos_token_ids,
+                                         self._draft_model(num_blocks))
         self._seq_ids = itertools.count()
         self._request_ids = itertools.count()
         self.stats = {"prefill_tokens": 0, "decode_tokens": 0, "steps": 0, "forced_tokens": 0}
@@ -183,6 +184,18 @@ class LLM:
         cfg = {**asdict(self.config), **overrides}
         return LLM(_shared=(self.folder, self.tokenizer, self.device, self.dtype,
                             self.model_config, self.model), **cfg)
+
+    def _draft_model(self, num_blocks: int):
+        """The draft model of speculative_config.method="draft_model" (engine/draft_model.py):
+        its own cache of as many blocks as the target's."""
+        spec, cfg = self.config.speculative_config, self.config
+        if spec.method != "draft_model":
+            return None
+        from .draft_model import DraftModel
+        return DraftModel(spec.model, self.folder, self.model_config, self.tokenizer, num_blocks=num_blocks,
+                          block_size=cfg.block_size, device=self.device, dtype=self.dtype, seed=cfg.seed,
+                          attention=cfg.attention_backend, max_batch=min(cfg.max_num_seqs, 512),
+                          max_model_len=self.max_model_len)
 
     def _num_kv_blocks(self) -> int:
         cfg, m = self.config, self.model_config
@@ -335,6 +348,8 @@ class LLM:
             detokenizer.flush(self.tokenizer, seq, seq.params.skip_special_tokens)
         seq.finish_reason, seq.stop_reason, seq.error = reason, stop_reason, error
         self.scheduler.finish(seq)
+        if self.speculator is not None:
+            self.speculator.release(seq)
 
     # -- public API ---------------------------------------------------------------------
     def generate(self, prompts, params: SamplingParams | list[SamplingParams] | None = None,
@@ -474,6 +489,8 @@ class LLM:
             seq.finish_reason = seq.finish_reason or "abort"
             self.scheduler.finish(seq)
         self.scheduler.waiting.clear()
+        if self.speculator is not None:
+            self.speculator.release_all()
         # Blocks are published when scheduled, before their KV is written: after an
         # interrupted step some may never have been, so drop the whole prefix cache.
         self.block_manager.reset_prefix_cache()

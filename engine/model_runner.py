@@ -342,7 +342,7 @@ class ModelRunner:
         if drafts and not seq.params.greedy:
             try:
                 probs = probabilities(logits, self._sampling_batch([seq] * len(tokens), logits))
-                a, token = rejection_sample(probs, drafts, seq.generator or self.generator)
+                a, token = rejection_sample(probs, drafts, seq.generator or self.generator, seq.draft_probs)
             except Exception as e:  # noqa: BLE001
                 return SampleResult(seq, [], error=f"sampling failed: {type(e).__name__}: {e}")
         else:

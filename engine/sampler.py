@@ -100,24 +100,34 @@ def sample(logits: torch.Tensor, batch: SamplingBatch,
     return torch.where(batch.temperature == 0, greedy, sampled)
 
 
-def rejection_sample(probs: torch.Tensor, drafts: list[int],
-                     generator: torch.Generator) -> tuple[int, int]:
+def rejection_sample(probs: torch.Tensor, drafts: list[int], generator: torch.Generator,
+                     draft_probs: torch.Tensor | None = None) -> tuple[int, int]:
     """Speculative sampling of one sequence's drafts: (how many are accepted, the next token).
 
-    probs: [d + 1, V], the target distribution before each draft and after the last. The
-    drafts are deterministic (their proposal puts all its mass on one token), so draft j
-    is accepted with probability p_j(t_j); at the first rejection the token is drawn from
-    p_j with t_j removed (renormalised), else from p_d after the last draft. The tokens
-    so produced are distributed exactly as if drawn one at a time from the target.
+    probs: [d + 1, V], the target distribution p_j before each draft and after the last.
+    draft_probs: [d, V], the distribution q_j each draft was drawn from (a draft model);
+    None for deterministic drafts (n-gram: q_j puts all its mass on t_j). Draft j is
+    accepted with probability min(1, p_j(t_j) / q_j(t_j)); at the first rejection the token
+    is drawn from max(0, p_j - q_j) renormalised (for a one-hot q: p_j without t_j), else
+    from p_d after the last draft. The tokens so produced are distributed exactly as if
+    drawn one at a time from the target (Leviathan et al. 2023; Chen et al. 2023).
     `generator`: the sequence's own, else the engine's.
     """
     d = len(drafts)
-    u = torch.rand(d, generator=generator, device=probs.device)
-    p_drafts = probs[torch.arange(d, device=probs.device), torch.tensor(drafts, device=probs.device)]
-    rejected = (u >= p_drafts).nonzero()
+    dev = probs.device
+    u = torch.rand(d, generator=generator, device=dev)
+    idx, toks = torch.arange(d, device=dev), torch.tensor(drafts, device=dev)
+    p_drafts = probs[idx, toks]
+    q_drafts = torch.ones_like(p_drafts) if draft_probs is None else draft_probs[idx, toks]
+    rejected = (u * q_drafts >= p_drafts).nonzero()     # u >= p/q without dividing by q
     if rejected.numel() == 0:
         return d, int(exponential_race(probs[d:], [generator]))
     j = int(rejected[0])
-    residual = probs[j:j + 1].clone()
-    residual[0, drafts[j]] = 0.0
+    if draft_probs is None:
+        residual = probs[j:j + 1].clone()
+        residual[0, drafts[j]] = 0.0
+    else:
+        residual = (probs[j:j + 1] - draft_probs[j:j + 1]).clamp_min_(0.0)
+        if not bool(residual.sum() > 0):    # p == q up to rounding: rejection had probability ~0
+            residual = probs[j:j + 1]
     return j, int(exponential_race(residual, [generator]))

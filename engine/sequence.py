@@ -47,9 +47,11 @@ class Sequence:
     prefix_hit_tokens: int = 0        # prompt tokens served by the prefix cache at first admission
     # Speculative decoding (engine.speculative), only within a step: unverified tokens that
     # ride at the end of this step's chunk, never in token_ids; and, with a matcher, its
-    # bitmasks at the positions of the chunk's last token and of each draft.
+    # bitmasks at the positions of the chunk's last token and of each draft; for sampled
+    # drafts of a draft model, the distributions they were drawn from.
     draft_token_ids: list[int] = field(default_factory=list)
     draft_masks: Any = None           # np.int32 [len(draft_token_ids) + 1, mask words] or None
+    draft_probs: Any = None           # a draft model's proposal q: torch [len(draft_token_ids), V] or None
 
     @property
     def num_tokens(self) -> int:
@@ -77,4 +79,5 @@ class Sequence:
         return replace(self, seq_id=seq_id, token_ids=list(self.token_ids), matcher=matcher,
                        num_computed_tokens=0, num_cached_tokens=0, block_table=[], block_hashes=[],
                        logprobs=None if self.logprobs is None else list(self.logprobs),
-                       prompt_logprobs=None, draft_token_ids=[], draft_masks=None)
+                       prompt_logprobs=None, draft_token_ids=[], draft_masks=None,
+                       draft_probs=None)

@@ -14,6 +14,12 @@ preempts anyone), never hashed for the prefix cache. The model runner computes l
 the chunk's last token and at every draft, and accepts a prefix of them (greedy: drafts
 equal to the argmax; sampled: rejection sampling); `accept` then counts the accepted
 drafts as computed and gives back the blocks past them.
+
+With `method="draft_model"` the drafts come from a smaller model instead
+(engine/draft_model.py): the sequence's target slots for up to `num_speculative_tokens`
+drafts are reserved first, the draft model proposes for all drafting sequences in batched
+forwards, and the slots past its drafts go back. Verification is the same, with the draft
+model's distributions q for sampled requests.
 """
 from __future__ import annotations
 
@@ -77,11 +83,12 @@ def check_drafts(matcher, drafts: list[int], mask_words: int) -> tuple[list[int]
 
 
 class Speculator:
-    """Adds n-gram drafts to a scheduled batch and settles them after verification."""
+    """Adds drafts (n-gram or a draft model's) to a scheduled batch and settles them after verification."""
 
     def __init__(self, config: SpeculativeConfig, block_manager: BlockManager, max_num_batched_tokens: int,
-                 max_model_len: int, mask_words: int, eos_ids: set[int]):
+                 max_model_len: int, mask_words: int, eos_ids: set[int], draft_model=None):
         self.config = config
+        self.draft_model = draft_model      # engine.draft_model.DraftModel for method="draft_model"
         self.block_manager = block_manager
         self.max_num_batched_tokens = max_num_batched_tokens
         self.max_model_len = max_model_len
@@ -91,14 +98,24 @@ class Speculator:
 
     def draft(self, batch: list[tuple[Sequence, int]]) -> dict[Sequence, str]:
         """Give each eligible sequence of `batch` its drafts, in place (the pair's token count
-        grows by their number). Returns the sequences whose matcher failed while checking
-        drafts, with the error: they run this step without drafts, then fail."""
+        grows by their number). Returns the sequences whose matcher (or draft model) failed
+        while drafting, with the error: they run this step without drafts, then fail."""
         budget = self.max_num_batched_tokens - sum(n for _, n in batch)
         faults: dict[Sequence, str] = {}
+        wanted: list[tuple[int, Sequence, int]] = []      # draft model: (index, seq, room)
+        if self.draft_model is not None:
+            self.draft_model.sweep()
         for i, (seq, n) in enumerate(batch):
-            seq.draft_token_ids, seq.draft_masks = [], None
+            seq.draft_token_ids, seq.draft_masks, seq.draft_probs = [], None, None
             room = min(budget, self._room(seq, n))
             if room <= 0:
+                continue
+            if self.draft_model is not None:
+                # Reserve the slots now, so that the next sequence's room counts them taken.
+                fits = self.block_manager.allocate(seq, n + room)
+                assert fits, "_room counted the free slots"
+                wanted.append((i, seq, room))
+                budget -= room
                 continue
             c = self.config
             drafts = self._stop_at_end(seq, ngram_draft(seq.token_ids, c.prompt_lookup_min,
@@ -113,11 +130,25 @@ class Speculator:
             if drafts:
                 fits = self.block_manager.allocate(seq, n + len(drafts))
                 assert fits, "_room counted the free slots"
-                seq.draft_token_ids = drafts
-                batch[i] = (seq, n + len(drafts))
-                budget -= len(drafts)
-                self.stats["draft_tokens"] += len(drafts)
+                budget -= self._take(batch, i, drafts)
+        if wanted:
+            proposals, failed = self.draft_model.propose([(seq, room) for _, seq, room in wanted],
+                                                         self._ends, self.mask_words)
+            faults.update(failed)
+            for i, seq, _ in wanted:
+                p = proposals.get(seq)
+                if p is not None and p.tokens:
+                    seq.draft_masks, seq.draft_probs = p.masks, p.probs
+                    self._take(batch, i, p.tokens)
+                self.block_manager.free_tail(seq, seq.num_computed_tokens + batch[i][1])
         return faults
+
+    def _take(self, batch: list[tuple[Sequence, int]], i: int, drafts: list[int]) -> int:
+        seq, n = batch[i]
+        seq.draft_token_ids = drafts
+        batch[i] = (seq, n + len(drafts))
+        self.stats["draft_tokens"] += len(drafts)
+        return len(drafts)
 
     def _room(self, seq: Sequence, n: int) -> int:
         """How many drafts `seq` may take with its n scheduled tokens (0: none)."""
@@ -128,20 +159,37 @@ class Speculator:
             # token is sampled alone; a matcher that cannot roll back (a user's own
             # object) cannot check drafts.
             return 0
+        bm = self.block_manager
+        if bm.blocks_needed(seq, n):
+            # Its chunk writes into a block published when scheduled and already matched by a
+            # sequence admitted after it: allocating again would copy that block on write,
+            # and the other sequence would read a block nobody writes. No drafts this step.
+            return 0
         # Tokens it may still get, the sampled one after the drafts included.
         left = min(p.max_tokens - seq.num_output_tokens, self.max_model_len - seq.num_tokens)
-        bm = self.block_manager
         free_slots = ((len(seq.block_table) + bm.num_free_blocks) * bm.block_size
                       - seq.num_computed_tokens - n)
         return min(self.config.num_speculative_tokens, left - 1, free_slots)
 
     def _stop_at_end(self, seq: Sequence, drafts: list[int]) -> list[int]:
         """Drafts up to the first that would end the sequence (EOS, a stop id): none can follow it."""
-        p = seq.params
         for j, t in enumerate(drafts):
-            if t in p.stop_token_ids or (not p.ignore_eos and t in self.eos_ids):
+            if self._ends(seq, t):
                 return drafts[:j + 1]
         return drafts
+
+    def _ends(self, seq: Sequence, token: int) -> bool:
+        p = seq.params
+        return token in p.stop_token_ids or (not p.ignore_eos and token in self.eos_ids)
+
+    def release(self, seq: Sequence) -> None:
+        """`seq` finished or was aborted: free what the draft model holds for it."""
+        if self.draft_model is not None:
+            self.draft_model.release(seq)
+
+    def release_all(self) -> None:
+        if self.draft_model is not None:
+            self.draft_model.release_all()
 
     def accept(self, seq: Sequence, num_accepted: int) -> None:
         """`num_accepted` of seq's drafts were verified: their KV is in the cache. Release the
@@ -156,4 +204,4 @@ class Speculator:
     def clear(batch: list[tuple[Sequence, int]]) -> None:
         """Drafts live within one step."""
         for seq, _ in batch:
-            seq.draft_token_ids, seq.draft_masks = [], None
+            seq.draft_token_ids, seq.draft_masks, seq.draft_probs = [], None, None

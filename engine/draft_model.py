@@ -1,0 +1,232 @@
+"""Drafts from a smaller model of the same vocabulary (`speculative_config={"method":
+"draft_model", "model": ...}`), for speculative.Speculator to verify.
+
+The draft model keeps its own paged KV cache and block manager (no prefix caching), with
+as many blocks of `block_size` tokens as the target's cache: the draft holds at most as
+many tokens as the target, so its memory is the target's KV memory scaled by the draft's
+(layers x KV heads x head dim) over the target's. Each sequence has a shadow `Sequence`
+in it: the tokens whose KV the draft holds. Each step, for the sequences the speculator
+picks:
+
+1. catch-up: the tokens the draft has not seen (the prompt on the first step, then the
+   accepted drafts, the token sampled after them and forced tokens) run in one batched
+   forward, and its logits at the last one propose the first draft;
+2. the next drafts, one batched forward each (up to `num_speculative_tokens - 1`).
+
+At each draft position the request's matcher masks the draft logits (drafts are always
+valid; the masks are kept for the verification) and then accepts the draft; it is rolled
+back when the drafts are done, so it never holds an unverified token. Greedy requests draft
+the argmax; sampled ones draw from the draft's distribution at the request's temperature /
+top-k / top-p / min-p, kept as q for exact rejection sampling (sampler.rejection_sample).
+
+The shadow is trimmed at the next step to the longest prefix still equal to the sequence's
+tokens (rejected drafts drop out, their blocks go back). Shadows of sequences no longer
+running (finished, aborted, preempted) are freed at the next step, or at once through
+`release`. A failure while drafting (the model, a matcher) fails only its request: the
+batch is retried one sequence at a time to find it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .block_manager import BlockManager
+from .loader import resolve_model
+from .model import ModelConfig, load_model
+from .model_runner import ModelRunner
+from .sampler import exponential_race, probabilities
+from .sequence import Sequence, SequenceStatus
+
+
+@dataclass
+class Proposal:
+    """One sequence's drafts, its bitmasks before each draft and after the last (with a
+    matcher), and the distributions the drafts were drawn from (sampled requests)."""
+    tokens: list[int]
+    masks: np.ndarray | None = None      # int32 [len(tokens) + 1, mask words]
+    probs: torch.Tensor | None = None    # [len(tokens), V]
+
+
+def check_same_vocabulary(target_name, target_cfg: ModelConfig, target_tok,
+                          draft_name, draft_cfg: ModelConfig, draft_tok) -> None:
+    """Refuse a draft model whose vocabulary differs from the target's: logits width, and,
+    where both tokenizers are known, every token string and the special ids."""
+    def refuse(what: str):
+        raise ValueError(f"speculative_config.model: the draft model {str(draft_name)!r} does not share "
+                         f"the vocabulary of the target {str(target_name)!r}: {what}")
+    if draft_cfg.vocab_size != target_cfg.vocab_size:
+        refuse(f"vocab_size {draft_cfg.vocab_size} in the draft, {target_cfg.vocab_size} in the target")
+    if target_tok is None or draft_tok is None:
+        return
+    t_vocab, d_vocab = target_tok.get_vocab(), draft_tok.get_vocab()
+    t_ids, d_ids = {i: s for s, i in t_vocab.items()}, {i: s for s, i in d_vocab.items()}
+    for i in sorted(set(t_ids) | set(d_ids)):
+        if t_ids.get(i) != d_ids.get(i):
+            refuse(f"token {i} is {t_ids.get(i)!r} in the target and {d_ids.get(i)!r} in the draft")
+    for attr in ("eos_token_id", "bos_token_id", "pad_token_id", "unk_token_id"):
+        a, b = getattr(target_tok, attr, None), getattr(draft_tok, attr, None)
+        if a != b:
+            refuse(f"{attr} is {a} in the target and {b} in the draft")
+
+
+class DraftModel:
+    """A draft model, its KV cache and each drafting sequence's shadow in it."""
+
+    def __init__(self, model, target_name, target_cfg: ModelConfig, target_tok, *, num_blocks: int,
+                 block_size: int, device, dtype, seed: int, attention: str | None, max_batch: int,
+                 max_model_len: int):
+        self.folder = resolve_model(model)
+        self.config = ModelConfig.from_folder(self.folder)
+        draft_tok = None
+        if target_tok is not None:
+            from transformers import AutoTokenizer
+            try:
+                draft_tok = AutoTokenizer.from_pretrained(self.folder)
+            except Exception:  # noqa: BLE001 - a folder without a tokenizer: vocab size alone is checked
+                draft_tok = None
+        check_same_vocabulary(target_name, target_cfg, target_tok, model, self.config, draft_tok)
+        if self.config.max_position_embeddings < max_model_len:
+            raise ValueError(f"speculative_config.model: the draft model {str(model)!r} has "
+                             f"max_position_embeddings={self.config.max_position_embeddings}, under the "
+                             f"target's max_model_len={max_model_len}: lower max_model_len")
+        self.model = load_model(self.folder, dtype, device, self.config)
+        self.block_manager = BlockManager(num_blocks, block_size, enable_prefix_caching=False)
+        # No CUDA graphs: its decode steps are few per engine step and shaped by the drafts.
+        self.runner = ModelRunner(self.model, num_blocks, block_size, device, dtype, seed=seed,
+                                  attention=attention, max_batch=max_batch, max_model_len=max_model_len,
+                                  cuda_graphs=False)
+        self.shadows: dict[int, tuple[Sequence, Sequence]] = {}   # seq_id -> (sequence, shadow)
+        self.verified: dict[int, int] = {}     # seq_id -> shadow tokens known equal to the sequence's
+
+    # -- the shadows' lifetime ------------------------------------------------------------------
+    def release(self, seq: Sequence) -> None:
+        """Free `seq`'s draft cache (it finished, or was aborted or preempted)."""
+        entry = self.shadows.pop(seq.seq_id, None)
+        self.verified.pop(seq.seq_id, None)
+        if entry is not None:
+            self.block_manager.free_sequence(entry[1])
+
+    def sweep(self) -> None:
+        """Free the shadows of sequences no longer running (a preempted one catches up again)."""
+        for seq, _ in list(self.shadows.values()):
+            if seq.status is not SequenceStatus.RUNNING or not seq.block_table:
+                self.release(seq)
+
+    def release_all(self) -> None:
+        for seq, _ in list(self.shadows.values()):
+            self.release(seq)
+
+    def _shadow(self, seq: Sequence) -> Sequence:
+        """seq's shadow, trimmed to the tokens still equal to seq's (at least one left to feed)."""
+        entry = self.shadows.get(seq.seq_id)
+        if entry is None:
+            shadow = Sequence(seq.seq_id, seq.request_id, 0, [], 0, seq.params)
+            self.shadows[seq.seq_id] = (seq, shadow)
+            self.verified[seq.seq_id] = 0
+        shadow = self.shadows[seq.seq_id][1]
+        # The sequence only grows by appending, so its first `verified` tokens are still the
+        # shadow's; past them the shadow holds drafts, equal to seq's tokens until the first rejected.
+        keep = self.verified[seq.seq_id]
+        end = min(shadow.num_computed_tokens, seq.num_tokens - 1)
+        while keep < end and shadow.token_ids[keep] == seq.token_ids[keep]:
+            keep += 1
+        shadow.token_ids = list(seq.token_ids)
+        shadow.num_computed_tokens = keep
+        self.block_manager.free_tail(shadow, keep)
+        self.verified[seq.seq_id] = keep
+        return shadow
+
+    # -- drafting --------------------------------------------------------------------------------
+    def propose(self, wanted: list[tuple[Sequence, int]], ends, mask_words: int
+                ) -> tuple[dict[Sequence, Proposal], dict[Sequence, str]]:
+        """Drafts for each (sequence, up to how many) of `wanted`: a proposal per sequence, and
+        the sequences whose drafting failed, with why (they fail; the others are unaffected).
+        `ends(seq, token)`: the token would end the sequence (no draft follows it)."""
+        try:
+            return self._propose(wanted, ends, mask_words), {}
+        except Exception:  # noqa: BLE001 - find the sequence at fault: each alone
+            proposals, faults = {}, {}
+            for seq, room in wanted:
+                try:
+                    proposals.update(self._propose([(seq, room)], ends, mask_words))
+                except Exception as e:  # noqa: BLE001
+                    faults[seq] = f"the draft model failed while drafting: {type(e).__name__}: {e}"
+            return proposals, faults
+
+    @torch.inference_mode()
+    def _propose(self, wanted, ends, mask_words: int) -> dict[Sequence, Proposal]:
+        bm = self.block_manager
+        live: list[tuple[Sequence, Sequence, int]] = []     # (seq, shadow, room)
+        feed: list[tuple[Sequence, int]] = []
+        for seq, room in wanted:
+            shadow = self._shadow(seq)
+            n = seq.num_tokens - shadow.num_computed_tokens    # catch-up, >= 1
+            if not bm.allocate(shadow, n + room - 1):
+                continue                       # the draft cache is full: no drafts this step
+            live.append((seq, shadow, room))
+            feed.append((shadow, n))
+        out = {seq: Proposal([], np.empty((room + 1, mask_words), np.int32) if seq.matcher is not None
+                             else None) for seq, _, room in live}
+        q: dict[Sequence, list[torch.Tensor]] = {seq: [] for seq, _, _ in live}
+        by_shadow = {id(shadow): (seq, room) for seq, shadow, room in live}
+        try:
+            while feed:
+                logits, shadows = self.runner.forward_logits(feed)
+                seqs = [by_shadow[id(s)][0] for s in shadows]
+                tokens, probs, ok = self._choose(logits, seqs, [out[s] for s in seqs])
+                feed = []
+                for i, (seq, shadow) in enumerate(zip(seqs, shadows)):
+                    p, room = out[seq], by_shadow[id(shadow)][1]
+                    if not ok[i]:
+                        continue                # the constraint allows nothing here: drafts end
+                    t = tokens[i]
+                    if seq.matcher is not None and not seq.matcher.accept_token(t):
+                        continue
+                    p.tokens.append(t)
+                    if probs is not None and not seq.params.greedy:
+                        q[seq].append(probs[i])
+                    done = (ends(seq, t) or len(p.tokens) == room
+                            or (seq.matcher is not None and seq.matcher.is_terminated()))
+                    if not done:
+                        shadow.token_ids.append(t)
+                        feed.append((shadow, 1))
+            for seq, shadow, _ in live:
+                p = out[seq]
+                if p.masks is not None:
+                    seq.matcher.fill_next_token_bitmask(p.masks[len(p.tokens)])
+                    p.masks = p.masks[:len(p.tokens) + 1]
+                if q[seq]:
+                    p.probs = torch.stack(q[seq])
+                bm.free_tail(shadow, shadow.num_computed_tokens)
+        except BaseException:
+            for seq, _, _ in live:              # start again from scratch next time
+                self.release(seq)
+            raise
+        finally:
+            for seq, _, _ in live:
+                if seq.matcher is not None and out[seq].tokens:
+                    seq.matcher.rollback(len(out[seq].tokens))
+        return out
+
+    def _choose(self, logits: torch.Tensor, seqs: list[Sequence], proposals: list[Proposal]):
+        """Each row's draft: the constraint's mask (kept in the proposal), then the argmax or a
+        draw from the request's sampling distribution. Returns (tokens, the distributions
+        drawn from (None when all greedy), whether the row had any allowed token)."""
+        rows = [i for i, p in enumerate(proposals) if p.masks is not None]
+        if rows:
+            mask = np.full((len(seqs), self.runner.mask_words), -1, dtype=np.int32)
+            for i in rows:
+                seqs[i].matcher.fill_next_token_bitmask(mask[i])
+                proposals[i].masks[len(proposals[i].tokens)] = mask[i]
+            self.runner.apply_bitmask(logits, self.runner.to_device(mask, torch.int32), rows)
+        live = torch.isfinite(logits).any(dim=-1)
+        logits.masked_fill_(~live[:, None], 0.0)
+        sb = self.runner._sampling_batch(seqs, logits)
+        if sb.all_greedy:
+            return logits.argmax(dim=-1).tolist(), None, live.tolist()
+        probs = probabilities(logits, sb)      # (a new tensor: logits stay as they are)
+        drawn = exponential_race(probs, sb.generators, self.runner.generator)
+        tokens = torch.where(sb.temperature == 0, logits.argmax(dim=-1), drawn)
+        return tokens.tolist(), probs, live.tolist()
