@@ -474,7 +474,10 @@ class TermBuilder:
 
     def matches(self, t: Term, data: bytes) -> bool:
         """Whether `data` is a member of t: its derivatives along data, an intersection's
-        parts and a complement's operand apart (no intersection of derivatives is built).
+        parts, a complement's operand and the branches of an alternation with AND/NOT
+        parts apart (no intersection of derivatives is built: a oneOf's exclusive
+        branches, `B1 & ~B2 | B2 & ~B1`, are checked as their plain parts). Only t's own
+        structure is split so; what its derivatives become is derived on, jointly.
 
         >>> tb = TermBuilder()
         >>> tb.matches(tb.intersect([tb.literal(b"ab"), tb.complement(tb.literal(b"a"))]), b"ab")
@@ -484,6 +487,8 @@ class TermBuilder:
             return all(self.matches(c, data) for c in t.args)
         if t.kind == NOT:
             return not self.matches(t.args[0], data)
+        if t.kind == ALT and t.boolean:
+            return any(self.matches(c, data) for c in t.args)
         for b in data:
             t = self.derive(t, b)
             if t.kind == NOTHING:

@@ -222,3 +222,20 @@ def test_intersection_row_joins_neighbouring_segments_of_one_target():
     a = tb.alt([tb.concat(tb.byte_range(0x61, 0x6D), x), tb.concat(tb.byte_range(0x6E, 0x7A), tb.intersect([x, y]))])
     t = tb.intersect([a, tb.concat(tb.byte_range(0x61, 0x7A), y)])
     assert tb.row(t) == ((0x61, 0x7B, tb.intersect([x, y])),)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(patterns(), patterns(), patterns(), st.integers(0, 2**32 - 1))
+def test_matches_splits_alternatives_of_intersections(p1, p2, p3, seed):
+    """TermBuilder.matches checks an alternation with AND/NOT parts branch by branch
+    (a oneOf's `B1 & ~B2 | B2 & ~B1`, which emptiness guesses check): the same answers
+    as Python's `re`, and as the DFA of the term."""
+    tb = TermBuilder()
+    a, b, c = (regex_to_term(tb, p) for p in (p1, p2, p3))
+    t = tb.alt([tb.intersect([a, tb.complement(b)]), tb.intersect([b, tb.complement(a)]), tb.concat(c, a)])
+    dfa = LazyDFA(TermSource(tb), t)
+    rx1, rx2, rx3 = re.compile(p1), re.compile(p2), re.compile(p3)
+    for text in strings_near(p1, np.random.default_rng(seed)):
+        want = bool(rx1.fullmatch(text)) != bool(rx2.fullmatch(text)) or any(
+            rx3.fullmatch(text[:i]) and rx1.fullmatch(text[i:]) for i in range(len(text) + 1))
+        assert tb.matches(t, text.encode()) == want == dfa_fullmatch(dfa, text), (p1, p2, p3, text)
