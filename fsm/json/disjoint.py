@@ -21,6 +21,11 @@ from .merge import _common_values, _json_type, _well_typed
 from .source import JsonTermSource
 from .strings import encode_string, string_text
 
+# keywords that assert nothing: annotations, and OpenAPI's `discriminator` (a hint that
+# names the property telling a oneOf's branches apart; validators ignore it), so that a
+# `{discriminator, oneOf}` wrapper reads as its branches
+_SILENT = _ANNOTATIONS | {"discriminator"}
+
 
 def scalar_overlaps(comp, node, subs) -> bool:
     """Whether the oneOf branches that need complements (group_ways) hold no objects or
@@ -83,7 +88,7 @@ def closed_keys(comp, s) -> tuple | None:
     the compiler cannot read (refused where it compiles)."""
     s = deref(comp, s)
     if not isinstance(s, dict) or s.get("additionalProperties") is not False \
-            or not _schema_keys(s) - _ANNOTATIONS <= set(_OBJECT_KW) | {"type"} \
+            or not _schema_keys(s) - _SILENT <= set(_OBJECT_KW) | {"type"} \
             or s.get("type", "object") not in ("object", ["object"]):
         return None
     props, pats, req = s.get("properties", {}), s.get("patternProperties", {}), s.get("required", [])
@@ -219,7 +224,7 @@ def _branches(comp, s, depth: int = 0) -> list:
     is apart from every branch of the other (a oneOf of two oneOfs of objects told
     apart by a required `base` that one side allows and the other does not)."""
     s = deref(comp, s)
-    if depth < 8 and isinstance(s, dict) and len(kw := _schema_keys(s) - _ANNOTATIONS) == 1 \
+    if depth < 8 and isinstance(s, dict) and len(kw := _schema_keys(s) - _SILENT) == 1 \
             and (k := next(iter(kw))) in ("oneOf", "anyOf") and isinstance(s[k], list) and s[k]:
         return [b for x in s[k] for b in _branches(comp, x, depth + 1)]
     return [s]
@@ -275,7 +280,7 @@ def _values_apart(comp, a, b) -> bool:
             return True
         if va is None:
             continue
-        if _schema_keys(other) - _ANNOTATIONS == {"not"}:
+        if _schema_keys(other) - _SILENT == {"not"}:
             out = comp._listed_values(other["not"])
             if out is not None and len(_common_values([va, out])) == len(_common_values([va])):
                 return True  # (every value a allows, b's `not` refuses)
@@ -305,7 +310,7 @@ def closed_object(comp, s) -> tuple | None:
     allow: a oneOf of a job that needs `runs-on` and one that needs `uses`, each
     without the other's key."""
     s = deref(comp, s)
-    while isinstance(s, dict) and len(kw := _schema_keys(s) - _ANNOTATIONS) == 1 \
+    while isinstance(s, dict) and len(kw := _schema_keys(s) - _SILENT) == 1 \
             and (k := next(iter(kw))) in ("oneOf", "anyOf", "allOf") and isinstance(s[k], list) and len(s[k]) == 1:
         s = deref(comp, s[k][0])  # (a wrapper of one branch)
     if not isinstance(s, dict) or types_of(comp, s) != {"object"} \

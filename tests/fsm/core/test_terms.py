@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from oracles import dfa_fullmatch, patterns, strings_near
 
 from structgen.fsm.core.dfa import DEAD, LazyDFA, TermSource
-from structgen.fsm.core.terms import TermBuilder
+from structgen.fsm.core.terms import AND, TermBuilder
 from structgen.fsm.regex.syntax import regex_to_term
 
 
@@ -184,3 +184,58 @@ def test_wrong_guesses_fall_back_to_the_search():
         nothing = tb.complement(tb.alt([tb.empty, tb.repeat(tb.any_byte, 1, None)]))  # all strings
         assert source(tb).is_empty(tb.concat(nothing, tb.literal(b"y"))), source
         assert not source(tb).is_empty(tb.alt([tb.concat(nothing, tb.literal(b"y")), tb.literal(b"z")]))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(patterns(), patterns(), patterns(), st.integers(0, 2**32 - 1))
+def test_intersection_rows_meet_each_pair_once_and_stay_exact(p1, p2, p3, seed):
+    """The rows of intersections (TermBuilder._intersect_rows: a pair of targets met once
+    per builder, neighbouring segments of one target joined): the DFA they build accepts
+    exactly what Python's `re` says of `a & ~b` and `a & c`, where an earlier
+    intersection of other terms filled the builder's memo first; no two neighbouring
+    segments of a row have one target; each target is the parts' derivatives met."""
+    tb = TermBuilder()
+    a, b, c = (regex_to_term(tb, p) for p in (p1, p2, p3))
+    warm = LazyDFA(TermSource(tb), tb.intersect([b, tb.complement(c)]))  # (the memo, filled by other pairs)
+    for s in range(1, 6):
+        if s < warm.num_states:
+            warm.expand(s)
+    rx1, rx2, rx3 = re.compile(p1), re.compile(p2), re.compile(p3)
+    both = LazyDFA(TermSource(tb), tb.alt([tb.intersect([a, tb.complement(b)]), tb.intersect([a, c])]))
+    for text in strings_near(p1, np.random.default_rng(seed)):
+        want = bool(rx1.fullmatch(text)) and (not rx2.fullmatch(text) or bool(rx3.fullmatch(text)))
+        assert dfa_fullmatch(both, text) == want, (p1, p2, p3, text)
+    for t in (tb.intersect([a, tb.complement(b)]), tb.intersect([a, c])):
+        if t.kind != AND:  # (a & a is a)
+            continue
+        row = tb.row(t)
+        assert all(x[1] <= y[0] and (x[1] < y[0] or x[2] is not y[2]) for x, y in zip(row, row[1:])), (p1, p2, p3)
+        for s, e, x in row:
+            for byte in (s, e - 1):
+                assert x is tb.intersect([tb.derive(p, byte) for p in t.args]), (p1, p2, p3, byte)
+
+
+def test_intersection_row_joins_neighbouring_segments_of_one_target():
+    """`([a-m]x | [n-z](x&y)) & [a-z]y`: both halves of [a-z] lead to `x&y`, one segment."""
+    tb = TermBuilder()
+    x, y = tb.literal(b"xx"), tb.literal(b"yy")
+    a = tb.alt([tb.concat(tb.byte_range(0x61, 0x6D), x), tb.concat(tb.byte_range(0x6E, 0x7A), tb.intersect([x, y]))])
+    t = tb.intersect([a, tb.concat(tb.byte_range(0x61, 0x7A), y)])
+    assert tb.row(t) == ((0x61, 0x7B, tb.intersect([x, y])),)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(patterns(), patterns(), patterns(), st.integers(0, 2**32 - 1))
+def test_matches_splits_alternatives_of_intersections(p1, p2, p3, seed):
+    """TermBuilder.matches checks an alternation with AND/NOT parts branch by branch
+    (a oneOf's `B1 & ~B2 | B2 & ~B1`, which emptiness guesses check): the same answers
+    as Python's `re`, and as the DFA of the term."""
+    tb = TermBuilder()
+    a, b, c = (regex_to_term(tb, p) for p in (p1, p2, p3))
+    t = tb.alt([tb.intersect([a, tb.complement(b)]), tb.intersect([b, tb.complement(a)]), tb.concat(c, a)])
+    dfa = LazyDFA(TermSource(tb), t)
+    rx1, rx2, rx3 = re.compile(p1), re.compile(p2), re.compile(p3)
+    for text in strings_near(p1, np.random.default_rng(seed)):
+        want = bool(rx1.fullmatch(text)) != bool(rx2.fullmatch(text)) or any(
+            rx3.fullmatch(text[:i]) and rx1.fullmatch(text[i:]) for i in range(len(text) + 1))
+        assert tb.matches(t, text.encode()) == want == dfa_fullmatch(dfa, text), (p1, p2, p3, text)

@@ -119,6 +119,44 @@ def test_oneof_of_unions_apart_branch_by_branch(overlap):
     _agrees_on(pool, cs, dfa, check, least=10)
 
 
+@pytest.mark.parametrize("recursive", [False, True])
+def test_oneof_of_discriminated_unions_apart_branch_by_branch(recursive):
+    """snapcraft's root as published: the inner oneOfs carry OpenAPI's `discriminator`
+    (asserts nothing), so they still read as their branches (json_disjoint._SILENT) and
+    the root oneOf is a union. Without a complement, the terms have no AND/NOT part (no
+    emptiness search in any state: a mask at the first key took 0.3 s); around a
+    recursion the schema compiles exactly as a recursive one (refused before). Instances
+    against jsonschema."""
+    def closed(key, value, build):
+        props = {key: {"const": value}, "name": {"type": "string"}}
+        if build is not None:
+            props["build"] = {"const": build}
+        if recursive:
+            props["parts"] = {"type": "array", "maxItems": 2, "items": {"$ref": "#/$defs/p"}}
+        return {"type": "object", "required": [key] + (["build"] if build else []), "additionalProperties": False,
+                "properties": props}
+    disc = {"discriminator": {"propertyName": "base", "mapping": {"a": "#/$defs/a"}}}
+    p = {**disc, "oneOf": [
+        {**disc, "oneOf": [closed("base", "a", None), {**disc, "oneOf": [closed("base", "bare", "x"),
+                                                                          closed("base", "bare", "y")]}]},
+        {"discriminator": {"propertyName": "build"}, "oneOf": [closed("build", "x", None), closed("build", "z", None)]}]}
+    schema = {"$defs": {"p": p}, "$ref": "#/$defs/p"}
+    leaves = [{"base": "a"}, {"base": "bare", "build": "x"}, {"base": "bare", "build": "y", "name": "n"},
+              {"build": "x"}, {"build": "z", "name": "m"}, {"base": "bare"}, {"base": "a", "build": "x"},
+              {"build": "y"}, {"name": "n"}, {}, "s"]
+    cs = schema_to_term(schema)
+    assert not cs.relaxed
+    if not recursive:
+        assert not cs.term.boolean  # (a union: no complement, nothing to search)
+        _agrees_on(leaves, cs, cs.dfa(), jsonschema.Draft202012Validator(schema), least=4)
+        return
+    assert cs.recursion is not None
+    check = jsonschema.Draft202012Validator(schema)
+    pool = leaves + [{**a, "parts": [b]} for a in leaves[:5] for b in leaves] + [
+        {"base": "a", "parts": [{"build": "x", "parts": [{"base": "bare", "build": "y", "parts": []}, {"base": "z"}]}]}]
+    _agrees_on(pool, cs, cs.dfa(), check, least=10)
+
+
 def test_oneof_complements_only_branches_that_share_types():
     """circle-ci's orbs: a oneOf of two string patterns (which may overlap) and an object
     whose values recurse. Exactly one branch holds iff exactly one of those sharing its
