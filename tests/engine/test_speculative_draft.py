@@ -186,6 +186,7 @@ CHI2_999 = {1: 10.83, 2: 13.82, 3: 16.27, 4: 18.47, 5: 20.52, 6: 22.46, 7: 24.32
             10: 29.59, 11: 31.26, 12: 32.91, 13: 34.53, 14: 36.12, 15: 37.70}
 
 
+@pytest.mark.slow   # (CI time; test_rejection_sampling_with_draft_probabilities_... checks the rule on the sampler alone)
 def test_sampled_output_follows_the_target_distribution(target, other_draft):
     """500 samples of four digits (regex [0-3]{4}: one token each) at temperature 1, with and
     without a disagreeing draft: the digits at positions 1-3 (drafted ones; the first is
