@@ -1953,7 +1953,10 @@ class _Compiler(AllOfMerges):
         lo = int(node.get("minProperties", 0))
         hi = node.get("maxProperties")
         hi = None if hi is None else int(hi)
-        limit = self._free_keys(keys, bare, lo) if others else None
+        # (every cell of the patterns' partition taken, no propertyNames: the keys' languages
+        # cover every key, which is endless from every beginning; no DFA of them to build)
+        every = bool(pat_terms) and names_t is None and len(bare) == len(subsets)
+        limit = self._free_keys(keys, bare, lo, every) if others else None
         cap = max(1, lo, (hi + 1) if hi is not None else 0)
         n = len(slots)
         if n * cap > 200_000:
@@ -1993,19 +1996,22 @@ class _Compiler(AllOfMerges):
                 memo[i, c] = take if req else tb.alt([take, memo[i + 1, c]])
         return tb.seq([self.open_obj, memo[0, 0], self.close_obj])
 
-    def _free_keys(self, keys: list, bare: list, lo: int) -> int | None:
+    def _free_keys(self, keys: list, bare: list, lo: int, every: bool = False) -> int | None:
         """Notes that an object takes keys no slot writes (`keys`: their quoted
         languages; `bare`: the same without the declared keys taken out, where patterns
         or propertyNames bound them, else empty), which the matcher keeps distinct
         (fsm/json/keys.py), and whether some are bounded: not endless from every
         beginning, or meeting others where objects are intersected or complemented
         (the matcher then walks). Returns how many such keys there are where fewer
-        than minProperties `lo`, else None: the object then takes no more of them."""
+        than minProperties `lo`, else None: the object then takes no more of them.
+        `every`: the `bare` languages together take every key (endless, not finite)."""
         self.free_keys = True
         if not bare:  # (any key but the declared ones: endless from every beginning)
             return None
         tb = self.tb
         k = (tuple(t.id for t in keys), tuple(t.id for t in bare), lo)
+        if k not in self._key_languages and every:
+            self._key_languages[k] = (True, None)
         if k not in self._key_languages:
             count = None
             try:

@@ -153,3 +153,32 @@ def test_typo_notes_for_every_place_a_key_is_misspelt():
     texts = [str(w.message) for w in got]
     assert sum("'maxLenght'" in t and "'maxLength'" in t for t in texts) == 4, texts
     assert not any("ignoreCase" in t for t in texts)
+
+
+@pytest.mark.parametrize("patterns", [["^a", "b$"], ["^x-"], ["^(.*)task$", "^(.*)pipe$", "^(.*)docker_builder$"]])
+def test_keys_that_patterns_partition_are_endless(patterns):
+    """Undeclared keys of an open object with patternProperties fall in the cells of the
+    patterns' partition (each pattern matched or not), which together take every key:
+    endless from every beginning, so the matcher keeps them distinct without walking
+    (Cirrus CI's four `^(.*)task$` patterns: no DFA of the cells built, 2 s of its
+    compile). The verdict agrees with key_language on the union of the cells; instances
+    agree with jsonschema."""
+    from structgen.fsm.core.dfa import LazyDFA
+    from structgen.fsm.json.keys import key_language
+    from structgen.fsm.json.source import JsonTermBuilder, JsonTermSource
+    from structgen.fsm.json.strings import StringTerms
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}},
+              "patternProperties": {p: {"type": "string"} for p in patterns}}
+    cs = schema_to_term(schema)
+    tb = JsonTermBuilder()
+    st = StringTerms(tb)
+    pats = [st.search(p) for p in patterns]
+    cells = [st.quoted(tb.intersect([p if i >> j & 1 else tb.complement(p) for j, p in enumerate(pats)]))
+             for i in range(1 << len(pats))]
+    endless, finite = key_language(LazyDFA(JsonTermSource(tb), tb.alt(cells), 10_000))
+    assert endless and not finite
+    assert cs.keys is not None and cs.keys.walks is (not endless)
+    check = jsonschema.Draft202012Validator(schema)
+    dfa = cs.dfa()
+    for inst in ({}, {"n": 1}, {"atask": "x"}, {"atask": 1}, {"x-b": "s", "zzz": 2}, {"ab": "s", "q": None}):
+        assert cs.accepts(cs.canonical(inst), dfa) == check.is_valid(inst), inst
