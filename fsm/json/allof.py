@@ -14,7 +14,7 @@ import collections
 import json
 
 from ..core.errors import RegexError
-from ..core.terms import Term
+from ..core.terms import AND, NOT, NOTHING, Term
 from .disjoint import deref, disjoint, types_of
 from .keywords import (
     _ANNOTATIONS,
@@ -332,23 +332,61 @@ class AllOfMerges:
         scalars = _merged_scalars(others) if others else {}
         if not lists:
             return None
+        _, vals, listed, trie = self._listed_common(lists)
         if scalars is None:  # (others of more keywords: where they narrow to scalars, their term)
-            check = self._scalars_of(others, _common_values(lists))
+            check = self._scalars_of(others, vals)
             if check is None:
                 return None
             scalars = {}
         else:
             check = self._scalar_check(scalars) if scalars else None
-        vals = []
-        for v in _common_values(lists):
-            text = canonical_json(int(v) if self._draft4 and type(v) is float and v.is_integer() else v, None)
-            if check is not None and not (_has_type(v, scalars.get("type")) if isinstance(v, (dict, list))
-                                          else self._matches(check, text.encode())):
-                continue
-            vals.append(v)
+        if check is not None:
+            held = {id(listed[i]) for i in self._accepted(check, trie, len(listed))}
+            vals = [v for v in vals if (_has_type(v, scalars.get("type")) if isinstance(v, (dict, list))
+                                        else id(v) in held)]
         if self._draft4 and "type" in scalars:  # (a listed 2 is also written 2.0, which is no integer there)
-            return {"enum": vals, "type": scalars["type"]}
-        return {"enum": vals}
+            return {"enum": list(vals), "type": scalars["type"]}
+        return {"enum": list(vals)}
+
+    def _listed_common(self, lists: list) -> tuple:
+        """(lists, the values common to them, their scalars, a trie of the scalars'
+        canonical texts), remembered per lists (held here, so that their ids stay
+        theirs): each of hundreds of merges may list the same hundreds of names
+        (Azure Pipelines' task names beside each task's own pattern)."""
+        key = tuple(map(id, lists))
+        got = self._commons.get(key)
+        if got is None:
+            vals = _common_values(lists)
+            scalars = [v for v in vals if not isinstance(v, (dict, list))]
+            trie: dict = {}  # byte -> child; -1 -> the indexes (in scalars) of the texts ending here
+            for i, v in enumerate(scalars):
+                node = trie
+                for b in canonical_json(int(v) if self._draft4 and type(v) is float and v.is_integer() else v,
+                                        None).encode():
+                    node = node.setdefault(b, {})
+                node.setdefault(-1, []).append(i)
+            got = self._commons[key] = (lists, vals, scalars, trie)
+        return got
+
+    def _accepted(self, t: Term, trie: dict, n: int) -> set:
+        """The indexes (of n) of the texts in `trie` that term t accepts (tb.matches of
+        each): derivatives down the trie, none below a prefix t refuses. Hundreds of
+        names beside a pattern that takes one of them cost a step for each first byte,
+        not a walk for each name."""
+        if t.kind == AND:  # (its parts apart, as tb.matches: no intersection of derivatives built)
+            return set.intersection(*(self._accepted(x, trie, n) for x in t.args))
+        if t.kind == NOT:
+            return set(range(n)) - self._accepted(t.args[0], trie, n)
+        derive, out, todo = self.tb.derive, set(), [(trie, t)]
+        while todo:
+            node, x = todo.pop()
+            for b, child in node.items():
+                if b < 0:
+                    if x.nullable:
+                        out.update(child)
+                elif (y := derive(x, b)).kind != NOTHING:
+                    todo.append((child, y))
+        return out
 
     def _scalars_of(self, others: list, values: list) -> Term | None:
         """The term of allOf branches `others` beside lists of the scalars `values`,

@@ -7,6 +7,7 @@ builds terms.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import math
 import re
@@ -148,6 +149,15 @@ def _subschemas(node: dict, ptr: str):
             yield from ((x, f"{ptr}/{esc(k)}/{i}") for i, x in enumerate(v))
 
 
+@functools.lru_cache(maxsize=4096)
+def _near_keyword(key: str) -> str | None:
+    """The keyword that `key` is probably a misspelling of, or None. Cached: real schemas
+    repeat the same few unknown keys thousands of times (Azure Pipelines' `ignoreCase`),
+    and one difflib search over the keywords takes about a millisecond."""
+    near = difflib.get_close_matches(key, _KEYWORDS, n=1, cutoff=TYPO_CUTOFF)
+    return near[0] if near else None
+
+
 def schema_notes(root, assert_formats: bool, custom_formats: str, python: bool) -> list[str]:
     """What a schema probably did not mean, as SchemaWarning texts, each naming the key
     and its JSON pointer: a key that is no keyword but close to one (`maxLenght`: the
@@ -163,9 +173,9 @@ def schema_notes(root, assert_formats: bool, custom_formats: str, python: bool) 
         for k in node:
             if not isinstance(k, str) or k in _KEYWORDS or k in VENDOR_NOTES or k.lower().startswith("x-"):
                 continue
-            near = difflib.get_close_matches(k, _KEYWORDS, n=1, cutoff=TYPO_CUTOFF)
+            near = _near_keyword(k)
             if near:
-                out.append(f"unknown keyword {k!r} at {ptr} is ignored: did you mean {near[0]!r}?")
+                out.append(f"unknown keyword {k!r} at {ptr} is ignored: did you mean {near!r}?")
         fmt = node.get("format")
         if assert_formats and custom_formats == "annotate" and isinstance(fmt, str) and not is_known(fmt, python):
             out.append(f"format {fmt!r} at {ptr} is not one the specification or OpenAPI defines: read as an "

@@ -21,8 +21,8 @@ class JsonOptions:
     max_whitespace: int = option(20, "bytes of whitespace allowed at one place under whitespace='flexible'")
     strict: bool = option(True, "True: a keyword that cannot be enforced exactly raises SchemaError; False: it is "
                         "relaxed or dropped with a SchemaWarning (listed in info.relaxed)")
-    max_depth: int = option(20, "values are at most this many containers deep (bounds the values the schema "
-                              "leaves free: {}, true, a missing items)")
+    max_depth: int = option(20, "values the schema leaves free ({}, true, a missing items) are at most this many "
+                              "containers deep, counted from where each starts (docs/json-schema.md, Nesting)")
     recursion: str = option("auto", 'recursive $ref: "auto" (exact: lazy terms where exact, else a grammar), '
                           '"grammar" (always the grammar path), "refuse" (SchemaError)')
     max_recursion_depth: int | None = option(None, "N: unroll recursive $refs to depth N instead of enforcing them "

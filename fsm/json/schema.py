@@ -21,7 +21,7 @@ import math
 import re
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from itertools import combinations, product
 from typing import NamedTuple
@@ -94,6 +94,11 @@ from .variants import (
 )
 
 MAX_UNIQUE_DOMAIN = 16
+# Subschemas compiled inside one another at most (declared containers, $refs and
+# applicators each a level), a level taking up to ~6 of Python's 1000 frames: deeper,
+# the compile starts again with declared containers counted against max_depth
+# (_TooDeep), and past it then, SchemaError. Real schemas nest up to ~60 (Renovate's).
+MAX_NESTING = 120
 MAX_PATTERN_PROPERTIES_PARTITION = 5  # patterns whose every subset is a way a key may match
 MAX_PATTERN_SUBSETS = 64  # past that many patterns, the subsets whose patterns meet (_pattern_subsets)
 MAX_KEY_STATES = 4096  # DFA states of an object's undeclared keys read to tell if they are bounded (_free_keys)
@@ -126,9 +131,15 @@ class JsonInfo:
     relaxed: list  # what lenient mode (strict=False) relaxed or dropped, with its pointer
     recursion: str | None  # how recursive $refs run: "lazy" (lazy terms), "grammar", or None
     canonical: Callable  # canonical(instance, indent=None): the text the constraint accepts
-    # keywords that contradict, with their pointers (keywords.contradictions): named where
-    # the constraint is refused for having no output (TokenAutomaton.require_output)
-    why_empty: tuple = ()
+    schema: object = field(default=None, repr=False, compare=False)  # the schema compiled (loaded)
+
+    @functools.cached_property
+    def why_empty(self) -> tuple:
+        """Keywords that contradict, with their pointers (keywords.contradictions): named
+        where the constraint is refused for having no output (TokenAutomaton.require_output).
+        Found when first asked: a walk of the whole schema, which a compile that has
+        output does not need (CloudFormation's: a tenth of its compile)."""
+        return () if self.schema is None else tuple(contradictions(self.schema))
 
 
 class CompiledSchema:
@@ -345,6 +356,13 @@ class _MixedOrders(Exception):
     known key slotted everywhere."""
 
 
+class _TooDeep(SchemaError):
+    """Subschemas nested more than MAX_NESTING deep where declared containers do not
+    count against max_depth: schema_to_term compiles again with them counted (as before
+    issue #51; a recursion through ever new merged copies of its schemas, Renovate's
+    managers each merged with the root, otherwise goes on until this limit)."""
+
+
 # the keywords _Compiler._index reads, in the order it reads them: those the node tells
 # of itself ($anchor... enum, in this order among themselves) and its subschemas
 # (_SUB_ONE, items, _SUB_MAP, _SUB_LIST), one order that keeps both
@@ -378,7 +396,8 @@ def load_schema(schema):
 
 
 class _Compiler(AllOfMerges):
-    def __init__(self, root, tb: JsonTermBuilder, options: JsonOptions | None = None, all_meet: bool = False):
+    def __init__(self, root, tb: JsonTermBuilder, options: JsonOptions | None = None, all_meet: bool = False,
+                 count_depth: bool = False):
         options = (options or JsonOptions()).for_source(root)  # (a loaded schema: Pydantic's were decided before)
         whitespace, max_whitespace, strict = options.whitespace, options.max_whitespace, options.strict
         max_recursion_depth, recursion, documents = options.max_recursion_depth, options.recursion, options.documents
@@ -386,6 +405,9 @@ class _Compiler(AllOfMerges):
         self.root, self.tb, self.strict = root, tb, strict
         self.max_depth = options.max_depth
         self.max_recursion_depth = max_recursion_depth
+        # declared containers count against max_depth everywhere (_counts_depth): where
+        # recursion is unrolled, or once a compile went past MAX_NESTING without (_TooDeep)
+        self.count_depth = count_depth or max_recursion_depth is not None
         self.assert_formats = options.assert_formats
         self.custom_formats = options.custom_formats
         self.allow_extra = options.allow_extra_properties
@@ -476,6 +498,7 @@ class _Compiler(AllOfMerges):
         self._variants: dict[int, list | None] = {}  # id(node) -> _presence_variants
         self._cond_variants: dict[int, list | None] = {}  # id(node) -> _condition_variants
         self._key_matches: dict[tuple, bool] = {}  # (term id, key text) -> _matches
+        self._commons: dict[tuple, tuple] = {}  # ids of lists of values -> _listed_common
         self._marker_memo = MarkerMemo()  # term id -> _marker_index
         self._unresolved: set = set()  # (node id, $ref) of references to other documents
         self._resolved: dict = {}  # (base URI, $ref) -> its target (_resolve)
@@ -740,6 +763,20 @@ class _Compiler(AllOfMerges):
                 _UNIVERSES[prog_key] = tb.export(t)
         return self.tb.json_value(t)
 
+    def _counts_depth(self) -> bool:
+        """Whether declared containers count against the depth `d` here: inside a
+        complement's operands (`not`, `if`, `contains`: they and the universe they are
+        taken from share one bound, so the complement is exact) and when recursion is
+        unrolled (max_recursion_depth), or everywhere once nesting went past MAX_NESTING
+        (_TooDeep). Elsewhere only free values do (any(d)): a
+        subschema's term is then the same wherever it is reached, built once however
+        many places refer to it (docs/json-schema.md, "Nesting")."""
+        return self._negated > 0 or self.count_depth
+
+    def _below(self, d: int) -> int:
+        """The depth left to the values inside a container at depth d."""
+        return d - 1 if self._counts_depth() else d
+
     def _uses_depth(self) -> None:
         if self._dep_stack:
             self._dep_stack[-1] = True
@@ -788,6 +825,10 @@ class _Compiler(AllOfMerges):
                 t = self._memo.get(mkey)
                 if t is not None:
                     return t
+        if len(self._within) >= MAX_NESTING:
+            raise (SchemaError if self.count_depth else _TooDeep)(
+                f"the schema nests more than {MAX_NESTING} subschemas deep here (containers, $refs and applicators "
+                "each count one)", None, self.ptr(node))
         self._active[key] = self._active.get(key, 0) + 1
         self._dep_stack.append(False)
         self._within.append(node)
@@ -1229,18 +1270,31 @@ class _Compiler(AllOfMerges):
         if split is not None:
             self._cond_variants[id(node)] = split
             return split
-        outcomes = None if got is None else self._outcomes(*got)
-        if outcomes is not None:
-            conds, rest = got
-            out = []
+        found = None if got is None else self._outcomes(*got)
+        if found is not None:
+            (conds, rest), (outcomes, apart) = got, found
+            out, negated = [], {}
             for holding in outcomes:
                 extra = []
+                # a failing test whose values are apart from a holding one's (same key) fails
+                # wherever the key is there (or, where its `if` requires the key, anyway): not
+                # negated (a hundred `if`s on a form item's `type`: a schema each, not a hundred
+                # negations each)
+                implied = set().union(*(apart.get(i, ()) for i in holding)) - holding
+                present = {conds[i][0] for i in implied if not conds[i][2]}
                 for i, (key, test, required, then, els) in enumerate(conds):
                     if i in holding:
                         extra += [{"properties": {key: test}, "required": [key] if required else []}, then]
+                    elif i in implied:
+                        if key in present:
+                            present.discard(key)
+                            extra.append({"type": "object", "required": [key]})
+                        extra.append(els)
                     else:  # the `if` fails: only on an object, whose key has another value (or is absent)
-                        extra += [{"type": "object", "properties": {key: self._negated_test(rest, key, test)},
-                                   "required": [] if required else [key]}, els]
+                        if i not in negated:  # (one schema per test, shared by the outcomes it fails in)
+                            negated[i] = {"type": "object", "properties": {key: self._negated_test(rest, key, test)},
+                                          "required": [] if required else [key]}
+                        extra += [negated[i], els]
                 if False in extra:
                     continue
                 v = dict(rest)
@@ -1275,14 +1329,15 @@ class _Compiler(AllOfMerges):
         self._keep.append((objects, others))
         return [objects, others]
 
-    def _outcomes(self, conds: list, rest: dict) -> list | None:
-        """The sets of conditions (indexes into conds, _value_conditions) that may hold
+    def _outcomes(self, conds: list, rest: dict) -> tuple | None:
+        """(outcomes, apart): the sets of conditions (indexes into conds, _value_conditions) that may hold
         together, at most CONDITIONS_MAX of them (or CONDITIONS_ONE_KEY_MAX + 2 for the
-        tests of one key); None where there are more. Tests of one key of an object for
+        tests of one key). Tests of one key of an object for
         values apart hold one at a time where the key is always there (required by the
         `if` or by rest: five `if`s on a form item's `type` are six outcomes, not 32), and
         also all at once where it may be absent (17 `if`s on an optional `conditions`: 19
-        outcomes)."""
+        outcomes); `apart`: each test of such a group -> the group (values pairwise apart).
+        None where there are more."""
         groups: dict = {}  # (key, always there) -> indexes of tests of it that exclude each other
         lone = []
         objects = types_of(self, rest) == {"object"}  # (every `if` holds on other values)
@@ -1300,7 +1355,8 @@ class _Compiler(AllOfMerges):
         n = math.prod(map(len, choices))
         if n > CONDITIONS_MAX and not (len(choices) == 1 and n <= CONDITIONS_ONE_KEY_MAX + 2):
             return None
-        return [frozenset().union(*c) for c in product(*choices)]
+        apart = {i: frozenset(g) for g in groups.values() if len(g) > 1 for i in g}
+        return [frozenset().union(*c) for c in product(*choices)], apart
 
     def _negated_test(self, node: dict, key: str, test) -> dict:
         """A schema for node's property `key` failing `test`: the values the property
@@ -1560,7 +1616,7 @@ class _Compiler(AllOfMerges):
             return tb.literal(string_text(v))
         if isinstance(v, list):
             self._uses_depth()
-            if d < 1:
+            if d < 1 and self._counts_depth():
                 return tb.nothing
             if not v:
                 return tb.seq([self.open_arr, self.close_arr])
@@ -1568,11 +1624,11 @@ class _Compiler(AllOfMerges):
             for i, x in enumerate(v):
                 if i:
                     items.append(self.comma)
-                items.append(self.const(x, d - 1))
+                items.append(self.const(x, self._below(d)))
             return tb.seq([self.open_arr] + items + [self.close_arr])
         if isinstance(v, dict):
             self._uses_depth()
-            if d < 1:
+            if d < 1 and self._counts_depth():
                 return tb.nothing
             order = {k: i for i, k in enumerate(self.key_order)}
             keys = sorted(v, key=lambda k: order[k])
@@ -1580,7 +1636,7 @@ class _Compiler(AllOfMerges):
             for i, k in enumerate(keys):
                 if i:
                     items.append(self.comma)
-                items += [tb.literal(string_text(k)), self.colon, self.const(v[k], d - 1)]
+                items += [tb.literal(string_text(k)), self.colon, self.const(v[k], self._below(d))]
             return tb.seq([self.open_obj] + items + [self.close_obj])
         raise SchemaError(f"not a JSON value: {v!r}", "const")
 
@@ -1641,11 +1697,11 @@ class _Compiler(AllOfMerges):
                 parts.append(self._string(node))
             elif t == "object":
                 self._uses_depth()
-                if d >= 1:
+                if d >= 1 or not self._counts_depth():
                     parts.append(self._object(node, d, budget))
             elif t == "array":
                 self._uses_depth()
-                if d >= 1:
+                if d >= 1 or not self._counts_depth():
                     parts.append(self._array(node, d, budget))
         return tb.alt(parts)
 
@@ -1816,7 +1872,7 @@ class _Compiler(AllOfMerges):
                 pat_terms.append((p, st.search(p), s))
             except RegexError as e:
                 self.refuse(node, "patternProperties", f"unsupported pattern {p!r}: {e}")
-        addl_t = self.value(addl, d - 1, budget) if addl is not True else self.any(d - 1)
+        addl_t = self.value(addl, self._below(d), budget) if addl is not True else self.any(self._below(d))
         # slots: keys at fixed places, in the document's key order; other keys come
         # last. Where objects may be intersected or complemented every known key has
         # one: objects agree on one order, and complements see only canonical texts
@@ -1846,9 +1902,9 @@ class _Compiler(AllOfMerges):
             enc = encode_string(k)
             vparts = []
             if k in props:
-                vparts.append(self.value(props[k], d - 1, budget))
+                vparts.append(self.value(props[k], self._below(d), budget))
             matched = [s for p, t, s in pat_terms if self._matches(t, enc)]
-            vparts += [self.value(s, d - 1, budget) for s in matched]
+            vparts += [self.value(s, self._below(d), budget) for s in matched]
             if k not in props and not matched:
                 if addl is False:
                     if req:
@@ -1859,7 +1915,7 @@ class _Compiler(AllOfMerges):
                     _marker_index(v, self._marker_memo) is not None for v in vparts):
                 merged = self._merged_all_of(self._key_schemas(node, k, matched))  # (no intersection)
                 if merged is not None:
-                    vparts = [self.value(merged, d - 1, budget)]
+                    vparts = [self.value(merged, self._below(d), budget)]
             vt = vparts[0] if len(vparts) == 1 else self._meet(  # (lenient: the first part, a superset)
                 node, "patternProperties", tb.intersect(vparts), lambda vparts=vparts: vparts[0])
             if vt is tb.nothing:
@@ -1880,7 +1936,7 @@ class _Compiler(AllOfMerges):
                 content.append(not_known)
                 key = st.quoted(tb.intersect(content) if len(content) > 1 else content[0])
                 if sub:
-                    vs = [self.value(pat_terms[i][2], d - 1, budget) for i in sub]
+                    vs = [self.value(pat_terms[i][2], self._below(d), budget) for i in sub]
                     v = tb.intersect(vs) if len(vs) > 1 else vs[0]
                 else:
                     v = addl_t
@@ -1897,7 +1953,10 @@ class _Compiler(AllOfMerges):
         lo = int(node.get("minProperties", 0))
         hi = node.get("maxProperties")
         hi = None if hi is None else int(hi)
-        limit = self._free_keys(keys, bare, lo) if others else None
+        # (every cell of the patterns' partition taken, no propertyNames: the keys' languages
+        # cover every key, which is endless from every beginning; no DFA of them to build)
+        every = bool(pat_terms) and names_t is None and len(bare) == len(subsets)
+        limit = self._free_keys(keys, bare, lo, every) if others else None
         cap = max(1, lo, (hi + 1) if hi is not None else 0)
         n = len(slots)
         if n * cap > 200_000:
@@ -1937,19 +1996,22 @@ class _Compiler(AllOfMerges):
                 memo[i, c] = take if req else tb.alt([take, memo[i + 1, c]])
         return tb.seq([self.open_obj, memo[0, 0], self.close_obj])
 
-    def _free_keys(self, keys: list, bare: list, lo: int) -> int | None:
+    def _free_keys(self, keys: list, bare: list, lo: int, every: bool = False) -> int | None:
         """Notes that an object takes keys no slot writes (`keys`: their quoted
         languages; `bare`: the same without the declared keys taken out, where patterns
         or propertyNames bound them, else empty), which the matcher keeps distinct
         (fsm/json/keys.py), and whether some are bounded: not endless from every
         beginning, or meeting others where objects are intersected or complemented
         (the matcher then walks). Returns how many such keys there are where fewer
-        than minProperties `lo`, else None: the object then takes no more of them."""
+        than minProperties `lo`, else None: the object then takes no more of them.
+        `every`: the `bare` languages together take every key (endless, not finite)."""
         self.free_keys = True
         if not bare:  # (any key but the declared ones: endless from every beginning)
             return None
         tb = self.tb
         k = (tuple(t.id for t in keys), tuple(t.id for t in bare), lo)
+        if k not in self._key_languages and every:
+            self._key_languages[k] = (True, None)
         if k not in self._key_languages:
             count = None
             try:
@@ -2048,8 +2110,8 @@ class _Compiler(AllOfMerges):
         if uneval is not None and node.keys().isdisjoint(_EVALUATORS):  # (else _unevaluated_written)
             if rest_s is True and "items" not in node and "additionalItems" not in node:
                 rest_s = uneval
-        prefix = [self.value(s, d - 1, budget) for s in prefix_s]
-        rest = self.value(rest_s, d - 1, budget)
+        prefix = [self.value(s, self._below(d), budget) for s in prefix_s]
+        rest = self.value(rest_s, self._below(d), budget)
         lo = int(node.get("minItems", 0))
         hi = node.get("maxItems")
         hi = None if hi is None else int(hi)
@@ -2060,13 +2122,13 @@ class _Compiler(AllOfMerges):
             b = None if b is None else int(b)
             self._negated += 1
             try:
-                c = self.value(node["contains"], d - 1, budget)
+                c = self.value(node["contains"], self._below(d), budget)
                 holders = self._holders(node["contains"], c, [*prefix_s, rest_s], [*prefix, rest])
                 if not any(holders) or (hi is not None and a > hi):
                     if a > 0:  # (every array holds none, or too few)
                         return tb.nothing
                     c = tb.nothing  # (the count holds on every array: none is too many for no b)
-                anyv = self.any(d - 1)
+                anyv = self.any(self._below(d))
                 notc = tb.intersect([anyv, tb.complement(c)])
                 if not (a == 0 and b is None):  # (else every count holds)
                     held = tb.intersect([c, anyv])
@@ -2096,9 +2158,9 @@ class _Compiler(AllOfMerges):
             elif dom is not None:
                 self._negated += 1
                 try:
-                    anyv = self.any(d - 1)
+                    anyv = self.any(self._below(d))
                     for v in dom:
-                        x = self.const(v, d - 1)
+                        x = self.const(v, self._below(d))
                         parts.append(self._count_list(x, tb.intersect([anyv, tb.complement(x)]), 0, 1))
                 finally:
                     self._negated -= 1
@@ -2256,12 +2318,21 @@ def _schema_to_term(schema, tb: JsonTermBuilder | None, split: bool, counts: dic
         reasons = unique[3] if unique is not None else {}  # (by JSON pointer: the same in the copy)
         comp.unique_reasons = reasons
         try:
-            try:
-                term = comp.value(comp.entry, comp.max_depth)
-            except _MixedOrders:
-                comp = _Compiler(root, tb, options, all_meet=True)
+            again: dict = {}  # (compiled again, with what changed: _MixedOrders, _TooDeep)
+            while True:
+                try:
+                    term = comp.value(comp.entry, comp.max_depth)
+                    break
+                except _MixedOrders:
+                    if again.get("all_meet"):
+                        raise
+                    again["all_meet"] = True
+                except _TooDeep:
+                    if again.get("count_depth"):
+                        raise
+                    again["count_depth"] = True
+                comp = _Compiler(root, tb, options, **again)
                 comp.unique_reasons = reasons
-                term = comp.value(comp.entry, comp.max_depth)
         except SchemaError as e:
             if not split or e.keyword != "uniqueItems" or \
                     (union := _split_union(first, given, options, [e.pointer], counts)) is None:
@@ -2335,22 +2406,23 @@ def build_automaton(schema, vocab, options: JsonOptions | None = None, **keyword
     with scope(options.time_budget_s, "json schema"), paused_gc(), freed_on_timeout(tb):
         stage("compiling the schema to terms")
         cs = schema_to_term(schema, tb, options)
-        why = tuple(contradictions(load_schema(schema)))
+        root = load_schema(schema)
         stage("deciding whether the start state is empty")
         if isinstance(cs, UnionSchema):
-            info = JsonInfo(cs.key_order, cs.relaxed, None, cs.canonical, why)
-            auto = UnionAutomaton([_automaton(b, vocab, ms, why) for b in cs.branches], info)
+            info = JsonInfo(cs.key_order, cs.relaxed, None, cs.canonical, root)
+            auto = UnionAutomaton([_automaton(b, vocab, ms, root) for b in cs.branches], info)
         else:
-            auto = _automaton(cs, vocab, ms, why)
+            auto = _automaton(cs, vocab, ms, root)
         paused_gc().collect_young()
     return auto
 
 
-def _automaton(cs: CompiledSchema, vocab, max_states: int, why_empty: tuple = ()):
+def _automaton(cs: CompiledSchema, vocab, max_states: int, root=None):
     """The automaton of a compiled schema, its term (or rules), its matcher (uniqueItems
-    and distinct keys checked beside the automaton) and its JsonInfo."""
+    and distinct keys checked beside the automaton) and its JsonInfo (of `root`, the
+    schema loaded)."""
     make = _matcher_factory(cs.unique, cs.keys)
-    info = JsonInfo(cs.key_order, cs.relaxed, cs.recursion, cs.canonical, why_empty)
+    info = JsonInfo(cs.key_order, cs.relaxed, cs.recursion, cs.canonical, root)
     if cs.rules is not None:
         auto = GrammarAutomaton(cs.rules.grammar_source(max_states), vocab, "json schema (recursive)",
                                 max_states, ahead=False, make_matcher=make, info=info)
