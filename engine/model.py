@@ -140,9 +140,13 @@ class Linear(nn.Linear):
     weight far below memory bandwidth; the packed oneDNN path does not, the LM head
     gaining most. Still fp32 throughout; only the summation order
     differs (as it does between batch sizes in sgemm), and each output row no longer
-    depends on the other rows of the batch. The packed copy costs the weight's size
-    again in memory. No better at 8-64 rows: packing for a given batch size, MKL's
-    packed sgemm, or splitting the LM head into column chunks.
+    depends on the other rows of the batch (of two or more rows: see below). The packed
+    copy costs the weight's size again in memory. No better at 8-64 rows: packing for a
+    given batch size, MKL's packed sgemm, or splitting the LM head into column chunks.
+
+    A single row (batch-1 decode) still goes to F.linear: there MKL's gemv streams the
+    weight faster than the packed path (docs/engine.md, "The model"), and it is the call
+    transformers makes, so a lone sequence's decode rounds as transformers' does.
     """
     packed = None
 
@@ -151,7 +155,7 @@ class Linear(nn.Linear):
         self.packed = torch.ops.mkldnn._reorder_linear_weight(self.weight.detach())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.packed is None:
+        if self.packed is None or x.shape[0] == 1:
             return F.linear(x, self.weight, self.bias)
         return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
 

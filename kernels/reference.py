@@ -151,9 +151,12 @@ def paged_attention(query: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
         k = _gather_blocks(k_cache, blocks)[:kv_len].transpose(0, 1)         # [kvh, L, d]
         v = _gather_blocks(v_cache, blocks)[:kv_len].transpose(0, 1)
         q = query[qsl:qsl + q_len].transpose(0, 1)                           # [H, q, d]
-        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None,
-                                           scale=scale, enable_gqa=group > 1)
-        out[qsl:qsl + q_len] = o.transpose(0, 1)
+        # 4-D, as transformers calls it: on CPU 3-D inputs miss the flash kernel and take
+        # the unfused math path (several times slower on a long prefill).
+        o = F.scaled_dot_product_attention(q[None], k[None], v[None], attn_mask=mask,
+                                           is_causal=mask is None, scale=scale,
+                                           enable_gqa=group > 1)
+        out[qsl:qsl + q_len] = o[0].transpose(0, 1)
         qsl += q_len
     return out
 
