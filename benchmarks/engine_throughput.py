@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -99,6 +100,46 @@ def constraint_for(llm):
         return None, f"none ({e})"
 
 
+@dataclass
+class GuidedRuns:
+    """Alternated runs of one workload with a constraint on every request and without."""
+    kind: str                       # "JSON Schema" or "regex"
+    constrained: list               # (tokens, wall s, CPU s) per repeat
+    free: list                      # the same, unconstrained, at the constrained outputs' lengths
+    cold: tuple                     # the first constrained run (fsm caches cold)
+    forced: int                     # jump-forward tokens in the last constrained run
+    errors: int                     # requests that failed in it
+
+
+def guided_runs(llm, prompts, lens, max_len, repeat) -> GuidedRuns | None:
+    """The constrained workload against the unconstrained one (None: no constraint compiles).
+
+    The regex can always go on, so banning EOS until `max_len` (min_tokens) keeps lengths
+    fixed; a JSON document ends when it ends. Either way the unconstrained run is then
+    given exactly the lengths the constrained one produced, so both compute the same
+    number of tokens. The first constrained run also pays for fsm's lazy exploration of
+    automaton states (`cold`). The sides alternate `repeat` times.
+    """
+    spec, kind = constraint_for(llm)
+    if spec is None:
+        return None
+    extra = {"min_tokens": int(max_len)} if kind == "regex" else {}
+    _, cold_tok, cold_dt, cold_cpu = run_engine(llm, prompts, lens, constraint=spec,
+                                                ignore_eos=True, **extra)
+    runs = GuidedRuns(kind, [], [], (cold_tok, cold_dt, cold_cpu), 0, 0)
+    for _ in range(repeat):
+        forced0 = llm.stats["forced_tokens"]
+        outs, tok, dt, cpu = run_engine(llm, prompts, lens, constraint=spec, ignore_eos=True,
+                                        **extra)
+        runs.constrained.append((tok, dt, cpu))
+        runs.errors = sum(o.finish_reason == "error" for o in outs)
+        runs.forced = llm.stats["forced_tokens"] - forced0
+        same_lens = [max(1, len(o.token_ids)) for o in outs]
+        _, f_tok, dt, cpu = run_engine(llm, prompts, same_lens, ignore_eos=True)
+        runs.free.append((f_tok, dt, cpu))
+    return runs
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="32 prompts, batch 8, 8-48 new tokens")
@@ -158,40 +199,23 @@ def main():
         rows.append((f"{n} prompts, {lo}-{hi} new tokens: our engine",
                      f"{ours_tps:.1f} tok/s ({ours_cps:.1f} per CPU s)", ""))
 
-    spec, kind = constraint_for(llm)
-    if spec is not None:
-        # The regex can always go on, so banning EOS until max_tokens (min_tokens) keeps
-        # lengths fixed; a JSON document ends when it ends. Either way the unconstrained
-        # run is then given exactly the lengths the constrained one produced, so both
-        # compute the same number of tokens. The first constrained run also pays for
-        # fsm's lazy exploration of automaton states (reported as "cold").
-        extra = {"min_tokens": int(hi)} if kind == "regex" else {}
-        _, cold_tok, cold_dt, cold_cpu = run_engine(llm, prompts, lens, constraint=spec,
-                                                    ignore_eos=True, **extra)
-        constrained, free = [], []
-        for _ in range(args.repeat):
-            forced0 = llm.stats["forced_tokens"]
-            outs, tok, dt, cpu = run_engine(llm, prompts, lens, constraint=spec, ignore_eos=True,
-                                            **extra)
-            constrained.append((tok, dt, cpu))
-            errors = sum(o.finish_reason == "error" for o in outs)
-            forced = llm.stats["forced_tokens"] - forced0
-            same_lens = [max(1, len(o.token_ids)) for o in outs]
-            _, f_tok, dt, cpu = run_engine(llm, prompts, same_lens, ignore_eos=True)
-            free.append((f_tok, dt, cpu))
-        c_tps, c_cps = best(constrained)
-        f_tps, f_cps = best(free)
-        rows.append((f"{n} prompts, unconstrained, lengths = the constrained outputs' ({f_tok} tokens)",
+    guided = guided_runs(llm, prompts, lens, hi, args.repeat)
+    if guided is not None:
+        c_tps, c_cps = best(guided.constrained)
+        f_tps, f_cps = best(guided.free)
+        cold_tok, cold_dt, cold_cpu = guided.cold
+        rows.append((f"{n} prompts, unconstrained, lengths = the constrained outputs' "
+                     f"({guided.free[-1][0]} tokens)",
                      f"{f_tps:.1f} tok/s ({f_cps:.1f} per CPU s)", "1.00x (1.00x)"))
-        rows.append((f"  same, {kind} constraint on every request ({tok} tokens, "
-                     f"{forced} of them jump-forward, {errors} errors)",
+        rows.append((f"  same, {guided.kind} constraint on every request ({guided.constrained[-1][0]} "
+                     f"tokens, {guided.forced} of them jump-forward, {guided.errors} errors)",
                      f"{c_tps:.1f} tok/s ({c_cps:.1f} per CPU s)",
                      f"{c_tps / f_tps:.2f}x ({c_cps / f_cps:.2f}x) (target >= 0.95x)"))
         rows.append(("  same, first constrained run (cold fsm caches)",
                      f"{cold_tok / cold_dt:.1f} tok/s ({cold_tok / cold_cpu:.1f} per CPU s)",
                      f"{cold_tok / cold_dt / f_tps:.2f}x ({cold_tok / cold_cpu / f_cps:.2f}x)"))
     else:
-        rows.append(("constraint run", "skipped", kind))
+        rows.append(("constraint run", "skipped", constraint_for(llm)[1]))
 
     system = ("You are a helpful assistant for a travel company. " * 60)
     sys_ids = llm.tokenizer(system).input_ids[:500]

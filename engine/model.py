@@ -140,18 +140,27 @@ class Linear(nn.Linear):
     weight far below memory bandwidth; the packed oneDNN path does not, the LM head
     gaining most. Still fp32 throughout; only the summation order
     differs (as it does between batch sizes in sgemm), and each output row no longer
-    depends on the other rows of the batch. The packed copy costs the weight's size
-    again in memory. No better at 8-64 rows: packing for a given batch size, MKL's
-    packed sgemm, or splitting the LM head into column chunks.
+    depends on the other rows of the batch (of two or more rows: see below). The packed
+    copy costs the weight's size again in memory. No better at 8-64 rows: packing for a
+    given batch size, MKL's packed sgemm, or splitting the LM head into column chunks.
+
+    A single row (batch-1 decode) still goes to F.linear: there MKL streams the weight
+    faster than the packed path, the more so with the weight stored column-major (the
+    same values, its transpose contiguous: `pack(column_major=True)`), which turns the
+    product into a sum of weight rows scaled by the input (docs/engine.md, "The model").
     """
     packed = None
 
-    def pack(self) -> None:
-        """(Re)build the packed copy from `weight`; call again if the weight changes."""
-        self.packed = torch.ops.mkldnn._reorder_linear_weight(self.weight.detach())
+    def pack(self, column_major: bool = True) -> None:
+        """(Re)build the packed copy from `weight`, and with `column_major` re-store
+        `weight` transposed in memory; call again if the weight changes."""
+        w = self.weight.detach()
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(w)
+        if column_major and w.is_contiguous():
+            self.weight = nn.Parameter(w.t().contiguous().t(), requires_grad=self.weight.requires_grad)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.packed is None:
+        if self.packed is None or x.shape[0] == 1:
             return F.linear(x, self.weight, self.bias)
         return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
 
@@ -288,12 +297,14 @@ class CausalLM(nn.Module):
 
     @torch.inference_mode()
     def pack_linears(self) -> None:
-        """Pre-pack every projection and the LM head for oneDNN (CPU only; else a no-op)."""
+        """Pre-pack every projection and the LM head for oneDNN (CPU only; else a no-op).
+        The projections' weights are stored column-major for single-row products; the LM
+        head's stay as they are (tied to the embedding, whose rows are looked up)."""
         if not onednn_available(self.lm_head.weight):
             return
         for m in self.modules():
             if isinstance(m, Linear):
-                m.pack()
+                m.pack(column_major=m is not self.lm_head)
 
 
 def _shard_weight(name: str, tensor: torch.Tensor, shard: Shard) -> torch.Tensor:

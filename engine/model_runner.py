@@ -155,7 +155,13 @@ class ModelRunner:
             self.kv_cache[:, :, dst] = self.kv_cache[:, :, src]
 
     def bind_cache(self) -> None:
-        # Rebound every step: engines may share one model's weights (LLM.with_config).
+        # Checked every step: engines may share one model's weights (LLM.with_config).
+        # Layer 0 tells: all layers are bound together, and a bound view keeps its cache
+        # alive, so no other cache can reuse the address.
+        first = self.model.layers[0].self_attn
+        if (first.backend is self.attention and first.k_cache is not None
+                and first.k_cache.data_ptr() == self.kv_cache.data_ptr()):
+            return
         for i, layer in enumerate(self.model.layers):
             layer.self_attn.k_cache = self.kv_cache[0, i]
             layer.self_attn.v_cache = self.kv_cache[1, i]

@@ -87,6 +87,17 @@ def _attend_decodes(query: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
     kv_heads = k_cache.shape[2]
     hi, bs = lo + n, meta.block_size
     key = ("decode", lo, sliding_window)
+    if n == 1 and sliding_window is None:
+        # A lone decode (batch-1 decoding) sees every position up to its own: its written
+        # slots alone, unpadded, need no mask and no zeroing.
+        if key not in meta.cache:
+            L = meta.seq_lens_host[lo]
+            meta.cache[key] = (meta.block_tables[lo, :-(-L // bs)].long(), L)
+        blocks, L = meta.cache[key]
+        k = _gather_blocks(k_cache, blocks)[:L].transpose(0, 1)[None]       # [1, kvh, L, d]
+        v = _gather_blocks(v_cache, blocks)[:L].transpose(0, 1)[None]
+        q = query.view(1, kv_heads, num_heads // kv_heads, head_dim)
+        return F.scaled_dot_product_attention(q, k, v, scale=scale).view(1, num_heads, head_dim)
     if key not in meta.cache:
         lens_host = meta.seq_lens_host[lo:hi]
         nb = -(-max(lens_host) // bs)
@@ -125,8 +136,10 @@ def paged_attention(query: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
     """
     group = query.shape[1] // k_cache.shape[2]
     bs = meta.block_size
-    out = torch.empty_like(query)
     nd = meta.num_decodes
+    if nd == len(meta.query_lens_host) == 1:     # batch-1 decoding: no output to assemble
+        return _attend_decodes(query, k_cache, v_cache, meta, 0, scale, sliding_window)
+    out = torch.empty_like(query)
     for lo, hi in _decode_groups(meta, query.is_cuda):
         out[lo:hi] = _attend_decodes(query[lo:hi], k_cache, v_cache, meta, lo, scale,
                                      sliding_window)
@@ -151,9 +164,12 @@ def paged_attention(query: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
         k = _gather_blocks(k_cache, blocks)[:kv_len].transpose(0, 1)         # [kvh, L, d]
         v = _gather_blocks(v_cache, blocks)[:kv_len].transpose(0, 1)
         q = query[qsl:qsl + q_len].transpose(0, 1)                           # [H, q, d]
-        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None,
-                                           scale=scale, enable_gqa=group > 1)
-        out[qsl:qsl + q_len] = o.transpose(0, 1)
+        # 4-D, as transformers calls it: on CPU 3-D inputs miss the flash kernel and take
+        # the unfused math path (several times slower on a long prefill).
+        o = F.scaled_dot_product_attention(q[None], k[None], v[None], attn_mask=mask,
+                                           is_causal=mask is None, scale=scale,
+                                           enable_gqa=group > 1)
+        out[qsl:qsl + q_len] = o[0].transpose(0, 1)
         qsl += q_len
     return out
 

@@ -140,3 +140,28 @@ def test_triton_backend_greedy_matches_transformers(tiny, smol_folder, padded):
     assert_greedy_matches(llm, hf, [[5, 17, 99, 3, 250, 11, 7, 80, 1, 2, 3, 4, 5, 6, 7, 8, 9], [42, 43], [7] * 9],
                           8)
     assert llm.block_manager.num_free_blocks == 32
+
+
+def test_projections_match_unfused_transformers_weights(tiny):
+    """Each fused projection (q/k/v, gate/up), packed and stored column-major on CPU, gives
+    transformers' separate projections side by side, for one row (the F.linear path) and
+    several (the packed path)."""
+    from structgen.engine.model import onednn_available
+    _, hf, folder = tiny
+    model = load_model(folder)
+    g = torch.Generator().manual_seed(2)
+    column_major = onednn_available(model.lm_head.weight)
+    with torch.inference_mode():
+        for ours, theirs in zip(model.layers, hf.model.layers):
+            a, m = theirs.self_attn, theirs.mlp
+            for proj, parts in ((ours.self_attn.qkv_proj, (a.q_proj, a.k_proj, a.v_proj)),
+                                (ours.mlp.gate_up_proj, (m.gate_proj, m.up_proj)),
+                                (ours.self_attn.o_proj, (a.o_proj,)), (ours.mlp.down_proj, (m.down_proj,))):
+                assert (proj.packed is not None) == column_major
+                if column_major:
+                    assert proj.weight.stride() == (1, proj.weight.shape[0])
+                for n in (1, 5):
+                    x = torch.randn(n, proj.weight.shape[1], generator=g)
+                    torch.testing.assert_close(proj(x), torch.cat([p(x) for p in parts], dim=-1),
+                                               atol=1e-5, rtol=1e-5)
+        assert model.lm_head.weight.is_contiguous()   # the embedding's rows stay rows

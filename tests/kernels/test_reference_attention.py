@@ -66,3 +66,21 @@ def test_paged_attention_matches_dense(heads, kv_heads, window, cuda_slots, monk
         expected = dense_attention(query[start:start + q_len], k, v, scale, window)
         torch.testing.assert_close(out[start:start + q_len], expected, atol=1e-5, rtol=1e-5)
         start += q_len
+
+
+@pytest.mark.parametrize("decodes,prefills", [([13], []), ([16], []), ([5], [(9, 4)]),
+                                              ([1, 7, 13, 9, 3, 16, 5, 2, 11], [])],
+                         ids=["alone", "full-blocks", "with-prefill", "last-group-of-one"])
+@pytest.mark.parametrize("window", [None, 5])
+def test_lone_decode_matches_dense(decodes, prefills, window):
+    """A decode attended on its own (batch-1 decoding, or the last CPU group of one) reads
+    only its written slots (the others hold NaN) and agrees with dense attention."""
+    bs, dim, heads, kv_heads = 4, 8, 6, 2
+    query, k_cache, v_cache, meta = paged_batch(decodes, prefills, bs, heads, kv_heads, dim)
+    out = paged_attention(query, k_cache, v_cache, meta, dim ** -0.5, window)
+    start = 0
+    for s, (_, q_len) in enumerate([(n, 1) for n in decodes] + prefills):
+        k, v = cached_kv(k_cache, meta, s), cached_kv(v_cache, meta, s)
+        expected = dense_attention(query[start:start + q_len], k, v, dim ** -0.5, window)
+        torch.testing.assert_close(out[start:start + q_len], expected, atol=1e-5, rtol=1e-5)
+        start += q_len
