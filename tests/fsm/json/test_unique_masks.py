@@ -509,6 +509,7 @@ def test_discriminated_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab
         ('[{"type":"checks","options":[1,1', b"]", False)])
 
 
+@pytest.mark.slow   # (about 30 s of CPU: the other unique-mask walks stay on the default path)
 def test_nested_unique_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab):
     """Open objects as items with a unique list below (compose's volumes): the tokens
     that close an object equal to an earlier one, or a label equal to an earlier one of
