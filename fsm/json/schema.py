@@ -929,7 +929,8 @@ class _Compiler(AllOfMerges):
         those of the patterns it matches; for another key, the patterns' (any of them
         may match it)."""
         pats, props = node["patternProperties"], node.get("properties", {})  # (objects: _check)
-        if sum(not self._order_free(v) for v in pats.values()) > 1:
+        held = [p for p, v in pats.items() if not self._order_free(v)]
+        if len(held) > 1 and not self._keys_disjoint(held):
             return False
         return all(sum(not self._order_free(x) for x in [v] + self._pattern_hits(pats, k)) <= 1
                    for k, v in props.items())
@@ -946,6 +947,19 @@ class _Compiler(AllOfMerges):
             if hit:
                 out.append(v)
         return out
+
+    def _keys_disjoint(self, patterns: list) -> bool:
+        """Whether no key matches two of `patterns` (appsettings' eight `^(nlog|NLog)$`
+        names: their value schemas never meet, so objects need not slot every known key)."""
+        tb, src = self.tb, JsonTermSource(self.tb, DEFAULT_MAX_STATES)
+        try:
+            terms = [self.st.search(p) for p in patterns]
+        except RegexError:  # (refused where the object is compiled)
+            return False
+        try:
+            return all(src.is_empty(tb.intersect([a, b])) for a, b in combinations(terms, 2))
+        except TooLargeError:
+            return False
 
     def _key_schema(self, node, key: str):
         """The schema under which an object of `node` holds `key` where nothing meets
