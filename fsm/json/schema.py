@@ -49,7 +49,7 @@ from .disjoint import (
 )
 from .dynamic import DynamicRefs, join_uri
 from .formats import FORMAT_ALIASES, INTEGER_FORMATS, OPENAPI_ANY, PYDANTIC_ANY_STRING, is_known
-from .keys import KeyMatcher, KeyPlan, key_language
+from .keys import KeyMatcher, KeyPlan, key_language, longest_text
 from .keywords import (
     _ANNOTATIONS,
     _ARRAY_KW,
@@ -2029,7 +2029,10 @@ class _Compiler(AllOfMerges):
         if k not in self._key_languages:
             count = None
             try:
-                endless, finite = key_language(LazyDFA(JsonTermSource(tb), tb.alt(bare), MAX_KEY_STATES))
+                if longest_text(tb.alt(bare)) is not None:  # (bounded: finitely many keys, whose
+                    endless, finite = False, True  # beginnings, the opening quote first, end in finitely many ways)
+                else:
+                    endless, finite = key_language(LazyDFA(JsonTermSource(tb), tb.alt(bare), MAX_KEY_STATES))
                 if finite and lo:
                     count = _count_strings(LazyDFA(JsonTermSource(tb), tb.alt(keys), MAX_KEY_STATES), lo)
             except TimeBudgetError:  # (the budget ends the compile, no fallback)
