@@ -480,6 +480,7 @@ class _Compiler(AllOfMerges):
         self._ref_targets: set[int] = set()
         self.rule_bodies_done: set[int] = set()
         self._merged: dict[int, object] = {}
+        self._idle_memo: dict[tuple, tuple] = {}  # (id(schema), type) -> (schema, _idle_of)
         self._narrow_memo: dict[tuple, dict | None] = {}  # (id(branch), types) -> _narrowed's schema
         self._wraps: dict[tuple, dict] = {}  # (id(branch), types) -> _typed_wrap
         self._narrowing: set[int] = set()  # ids of those schemas (not narrowed again)
