@@ -77,7 +77,7 @@ def _idle_keywords(types) -> frozenset:
     return _idle_of_types(frozenset("number" if t == "integer" else t for t in types))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _idle_of_types(types: frozenset) -> frozenset:
     """_idle_keywords of normalised type names (at most 2**6 sets: asked per pair of a
     oneOf's branches, hadolint's 100)."""
