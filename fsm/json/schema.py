@@ -927,8 +927,8 @@ class _Compiler(AllOfMerges):
     def _patterns_apart(self, node) -> bool:
         """Whether node's patternProperties make no intersection of two value schemas
         that are not order-free (_order_free): for a declared property, its schema and
-        those of the patterns it matches; for another key, the patterns' (any of them
-        may match it)."""
+        those of the patterns it matches; for another key, the patterns' where two of them
+        match one key (_keys_disjoint: no key matches two).
         pats, props = node["patternProperties"], node.get("properties", {})  # (objects: _check)
         held = [p for p, v in pats.items() if not self._order_free(v)]
         if len(held) > 1 and not self._keys_disjoint(held):
