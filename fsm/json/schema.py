@@ -928,7 +928,7 @@ class _Compiler(AllOfMerges):
         """Whether node's patternProperties make no intersection of two value schemas
         that are not order-free (_order_free): for a declared property, its schema and
         those of the patterns it matches; for another key, the patterns' where two of them
-        match one key (_keys_disjoint: no key matches two).
+        match one key (_keys_disjoint: no key matches two)."""
         pats, props = node["patternProperties"], node.get("properties", {})  # (objects: _check)
         held = [p for p, v in pats.items() if not self._order_free(v)]
         if len(held) > 1 and not self._keys_disjoint(held):
