@@ -196,7 +196,16 @@ class AllOfMerges:
             return True
         if not isinstance(s, dict) or id(s) in seen:
             return False
-        seen = seen | {id(s)}
+        if seen:
+            return self._idle_walk(s, t, seen | {id(s)})
+        k = (id(s), t)  # (remembered from the top: asked per pair of a oneOf's branches, hadolint's 100)
+        got = self._idle_memo.get(k)
+        if got is None:  # (s kept beside its verdict: its id is not reused)
+            got = self._idle_memo[k] = (s, self._idle_walk(s, t, frozenset((id(s),))))
+        return got[1]
+
+    def _idle_walk(self, s: dict, t: str, seen: frozenset) -> bool:
+        """_idle_of of a schema object s, `seen` holding it."""
         idle = _idle_keywords({t})
         for k in _schema_keys(s) - _ANNOTATIONS - idle:
             if k == "$ref":

@@ -20,6 +20,7 @@ from bisect import bisect_left
 import numpy as np
 
 from ..core.matcher import TokenMatcher
+from ..core.terms import ALT, AND, BYTES, CONCAT, EMPTY, NOTHING, REPEAT, STR, Term
 from ..core.vocabulary import ascending_set
 from .unique import MAX_VIABLE_STEPS, decoded_prefix, string_value
 from .unique_matcher import _among, _bounded_memo, _drop, _index_of, _path_tokens, _rests, tracked_prefix
@@ -423,6 +424,36 @@ def _ends_new(dfa, plan: KeyPlan, state: int, track: tuple) -> bool:
                 met.add((r, nxt))
                 todo.append((r, nxt))
     return False
+
+
+def longest_text(t: Term, memo: dict | None = None) -> int | None:
+    """A bound on the bytes of a text of term `t`, read from its structure, or None
+    where none is known (a star, a complement, a lazy program). An object's keys under
+    `^.{1,256}$` (vercel's headers) are that many characters: finitely many, known
+    without walking the thousands of DFA states that key_language would."""
+    memo = {} if memo is None else memo
+    got = memo.get(t.id, memo)
+    if got is not memo:
+        return got
+    k, args = t.kind, t.args
+    if k in (NOTHING, EMPTY):
+        n = 0
+    elif k == BYTES:
+        n = 1
+    elif k == STR:
+        n = len(args[0])
+    elif k in (CONCAT, ALT):
+        parts = [longest_text(a, memo) for a in args]
+        n = None if None in parts else (sum(parts) if k == CONCAT else max(parts, default=0))
+    elif k == REPEAT:
+        x = longest_text(args[0], memo)
+        n = None if x is None or args[2] is None else x * args[2]
+    elif k == AND:  # (the tightest of its parts' known bounds)
+        n = min((b for a in args if (b := longest_text(a, memo)) is not None), default=None)
+    else:
+        n = None
+    memo[t.id] = n
+    return n
 
 
 def key_language(dfa) -> tuple[bool, bool]:

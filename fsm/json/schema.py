@@ -49,7 +49,7 @@ from .disjoint import (
 )
 from .dynamic import DynamicRefs, join_uri
 from .formats import FORMAT_ALIASES, INTEGER_FORMATS, OPENAPI_ANY, PYDANTIC_ANY_STRING, is_known
-from .keys import KeyMatcher, KeyPlan, key_language
+from .keys import KeyMatcher, KeyPlan, key_language, longest_text
 from .keywords import (
     _ANNOTATIONS,
     _ARRAY_KW,
@@ -480,6 +480,7 @@ class _Compiler(AllOfMerges):
         self._ref_targets: set[int] = set()
         self.rule_bodies_done: set[int] = set()
         self._merged: dict[int, object] = {}
+        self._idle_memo: dict[tuple, tuple] = {}  # (id(schema), type) -> (schema, _idle_of)
         self._narrow_memo: dict[tuple, dict | None] = {}  # (id(branch), types) -> _narrowed's schema
         self._wraps: dict[tuple, dict] = {}  # (id(branch), types) -> _typed_wrap
         self._narrowing: set[int] = set()  # ids of those schemas (not narrowed again)
@@ -926,10 +927,11 @@ class _Compiler(AllOfMerges):
     def _patterns_apart(self, node) -> bool:
         """Whether node's patternProperties make no intersection of two value schemas
         that are not order-free (_order_free): for a declared property, its schema and
-        those of the patterns it matches; for another key, the patterns' (any of them
-        may match it)."""
+        those of the patterns it matches; for another key, the patterns' where two of them
+        match one key (_keys_disjoint: no key matches two)."""
         pats, props = node["patternProperties"], node.get("properties", {})  # (objects: _check)
-        if sum(not self._order_free(v) for v in pats.values()) > 1:
+        held = [p for p, v in pats.items() if not self._order_free(v)]
+        if len(held) > 1 and not self._keys_disjoint(held):
             return False
         return all(sum(not self._order_free(x) for x in [v] + self._pattern_hits(pats, k)) <= 1
                    for k, v in props.items())
@@ -946,6 +948,19 @@ class _Compiler(AllOfMerges):
             if hit:
                 out.append(v)
         return out
+
+    def _keys_disjoint(self, patterns: list) -> bool:
+        """Whether no key matches two of `patterns` (appsettings' eight `^(nlog|NLog)$`
+        names: their value schemas never meet, so objects need not slot every known key)."""
+        tb, src = self.tb, JsonTermSource(self.tb, DEFAULT_MAX_STATES)
+        try:
+            terms = [self.st.search(p) for p in patterns]
+        except RegexError:  # (refused where the object is compiled)
+            return False
+        try:
+            return all(src.is_empty(tb.intersect([a, b])) for a, b in combinations(terms, 2))
+        except TooLargeError:
+            return False
 
     def _key_schema(self, node, key: str):
         """The schema under which an object of `node` holds `key` where nothing meets
@@ -2015,7 +2030,10 @@ class _Compiler(AllOfMerges):
         if k not in self._key_languages:
             count = None
             try:
-                endless, finite = key_language(LazyDFA(JsonTermSource(tb), tb.alt(bare), MAX_KEY_STATES))
+                if longest_text(tb.alt(bare)) is not None:  # (bounded: finitely many keys, whose
+                    endless, finite = False, True  # beginnings, the opening quote first, end in finitely many ways)
+                else:
+                    endless, finite = key_language(LazyDFA(JsonTermSource(tb), tb.alt(bare), MAX_KEY_STATES))
                 if finite and lo:
                     count = _count_strings(LazyDFA(JsonTermSource(tb), tb.alt(keys), MAX_KEY_STATES), lo)
             except TimeBudgetError:  # (the budget ends the compile, no fallback)

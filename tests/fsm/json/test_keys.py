@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from oracles import distinct_keys
 
-from structgen.fsm.json.keys import KeyMatcher, KeyPlan, key_language
+from structgen.fsm.json.keys import KeyMatcher, KeyPlan, key_language, longest_text
 from structgen.fsm.json.schema import compile_json_schema, schema_to_term
 
 FREE = {"type": "object"}  # (any keys, any values: the universe's objects)
@@ -210,6 +210,32 @@ def test_key_language(pattern, endless, finite):
     tb = JsonTermBuilder()
     st = StringTerms(tb)
     assert key_language(LazyDFA(JsonTermSource(tb), st.quoted(st.search(pattern)), 4096)) == (endless, finite)
+
+
+@pytest.mark.parametrize("pattern", ["^[ab]{1,2}$", "^.{1,3}$", "^(ab|c)$", "^(a|b+)$", "^x-", "^[a-z]+$", "^é?.$"])
+def test_longest_text_bounds_the_key_language(pattern):
+    """longest_text, where it gives a bound, gives one no accepted text exceeds (the
+    longest path of the key's DFA, acyclic then), and only for a finite language:
+    key_language's verdict, which _free_keys then skips, is (not endless, finite)."""
+    from structgen.fsm.core.dfa import LazyDFA
+    from structgen.fsm.json.source import JsonTermBuilder, JsonTermSource
+    from structgen.fsm.json.strings import StringTerms
+    tb = JsonTermBuilder()
+    st = StringTerms(tb)
+    t = tb.intersect([st.quoted(st.search(pattern)), st.quoted(st.not_in(["b"]))])
+    dfa = LazyDFA(JsonTermSource(tb), t, 4096)
+    endless, finite = key_language(dfa)
+    bound = longest_text(t)
+    assert (bound is not None) == finite
+    if finite:
+        assert not endless
+        longest = {}
+        def depth(q):  # (acyclic: every state of a finite language's DFA)
+            if q not in longest:
+                longest[q] = max((1 + depth(dfa.step(q, b)) for b in dfa.live_bytes(q)),
+                                 default=0 if dfa.accepting[q] else -1)
+            return longest[q]
+        assert 0 < depth(dfa.start) <= bound
 
 
 def test_matcher_contract(smol_tokenizer, smol_vocab):

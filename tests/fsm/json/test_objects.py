@@ -218,6 +218,31 @@ def test_many_pattern_properties_partitioned_by_their_overlaps():
     assert e.value.keyword == "patternProperties" and e.value.pointer == "#/properties/q"
 
 
+@pytest.mark.parametrize("pats", [("^(nlog|NLog)$", "^(cdn|Cdn)$", "^pwa$"), ("^n", "^nl", "^pwa$")])
+def test_object_valued_patterns_apart_or_meeting(pats):
+    """patternProperties of object values: apart where no key matches two patterns
+    (appsettings' names: objects then slot only their own keys), intersected where
+    some key does (`^n` and `^nl`); both exact against jsonschema, nested objects' keys
+    in either order (each value object slots its own keys: met, their orders differ)."""
+    values = [{"type": "object", "properties": {"c": {"type": "integer"}, "a": {"type": "string"}}, "required": ["a"]},
+              {"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "string"}}},
+              {"type": "object", "properties": {"a": {"minimum": 3}}, "required": ["b"]}]
+    schema = {"type": "object", "properties": {"Kestrel": {"type": "object", "properties": {"b": {"type": "null"}}}},
+              "patternProperties": dict(zip(pats, values))}
+    acc, cs = compiled(schema)
+    v = jsonschema.Draft202012Validator(schema)
+    rng = random.Random(5)
+    inner = [1, 5, "x", None]
+    seen = {True: 0, False: 0}
+    for _ in range(300):
+        keys = rng.sample(["nlog", "NLog", "nl", "n", "cdn", "pwa", "Kestrel", "x"], rng.randint(0, 2))
+        inst = {k: {m: rng.choice(inner) for m in rng.sample("abcq", rng.randint(0, 3))} for k in keys}
+        ok = v.is_valid(inst)
+        seen[ok] += 1
+        assert acc(cs.canonical(inst)) == ok, inst
+    assert min(seen.values()) > 30, seen
+
+
 def test_long_objects_compile():
     """An object of 1000 required members (concatenations re-nest in a loop: 200 passed
     Python's stack), and a recursive union of two objects that share 400 leading members,
