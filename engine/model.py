@@ -236,7 +236,8 @@ class MLP(nn.Module):
 
     def forward(self, x):
         gate, up = self.gate_up_proj(x).split(self.intermediate, dim=-1)
-        return self.shard.all_reduce(self.down_proj(F.silu(gate) * up))
+        # In place: the activation is this step's own; one [T, intermediate] buffer fewer.
+        return self.shard.all_reduce(self.down_proj(F.silu(gate).mul_(up)))
 
 
 class DecoderLayer(nn.Module):
@@ -248,8 +249,10 @@ class DecoderLayer(nn.Module):
         self.mlp = MLP(cfg, shard)
 
     def forward(self, h, cos, signed_sin, meta):
-        h = h + self.self_attn(self.input_layernorm(h), cos, signed_sin, meta)
-        return h + self.mlp(self.post_attention_layernorm(h))
+        # Residuals added in place into the sublayer's fresh output (a + h == h + a exactly):
+        # no new [T, hidden] buffer per add.
+        h = self.self_attn(self.input_layernorm(h), cos, signed_sin, meta).add_(h)
+        return self.mlp(self.post_attention_layernorm(h)).add_(h)
 
 
 class CausalLM(nn.Module):

@@ -59,6 +59,25 @@ DECODE_GROUP = 8
 CUDA_DECODE_SLOTS = 1 << 18
 
 
+def _first_slot(blocks: torch.Tensor, block_size: int) -> int | None:
+    """On CPU, the first slot of `blocks` when they are consecutive in the cache (as a lone
+    sequence's usually are: free blocks are handed out in order), so that its K/V are read
+    as a view instead of gathered; else None. Built once per step: the host list is free on
+    CPU, a device sync on CUDA (where it is not used)."""
+    if blocks.is_cuda or blocks.numel() == 0:
+        return None
+    ids = blocks.tolist()
+    return ids[0] * block_size if ids == list(range(ids[0], ids[0] + len(ids))) else None
+
+
+def _read_kv(cache: torch.Tensor, blocks: torch.Tensor, start: int | None, length: int) -> torch.Tensor:
+    """The first `length` slots of `blocks` [length, kv_heads, dim]: a view of the cache when
+    the blocks are consecutive (`start`: _first_slot), else a gathered copy."""
+    if start is not None:
+        return cache.view(-1, cache.shape[2], cache.shape[3])[start:start + length]
+    return _gather_blocks(cache, blocks)[:length]
+
+
 def _decode_groups(meta: AttentionMetadata, cuda: bool) -> list[tuple[int, int]]:
     """(lo, hi) ranges of the decodes attended together, computed once per step."""
     nd, bs = meta.num_decodes, meta.block_size
@@ -92,10 +111,11 @@ def _attend_decodes(query: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
         # slots alone, unpadded, need no mask and no zeroing.
         if key not in meta.cache:
             L = meta.seq_lens_host[lo]
-            meta.cache[key] = (meta.block_tables[lo, :-(-L // bs)].long(), L)
-        blocks, L = meta.cache[key]
-        k = _gather_blocks(k_cache, blocks)[:L].transpose(0, 1)[None]       # [1, kvh, L, d]
-        v = _gather_blocks(v_cache, blocks)[:L].transpose(0, 1)[None]
+            blocks = meta.block_tables[lo, :-(-L // bs)].long()
+            meta.cache[key] = (blocks, _first_slot(blocks, bs), L)
+        blocks, start, L = meta.cache[key]
+        k = _read_kv(k_cache, blocks, start, L).transpose(0, 1)[None]       # [1, kvh, L, d]
+        v = _read_kv(v_cache, blocks, start, L).transpose(0, 1)[None]
         q = query.view(1, kv_heads, num_heads // kv_heads, head_dim)
         return F.scaled_dot_product_attention(q, k, v, scale=scale).view(1, num_heads, head_dim)
     if key not in meta.cache:
@@ -158,11 +178,11 @@ def paged_attention(query: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.T
                 if sliding_window is not None:
                     mask &= kpos > qpos - sliding_window
                 mask = _additive(mask, query.dtype)
-            meta.cache[key] = (blocks, mask)
-        blocks, mask = meta.cache[key]
-        # Only the first kv_len gathered slots are read: nothing unwritten.
-        k = _gather_blocks(k_cache, blocks)[:kv_len].transpose(0, 1)         # [kvh, L, d]
-        v = _gather_blocks(v_cache, blocks)[:kv_len].transpose(0, 1)
+            meta.cache[key] = (blocks, _first_slot(blocks, bs), mask)
+        blocks, start, mask = meta.cache[key]
+        # Only the first kv_len slots are read: nothing unwritten.
+        k = _read_kv(k_cache, blocks, start, kv_len).transpose(0, 1)         # [kvh, L, d]
+        v = _read_kv(v_cache, blocks, start, kv_len).transpose(0, 1)
         q = query[qsl:qsl + q_len].transpose(0, 1)                           # [H, q, d]
         # 4-D, as transformers calls it: on CPU 3-D inputs miss the flash kernel and take
         # the unfused math path (several times slower on a long prefill).

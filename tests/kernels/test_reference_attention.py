@@ -84,3 +84,29 @@ def test_lone_decode_matches_dense(decodes, prefills, window):
         expected = dense_attention(query[start:start + q_len], k, v, dim ** -0.5, window)
         torch.testing.assert_close(out[start:start + q_len], expected, atol=1e-5, rtol=1e-5)
         start += q_len
+
+
+@pytest.mark.parametrize("decodes,prefills", [([13], []), ([], [(17, 17)]), ([], [(11, 3)])],
+                         ids=["lone-decode", "prefill", "prefill-after-context"])
+@pytest.mark.parametrize("window", [None, 5])
+def test_consecutive_blocks_read_as_a_view(decodes, prefills, window, monkeypatch):
+    """A sequence whose blocks are consecutive in the cache (as a lone sequence's usually
+    are) is read as a view, never gathered, and agrees with dense attention; its last
+    block's unwritten slots (NaN) are never read."""
+    bs, dim, heads, kv_heads = 4, 8, 6, 2
+    query, k_cache, v_cache, meta = paged_batch(decodes, prefills, bs, heads, kv_heads, dim)
+    kv_len = meta.seq_lens_host[0]
+    n = -(-kv_len // bs)
+    old = meta.block_tables[0, :n].long()
+    new = torch.arange(2, 2 + n)                    # consecutive, not from block 0
+    for cache in (k_cache, v_cache):
+        blocks = cache[old].clone()
+        cache.fill_(float("nan"))
+        cache[new] = blocks
+    meta.block_tables[0, :n] = new.int()
+    if not (decodes and window):            # a windowed decode takes the padded, gathered path
+        monkeypatch.setattr(attention, "_gather_blocks", lambda *a: pytest.fail("gathered"))
+    out = paged_attention(query, k_cache, v_cache, meta, dim ** -0.5, window)
+    k, v = cached_kv(k_cache, meta, 0), cached_kv(v_cache, meta, 0)
+    expected = dense_attention(query, k, v, dim ** -0.5, window)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
