@@ -6,6 +6,7 @@ only AND/NOT parts, A* towards the shortest completion (JsonTermSource).
 from __future__ import annotations
 
 import heapq
+import itertools
 
 from ..core import budget
 from ..core.dfa import DEFAULT_MAX_STATES, TermSource, alphabet_of, fold
@@ -188,6 +189,65 @@ def _lazy_extenders(name: str) -> int:
 _LAZY_EXT: dict[str, int] = {}  # lazy program name -> _lazy_extenders
 
 
+# _joined_members: how many orders of the parts' members it offers
+JOIN_ORDERS_MAX = 6
+
+
+def _object_end(w: bytes, in_str: bool) -> int | None:
+    """Where the object a JSON text w is inside of (its members so far not shown;
+    in_str: w begins inside one's key) closes: the first `}` outside strings and
+    nested values; None if none."""
+    depth, esc = 0, False
+    for i, b in enumerate(w):
+        if in_str:
+            if esc:
+                esc = False
+            elif b == 0x5C:  # backslash
+                esc = True
+            elif b == 0x22:
+                in_str = False
+        elif b == 0x22:
+            in_str = True
+        elif b in b"[{":
+            depth += 1
+        elif b in b"]}":
+            if depth == 0:
+                return i if b == 0x7D else None
+            depth -= 1
+    return None
+
+
+def _joined_members(cands: list) -> list[bytes]:
+    """Candidates that each end the same object after their own members, as ones with
+    all their members (`"a":1}]` and `"b":2}]` -> `"a":1,"b":2}]`), in up to
+    JOIN_ORDERS_MAX orders (a member's schema may depend on another's: one order may
+    fit where another does not); none where they do not all close one object the same
+    way."""
+    for in_key in (False, True):
+        ends = [_object_end(w, in_key) for w in cands]
+        if None not in ends:
+            return _joined(cands, ends, in_key)
+    return []
+
+
+def _joined(cands: list, ends: list, in_key: bool) -> list[bytes]:
+    heads, tails = [], set()
+    for w, end in zip(cands, ends):
+        head = w[:end]
+        lead = head[:1] == b","  # (after members already given: each begins with a comma)
+        head = head[1:] if lead else head
+        if head and head not in heads:
+            heads.append(head)
+        tails.add((lead, w[end:]))
+    if len(heads) < 2 or len(tails) != 1:
+        return []
+    lead, tail = tails.pop()
+    orders = itertools.islice(itertools.permutations(heads), JOIN_ORDERS_MAX)
+    # (from inside a key: the first member goes on with it, the others open theirs)
+    sep = b',"' if in_key else b","
+    return [(b"," if lead else b"") + sep.join(o) + tail for o in orders]
+
+
 class _Reentered(Exception):
     """JsonTermSource._search_empty was asked about a term it is searching already."""
 
@@ -249,6 +309,17 @@ class JsonTermSource(TermSource):
                 res = self._search_empty(t)
         empty[t.id] = res
         return res
+
+    def _guess_of(self, x: Term, kids: list) -> bytes | None:
+        """TermSource's candidate; for an intersection none of whose parts' candidates
+        is a member, also their object members joined: parts that each require other
+        keys of one object (allOf, if/then) each guess an object with only theirs. Only
+        a candidate: TermSource checks it (`matches`) before it counts."""
+        w = super()._guess_of(x, kids)
+        if w is not None or x.kind != AND:
+            return w
+        tried = [g for c, g in zip(x.args, kids) if c.kind != NOT and g]
+        return next((w for w in _joined_members(tried) if self.tb.matches(x, w)), None)
 
     def _search_empty(self, t: Term) -> bool:
         if t.id in self._searching:
