@@ -189,15 +189,15 @@ def _lazy_extenders(name: str) -> int:
 _LAZY_EXT: dict[str, int] = {}  # lazy program name -> _lazy_extenders
 
 
-# _joined_members: how many orders of the parts' members it offers
+# _joined_members: how many orders of the parts' members it offers, per reading
 JOIN_ORDERS_MAX = 6
 
 
-def _object_end(w: bytes, in_str: bool) -> int | None:
-    """Where the object a JSON text w is inside of (its members so far not shown;
-    in_str: w begins inside one's key) closes: the first `}` outside strings and
-    nested values; None if none."""
-    depth, esc = 0, False
+def _split_members(w: bytes, in_key: bool) -> tuple[list, bytes] | None:
+    """The members of the object a JSON text w is inside of (its members so far not
+    shown; in_key: w begins inside a key, the first member is that key's rest) up to
+    where that object closes, and the rest of w from its `}`; None if it does not."""
+    out, start, depth, in_str, esc = [], 0, 0, in_key, False
     for i, b in enumerate(w):
         if in_str:
             if esc:
@@ -210,42 +210,47 @@ def _object_end(w: bytes, in_str: bool) -> int | None:
             in_str = True
         elif b in b"[{":
             depth += 1
+        elif depth == 0 and b in b",]}":
+            if b == 0x5D:
+                return None
+            out.append(w[start:i])
+            start = i + 1
+            if b == 0x7D:
+                return out, w[i:]
         elif b in b"]}":
-            if depth == 0:
-                return i if b == 0x7D else None
             depth -= 1
     return None
 
 
 def _joined_members(cands: list) -> list[bytes]:
     """Candidates that each end the same object after their own members, as ones with
-    all their members (`"a":1}]` and `"b":2}]` -> `"a":1,"b":2}]`), in up to
-    JOIN_ORDERS_MAX orders (a member's schema may depend on another's: one order may
-    fit where another does not); none where they do not all close one object the same
-    way."""
+    all their members, a key once (`"a":1}]` and `"b":2}]` -> `"a":1,"b":2}]`): parts of
+    an object's intersection (allOf, if/then, oneOf) that each require other keys guess
+    objects with only theirs. Each text is read from outside a string and from inside
+    a key (the state is unknown here: both are offered), the members in up to
+    JOIN_ORDERS_MAX orders (keys may have to come in the schema's order); the key under
+    way, if any, stays first. None where they do not all close one object alike."""
+    out = []
     for in_key in (False, True):
-        ends = [_object_end(w, in_key) for w in cands]
-        if None not in ends:
-            return _joined(cands, ends, in_key)
-    return []
-
-
-def _joined(cands: list, ends: list, in_key: bool) -> list[bytes]:
-    heads, tails = [], set()
-    for w, end in zip(cands, ends):
-        head = w[:end]
-        lead = head[:1] == b","  # (after members already given: each begins with a comma)
-        head = head[1:] if lead else head
-        if head and head not in heads:
-            heads.append(head)
-        tails.add((lead, w[end:]))
-    if len(heads) < 2 or len(tails) != 1:
-        return []
-    lead, tail = tails.pop()
-    orders = itertools.islice(itertools.permutations(heads), JOIN_ORDERS_MAX)
-    # (from inside a key: the first member goes on with it, the others open theirs)
-    sep = b',"' if in_key else b","
-    return [(b"," if lead else b"") + sep.join(o) + tail for o in orders]
+        split = [_split_members(w, in_key) for w in cands]
+        if None in split or len({tail for _, tail in split}) != 1:
+            continue
+        lead = split[0][0][:1] == [b""]  # (after members given: each begins with a comma)
+        if any((ms[:1] == [b""]) != lead for ms, _ in split):
+            continue
+        first, members, giving = [], {}, 0
+        for ms, _ in split:
+            ms = ms[1:] if lead else ms
+            if in_key and ms:
+                first, ms = first or ms[:1], ms[1:]  # (each goes on with the same key)
+            giving += bool(ms)
+            for m in ms:
+                members.setdefault(m.split(b'":', 1)[0], m)
+        if giving < 2 - len(first):  # (one text's own members: that text, tried already)
+            continue
+        for order in itertools.islice(itertools.permutations(members.values()), JOIN_ORDERS_MAX):
+            out.append((b"," if lead else b"") + b",".join(first + list(order)) + split[0][1])
+    return list(dict.fromkeys(out))  # (both readings may give one text)
 
 
 class _Reentered(Exception):

@@ -261,3 +261,30 @@ def test_joined_member_guesses_are_members():
     for b in b'{"o":{':
         t = cs.tb.derive(t, b)
     assert src.guess(t) is None and src.is_empty(t)
+
+
+def test_joined_member_guesses_keep_emptiness_exact():
+    """JsonTermSource guesses an intersection whose parts each guess an object with
+    other members by joining their members, counted only where `matches` says so. Over
+    intersections of regexes for object tails, is_empty agrees with the core TermSource
+    (no joining), and the joined guesses are members by Python's re; `"a":1}` and
+    `"b":2}` meet nowhere, though their join `"a":1,"b":2}` is offered."""
+    from structgen.fsm.core.dfa import TermSource
+    from structgen.fsm.json.source import JsonTermSource
+
+    m = r'"[a-c]":[0-2]'
+    pairs = [(r'"a":1}', r'"b":2}'), (rf'"a":1(,{m})*}}', rf'({m},)*"b":2}}'), (rf'"a":1(,{m})*}}', rf'"b":2(,{m})*}}'),
+             (rf',"a":1(,{m})*}}\]', rf'(,{m})*,"b":2}}\]'), (rf'":1(,{m})*}}', rf'":1(,{m})?,"c":0}}'),
+             (rf'"a":1(,{m})*}}', rf'({m},)*"b":2}}0')]
+    found = 0
+    for r1, r2 in pairs:
+        tb = JsonTermBuilder()
+        t = tb.intersect([regex_to_term(tb, r1), regex_to_term(tb, r2)])
+        src = JsonTermSource(tb)
+        empty = src.is_empty(t)
+        assert empty == TermSource(tb).is_empty(t), (r1, r2)
+        w = src.guess(t)
+        assert w is None or re.fullmatch(r1, w.decode()) and re.fullmatch(r2, w.decode()), (r1, r2, w)
+        assert w is None or not empty, (r1, r2, w)
+        found += w is not None
+    assert found == 3, found
