@@ -228,8 +228,9 @@ def _joined_members(cands: list) -> list[bytes]:
     an object's intersection (allOf, if/then, oneOf) that each require other keys guess
     objects with only theirs. Each text is read from outside a string and from inside
     a key (the state is unknown here: both are offered), the members in up to
-    JOIN_ORDERS_MAX orders (keys may have to come in the schema's order); the key under
-    way, if any, stays first. None where they do not all close one object alike."""
+    JOIN_ORDERS_MAX orders (keys may have to come in the schema's order; from inside a
+    key, the first one's quote is the one open). None where they do not all close one
+    object alike."""
     out = []
     for in_key in (False, True):
         split = [_split_members(w, in_key) for w in cands]
@@ -238,18 +239,19 @@ def _joined_members(cands: list) -> list[bytes]:
         lead = split[0][0][:1] == [b""]  # (after members given: each begins with a comma)
         if any((ms[:1] == [b""]) != lead for ms, _ in split):
             continue
-        first, members, giving = [], {}, 0
+        members, giving = {}, 0
         for ms, _ in split:
             ms = ms[1:] if lead else ms
-            if in_key and ms:
-                first, ms = first or ms[:1], ms[1:]  # (each goes on with the same key)
+            if in_key and ms:  # (the key under way, opened: one member as the others)
+                ms = [b'"' + ms[0], *ms[1:]]
             giving += bool(ms)
             for m in ms:
                 members.setdefault(m.split(b'":', 1)[0], m)
-        if giving < 2 - len(first):  # (one text's own members: that text, tried already)
+        if giving < 2:  # (one text's own members: that text, tried already)
             continue
         for order in itertools.islice(itertools.permutations(members.values()), JOIN_ORDERS_MAX):
-            out.append((b"," if lead else b"") + b",".join(first + list(order)) + split[0][1])
+            body = b",".join(order)
+            out.append((b"," if lead else b"") + (body[1:] if in_key else body) + split[0][1])
     return list(dict.fromkeys(out))  # (both readings may give one text)
 
 

@@ -275,7 +275,9 @@ def test_joined_member_guesses_keep_emptiness_exact():
     m = r'"[a-c]":[0-2]'
     pairs = [(r'"a":1}', r'"b":2}'), (rf'"a":1(,{m})*}}', rf'({m},)*"b":2}}'), (rf'"a":1(,{m})*}}', rf'"b":2(,{m})*}}'),
              (rf',"a":1(,{m})*}}\]', rf'(,{m})*,"b":2}}\]'), (rf'":1(,{m})*}}', rf'":1(,{m})?,"c":0}}'),
-             (rf'"a":1(,{m})*}}', rf'({m},)*"b":2}}0')]
+             (rf'"a":1(,{m})*}}', rf'({m},)*"b":2}}0'),
+             # (from inside a key: each part's own key first)
+             (rf'(a":1|[bc]":[0-2](,{m})*,"a":1)(,{m})*}}', rf'(b":2|[ac]":[0-2](,{m})*,"b":2)(,{m})*}}')]
     found = 0
     for r1, r2 in pairs:
         tb = JsonTermBuilder()
@@ -287,4 +289,4 @@ def test_joined_member_guesses_keep_emptiness_exact():
         assert w is None or re.fullmatch(r1, w.decode()) and re.fullmatch(r2, w.decode()), (r1, r2, w)
         assert w is None or not empty, (r1, r2, w)
         found += w is not None
-    assert found == 3, found
+    assert found == 4, found
