@@ -229,7 +229,7 @@ def _joined_members(cands: list) -> list[bytes]:
     objects with only theirs. Each text is read from outside a string and from inside
     a key (the state is unknown here: both are offered), the members in up to
     JOIN_ORDERS_MAX orders (keys may have to come in the schema's order; from inside a
-    key, the first one's quote is the one open). None where they do not all close one
+    key, the first one's quote is the one open). Empty where they do not all close one
     object alike."""
     out = []
     for in_key in (False, True):
@@ -320,8 +320,8 @@ class JsonTermSource(TermSource):
     def _guess_of(self, x: Term, kids: list) -> bytes | None:
         """TermSource's candidate; for an intersection none of whose parts' candidates
         is a member, also their object members joined: parts that each require other
-        keys of one object (allOf, if/then) each guess an object with only theirs. Only
-        a candidate: TermSource checks it (`matches`) before it counts."""
+        keys of one object (allOf, if/then) each guess an object with only theirs. A
+        joined one counts only where it is a member (`matches`: exact)."""
         w = super()._guess_of(x, kids)
         if w is not None or x.kind != AND:
             return w
