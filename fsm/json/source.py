@@ -6,6 +6,7 @@ only AND/NOT parts, A* towards the shortest completion (JsonTermSource).
 from __future__ import annotations
 
 import heapq
+import itertools
 
 from ..core import budget
 from ..core.dfa import DEFAULT_MAX_STATES, TermSource, alphabet_of, fold
@@ -188,6 +189,72 @@ def _lazy_extenders(name: str) -> int:
 _LAZY_EXT: dict[str, int] = {}  # lazy program name -> _lazy_extenders
 
 
+# _joined_members: how many orders of the parts' members it offers, per reading
+JOIN_ORDERS_MAX = 6
+
+
+def _split_members(w: bytes, in_key: bool) -> tuple[list, bytes] | None:
+    """The members of the object a JSON text w is inside of (its members so far not
+    shown; in_key: w begins inside a key, the first member is that key's rest) up to
+    where that object closes, and the rest of w from its `}`; None if it does not."""
+    out, start, depth, in_str, esc = [], 0, 0, in_key, False
+    for i, b in enumerate(w):
+        if in_str:
+            if esc:
+                esc = False
+            elif b == 0x5C:  # backslash
+                esc = True
+            elif b == 0x22:
+                in_str = False
+        elif b == 0x22:
+            in_str = True
+        elif b in b"[{":
+            depth += 1
+        elif depth == 0 and b in b",]}":
+            if b == 0x5D:
+                return None
+            out.append(w[start:i])
+            start = i + 1
+            if b == 0x7D:
+                return out, w[i:]
+        elif b in b"]}":
+            depth -= 1
+    return None
+
+
+def _joined_members(cands: list) -> list[bytes]:
+    """Candidates that each end the same object after their own members, as ones with
+    all their members, a key once (`"a":1}]` and `"b":2}]` -> `"a":1,"b":2}]`): parts of
+    an object's intersection (allOf, if/then, oneOf) that each require other keys guess
+    objects with only theirs. Each text is read from outside a string and from inside
+    a key (the state is unknown here: both are offered), the members in up to
+    JOIN_ORDERS_MAX orders (keys may have to come in the schema's order; from inside a
+    key, the first one's quote is the one open). Empty where they do not all close one
+    object alike."""
+    out = []
+    for in_key in (False, True):
+        split = [_split_members(w, in_key) for w in cands]
+        if None in split or len({tail for _, tail in split}) != 1:
+            continue
+        lead = split[0][0][:1] == [b""]  # (after members given: each begins with a comma)
+        if any((ms[:1] == [b""]) != lead for ms, _ in split):
+            continue
+        members, giving = {}, 0
+        for ms, _ in split:
+            ms = ms[1:] if lead else ms
+            if in_key and ms:  # (the key under way, opened: one member as the others)
+                ms = [b'"' + ms[0], *ms[1:]]
+            giving += bool(ms)
+            for m in ms:
+                members.setdefault(m.split(b'":', 1)[0], m)
+        if giving < 2:  # (one text's own members: that text, tried already)
+            continue
+        for order in itertools.islice(itertools.permutations(members.values()), JOIN_ORDERS_MAX):
+            body = b",".join(order)
+            out.append((b"," if lead else b"") + (body[1:] if in_key else body) + split[0][1])
+    return list(dict.fromkeys(out))  # (both readings may give one text)
+
+
 class _Reentered(Exception):
     """JsonTermSource._search_empty was asked about a term it is searching already."""
 
@@ -249,6 +316,17 @@ class JsonTermSource(TermSource):
                 res = self._search_empty(t)
         empty[t.id] = res
         return res
+
+    def _guess_of(self, x: Term, kids: list) -> bytes | None:
+        """TermSource's candidate; for an intersection none of whose parts' candidates
+        is a member, also their object members joined: parts that each require other
+        keys of one object (allOf, if/then) each guess an object with only theirs. A
+        joined one counts only where it is a member (`matches`: exact)."""
+        w = super()._guess_of(x, kids)
+        if w is not None or x.kind != AND:
+            return w
+        tried = [g for c, g in zip(x.args, kids) if c.kind != NOT and g]
+        return next((w for w in _joined_members(tried) if self.tb.matches(x, w)), None)
 
     def _search_empty(self, t: Term) -> bool:
         if t.id in self._searching:

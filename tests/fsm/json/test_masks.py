@@ -4,6 +4,7 @@ masks exact, shortest completions, shared heads and bounded searches of tails.""
 from __future__ import annotations
 
 import itertools
+import json
 import random
 import re
 import warnings
@@ -226,3 +227,66 @@ def test_searches_of_tails_are_bounded():
         _stepped_along(cs.dfa(max_states=20_000), b'{"e":{')
     except TooLargeError:
         pass
+
+
+def test_joined_member_guesses_are_members():
+    """Emptiness guesses (JsonTermSource: an intersection's parts' object members
+    joined, checked by `matches`) are members: along a valid document of objects that
+    each require other keys, every state's guess completes the prefix to a document
+    jsonschema accepts; where two parts conflict (a const each way) nothing is guessed
+    and the state is empty. (These allOfs are merged at compile time: the joining
+    itself is reached by intersections that stay, e.g. dependabot's if/else.)"""
+    import jsonschema
+
+    def part(key, value, extra=None):
+        props = {key: {"const": value}, **(extra or {})}
+        return {"type": "object", "properties": props, "required": [key]}
+    schema = {"type": "object", "properties": {"xs": {"type": "array", "items": {
+        "allOf": [part("a", 1), part("bb", "q"), part("c", [2])]}}}, "required": ["xs"]}
+    doc = b'{"xs":[{"a":1,"bb":"q","c":[2]}]}'
+    cs = schema_to_term(schema)
+    src, t = cs.source()
+    joined = 0
+    for i, b in enumerate(doc):
+        assert not src.is_empty(t), doc[:i]
+        w = src.guess(t)
+        if w is not None:
+            jsonschema.validate(json.loads(doc[:i] + w), schema)
+            joined += b'"c":[2]' in w and b'"bb":"q"' in w and doc[:i].endswith((b"{", b'{"', b'"a":1,'))
+        t = cs.tb.derive(t, b)
+    assert t.nullable and joined == 3, joined
+    bad = {"type": "object", "properties": {"o": {"allOf": [part("a", 1), part("b", 2, {"a": {"const": 3}})]}}}
+    cs = schema_to_term(bad)
+    src, t = cs.source()
+    for b in b'{"o":{':
+        t = cs.tb.derive(t, b)
+    assert src.guess(t) is None and src.is_empty(t)
+
+
+def test_joined_member_guesses_keep_emptiness_exact():
+    """JsonTermSource guesses an intersection whose parts each guess an object with
+    other members by joining their members, counted only where `matches` says so. Over
+    intersections of regexes for object tails, is_empty agrees with the core TermSource
+    (no joining), and the joined guesses are members by Python's re; `"a":1}` and
+    `"b":2}` meet nowhere, though their join `"a":1,"b":2}` is offered."""
+    from structgen.fsm.core.dfa import TermSource
+    from structgen.fsm.json.source import JsonTermSource
+
+    m = r'"[a-c]":[0-2]'
+    pairs = [(r'"a":1}', r'"b":2}'), (rf'"a":1(,{m})*}}', rf'({m},)*"b":2}}'), (rf'"a":1(,{m})*}}', rf'"b":2(,{m})*}}'),
+             (rf',"a":1(,{m})*}}\]', rf'(,{m})*,"b":2}}\]'), (rf'":1(,{m})*}}', rf'":1(,{m})?,"c":0}}'),
+             (rf'"a":1(,{m})*}}', rf'({m},)*"b":2}}0'),
+             # (from inside a key: each part's own key first)
+             (rf'(a":1|[bc]":[0-2](,{m})*,"a":1)(,{m})*}}', rf'(b":2|[ac]":[0-2](,{m})*,"b":2)(,{m})*}}')]
+    found = 0
+    for r1, r2 in pairs:
+        tb = JsonTermBuilder()
+        t = tb.intersect([regex_to_term(tb, r1), regex_to_term(tb, r2)])
+        src = JsonTermSource(tb)
+        empty = src.is_empty(t)
+        assert empty == TermSource(tb).is_empty(t), (r1, r2)
+        w = src.guess(t)
+        assert w is None or re.fullmatch(r1, w.decode()) and re.fullmatch(r2, w.decode()), (r1, r2, w)
+        assert w is None or not empty, (r1, r2, w)
+        found += w is not None
+    assert found == 4, found
