@@ -355,6 +355,7 @@ def test_made_of_near_a_kept_class_equals_brute_force(vocab_name, request):
     from structgen.fsm.core import automaton
     vocab = request.getfixturevalue(vocab_name)
     cols = vocab.columns
+    kept = dict(cols.walks), cols.walk_bytes[0]  # (the session's vocabulary: put back after)
     cols.walks.clear()  # (a fresh vocabulary memo: which classes are kept decides the path)
     cols.walk_bytes[0] = 0
     near = []
@@ -376,6 +377,9 @@ def test_made_of_near_a_kept_class_equals_brute_force(vocab_name, request):
             assert set(got.tolist()) == {t for t, b in enumerate(vocab.token_bytes) if b and set(b) <= set(chars)}
     finally:
         automaton._near_made_of = real
+        cols.walks.clear()
+        cols.walks.update(kept[0])
+        cols.walk_bytes[0] = kept[1]
     assert near[0] is None and near[1] is not None and near[2] is not None, "the path under test"
 
 
