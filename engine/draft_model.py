@@ -132,7 +132,8 @@ class DraftModel:
         end = min(shadow.num_computed_tokens, seq.num_tokens - 1)
         while keep < end and shadow.token_ids[keep] == seq.token_ids[keep]:
             keep += 1
-        shadow.token_ids = list(seq.token_ids)
+        del shadow.token_ids[keep:]         # (its first `keep` are seq's: only the tail is copied)
+        shadow.token_ids.extend(seq.token_ids[keep:])
         shadow.num_computed_tokens = keep
         self.block_manager.free_tail(shadow, keep)
         self.verified[seq.seq_id] = keep
@@ -223,7 +224,7 @@ class DraftModel:
             self.runner.apply_bitmask(logits, self.runner.to_device(mask, torch.int32), rows)
         live = torch.isfinite(logits).any(dim=-1)
         logits.masked_fill_(~live[:, None], 0.0)
-        sb = self.runner._sampling_batch(seqs, logits)
+        sb = self.runner.sampling_batch(seqs, logits)
         if sb.all_greedy:
             return logits.argmax(dim=-1).tolist(), None, live.tolist()
         probs = probabilities(logits, sb)      # (a new tensor: logits stay as they are)

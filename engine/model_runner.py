@@ -323,12 +323,12 @@ class ModelRunner:
         """One token per row; if the batched draw raises, each row is drawn alone to find the
         one at fault (the logits are unchanged by then), recorded under its id in row_ids."""
         try:
-            return sample(logits, self._sampling_batch(seqs, logits), self.generator)
+            return sample(logits, self.sampling_batch(seqs, logits), self.generator)
         except Exception:  # noqa: BLE001
             tokens = torch.zeros(len(seqs), dtype=torch.int64, device=logits.device)
             for i in range(len(seqs)):
                 try:
-                    tokens[i:i + 1] = sample(logits[i:i + 1], self._sampling_batch(seqs[i:i + 1], logits),
+                    tokens[i:i + 1] = sample(logits[i:i + 1], self.sampling_batch(seqs[i:i + 1], logits),
                                              self.generator)
                 except Exception as e:  # noqa: BLE001
                     faults[row_ids[i]] = f"sampling failed: {type(e).__name__}: {e}"
@@ -347,7 +347,7 @@ class ModelRunner:
         drafts = seq.draft_token_ids
         if drafts and not seq.params.greedy:
             try:
-                probs = probabilities(logits, self._sampling_batch([seq] * len(tokens), logits))
+                probs = probabilities(logits, self.sampling_batch([seq] * len(tokens), logits))
                 a, token = rejection_sample(probs, drafts, seq.generator or self.generator, seq.draft_probs)
             except Exception as e:  # noqa: BLE001
                 return SampleResult(seq, [], error=f"sampling failed: {type(e).__name__}: {e}")
@@ -361,7 +361,9 @@ class ModelRunner:
                 return SampleResult(seq, [], error=faults[start + j])
         return SampleResult(seq, drafts[:a] + [token])
 
-    def _sampling_batch(self, seqs: list[Sequence], logits: torch.Tensor) -> SamplingBatch:
+    def sampling_batch(self, seqs: list[Sequence], logits: torch.Tensor) -> SamplingBatch:
+        """The sampling parameters of `seqs`, one row each, as tensors on the logits' device
+        (also the draft model's, for its own draws)."""
         params, V, dev = [s.params for s in seqs], logits.shape[1], logits.device
         temps = [p.temperature for p in params]
         sb = SamplingBatch(temperature=torch.tensor(temps, device=dev, dtype=logits.dtype),
