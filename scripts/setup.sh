@@ -9,7 +9,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
   .venv/bin/pip install -q --upgrade pip
 fi
-stamp=.venv/.setup-$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-12)
+stamp=.venv/.setup-$(cat pyproject.toml scripts/setup.sh fsm/core/*.c | sha1sum | cut -c1-12)
 if [ ! -f "$stamp" ]; then
   .venv/bin/pip install -q "torch==2.13.0"
   .venv/bin/pip install -q -e ".[test]"

@@ -36,6 +36,8 @@ def test_wheel_has_one_top_level_name(wheel):
     assert tops == {"structgen"}
     for sub in ("fsm/core", "fsm/regex", "fsm/grammar", "fsm/json", "kernels", "engine", "guided"):
         assert f"structgen/{sub}/__init__.py" in names
+    # the C walks, built (this machine has a compiler), beside their source's package
+    assert [n for n in names if n.startswith("structgen/fsm/core/walks_c.") and n.endswith(".so")], names
 
 
 def test_installs_beside_hf_kernels_and_newest_transformers(wheel, tmp_path):
@@ -56,6 +58,8 @@ def test_installs_beside_hf_kernels_and_newest_transformers(wheel, tmp_path):
         f"venv = {str(env_dir)!r}\n"
         "assert kernels.__file__.startswith(venv), kernels.__file__\n"
         "assert structgen.__file__.startswith(venv), structgen.__file__\n"
+        "from structgen.fsm.core import walks\n"
+        "assert walks.native is not None and walks.native.__file__.startswith(venv), walks.native\n"
         "assert structgen.kernels is not kernels and hasattr(kernels, 'get_kernel')\n"
         "print(md.version('transformers'), md.version('kernels'))\n"
     )

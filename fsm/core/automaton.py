@@ -15,13 +15,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import budget
+from . import budget, walks
 from .constraint import Constraint
 from .dfa import (
     CHAR_START,
     DEAD,
     DEFAULT_MAX_STATES,
-    UNKNOWN,
     LazyDFA,
     StateSource,
     TermSource,
@@ -47,6 +46,7 @@ from .terms import (
     paused_gc,
 )
 from .vocabulary import TokenColumns, Vocabulary
+from .walks import TrieWalker, walk_columns, walk_from
 
 # A state whose byte class chain has at least this many bytes gets its mask token by token
 # (TokenAutomaton._chain_words) instead of by a trie walk.
@@ -259,7 +259,7 @@ class TokenAutomaton(Constraint):
                 r = self.dfa.state_of(self.dfa.source.tb.alt(rest))  # the other branches
                 words = self._cofinite_words(self.dfa.keys[r])
                 if words is None:
-                    return pack_ids(self.vocab.trie.tokens_at(np.concatenate([nodes, self.walker.walk(r)[0]])), n)
+                    words = self._walk_words(r)
                 return words | pack_ids(self.vocab.trie.tokens_at(nodes), n)
             run = self._run_words(s, key)
             if run is not None:
@@ -267,10 +267,17 @@ class TokenAutomaton(Constraint):
             words = self._cofinite_words(key)
             if words is not None:
                 return words
-        chained = self._chain_words(s)
+        chained = None if walks.native is not None else self._chain_words(s)
         if chained is not None:
             return chained
-        return pack_ids(self.vocab.trie.tokens_at(self.walker.walk(s)[0]), n)
+        return self._walk_words(s)
+
+    def _walk_words(self, s: int) -> np.ndarray:
+        """The live tokens of state s (a packed bitmask) by the trie walk."""
+        words = self.walker.walk_words(s, self.vocab.num_words)
+        if words is None:
+            words = pack_ids(self.vocab.trie.tokens_at(self.walker.walk(s)[0]), self.vocab.num_words)
+        return words
 
     def _bounded_words(self, key: Term) -> np.ndarray | None:
         """The live tokens (a packed bitmask, without EOS) of a state `(A AND x{0,hi}) R`
@@ -671,204 +678,6 @@ class TokenAutomaton(Constraint):
             self.walker.descend(level, np.array(nodes, dtype=np.intp), np.array(states, dtype=np.int32),
                                 out, sts)
         return np.concatenate(out)
-
-
-# Below this many trie nodes a subtree is walked node by node in Python: numpy's fixed
-# cost per level outweighs Python's per node there (the trie's deep levels hold a few
-# long tokens).
-SMALL_SUBTREE = 256
-SMALL_SUBTREE_REMEMBERED = 512  # the walk of each is kept: worth more levels in Python
-
-
-class TrieWalker:
-    """Walks of the vocabulary trie through a LazyDFA: the live nodes and their states.
-
-    Levels are computed whole with numpy while most of a level lives (a dead parent is
-    state 0, whose row is all 0: no compaction needed), then only the children of live
-    nodes, and small subtrees (the deep levels, or few live nodes) in Python: work
-    scales with the live nodes. `remember`: small subtrees are kept per (state, level,
-    node). A grammar's lexer DFA meets the same deep subtrees (long runs of spaces,
-    dashes, string content) from many positions; a regex's states are walked once
-    each, so there they are walked in one batch and not kept."""
-
-    def __init__(self, dfa: LazyDFA, trie, remember: bool):
-        self.dfa, self.trie, self.remember = dfa, trie, remember
-        self.small = SMALL_SUBTREE_REMEMBERED if remember else SMALL_SUBTREE
-        self._small: dict = {}  # (state, level, node) -> (flat nodes, states) below it
-
-    def walk(self, s: int) -> tuple:
-        """(flat trie nodes, their states) of every live node reached from state s."""
-        dfa, trie = self.dfa, self.trie
-        nodes, states = [], []
-        if not trie.num_nodes or s == DEAD:
-            return _joined(nodes, states)
-        dfa.expand(s)
-        cur = dfa.table[s].take(trie.byte[0])
-        j, depth = 0, len(trie.byte)
-        while True:  # whole levels
-            live = np.flatnonzero(cur)
-            if not live.size:
-                return _joined(nodes, states)
-            st = cur.take(live)
-            nodes.append(live + trie.offset[j])
-            states.append(st)
-            if j + 1 == depth:
-                return _joined(nodes, states)
-            if live.size * 8 < len(cur) or trie.below[j + 1] <= self.small:
-                break
-            j += 1
-            cur = step_states(dfa, cur.take(trie.parent[j]), trie.byte[j])
-        self.descend(j, live, st, nodes, states)
-        return _joined(nodes, states)
-
-    def descend(self, j: int, live: np.ndarray, st: np.ndarray, nodes: list, states: list) -> None:
-        """Append to `nodes` (flat) and `states` the live descendants of the nodes `live`
-        of level j, which are in states `st`."""
-        trie = self.trie
-        while j + 1 < len(trie.byte):
-            if int(trie.descendants[j].take(live).sum()) <= self.small:
-                self._walk_small(j, live.tolist(), st.tolist(), nodes, states)
-                return
-            starts = trie.child_start[j].take(live)
-            sizes = trie.child_end[j].take(live) - starts
-            n = int(sizes.sum())
-            if n == 0:
-                return
-            children = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(n)
-            j += 1
-            nxt = step_states(self.dfa, np.repeat(st, sizes), trie.byte[j].take(children))
-            keep = np.flatnonzero(nxt)
-            if not keep.size:
-                return
-            live, st = children.take(keep), nxt.take(keep)
-            nodes.append(live + trie.offset[j])
-            states.append(st)
-
-    def _walk_small(self, level: int, live: list, sts: list, nodes: list, states: list) -> None:
-        if not self.remember:
-            n, s = walk_small(self.trie, self.dfa, level, live, sts)
-            nodes.append(np.array(n, dtype=np.intp))
-            states.append(np.array(s, dtype=np.int32))
-            return
-        memo = self._small
-        for k, st in zip(live, sts):
-            r = memo.get((st, level, k))
-            if r is None:
-                n, s = walk_small(self.trie, self.dfa, level, [k], [st])
-                r = memo[(st, level, k)] = (np.array(n, dtype=np.intp), np.array(s, dtype=np.int32))
-            if len(r[0]):
-                nodes.append(r[0])
-                states.append(r[1])
-
-
-def _joined(nodes: list, states: list) -> tuple:
-    if not nodes:
-        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.int32)
-    return np.concatenate(nodes), np.concatenate(states).astype(np.int32, copy=False)
-
-
-def step_states(dfa: LazyDFA, st: np.ndarray, col: np.ndarray) -> np.ndarray:
-    """One byte per walker: table[st, col], expanding the rows met for the first time."""
-    idx = st * np.intp(256)  # intp indices: take() converts anything else first
-    idx += col
-    nxt = dfa.table.reshape(-1).take(idx)
-    if dfa.unexpanded and nxt.size and nxt.min() < 0:  # UNKNOWN: rows not expanded yet
-        missing = nxt < 0
-        if dfa.sparse:  # the cells met, by state
-            cells: dict = {}
-            for k in set(idx[missing].tolist()):
-                cells.setdefault(k >> 8, []).append(k & 255)
-            for u, cs in cells.items():
-                dfa.fill(u, cs)
-        else:
-            for u in set(st[missing].tolist()):  # (np.unique imports numpy.ma on first use)
-                dfa.expand(u)
-        nxt[missing] = dfa.table.reshape(-1).take(idx[missing])
-    return nxt
-
-
-def walk_from(dfa: LazyDFA, s: int | None, cols, token_bytes, pos: np.ndarray) -> np.ndarray:
-    """The positions among `pos` (ascending) of TokenColumns `cols` (`token_bytes`: the
-    bytes of the tokens they order) whose tokens live from state s (None: the start)."""
-    s = dfa.start if s is None else s
-    dfa.expand(s)
-    first = dfa.table[s].take(cols.first.take(pos))
-    keep = np.flatnonzero(first)
-    return walk_columns(dfa, cols, token_bytes, pos.take(keep), first.take(keep))[0]
-
-
-def walk_columns(dfa: LazyDFA, cols, token_bytes, pos: np.ndarray, st: np.ndarray,
-                 j: int = 1) -> tuple:
-    """The tokens at TokenColumns positions `pos` (ascending), in DFA states `st` after
-    their first `j` bytes, walked on byte column by byte column: (the positions of those
-    alive at their end, their final states). The last 32 tokens or fewer (the longest)
-    finish one at a time in Python, where a numpy column costs more than their bytes."""
-    done_pos, done_st = [], []
-    while len(pos):
-        n = int(np.searchsorted(pos, cols.count[j])) if j < len(cols.count) else 0
-        done_pos.append(pos[n:])  # tokens of j bytes end here, alive
-        done_st.append(st[n:])
-        if not n:
-            break
-        pos, st = pos[:n], st[:n]
-        if n <= 32:
-            _finish_columns(dfa, cols, token_bytes, j, pos.tolist(), st.tolist(), done_pos, done_st)
-            break
-        st = step_states(dfa, st, cols.column[j].take(pos))
-        live = np.flatnonzero(st)
-        pos, st = pos.take(live), st.take(live)
-        j += 1
-    if not done_pos:
-        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.int32)
-    return np.concatenate(done_pos), np.concatenate(done_st)
-
-
-def _finish_columns(dfa: LazyDFA, cols, token_bytes, j: int, pos: list, sts: list,
-                    done_pos: list, done_st: list) -> None:
-    """walk_columns' tail: the tokens at positions `pos` (in states `sts`) from byte j
-    on, one token at a time."""
-    flat, order = dfa.table.reshape(-1), cols.order
-    out_p, out_s = [], []
-    for p, st in zip(pos, sts):
-        for c in token_bytes[order[p]][j:]:
-            nxt = flat.item(st * 256 + c)
-            if nxt == UNKNOWN:
-                dfa.fill(st, (c,))
-                flat = dfa.table.reshape(-1)
-                nxt = flat.item(st * 256 + c)
-            st = nxt
-            if not st:
-                break
-        if st:
-            out_p.append(p)
-            out_s.append(st)
-    done_pos.append(np.array(out_p, dtype=np.intp))
-    done_st.append(np.array(out_s, dtype=np.int32))
-
-
-def walk_small(trie, dfa: LazyDFA, level: int, nodes: list, states: list) -> tuple[list, list]:
-    """The live descendants of a few trie nodes of `level` (given with their DFA
-    states), with their states, walked one by one: deep levels hold few nodes, where
-    numpy's per-call cost dominates."""
-    byte, cstart, cend = trie.lists
-    offset, flat = trie.offset, dfa.table.reshape(-1)
-    out_n, out_s, todo = [], [], [(level, k, st) for k, st in zip(nodes, states)]
-    while todo:
-        j, k, st = todo.pop()
-        if j + 1 >= len(byte):
-            continue
-        bj, base = byte[j + 1], st * 256
-        for c in range(cstart[j][k], cend[j][k]):
-            nxt = flat.item(base + bj[c])
-            if nxt < 0:  # UNKNOWN: the cell is not computed yet
-                dfa.fill(st, (bj[c],))
-                flat = dfa.table.reshape(-1)
-                nxt = flat.item(base + bj[c])
-            if nxt:
-                out_n.append(offset[j + 1] + c)
-                out_s.append(nxt)
-                todo.append((j + 1, c, nxt))
-    return out_n, out_s
 
 
 def _loaded_head(t: Term, tb: TermBuilder) -> Term:

@@ -483,6 +483,29 @@ class TokenTrie:
         return (tuple(b.tolist() for b in self.byte), tuple(c.tolist() for c in self.child_start),
                 tuple(c.tolist() for c in self.child_end))
 
+    @cached_property
+    def dfs(self) -> tuple:
+        """The nodes in depth-first order, for the C walk (walks.py): each node's last
+        byte (uint8), depth, subtree size counting itself, token id (-1: none) and flat id,
+        then each flat node's position in that order (int32 the rest). A node's position
+        is its parent's plus one plus the subtrees of its elder siblings."""
+        n = self.num_nodes
+        byte, depth, size, token, flat, pos_of = (np.zeros(n, dtype=t) for t in (np.uint8, *[np.int32] * 5))
+        parent_pos = None
+        for j in range(len(self.byte)):
+            sizes = 1 + self.descendants[j]
+            before = np.cumsum(sizes) - sizes  # subtrees before each node in its level
+            if j == 0:
+                pos = before
+            else:
+                par = self.parent[j]
+                pos = parent_pos.take(par) + 1 + before - before.take(self.child_start[j - 1].take(par))
+            ids = np.arange(self.offset[j], self.offset[j] + len(self.byte[j]))
+            byte[pos], depth[pos], size[pos] = self.byte[j], j, sizes
+            token[pos], flat[pos], pos_of[ids] = self.token_of_node.take(ids), ids, pos
+            parent_pos = pos
+        return byte, depth, size, token, flat, pos_of
+
     @classmethod
     def build(cls, token_bytes: Sequence[bytes | None]) -> TokenTrie:
         """Level by level over the tokens in sorted order, where the tokens that share a

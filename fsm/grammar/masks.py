@@ -16,10 +16,11 @@ import gc
 import numpy as np
 
 from ..core import budget
-from ..core.automaton import TrieWalker, char_class, first_bytes, made_of, walk_columns
+from ..core.automaton import char_class, first_bytes, made_of
 from ..core.dfa import DEFAULT_MAX_STATES, LazyDFA
 from ..core.terms import CONCAT, REPEAT, paused_gc, row_target
 from ..core.vocabulary import ascending_set
+from ..core.walks import TrieWalker, walk_columns
 from .rows import merge, stacks, subtract
 
 # Completed non-ignored terminals a lexing may hold before another one starts: LONG_SEQ

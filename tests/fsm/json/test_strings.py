@@ -170,7 +170,9 @@ def test_alternative_string_runs_masks_equal_token_walks(smol_vocab, monkeypatch
     by its structure (automaton._class_successor), not its rows; masks at every count
     equal token-by-token walks, past the shorter bound too."""
     import structgen.fsm.core.automaton as automaton
+    import structgen.fsm.core.walks as walks
     from structgen.fsm.json.schema import build_automaton
+    monkeypatch.setattr(walks, "native", None)  # (chains are the numpy walks' path)
     used = []
     real = automaton._class_successor
     monkeypatch.setattr(automaton, "_class_successor", lambda *a: used.append(r := real(*a)) or r)
