@@ -86,14 +86,22 @@ def native_walk(dfa: LazyDFA, trie: TokenTrie, seeds, seed_states, flags: np.nda
                                    n_out)
             if p == end:
                 break
-            u = int(stack[depth[p]])  # the UNKNOWN cell that stopped it: its row (a sparse DFA: the cell)
+            u, c = int(stack[depth[p]]), int(byte[p])  # the UNKNOWN cell that stopped it
             if dfa.sparse:
-                dfa.fill(u, (int(byte[p]),))
+                dfa.fill(u, (c,))
             else:
-                dfa.expand(u)
+                dfa.expand(u)  # (its row)
+            _computed(dfa, [u], [c])
     if len(flags) > 1 and len(trie.dup_ids):  # tokens with another's bytes live with it
         flags[trie.dup_ids] = flags.take(trie.token_of_node.take(trie.dup_nodes))
     return (out_n[:n_out].copy(), out_s[:n_out].copy()) if nodes else None
+
+
+def _computed(dfa: LazyDFA, states, bytes_) -> None:
+    """Raise unless the cells the C walk stopped at are computed now: the walk would
+    stop there again, for ever."""
+    if (dfa.table.reshape(-1).take(np.asarray(states, dtype=np.intp) * 256 + bytes_) == UNKNOWN).any():
+        raise RuntimeError("a DFA cell the walk needs was not computed (LazyDFA.fill)")
 
 
 def native_tokens(dfa: LazyDFA, cols: TokenColumns, token_bytes, pos: np.ndarray, st: np.ndarray,
@@ -110,6 +118,7 @@ def native_tokens(dfa: LazyDFA, cols: TokenColumns, token_bytes, pos: np.ndarray
         idx = stuck[:k].copy()
         u, b = states.take(idx), data.take(starts.take(idx) + at.take(idx)).astype(np.intp)
         fill_cells(dfa, u, b)
+        _computed(dfa, u, b)
         sub_s, sub_at = states.take(idx), at.take(idx)
         k = native.tokens(dfa.table, data, starts.take(idx), lengths.take(idx), sub_s, sub_at, stuck)
         stuck[:k] = idx.take(stuck[:k])

@@ -123,3 +123,18 @@ def test_bad_buffers_raise_not_crash(smol_vocab):
     with pytest.raises(IndexError, match="out of range"):
         walks.native.tokens(a.dfa.table, data, np.array([0, len(data)], np.int64), np.array([1, 5], np.int32),
                             st, at, stuck)
+
+
+@needs_c
+def test_a_cell_left_unknown_raises_not_hangs(smol_vocab, monkeypatch):
+    """Were LazyDFA to leave the cell a C walk stopped at UNKNOWN, the walk would stop
+    there again for ever: it raises instead."""
+    a = _fresh("[a-z]+@[a-z]+", smol_vocab)
+    monkeypatch.setattr(a.dfa, "expand", lambda s: None)
+    monkeypatch.setattr(a.dfa, "fill", lambda s, cells: None)
+    with pytest.raises(RuntimeError, match="not computed"):
+        a.walker.walk_words(a.dfa.start, smol_vocab.num_words)
+    cols = smol_vocab.columns
+    pos = np.arange(cols.count[1], dtype=np.intp)
+    with pytest.raises(RuntimeError, match="not computed"):
+        walks.walk_columns(a.dfa, cols, smol_vocab.token_bytes, pos, np.full(len(pos), a.dfa.start, np.int32), 1)
