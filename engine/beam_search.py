@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from . import detokenizer
 from .sampling_params import BeamSearchParams, SamplingParams
 from .sequence import Sequence
 
@@ -28,14 +29,17 @@ _EMPTY = -1.0e9
 
 @dataclass
 class BeamSearchSequence:
-    """One finished hypothesis: its output tokens (the EOS that ended it included), text,
-    sum of token logprobs, and score = cum_logprob / len(token_ids) ** length_penalty."""
+    """One finished hypothesis: its output tokens (the EOS, or the tokens of the stop string,
+    that ended it included), text (without the stop string unless
+    include_stop_str_in_output), sum of token logprobs, and
+    score = cum_logprob / len(token_ids) ** length_penalty."""
     token_ids: list[int]
     text: str
     cum_logprob: float
     score: float
     logprobs: list[float]              # per output token, under the model (raw, unmasked)
-    finish_reason: str                 # "stop" (EOS) | "length" | "constraint"
+    finish_reason: str                 # "stop" (EOS or a stop string) | "length" | "constraint"
+    stop_reason: object = None         # the stop string or EOS id that ended it
 
 
 @dataclass
@@ -104,7 +108,8 @@ class BeamSearch:
         return [r.out for r in requests]
 
     def _make_request(self, prompt, p: BeamSearchParams) -> _Request:
-        sp = SamplingParams(max_tokens=p.max_tokens, ignore_eos=p.ignore_eos, constraint=p.constraint)
+        sp = SamplingParams(max_tokens=p.max_tokens, ignore_eos=p.ignore_eos, constraint=p.constraint,
+                            stop=list(p.stop), include_stop_str_in_output=p.include_stop_str_in_output)
         out, (seq,) = self.llm._add_request(prompt, sp, queue=False)
         r = _Request(BeamSearchOutput(out.request_id, out.prompt, out.prompt_token_ids, error=seq.error),
                      p, [_Beam(seq, torch.zeros((), dtype=torch.float32), [])], prompt_seq=seq)
@@ -187,19 +192,23 @@ class BeamSearch:
                 break
             parent, token = r.beams[idx // V], idx % V
             ends_eos = token in eos and (not p.ignore_eos or parent.seq.matcher is not None)
-            if ends_eos or at_limit:
+            # (checked only where it matters: a candidate that may finish or be kept)
+            stopped = self._stop_hit(parent, token, p) if p.stop and (j < k or len(kept) < k) else None
+            if ends_eos or stopped is not None or at_limit:
                 # Only the best k candidates may become hypotheses (transformers' top_num_beam_mask).
                 if j < k and not full:
-                    new_finished.append((parent, token, score, "stop" if ends_eos else "length"))
+                    reason = "stop" if ends_eos or stopped is not None else "length"
+                    new_finished.append((parent, token, score, reason, stopped))
             elif len(kept) < k:
                 kept.append((parent, token, score))
         divisor = float(length) ** p.length_penalty
-        for parent, token, score, reason in new_finished:
+        for parent, token, score, reason, stopped in new_finished:
             hyp_score = float(score / divisor)
             if len(r.finished) < k or hyp_score > r.finished[-1][0]:
                 if parent.seq.matcher is not None and token in eos:
                     reason = "constraint"
-                r.finished.append((hyp_score, self._hypothesis(r, parent, token, score, hyp_score, reason)))
+                hyp = self._hypothesis(r, parent, token, score, hyp_score, reason, stopped)
+                r.finished.append((hyp_score, hyp))
                 r.finished.sort(key=lambda h: -h[0])    # stable: earlier ones first among equals
                 del r.finished[k:]
         r.num_generated = length
@@ -224,12 +233,25 @@ class BeamSearch:
         best_possible = float(r.beams[0].score / float(best_len) ** p.length_penalty)
         return best_possible > r.finished[-1][0]
 
+    def _stop_hit(self, parent: _Beam, token: int, p: BeamSearchParams) -> tuple[str, str] | None:
+        """(the text cut at the stop string, the stop string) where appending `token` to
+        `parent` completes one (engine.detokenizer, as `generate` checks); else None."""
+        delta = detokenizer.peek_next(self.llm.tokenizer, parent.seq, token)
+        if not delta:
+            return None
+        return detokenizer.cut_at_stop(parent.seq.text + delta, len(delta), list(p.stop),
+                                       p.include_stop_str_in_output)
+
     def _hypothesis(self, r: _Request, parent: _Beam, token: int, score, hyp_score: float,
-                    reason: str) -> BeamSearchSequence:
+                    reason: str, stopped: tuple[str, str] | None) -> BeamSearchSequence:
         ids = parent.seq.output_token_ids + [token]
-        text = self.llm.tokenizer.decode(ids, skip_special_tokens=True)
+        if stopped is not None:
+            text, stop_reason = stopped
+        else:
+            text = self.llm.tokenizer.decode(ids, skip_special_tokens=True)
+            stop_reason = token if reason in ("stop", "constraint") else None
         return BeamSearchSequence(ids, text, float(score), hyp_score,
-                                  parent.token_logprobs + [float(parent.row[token])], reason)
+                                  parent.token_logprobs + [float(parent.row[token])], reason, stop_reason)
 
     def _rebeam(self, r: _Request, kept: list[tuple[_Beam, int, torch.Tensor]]) -> None:
         """Replace r's beams by the kept (parent, token) pairs, in their order: a parent's
@@ -256,6 +278,8 @@ class BeamSearch:
             if seq.matcher is not None and not seq.matcher.accept_token(token):
                 raise RuntimeError(f"the constraint rejected token {token} it allowed")
             seq.token_ids.append(token)
+            if r.params.stop:                    # its text, where the next stop check looks
+                detokenizer.decode_next(self.llm.tokenizer, seq)
             beams.append(beam)
         r.beams = beams
 

@@ -331,15 +331,11 @@ class LLM:
         if not p.ignore_eos and token in self.eos_token_ids:
             return self._finish(seq, "stop", stop_reason=token)
         delta = detokenizer.decode_next(self.tokenizer, seq, p.skip_special_tokens)
-        if p.stop and delta:
-            longest = max(len(s) for s in p.stop)
-            start = max(0, len(seq.text) - len(delta) - longest + 1)
-            hits = [(seq.text.find(s, start), s) for s in p.stop]
-            hits = [(i, s) for i, s in hits if i >= 0]
-            if hits:
-                i, s = min(hits)
-                seq.text = seq.text[:i + len(s)] if p.include_stop_str_in_output else seq.text[:i]
-                return self._finish(seq, "stop", stop_reason=s, flush=False)
+        hit = detokenizer.cut_at_stop(seq.text, len(delta), p.stop, p.include_stop_str_in_output) \
+            if p.stop and delta else None
+        if hit is not None:
+            seq.text, s = hit
+            return self._finish(seq, "stop", stop_reason=s, flush=False)
         if seq.num_output_tokens >= p.max_tokens or seq.num_tokens >= self.max_model_len:
             return self._finish(seq, "length")
 

@@ -23,7 +23,9 @@ def hf(smol_folder):
 
 
 def hf_beams(hf, tokenizer, prompt, p: BeamSearchParams, processors=()):
-    """transformers' beams for one prompt, best first: [(output ids up to EOS, score)]."""
+    """transformers' beams for one prompt, best first: [(output ids up to EOS, score)];
+    `p.stop` as its `stop_strings` (a beam it stops is padded with EOS: its length is
+    that of its beam indices)."""
     from transformers import LogitsProcessorList
     ids = tokenizer(prompt, return_tensors="pt").input_ids
     with torch.inference_mode():
@@ -32,10 +34,14 @@ def hf_beams(hf, tokenizer, prompt, p: BeamSearchParams, processors=()):
                         length_penalty=p.length_penalty, early_stopping=p.early_stopping,
                         eos_token_id=None if p.ignore_eos else EOS, pad_token_id=EOS,
                         logits_processor=LogitsProcessorList(processors),
+                        stop_strings=list(p.stop) or None, tokenizer=tokenizer,
                         output_scores=True, return_dict_in_generate=True)
+    lengths = (g.beam_indices >= 0).sum(dim=1).tolist()
     out = []
-    for row, score in zip(g.sequences[:, ids.shape[1]:].tolist(), g.sequences_scores.tolist()):
-        if not p.ignore_eos and EOS in row:
+    for row, n, score in zip(g.sequences[:, ids.shape[1]:].tolist(), lengths, g.sequences_scores.tolist()):
+        if p.stop:
+            row = row[:n]
+        elif not p.ignore_eos and EOS in row:
             row = row[:row.index(EOS) + 1]
         out.append((row, score))
     return out
@@ -47,13 +53,21 @@ def assert_all_free(engine):
     assert not engine.scheduler.running and not engine.scheduler.waiting
 
 
-def assert_same_beams(out, ref, tokenizer):
+def assert_same_beams(out, ref, tokenizer, stop=(), include_stop=False):
+    """Same tokens and scores as transformers' `ref`; each text is the decoded tokens, cut
+    at the first stop string's first occurrence (Python's str.find)."""
     assert out.error is None
     assert [s.token_ids for s in out.sequences] == [ids for ids, _ in ref]
     for s, (ids, score) in zip(out.sequences, ref):
         assert s.score == pytest.approx(score, abs=1e-3)
         assert s.cum_logprob == pytest.approx(sum(s.logprobs), abs=1e-3)
-        assert s.text == tokenizer.decode(ids, skip_special_tokens=True)
+        text = tokenizer.decode(ids, skip_special_tokens=True)
+        hits = sorted((text.find(x), x) for x in stop if x in text)
+        if hits:
+            (i, x), = hits[:1]
+            assert (s.text, s.finish_reason, s.stop_reason) == (text[:i + len(x) * include_stop], "stop", x)
+        else:
+            assert s.text == text and s.stop_reason in (None, EOS)
     assert [s.score for s in out.sequences] == sorted((s.score for s in out.sequences), reverse=True)
 
 
@@ -230,6 +244,42 @@ def test_matcher_without_copy_is_replayed(llm):
     assert len(replayed.sequences) == 4
     for s in replayed.sequences:
         assert set(s.token_ids[:3]) <= set(allowed) and s.token_ids[3:] == [EOS]
+
+
+# Stop strings that end beams mid-way ("6," after " 5, " and after " 5, and "; "." after
+# " Paris"; a newline as the first token), one run with the stop string kept.
+STOP_CASES = [
+    (1, BeamSearchParams(4, max_tokens=10, stop=[" 7", "6,"])),
+    (0, BeamSearchParams(4, max_tokens=10, stop=".", include_stop_str_in_output=True)),
+    (2, BeamSearchParams(3, max_tokens=8, stop=["\n", "sea"], length_penalty=0.5)),
+]
+
+
+def test_stop_strings_match_transformers_stop_strings(llm, hf):
+    """A candidate whose text then holds a stop string is a finished hypothesis, as with
+    transformers' `generate(num_beams=..., stop_strings=...)`: the same tokens and scores;
+    the text is the decoded tokens cut at the stop string (kept with
+    include_stop_str_in_output)."""
+    prompts = [PROMPTS[i] for i, _ in STOP_CASES]
+    outs = llm.beam_search(prompts, [p for _, p in STOP_CASES])
+    assert_all_free(llm)
+    stopped = 0
+    for out, prompt, (_, p) in zip(outs, prompts, STOP_CASES):
+        assert_same_beams(out, hf_beams(hf, llm.tokenizer, prompt, p), llm.tokenizer, p.stop,
+                          p.include_stop_str_in_output)
+        stopped += sum(s.stop_reason in p.stop for s in out.sequences)
+    assert stopped >= 3          # (the cases do end beams at stop strings)
+
+
+def test_stop_string_params_are_checked():
+    assert BeamSearchParams(2, max_tokens=4, stop="x").stop == ("x",)
+    assert BeamSearchParams(2, max_tokens=4, stop=["a", "b"]).stop == ("a", "b")
+    with pytest.raises(ValueError, match=r"BeamSearchParams\.stop\[1\] must be a non-empty string"):
+        BeamSearchParams(2, max_tokens=4, stop=["a", ""])
+    with pytest.raises(ValueError, match=r"BeamSearchParams\.stop must be a string or a list"):
+        BeamSearchParams(2, max_tokens=4, stop=3)
+    with pytest.raises(ValueError, match=r"BeamSearchParams\.include_stop_str_in_output must be a bool"):
+        BeamSearchParams(2, max_tokens=4, include_stop_str_in_output="yes")
 
 
 def test_beam_search_errors(llm):
