@@ -74,38 +74,88 @@ class _Request:
 
 
 class BeamSearch:
-    """Drives an LLM's scheduler and model runner for beam requests (the LLM's lock held)."""
+    """Drives an LLM's model runner for beam requests, over `scheduler` (the LLM's by
+    default; an AsyncEngine gives it one of its own on the same block manager, so that beam
+    steps and the steps of other requests take turns). The caller holds the LLM's lock.
 
-    def __init__(self, llm):
+    `others_busy()`: whether sequences outside `scheduler` hold KV blocks and will free them
+    (then a step that can schedule nothing waits instead of failing).
+
+    >>> bs = BeamSearch(llm); r = bs.add("Hi", BeamSearchParams(2, max_tokens=4))   # doctest: +SKIP
+    >>> while bs.has_unfinished(): bs.step()                                         # doctest: +SKIP
+    >>> r.out.sequences                                                              # doctest: +SKIP
+    """
+
+    def __init__(self, llm, scheduler=None, others_busy=lambda: False):
         self.llm = llm
-        self.scheduler, self.runner = llm.scheduler, llm.runner
+        self.scheduler, self.runner = scheduler or llm.scheduler, llm.runner
+        self.others_busy = others_busy
         self.beam_of: dict[Sequence, _Beam] = {}
         self.request_of: dict[Sequence, _Request] = {}
         self.held: set[Sequence] = set()         # preempted beams out of the queue (_hold_preempted)
+        self.pending: deque[_Request] = deque()  # not admitted yet
+        self.active: list[_Request] = []
 
     def run(self, prompts, params: list[BeamSearchParams]) -> list[BeamSearchOutput]:
-        cap = self.llm.config.max_num_seqs
+        """Every prompt to the end: one BeamSearchOutput each, in order."""
         for p in params:
-            if p.beam_width > cap:
-                raise ValueError(f"BeamSearchParams.beam_width={p.beam_width} exceeds max_num_seqs={cap}: "
-                                 "every beam of a request runs in the same batch")
-        requests = [self._make_request(prompt, p) for prompt, p in zip(prompts, params)]
-        pending = deque(r for r in requests if r.out.error is None)
-        active: list[_Request] = []
+            self.check(p)
+        requests = [self.add(prompt, p) for prompt, p in zip(prompts, params)]
         try:
-            while pending or active:
-                # Admit while every beam of every active request can run at once: a preempted
-                # beam must always find room to come back, or its siblings would wait forever.
-                while pending and sum(r.params.beam_width for r in active) + pending[0].params.beam_width <= cap:
-                    r = pending.popleft()
-                    self.scheduler.add(r.prompt_seq)
-                    active.append(r)
-                for r in self._step():
-                    active.remove(r)
+            while self.has_unfinished():
+                self.step()
         finally:
-            for r in active:
-                self._release(r)
+            self.abort_all()
         return [r.out for r in requests]
+
+    def check(self, p: BeamSearchParams) -> None:
+        cap = self.llm.config.max_num_seqs
+        if p.beam_width > cap:
+            raise ValueError(f"BeamSearchParams.beam_width={p.beam_width} exceeds max_num_seqs={cap}: "
+                             "every beam of a request runs in the same batch")
+
+    def add(self, prompt, p: BeamSearchParams) -> _Request:
+        """Queue a prompt; its `.out` (a BeamSearchOutput) is complete once `step` returns
+        it. One that cannot run has `.out.error` set at once and is not queued."""
+        self.check(p)
+        r = self._make_request(prompt, p)
+        if r.out.error is None:
+            self.pending.append(r)
+        return r
+
+    def has_unfinished(self) -> bool:
+        return bool(self.pending or self.active)
+
+    def step(self) -> list[_Request]:
+        """Admit what fits, run one forward and one beam step: the requests that ended."""
+        cap = self.llm.config.max_num_seqs
+        # Admit while every beam of every active request can run at once: a preempted
+        # beam must always find room to come back, or its siblings would wait forever.
+        while self.pending and (sum(r.params.beam_width for r in self.active)
+                                + self.pending[0].params.beam_width <= cap):
+            r = self.pending.popleft()
+            self.scheduler.add(r.prompt_seq)
+            self.active.append(r)
+        done = self._step()
+        for r in done:
+            if r in self.active:
+                self.active.remove(r)
+        return done
+
+    def abort(self, r: _Request, error: str = "aborted") -> None:
+        """End a request now (no hypotheses, `error` set) and free its blocks."""
+        if r in self.pending:
+            self.pending.remove(r)
+        if r in self.active:
+            self.active.remove(r)
+        self._fail(r, error)
+
+    def abort_all(self, error: str = "aborted") -> list[_Request]:
+        """End every unfinished request (an interrupted call, a failed step): those ended."""
+        ended = list(self.pending) + list(self.active)
+        for r in ended:
+            self.abort(r, error)
+        return ended
 
     def _make_request(self, prompt, p: BeamSearchParams) -> _Request:
         sp = SamplingParams(max_tokens=p.max_tokens, ignore_eos=p.ignore_eos, constraint=p.constraint,
@@ -125,6 +175,8 @@ class BeamSearch:
         failed = list(sch.failed)                # did not fit in the KV cache
         sch.failed.clear()
         if not batch and not failed and not sch.preempt_idle():
+            if self.others_busy():               # their blocks come back as they finish
+                return done
             raise RuntimeError("beam search made no progress: no sequence could be scheduled")
         self._hold_preempted()
         seqs: list[Sequence] = []

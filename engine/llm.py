@@ -456,8 +456,9 @@ class LLM:
             params = [params] * len(prompts)
         if len(params) != len(prompts) or not all(isinstance(p, BeamSearchParams) for p in params):
             raise ValueError("need one BeamSearchParams per prompt (or one for all)")
-        if self._engine is not None:
-            raise RuntimeError("beam_search() is not available while an AsyncEngine drives this LLM")
+        engine = self._engine
+        if engine is not None and threading.current_thread() is not engine._thread:
+            return engine.run_beam_search(prompts, params)     # an AsyncEngine owns the loop
         with self._lock:
             if self.scheduler.has_unfinished():
                 raise RuntimeError("beam_search() called while requests added by step() are unfinished")

@@ -2,8 +2,10 @@
 token-identical beams and scores, shared copy-on-write KV blocks, constrained beams."""
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import time
 
 import jsonschema
 import numpy as np
@@ -11,7 +13,8 @@ import pytest
 import torch
 from oracles import PROMPTS, FakeConstraint, FakeMatcher
 
-from structgen.engine import BeamSearchParams
+from structgen.engine import BeamSearchParams, SamplingParams
+from structgen.engine.async_engine import AsyncEngine, RequestError
 
 EOS = 2
 
@@ -318,6 +321,52 @@ def test_beam_search_errors(llm):
     assert "the constraint's mask failed: KeyError" in a.error and not a.sequences
     assert b.error == "RuntimeError: the constraint left no valid continuation" and not b.sequences
     assert c.error is None and len(c.sequences) == 2
+    assert_all_free(llm)
+
+
+def assert_equal_beams(out, ref):
+    assert out.error is None and ref.error is None
+    assert [s.token_ids for s in out.sequences] == [s.token_ids for s in ref.sequences]
+    assert [s.text for s in out.sequences] == [s.text for s in ref.sequences]
+    assert [s.score for s in out.sequences] == pytest.approx([s.score for s in ref.sequences], abs=1e-4)
+
+
+def test_beam_search_through_async_engine_beside_other_requests(llm):
+    """AsyncEngine.beam_search (and LLM.beam_search routed through the engine) gives the
+    beams of LLM.beam_search run alone, while a plain request streams beside them with the
+    tokens it has alone; an abort frees the beams' blocks; a request that cannot run fails
+    alone; every block is free at the end."""
+    p, q = BeamSearchParams(4, max_tokens=8, stop=["6,"]), BeamSearchParams(3, max_tokens=6)
+    alone = llm.beam_search([PROMPTS[1], PROMPTS[0]], [p, q])
+    plain = SamplingParams(max_tokens=12)
+    plain_alone = llm.generate(PROMPTS[2], plain)[0].token_ids
+    eng = AsyncEngine(llm, compile_processes=False)
+    try:
+        stream = eng.add_request(PROMPTS[2], plain)
+
+        async def both():
+            return await asyncio.gather(eng.beam_search(PROMPTS[1], p), eng.beam_search(PROMPTS[0], q))
+
+        for out, ref in zip(asyncio.run(both()), alone):
+            assert_equal_beams(out, ref)
+        assert stream.result().token_ids == plain_alone
+        assert_equal_beams(llm.beam_search(PROMPTS[0], q)[0], alone[1])     # (through the engine)
+
+        long = eng.add_beam_search(PROMPTS[3], BeamSearchParams(2, max_tokens=400, ignore_eos=True))
+        deadline = time.monotonic() + 30
+        while eng.num_running == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        long.abort()
+        assert long.result(timeout=30).error == "aborted"
+        with pytest.raises(RequestError, match="empty prompt"):
+            eng.add_beam_search([], p).result(timeout=30)
+        bad, good = llm.beam_search([[], PROMPTS[0]], q)
+        assert bad.error == "empty prompt" and not bad.sequences
+        assert_equal_beams(good, alone[1])
+        with pytest.raises(ValueError, match="max_num_seqs"):
+            eng.add_beam_search("Hi", BeamSearchParams(16, max_tokens=4))
+    finally:
+        eng.close()
     assert_all_free(llm)
 
 
