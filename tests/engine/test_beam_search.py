@@ -252,9 +252,9 @@ def test_matcher_without_copy_is_replayed(llm):
 # Stop strings that end beams mid-way ("6," after " 5, " and after " 5, and "; "." after
 # " Paris"; a newline as the first token), one run with the stop string kept.
 STOP_CASES = [
-    (1, BeamSearchParams(4, max_tokens=10, stop=[" 7", "6,"])),
-    (0, BeamSearchParams(4, max_tokens=10, stop=".", include_stop_str_in_output=True)),
-    (2, BeamSearchParams(3, max_tokens=8, stop=["\n", "sea"], length_penalty=0.5)),
+    (1, BeamSearchParams(4, max_tokens=8, stop=[" 7", "6,"])),
+    (0, BeamSearchParams(3, max_tokens=8, stop=".", include_stop_str_in_output=True)),
+    (2, BeamSearchParams(2, max_tokens=4, stop=["\n", "sea"], length_penalty=0.5)),
 ]
 
 
@@ -350,7 +350,9 @@ def test_beam_search_through_async_engine_beside_other_requests(llm):
         for out, ref in zip(asyncio.run(both()), alone):
             assert_equal_beams(out, ref)
         assert stream.result().token_ids == plain_alone
-        assert_equal_beams(llm.beam_search(PROMPTS[0], q)[0], alone[1])     # (through the engine)
+        bad, good = llm.beam_search([[], PROMPTS[0]], q)                     # (through the engine)
+        assert bad.error == "empty prompt" and not bad.sequences
+        assert_equal_beams(good, alone[1])
 
         long = eng.add_beam_search(PROMPTS[3], BeamSearchParams(2, max_tokens=400, ignore_eos=True))
         deadline = time.monotonic() + 30
@@ -360,11 +362,26 @@ def test_beam_search_through_async_engine_beside_other_requests(llm):
         assert long.result(timeout=30).error == "aborted"
         with pytest.raises(RequestError, match="empty prompt"):
             eng.add_beam_search([], p).result(timeout=30)
-        bad, good = llm.beam_search([[], PROMPTS[0]], q)
-        assert bad.error == "empty prompt" and not bad.sequences
-        assert_equal_beams(good, alone[1])
         with pytest.raises(ValueError, match="max_num_seqs"):
             eng.add_beam_search("Hi", BeamSearchParams(16, max_tokens=4))
+
+        # A beam step whose forward raises fails its beam request; the plain one goes on.
+        poison = llm.tokenizer("Poisoned prompt").input_ids
+        forward = llm.runner.forward_logits
+
+        def failing(batch):
+            if any(seq.token_ids[:len(poison)] == poison for seq, _ in batch):
+                raise RuntimeError("boom")
+            return forward(batch)
+
+        llm.runner.forward_logits = failing
+        try:
+            stream = eng.add_request(PROMPTS[2], plain)
+            failed = eng.add_beam_search(poison, q)
+            assert failed.result(timeout=60).error == "engine step failed: RuntimeError: boom"
+            assert stream.result(timeout=60).token_ids == plain_alone
+        finally:
+            del llm.runner.forward_logits
     finally:
         eng.close()
     assert_all_free(llm)
