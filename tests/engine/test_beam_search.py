@@ -274,6 +274,26 @@ def test_stop_strings_match_transformers_stop_strings(llm, hf):
     assert stopped >= 3          # (the cases do end beams at stop strings)
 
 
+def test_a_candidate_past_the_best_k_that_stops_is_not_kept(llm):
+    """Stop strings are checked on every candidate that could become a beam, not only on
+    the best k (transformers checks its stopping criteria on all 2k): with one beam and
+    the two likeliest first tokens as stop strings, the first is the only hypothesis and
+    the second is never kept, so the search ends after the prompt's forward, even where
+    early_stopping="never" would go on for a running beam."""
+    prompt = PROMPTS[0]
+    top = llm.generate(prompt, SamplingParams(max_tokens=1, logprobs=2))[0].logprobs[0]
+    (t1, lp1), (t2, lp2) = sorted(top.items(), key=lambda kv: -kv[1])[:2]
+    first, second = llm.tokenizer.decode([t1]), llm.tokenizer.decode([t2])
+    assert first.strip() and second.strip() and first not in second and second not in first
+    p = BeamSearchParams(1, max_tokens=4, length_penalty=2.0, early_stopping="never", stop=[first, second])
+    assert lp2 / p.max_tokens ** p.length_penalty > lp1     # (a running second beam could still win)
+    steps = llm.stats["steps"]
+    out = llm.beam_search(prompt, p)[0]
+    assert llm.stats["steps"] - steps == 1
+    assert [(s.text, s.stop_reason, len(s.token_ids)) for s in out.sequences] == [("", first, 1)]
+    assert_all_free(llm)
+
+
 def test_stop_string_params_are_checked():
     assert BeamSearchParams(2, max_tokens=4, stop="x").stop == ("x",)
     assert BeamSearchParams(2, max_tokens=4, stop=["a", "b"]).stop == ("a", "b")
