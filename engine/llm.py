@@ -446,6 +446,8 @@ class LLM:
         """Beam search for a prompt or a batch (strings or token id lists): one
         `BeamSearchOutput` per prompt, its hypotheses best first, token-identical to
         transformers' `generate(num_beams=...)` (engine/beam_search.py, docs/engine.md).
+        While an AsyncEngine drives this LLM, the prompts go through it (beside its other
+        requests).
 
         >>> out = llm.beam_search("The capital of France is", BeamSearchParams(4, max_tokens=8))  # doctest: +SKIP
         >>> [(b.text, b.score) for b in out[0].sequences]                                   # doctest: +SKIP
