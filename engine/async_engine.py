@@ -548,18 +548,13 @@ class AsyncEngine:
             beams = self._beam_active[rid].beams
             self._beams.abort(beams)
             self._end_beam_search(beams)
-        elif rid in self._pending and isinstance(self._pending[rid].params, BeamSearchParams):
-            req = self._pending.pop(rid)
-            with self._cond:
-                self._ids.discard(rid)
-            self.metrics.requests["aborted"] = self.metrics.requests.get("aborted", 0) + 1
-            req.stream._end(_failed_beam_output(req.prompt, "aborted"))
         elif rid in self._pending:
             req = self._pending.pop(rid)
             with self._cond:
                 self._ids.discard(rid)
             self.metrics.requests["aborted"] = self.metrics.requests.get("aborted", 0) + 1
-            req.stream._end(_failed_output(req.prompt, req.params, None, "abort"))
+            req.stream._end(_failed_beam_output(req.prompt, "aborted") if isinstance(req.params, BeamSearchParams)
+                            else _failed_output(req.prompt, req.params, None, "abort"))
         elif rid in self._active:
             for seq in self._active[rid].seqs:
                 if not seq.is_finished:
@@ -587,13 +582,15 @@ class AsyncEngine:
         self.llm.abort_all()
 
 
+def _prompt_fields(prompt) -> tuple[str | None, list[int]]:
+    """(text, token ids) of a prompt that never reached the LLM (ids only where given)."""
+    return (prompt, []) if isinstance(prompt, str) else (None, [int(t) for t in prompt])
+
+
 def _failed_beam_output(prompt, error: str) -> BeamSearchOutput:
-    text = prompt if isinstance(prompt, str) else None
-    return BeamSearchOutput(-1, text, [] if text is not None else [int(t) for t in prompt], error=error)
+    return BeamSearchOutput(-1, *_prompt_fields(prompt), error=error)
 
 
 def _failed_output(prompt, params: SamplingParams, error: str | None, reason: str) -> RequestOutput:
-    text = prompt if isinstance(prompt, str) else None
-    ids = [] if isinstance(prompt, str) else [int(t) for t in prompt]
-    return RequestOutput(-1, text, ids, [CompletionOutput(i, "", [], reason, error=error)
-                                         for i in range(params.n)])
+    return RequestOutput(-1, *_prompt_fields(prompt), [CompletionOutput(i, "", [], reason, error=error)
+                                                       for i in range(params.n)])
