@@ -12,6 +12,11 @@ and neither the loop nor any other request waits for it (nor for the GIL it hold
     >>> async for delta in engine.add_request("Hi"): ...                     # doctest: +SKIP
     >>> engine.close()                                                       # doctest: +SKIP
 
+Beam search runs here too (`add_beam_search`, `await beam_search(...)`): its steps take
+turns with the steps of the other requests, on a scheduler of its own over the same KV
+blocks; its stream carries no deltas (beams are ranked only at the end) and its result is
+a `BeamSearchOutput`.
+
 Every request ends either completed (`result()` returns its `RequestOutput`; a sample's
 finish_reason may be "abort" or "error") or failed (`result()` and iteration raise: a
 `ConstraintError` with the compiler's message, `CompileTimeoutError`, `RequestError`).
@@ -29,11 +34,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..fsm import ConstraintError
+from .beam_search import BeamSearch, BeamSearchOutput
 from .compile_pool import CompilePool, budgeted
 from .constraints import compile_spec
 from .llm import LLM, CompletionOutput, RequestOutput
 from .metrics import EngineMetrics
-from .sampling_params import SamplingParams
+from .sampling_params import BeamSearchParams, SamplingParams
+from .scheduler import Scheduler
 from .sequence import Sequence
 
 
@@ -155,7 +162,7 @@ class RequestStream:
 class _Request:
     stream: RequestStream
     prompt: object
-    params: SamplingParams
+    params: SamplingParams | BeamSearchParams
     arrival: float
     compile: Future | None = None     # the constraint spec compiling, if any
     deadline: float = 0.0
@@ -164,6 +171,7 @@ class _Request:
     sent_tokens: list[int] | None = None
     sent_text: list[int] | None = None
     first_token_at: float | None = None
+    beams: object = None              # a beam search's request in BeamSearch, once added
 
 
 class AsyncEngine:
@@ -198,6 +206,9 @@ class AsyncEngine:
         self._inbox: deque = deque()          # ("add", _Request) | ("abort", request_id)
         self._pending: dict[str, _Request] = {}   # compiling (loop thread only)
         self._active: dict[str, _Request] = {}    # in the LLM (loop thread only)
+        self._beam_active: dict[str, _Request] = {}   # beam searches in self._beams (loop thread only)
+        self._beams = BeamSearch(llm, Scheduler(llm.config, llm.block_manager),
+                                 others_busy=llm.scheduler.has_unfinished)
         self._ids: set[str] = set()               # every unfinished request id
         self._counter = itertools.count()
         self._compiled: OrderedDict = OrderedDict()  # spec key -> Future (kept for reuse)
@@ -216,6 +227,9 @@ class AsyncEngine:
         if (params.best_of or params.n) > params.n or params.prompt_logprobs is not None:
             # (its streams carry samples as they are made: nothing to rank, no prompt entries)
             raise ValueError("SamplingParams.best_of > n and prompt_logprobs are offline only: use LLM.generate")
+        return self._queue(prompt, params, request_id, params.n)
+
+    def _queue(self, prompt, params, request_id: str | None, n: int) -> RequestStream:
         with self._cond:
             if self._closed:
                 raise RequestError("the engine is closed")
@@ -223,7 +237,7 @@ class AsyncEngine:
             if rid in self._ids:
                 raise ValueError(f"request id {rid!r} is already in use")
             self._ids.add(rid)
-        req = _Request(RequestStream(self, rid, params.n), prompt, params, time.monotonic())
+        req = _Request(RequestStream(self, rid, n), prompt, params, time.monotonic())
         c = params.constraint
         if c is not None and not hasattr(c, "matcher"):
             req.compile = self._compile(c)
@@ -232,6 +246,37 @@ class AsyncEngine:
             self._inbox.append(("add", req))
             self._cond.notify()
         return req.stream
+
+    def add_beam_search(self, prompt, params: BeamSearchParams, request_id: str | None = None) -> RequestStream:
+        """Queue a beam search of a prompt (text or token ids); return its stream at once.
+        The stream carries no deltas; `result()` / `await result_async()` give the
+        `BeamSearchOutput` (hypotheses best first; `error` set where it failed while
+        running, or "aborted"). A prompt or constraint that cannot run raises there, as
+        for `add_request`. A `beam_width` over max_num_seqs raises ValueError here."""
+        if not isinstance(params, BeamSearchParams):
+            raise ValueError(f"add_beam_search needs BeamSearchParams, not {type(params).__name__}")
+        self._beams.check(params)
+        return self._queue(prompt, params, request_id, params.beam_width)
+
+    async def beam_search(self, prompt, params: BeamSearchParams, request_id: str | None = None) -> BeamSearchOutput:
+        """`add_beam_search`, awaited: the BeamSearchOutput.
+
+        >>> out = await engine.beam_search("Hi", BeamSearchParams(4, max_tokens=8))   # doctest: +SKIP
+        """
+        return await self.add_beam_search(prompt, params, request_id).result_async()
+
+    def run_beam_search(self, prompts: list, params: list[BeamSearchParams]) -> list[BeamSearchOutput]:
+        """`LLM.beam_search` through the engine: add every prompt, wait for all of them; a
+        request that could not run has `error` set."""
+        for p in params:
+            self._beams.check(p)
+        outs = []
+        for prompt, s in [(prompt, self.add_beam_search(prompt, p)) for prompt, p in zip(prompts, params)]:
+            try:
+                outs.append(s.result())
+            except (ConstraintError, RequestError) as e:
+                outs.append(_failed_beam_output(prompt, str(e)))
+        return outs
 
     def abort(self, request_id: str) -> None:
         """Finish the request (its samples end with finish_reason "abort") and free its
@@ -278,11 +323,12 @@ class AsyncEngine:
 
     @property
     def num_running(self) -> int:
-        return len(self.llm.scheduler.running)
+        return len(self.llm.scheduler.running) + len(self._beams.scheduler.running)
 
     @property
     def num_waiting(self) -> int:
-        return len(self.llm.scheduler.waiting) + len(self._pending)
+        return (len(self.llm.scheduler.waiting) + len(self._beams.scheduler.waiting) + len(self._pending)
+                + len(self._beams.pending))
 
     # -- compiling ----------------------------------------------------------------------
     def _compile(self, spec) -> Future:
@@ -333,7 +379,7 @@ class AsyncEngine:
         while True:
             with self._cond:
                 while not (self._closed or self._inbox or llm.scheduler.has_unfinished()
-                           or self._pending_ready()):
+                           or self._beams.has_unfinished() or self._pending_ready()):
                     self._cond.wait(self._next_deadline())
                 inbox = list(self._inbox)
                 self._inbox.clear()
@@ -345,7 +391,7 @@ class AsyncEngine:
                     else:
                         self._abort(item)
                 if closed:
-                    for rid in list(self._pending) + list(self._active):
+                    for rid in list(self._pending) + list(self._active) + list(self._beam_active):
                         self._abort(rid)
                     break
                 self._start_ready()
@@ -355,6 +401,14 @@ class AsyncEngine:
                     except Exception as e:  # noqa: BLE001 - the step failed: its requests fail, the loop goes on
                         self._fail_all_active(e)
                     self._emit()
+                if self._beams.has_unfinished():     # (its turn: one beam step)
+                    try:
+                        done = self._beams.step()
+                    except Exception as e:  # noqa: BLE001 - the step failed: its beam requests fail, the loop goes on
+                        done = self._beams.abort_all(f"engine step failed: {type(e).__name__}: {e}")
+                        llm.block_manager.reset_prefix_cache()   # (published blocks may be unwritten)
+                    for r in done:
+                        self._end_beam_search(r)
         llm._engine = None
 
     def _pending_ready(self) -> bool:
@@ -399,20 +453,48 @@ class AsyncEngine:
                 else:
                     continue
             del self._pending[rid]
+            if isinstance(params, BeamSearchParams):
+                self._start_beam_search(req, params)
+                continue
             try:
                 req.out, req.seqs = self.llm._add_request(req.prompt, params)
             except Exception as e:  # noqa: BLE001 - e.g. a tokenizer failure: this request only
                 self._fail(req, RequestError(f"cannot add request: {type(e).__name__}: {e}"))
                 continue
             if all(s.is_finished for s in req.seqs):       # refused when added
-                err = req.seqs[0].error or "request refused"
-                self._fail(req, (ConstraintError if err.startswith("cannot create matcher")
-                                 else RequestError)(err))
+                self._refuse(req, req.seqs[0].error)
                 continue
             n = len(req.seqs)
             req.sent_tokens, req.sent_text = [0] * n, [0] * n
             self.metrics.prompt_tokens += len(req.out.prompt_token_ids)
             self._active[rid] = req
+
+    def _refuse(self, req: _Request, error: str | None) -> None:
+        err = error or "request refused"
+        self._fail(req, (ConstraintError if err.startswith("cannot create matcher") else RequestError)(err))
+
+    def _start_beam_search(self, req: _Request, params: BeamSearchParams) -> None:
+        try:
+            req.beams = self._beams.add(req.prompt, params)
+        except Exception as e:  # noqa: BLE001 - e.g. a tokenizer failure: this request only
+            return self._fail(req, RequestError(f"cannot add request: {type(e).__name__}: {e}"))
+        if req.beams.out.error is not None:             # refused when added
+            return self._refuse(req, req.beams.out.error)
+        self.metrics.prompt_tokens += len(req.beams.out.prompt_token_ids)
+        self._beam_active[req.stream.request_id] = req
+
+    def _end_beam_search(self, beams) -> None:
+        rid = next((rid for rid, req in self._beam_active.items() if req.beams is beams), None)
+        if rid is None:
+            return
+        req = self._beam_active.pop(rid)
+        out = beams.out
+        self.metrics.generation_tokens += sum(len(s.token_ids) for s in out.sequences)
+        self._record_end(req, time.monotonic(), "aborted" if out.error == "aborted"
+                         else "error" if out.error else "completed")
+        with self._cond:
+            self._ids.discard(rid)
+        req.stream._end(out)
 
     def _emit(self) -> None:
         """Push each active request's new tokens and text; end the finished ones."""
@@ -462,12 +544,17 @@ class AsyncEngine:
 
     def _abort(self, rid: str) -> None:
         sched = self.llm.scheduler
-        if rid in self._pending:
+        if rid in self._beam_active:
+            beams = self._beam_active[rid].beams
+            self._beams.abort(beams)
+            self._end_beam_search(beams)
+        elif rid in self._pending:
             req = self._pending.pop(rid)
             with self._cond:
                 self._ids.discard(rid)
             self.metrics.requests["aborted"] = self.metrics.requests.get("aborted", 0) + 1
-            req.stream._end(_failed_output(req.prompt, req.params, None, "abort"))
+            req.stream._end(_failed_beam_output(req.prompt, "aborted") if isinstance(req.params, BeamSearchParams)
+                            else _failed_output(req.prompt, req.params, None, "abort"))
         elif rid in self._active:
             for seq in self._active[rid].seqs:
                 if not seq.is_finished:
@@ -495,8 +582,15 @@ class AsyncEngine:
         self.llm.abort_all()
 
 
+def _prompt_fields(prompt) -> tuple[str | None, list[int]]:
+    """(text, token ids) of a prompt that never reached the LLM (ids only where given)."""
+    return (prompt, []) if isinstance(prompt, str) else (None, [int(t) for t in prompt])
+
+
+def _failed_beam_output(prompt, error: str) -> BeamSearchOutput:
+    return BeamSearchOutput(-1, *_prompt_fields(prompt), error=error)
+
+
 def _failed_output(prompt, params: SamplingParams, error: str | None, reason: str) -> RequestOutput:
-    text = prompt if isinstance(prompt, str) else None
-    ids = [] if isinstance(prompt, str) else [int(t) for t in prompt]
-    return RequestOutput(-1, text, ids, [CompletionOutput(i, "", [], reason, error=error)
-                                         for i in range(params.n)])
+    return RequestOutput(-1, *_prompt_fields(prompt), [CompletionOutput(i, "", [], reason, error=error)
+                                                       for i in range(params.n)])

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from . import detokenizer
 from .sampling_params import BeamSearchParams, SamplingParams
 from .sequence import Sequence
 
@@ -28,14 +29,17 @@ _EMPTY = -1.0e9
 
 @dataclass
 class BeamSearchSequence:
-    """One finished hypothesis: its output tokens (the EOS that ended it included), text,
-    sum of token logprobs, and score = cum_logprob / len(token_ids) ** length_penalty."""
+    """One finished hypothesis: its output tokens (the EOS, or the tokens of the stop string,
+    that ended it included), text (without the stop string unless
+    include_stop_str_in_output), sum of token logprobs, and
+    score = cum_logprob / len(token_ids) ** length_penalty."""
     token_ids: list[int]
     text: str
     cum_logprob: float
     score: float
     logprobs: list[float]              # per output token, under the model (raw, unmasked)
-    finish_reason: str                 # "stop" (EOS) | "length" | "constraint"
+    finish_reason: str                 # "stop" (EOS or a stop string) | "length" | "constraint"
+    stop_reason: object = None         # the stop string or EOS id that ended it
 
 
 @dataclass
@@ -70,41 +74,92 @@ class _Request:
 
 
 class BeamSearch:
-    """Drives an LLM's scheduler and model runner for beam requests (the LLM's lock held)."""
+    """Drives an LLM's model runner for beam requests, over `scheduler` (the LLM's by
+    default; an AsyncEngine gives it one of its own on the same block manager, so that beam
+    steps and the steps of other requests take turns). The caller holds the LLM's lock.
 
-    def __init__(self, llm):
+    `others_busy()`: whether sequences outside `scheduler` hold KV blocks and will free them
+    (then a step that can schedule nothing waits instead of failing).
+
+    >>> bs = BeamSearch(llm); r = bs.add("Hi", BeamSearchParams(2, max_tokens=4))   # doctest: +SKIP
+    >>> while bs.has_unfinished(): bs.step()                                         # doctest: +SKIP
+    >>> r.out.sequences                                                              # doctest: +SKIP
+    """
+
+    def __init__(self, llm, scheduler=None, others_busy=lambda: False):
         self.llm = llm
-        self.scheduler, self.runner = llm.scheduler, llm.runner
+        self.scheduler, self.runner = scheduler or llm.scheduler, llm.runner
+        self.others_busy = others_busy
         self.beam_of: dict[Sequence, _Beam] = {}
         self.request_of: dict[Sequence, _Request] = {}
         self.held: set[Sequence] = set()         # preempted beams out of the queue (_hold_preempted)
+        self.pending: deque[_Request] = deque()  # not admitted yet
+        self.active: list[_Request] = []
 
     def run(self, prompts, params: list[BeamSearchParams]) -> list[BeamSearchOutput]:
-        cap = self.llm.config.max_num_seqs
+        """Every prompt to the end: one BeamSearchOutput each, in order."""
         for p in params:
-            if p.beam_width > cap:
-                raise ValueError(f"BeamSearchParams.beam_width={p.beam_width} exceeds max_num_seqs={cap}: "
-                                 "every beam of a request runs in the same batch")
-        requests = [self._make_request(prompt, p) for prompt, p in zip(prompts, params)]
-        pending = deque(r for r in requests if r.out.error is None)
-        active: list[_Request] = []
+            self.check(p)
+        requests = [self.add(prompt, p) for prompt, p in zip(prompts, params)]
         try:
-            while pending or active:
-                # Admit while every beam of every active request can run at once: a preempted
-                # beam must always find room to come back, or its siblings would wait forever.
-                while pending and sum(r.params.beam_width for r in active) + pending[0].params.beam_width <= cap:
-                    r = pending.popleft()
-                    self.scheduler.add(r.prompt_seq)
-                    active.append(r)
-                for r in self._step():
-                    active.remove(r)
+            while self.has_unfinished():
+                self.step()
         finally:
-            for r in active:
-                self._release(r)
+            self.abort_all()
         return [r.out for r in requests]
 
+    def check(self, p: BeamSearchParams) -> None:
+        cap = self.llm.config.max_num_seqs
+        if p.beam_width > cap:
+            raise ValueError(f"BeamSearchParams.beam_width={p.beam_width} exceeds max_num_seqs={cap}: "
+                             "every beam of a request runs in the same batch")
+
+    def add(self, prompt, p: BeamSearchParams) -> _Request:
+        """Queue a prompt; its `.out` (a BeamSearchOutput) is complete once `step` returns
+        it. One that cannot run has `.out.error` set at once and is not queued."""
+        self.check(p)
+        r = self._make_request(prompt, p)
+        if r.out.error is None:
+            self.pending.append(r)
+        return r
+
+    def has_unfinished(self) -> bool:
+        return bool(self.pending or self.active)
+
+    def step(self) -> list[_Request]:
+        """Admit what fits, run one forward and one beam step: the requests that ended."""
+        cap = self.llm.config.max_num_seqs
+        # Admit while every beam of every active request can run at once: a preempted
+        # beam must always find room to come back, or its siblings would wait forever.
+        while self.pending and (sum(r.params.beam_width for r in self.active)
+                                + self.pending[0].params.beam_width <= cap):
+            r = self.pending.popleft()
+            self.scheduler.add(r.prompt_seq)
+            self.active.append(r)
+        done = self._step()
+        for r in done:
+            if r in self.active:
+                self.active.remove(r)
+        return done
+
+    def abort(self, r: _Request, error: str = "aborted") -> None:
+        """End a request now (no hypotheses, `error` set) and free its blocks."""
+        if r in self.pending:
+            self.pending.remove(r)
+        if r in self.active:
+            self.active.remove(r)
+        self._fail(r, error)
+
+    def abort_all(self, error: str = "aborted") -> list[_Request]:
+        """End every unfinished request (an interrupted call, a failed step): those ended."""
+        ended = list(self.pending) + list(self.active)
+        for r in ended:
+            self.abort(r, error)
+        return ended
+
     def _make_request(self, prompt, p: BeamSearchParams) -> _Request:
-        sp = SamplingParams(max_tokens=p.max_tokens, ignore_eos=p.ignore_eos, constraint=p.constraint)
+        sp = SamplingParams(max_tokens=p.max_tokens, ignore_eos=p.ignore_eos, constraint=p.constraint,
+                            stop=list(p.stop), include_stop_str_in_output=p.include_stop_str_in_output)
         out, (seq,) = self.llm._add_request(prompt, sp, queue=False)
         r = _Request(BeamSearchOutput(out.request_id, out.prompt, out.prompt_token_ids, error=seq.error),
                      p, [_Beam(seq, torch.zeros((), dtype=torch.float32), [])], prompt_seq=seq)
@@ -120,6 +175,8 @@ class BeamSearch:
         failed = list(sch.failed)                # did not fit in the KV cache
         sch.failed.clear()
         if not batch and not failed and not sch.preempt_idle():
+            if self.others_busy():               # their blocks come back as they finish
+                return done
             raise RuntimeError("beam search made no progress: no sequence could be scheduled")
         self._hold_preempted()
         seqs: list[Sequence] = []
@@ -187,19 +244,23 @@ class BeamSearch:
                 break
             parent, token = r.beams[idx // V], idx % V
             ends_eos = token in eos and (not p.ignore_eos or parent.seq.matcher is not None)
-            if ends_eos or at_limit:
+            # (checked only where it matters: a candidate that may finish or be kept)
+            stopped = self._stop_hit(parent, token, p) if p.stop and (j < k or len(kept) < k) else None
+            if ends_eos or stopped is not None or at_limit:
                 # Only the best k candidates may become hypotheses (transformers' top_num_beam_mask).
                 if j < k and not full:
-                    new_finished.append((parent, token, score, "stop" if ends_eos else "length"))
+                    reason = "stop" if ends_eos or stopped is not None else "length"
+                    new_finished.append((parent, token, score, reason, stopped))
             elif len(kept) < k:
                 kept.append((parent, token, score))
         divisor = float(length) ** p.length_penalty
-        for parent, token, score, reason in new_finished:
+        for parent, token, score, reason, stopped in new_finished:
             hyp_score = float(score / divisor)
             if len(r.finished) < k or hyp_score > r.finished[-1][0]:
                 if parent.seq.matcher is not None and token in eos:
                     reason = "constraint"
-                r.finished.append((hyp_score, self._hypothesis(r, parent, token, score, hyp_score, reason)))
+                hyp = self._hypothesis(r, parent, token, score, hyp_score, reason, stopped)
+                r.finished.append((hyp_score, hyp))
                 r.finished.sort(key=lambda h: -h[0])    # stable: earlier ones first among equals
                 del r.finished[k:]
         r.num_generated = length
@@ -224,12 +285,25 @@ class BeamSearch:
         best_possible = float(r.beams[0].score / float(best_len) ** p.length_penalty)
         return best_possible > r.finished[-1][0]
 
+    def _stop_hit(self, parent: _Beam, token: int, p: BeamSearchParams) -> tuple[str, str] | None:
+        """(the text cut at the stop string, the stop string) where appending `token` to
+        `parent` completes one (engine.detokenizer, as `generate` checks); else None."""
+        delta = detokenizer.peek_next(self.llm.tokenizer, parent.seq, token)
+        if not delta:
+            return None
+        return detokenizer.cut_at_stop(parent.seq.text + delta, len(delta), list(p.stop),
+                                       p.include_stop_str_in_output)
+
     def _hypothesis(self, r: _Request, parent: _Beam, token: int, score, hyp_score: float,
-                    reason: str) -> BeamSearchSequence:
+                    reason: str, stopped: tuple[str, str] | None) -> BeamSearchSequence:
         ids = parent.seq.output_token_ids + [token]
-        text = self.llm.tokenizer.decode(ids, skip_special_tokens=True)
+        if stopped is not None:
+            text, stop_reason = stopped
+        else:
+            text = self.llm.tokenizer.decode(ids, skip_special_tokens=True)
+            stop_reason = token if reason in ("stop", "constraint") else None
         return BeamSearchSequence(ids, text, float(score), hyp_score,
-                                  parent.token_logprobs + [float(parent.row[token])], reason)
+                                  parent.token_logprobs + [float(parent.row[token])], reason, stop_reason)
 
     def _rebeam(self, r: _Request, kept: list[tuple[_Beam, int, torch.Tensor]]) -> None:
         """Replace r's beams by the kept (parent, token) pairs, in their order: a parent's
@@ -256,6 +330,8 @@ class BeamSearch:
             if seq.matcher is not None and not seq.matcher.accept_token(token):
                 raise RuntimeError(f"the constraint rejected token {token} it allowed")
             seq.token_ids.append(token)
+            if r.params.stop:                    # its text, where the next stop check looks
+                detokenizer.decode_next(self.llm.tokenizer, seq)
             beams.append(beam)
         r.beams = beams
 

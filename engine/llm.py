@@ -331,15 +331,11 @@ class LLM:
         if not p.ignore_eos and token in self.eos_token_ids:
             return self._finish(seq, "stop", stop_reason=token)
         delta = detokenizer.decode_next(self.tokenizer, seq, p.skip_special_tokens)
-        if p.stop and delta:
-            longest = max(len(s) for s in p.stop)
-            start = max(0, len(seq.text) - len(delta) - longest + 1)
-            hits = [(seq.text.find(s, start), s) for s in p.stop]
-            hits = [(i, s) for i, s in hits if i >= 0]
-            if hits:
-                i, s = min(hits)
-                seq.text = seq.text[:i + len(s)] if p.include_stop_str_in_output else seq.text[:i]
-                return self._finish(seq, "stop", stop_reason=s, flush=False)
+        hit = detokenizer.cut_at_stop(seq.text, len(delta), p.stop, p.include_stop_str_in_output) \
+            if p.stop and delta else None
+        if hit is not None:
+            seq.text, s = hit
+            return self._finish(seq, "stop", stop_reason=s, flush=False)
         if seq.num_output_tokens >= p.max_tokens or seq.num_tokens >= self.max_model_len:
             return self._finish(seq, "length")
 
@@ -450,6 +446,8 @@ class LLM:
         """Beam search for a prompt or a batch (strings or token id lists): one
         `BeamSearchOutput` per prompt, its hypotheses best first, token-identical to
         transformers' `generate(num_beams=...)` (engine/beam_search.py, docs/engine.md).
+        While an AsyncEngine drives this LLM, the prompts go through it (beside its other
+        requests).
 
         >>> out = llm.beam_search("The capital of France is", BeamSearchParams(4, max_tokens=8))  # doctest: +SKIP
         >>> [(b.text, b.score) for b in out[0].sequences]                                   # doctest: +SKIP
@@ -460,8 +458,9 @@ class LLM:
             params = [params] * len(prompts)
         if len(params) != len(prompts) or not all(isinstance(p, BeamSearchParams) for p in params):
             raise ValueError("need one BeamSearchParams per prompt (or one for all)")
-        if self._engine is not None:
-            raise RuntimeError("beam_search() is not available while an AsyncEngine drives this LLM")
+        engine = self._engine
+        if engine is not None and threading.current_thread() is not engine._thread:
+            return engine.run_beam_search(prompts, params)     # an AsyncEngine owns the loop
         with self._lock:
             if self.scheduler.has_unfinished():
                 raise RuntimeError("beam_search() called while requests added by step() are unfinished")

@@ -10,7 +10,7 @@ import json
 import uuid
 from dataclasses import dataclass, field
 
-from .sampling_params import SamplingParams
+from .sampling_params import MAX_BEAM_WIDTH, BeamSearchParams, SamplingParams
 from .tool_tags import (
     HERMES,
     TOOL_CALL_BEGIN,
@@ -26,7 +26,12 @@ _COMMON = {"model", "temperature", "top_p", "top_k", "min_p", "max_tokens", "n",
            "user", "min_tokens", "ignore_eos", "stop_token_ids", "structured_outputs", "response_format"}
 CHAT_FIELDS = _COMMON | {"messages", "max_completion_tokens", "logprobs", "top_logprobs", "tools",
                          "tool_choice", "parallel_tool_calls"}
-COMPLETION_FIELDS = _COMMON | {"prompt", "logprobs"}
+COMPLETION_FIELDS = _COMMON | {"prompt", "logprobs"} | {"use_beam_search", "length_penalty", "early_stopping"}
+# Sampling fields that beam search (which ranks beams by the model's raw logprobs) refuses,
+# unless at a value that changes nothing: (allowed values).
+NOT_WITH_BEAMS = {"temperature": (0, 1), "top_p": (1,), "top_k": (0, -1), "min_p": (0,), "seed": (),
+                  "presence_penalty": (0,), "frequency_penalty": (0,), "repetition_penalty": (1,),
+                  "min_tokens": (0,), "stop_token_ids": (), "logprobs": (), "stream_options": ()}
 # Known OpenAI fields that this server does not implement: a 400 that says so.
 UNSUPPORTED = {"logit_bias", "echo", "suffix", "best_of", "functions", "function_call", "audio",
                "modalities", "prediction", "service_tier", "reasoning_effort", "web_search_options"}
@@ -47,10 +52,10 @@ class APIError(Exception):
 
 @dataclass
 class Parsed:
-    """A request ready for the engine: prompts (token ids), one SamplingParams, and how
-    to present the output."""
+    """A request ready for the engine: prompts (token ids), one SamplingParams (or
+    BeamSearchParams: use_beam_search), and how to present the output."""
     prompts: list[list[int]]
-    params: SamplingParams
+    params: SamplingParams | BeamSearchParams
     stream: bool = False
     include_usage: bool = False
     tool_mode: object = None                # "call": a {"name", "arguments"} call; "auto": text or a call;
@@ -90,17 +95,27 @@ def _bool(body, key, default=False) -> bool:
     return v
 
 
-def sampling_params(body: dict, prompt_len: int, max_model_len: int, max_n: int,
-                    logprobs: int | None, constraint) -> SamplingParams:
+def _max_tokens(body: dict, prompt_len: int, max_model_len: int) -> int:
     max_tokens = _number(body, "max_completion_tokens", None, 1, integer=True)
     if max_tokens is None:
         max_tokens = _number(body, "max_tokens", None, 1, integer=True)
     if max_tokens is None:
         max_tokens = max(1, max_model_len - prompt_len)
+    return max_tokens
+
+
+def _stop(body: dict):
     stop = body.get("stop")
     if stop is not None and not (isinstance(stop, str) or (
             isinstance(stop, list) and all(isinstance(s, str) and s for s in stop))):
         raise APIError("'stop' must be a string or a list of non-empty strings", param="stop")
+    return stop
+
+
+def sampling_params(body: dict, prompt_len: int, max_model_len: int, max_n: int,
+                    logprobs: int | None, constraint) -> SamplingParams:
+    max_tokens = _max_tokens(body, prompt_len, max_model_len)
+    stop = _stop(body)
     stop_ids = body.get("stop_token_ids")
     if stop_ids is not None and not (isinstance(stop_ids, list) and all(
             isinstance(t, int) and not isinstance(t, bool) for t in stop_ids)):
@@ -120,6 +135,40 @@ def sampling_params(body: dict, prompt_len: int, max_model_len: int, max_n: int,
             min_tokens=_number(body, "min_tokens", 0, 0, integer=True),
             stop=stop, stop_token_ids=stop_ids, ignore_eos=_bool(body, "ignore_eos"),
             logprobs=logprobs, constraint=constraint)
+    except ValueError as e:
+        raise APIError(str(e)) from e
+
+
+def beam_search_params(body: dict, prompt_len: int, max_model_len: int, max_n: int,
+                       constraint) -> BeamSearchParams | None:
+    """vLLM's `use_beam_search: true`: `n` beams (all returned, best first), `max_tokens`,
+    `length_penalty`, `early_stopping` (true, false or "never"), `ignore_eos`, `stop`, a
+    constraint; None without it. Streaming and sampling fields are refused (NOT_WITH_BEAMS)."""
+    if not _bool(body, "use_beam_search"):
+        for key in ("length_penalty", "early_stopping"):
+            if body.get(key) is not None:
+                raise APIError(f"'{key}' needs 'use_beam_search': true", param=key)
+        return None
+    if _bool(body, "stream"):
+        raise APIError("'stream' is not supported with use_beam_search: beams are ranked only at the end",
+                       param="stream")
+    for key, neutral in NOT_WITH_BEAMS.items():
+        v = body.get(key)
+        if v is not None and not (not isinstance(v, bool) and v in neutral):
+            allowed = f" (only {' or '.join(map(str, neutral))})" if neutral else ""
+            raise APIError(f"'{key}' is not supported with use_beam_search{allowed}: beams are ranked by the "
+                           "model's raw logprobs", param=key)
+    early = body.get("early_stopping", False)
+    if not (isinstance(early, bool) or early == "never"):
+        raise APIError(f"'early_stopping' must be true, false or \"never\"; got {early!r:.50}",
+                       param="early_stopping")
+    try:
+        return BeamSearchParams(
+            beam_width=_number(body, "n", 1, 1, min(max_n, MAX_BEAM_WIDTH), integer=True),
+            max_tokens=_max_tokens(body, prompt_len, max_model_len),
+            ignore_eos=_bool(body, "ignore_eos"),
+            length_penalty=_number(body, "length_penalty", 1.0, -10, 10),
+            early_stopping=early, constraint=constraint, stop=_stop(body))
     except ValueError as e:
         raise APIError(str(e)) from e
 

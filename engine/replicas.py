@@ -24,7 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from .async_engine import AsyncEngine, RequestError, RequestStream
-from .sampling_params import SamplingParams
+from .sampling_params import BeamSearchParams, SamplingParams
 
 CHARS_PER_TOKEN = 4     # English text with a BPE vocabulary, roughly
 
@@ -114,7 +114,8 @@ def replica_devices(n: int, tensor_parallel_size: int = 1, device: str | None = 
 
 class Replicas:
     """Several `AsyncEngine`s behind the one `AsyncEngine` interface the server uses
-    (`add_request`, `abort`, `generate`, `close`, `llm`, `alive`); `replicas` lists them.
+    (`add_request`, `add_beam_search`, `abort`, `generate`, `close`, `llm`, `alive`); `replicas`
+    lists them.
     The replicas must serve the same model with the same tokenizer and limits."""
 
     def __init__(self, engines: list[AsyncEngine], options: RouterOptions = RouterOptions()):
@@ -150,13 +151,22 @@ class Replicas:
                     request_id: str | None = None) -> RequestStream:
         """Route a prompt to a replica; return that replica's stream."""
         params = params or SamplingParams()
+        return self._route(prompt, request_id, lambda e, rid: e.add_request(prompt, params, rid))
+
+    def add_beam_search(self, prompt, params: BeamSearchParams, request_id: str | None = None) -> RequestStream:
+        """Route a beam search to a replica (`AsyncEngine.add_beam_search`)."""
+        return self._route(prompt, request_id, lambda e, rid: e.add_beam_search(prompt, params, rid))
+
+    beam_search = AsyncEngine.beam_search      # (awaits self.add_beam_search: routed)
+
+    def _route(self, prompt, request_id: str | None, add) -> RequestStream:
         with self._lock:
             loads = self.loads()
             rid = request_id if request_id is not None else f"req-{next(self._counter)}"
             if rid in self._streams:
                 raise ValueError(f"request id {rid!r} is already in use")
             i = self.router.pick(prompt, loads, [e.alive for e in self.replicas])
-            stream = self.replicas[i].add_request(prompt, params, rid)
+            stream = add(self.replicas[i], rid)
             self._streams[rid] = (i, stream)
         return stream
 

@@ -51,9 +51,7 @@ class SamplingParams:
     constraint: Any = None
 
     def __post_init__(self):
-        if isinstance(self.stop, str):
-            self.stop = [self.stop]
-        self.stop = list(self.stop or [])
+        self.stop = _stop_strings(self.stop)
         self.stop_token_ids = list(self.stop_token_ids or [])
         _integer("n", self.n, 1, MAX_N)
         _real("temperature", self.temperature, 0, None)
@@ -78,9 +76,6 @@ class SamplingParams:
             if self.best_of > 1 and self.temperature == 0:
                 raise ValueError(f"SamplingParams.best_of={self.best_of} needs sampling (temperature > 0): "
                                  "greedy samples are all the same")
-        for i, s in enumerate(self.stop):
-            if not isinstance(s, str) or not s:
-                raise ValueError(f"SamplingParams.stop[{i}] must be a non-empty string, not {s!r}")
         for i, t in enumerate(self.stop_token_ids):
             _integer(f"stop_token_ids[{i}]", t, 0, None)
 
@@ -108,6 +103,10 @@ class BeamSearchParams:
     hypothesis, judged at the current length), True (stop as soon as `beam_width`
     hypotheses are finished) or "never" (judged at `max_tokens` when length_penalty > 0).
     `constraint`: as in SamplingParams; every beam keeps its own matcher.
+    `stop`: as in SamplingParams: a candidate whose text then holds a stop string is a
+    finished hypothesis (its text ends before the stop string, or after it with
+    `include_stop_str_in_output`; its token_ids keep every token), as transformers'
+    `generate(stop_strings=...)` finishes it.
 
     >>> BeamSearchParams(beam_width=4, max_tokens=16, length_penalty=0.8)   # doctest: +ELLIPSIS
     BeamSearchParams(beam_width=4, max_tokens=16, ...)
@@ -118,16 +117,34 @@ class BeamSearchParams:
     length_penalty: float = 1.0
     early_stopping: bool | str = False
     constraint: Any = None
+    stop: tuple[str, ...] | list[str] | str | None = None     # kept as a tuple
+    include_stop_str_in_output: bool = False
 
     def __post_init__(self):
+        object.__setattr__(self, "stop", tuple(_stop_strings(self.stop, "BeamSearchParams")))
         _integer("beam_width", self.beam_width, 1, MAX_BEAM_WIDTH, "BeamSearchParams")
         _integer("max_tokens", self.max_tokens, 1, None, "BeamSearchParams")
         _real("length_penalty", self.length_penalty, -10, 10, owner="BeamSearchParams")
-        if not isinstance(self.ignore_eos, bool):
-            raise ValueError(f"BeamSearchParams.ignore_eos must be a bool, not {self.ignore_eos!r}")
+        for name in ("ignore_eos", "include_stop_str_in_output"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"BeamSearchParams.{name} must be a bool, not {getattr(self, name)!r}")
         if not (isinstance(self.early_stopping, bool) or self.early_stopping == "never"):
             raise ValueError("BeamSearchParams.early_stopping must be True, False or \"never\", "
                              f"not {self.early_stopping!r}")
+
+
+def _stop_strings(stop, owner: str = "SamplingParams") -> list[str]:
+    """`stop` as a list: one string, or a list (any iterable) of non-empty strings."""
+    if isinstance(stop, str):
+        stop = [stop]
+    try:
+        stop = list(stop or [])
+    except TypeError:
+        raise ValueError(f"{owner}.stop must be a string or a list of strings, not {stop!r}") from None
+    for i, s in enumerate(stop):
+        if not isinstance(s, str) or not s:
+            raise ValueError(f"{owner}.stop[{i}] must be a non-empty string, not {s!r}")
+    return stop
 
 
 def _integer(name: str, value, low: int, high: int | None, owner: str = "SamplingParams") -> None:

@@ -87,8 +87,10 @@ class Scheduler:
                 # the head): a preemption may queue others in front of it, and blocks
                 # held by a waiting sequence would be stranded until one "did not fit".
                 bm.free_sequence(seq)
-                if not scheduled and not self.running:
-                    # Not even this one sequence fits in the whole cache.
+                if not scheduled and not self.running and bm.num_free_blocks == bm.num_blocks:
+                    # Not even this one sequence fits in the whole cache. (Blocks held
+                    # by another scheduler on this block manager, an AsyncEngine's beam
+                    # requests', come back: then it waits.)
                     self.waiting.popleft()
                     seq.status = SequenceStatus.FINISHED
                     seq.finish_reason = "error"

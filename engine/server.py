@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 
 from ..fsm import ConstraintError
 from .async_engine import AsyncEngine, RequestError, RequestStream
+from .llm import CompletionOutput
 from .metrics import render
 from .openai_protocol import (
     CHAT_FIELDS,
@@ -30,6 +31,7 @@ from .openai_protocol import (
     Parsed,
     _bool,
     _number,
+    beam_search_params,
     chat_logprobs,
     chat_messages,
     check_fields,
@@ -41,6 +43,7 @@ from .openai_protocol import (
     tool_calls_of,
     with_tools_prompt,
 )
+from .sampling_params import BeamSearchParams
 from .tool_tags import ToolTags, syntax_of_template
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
@@ -146,14 +149,19 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
         constraint, _ = constraint_of(body)
         prompts = [check_prompt(list(tok(p).input_ids) if isinstance(p, str) else p)
                    for p in completion_prompts(body.get("prompt"))]
+        longest = max(len(p) for p in prompts)
+        beams = beam_search_params(body, longest, llm.max_model_len, llm.config.max_num_seqs, constraint)
+        if beams is not None:
+            return await respond(request, "completion", Parsed(prompts, beams))
         k = _number(body, "logprobs", None, 0, 20, integer=True)
-        params = sampling_params(body, max(len(p) for p in prompts), llm.max_model_len,
-                                 llm.config.max_num_seqs, k, constraint)
+        params = sampling_params(body, longest, llm.max_model_len, llm.config.max_num_seqs, k, constraint)
         stream, usage = stream_options(body)
         return await respond(request, "completion", Parsed(prompts, params, stream, usage, False, k))
 
     async def respond(request: Request, kind: str, p: Parsed):
-        streams = [engine.add_request(ids, p.params) for ids in p.prompts]
+        beams = isinstance(p.params, BeamSearchParams)        # use_beam_search
+        add = engine.add_beam_search if beams else engine.add_request
+        streams = [add(ids, p.params) for ids in p.prompts]
         rid = new_id("chatcmpl" if kind == "chat" else "cmpl")
         if p.stream:
             agen = merged(streams)
@@ -177,13 +185,15 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
                 if not s.finished:
                     s.abort()
         choices = []
-        for k, out in enumerate(outs):
-            for o in out.outputs:
+        n = p.params.beam_width if beams else p.params.n
+        results = [beam_outputs(out) if beams else out.outputs for out in outs]
+        for k, outputs in enumerate(results):
+            for o in outputs:
                 if o.finish_reason == "error":
                     raise APIError(f"generation failed: {o.error}", 500, type_="server_error")
-                choices.append(choice(kind, p, k * p.params.n + o.index, o.text, o.token_ids, o.logprobs,
+                choices.append(choice(kind, p, k * n + o.index, o.text, o.token_ids, o.logprobs,
                                       o.finish_reason))
-        completion_tokens = sum(len(o.token_ids) for out in outs for o in out.outputs)
+        completion_tokens = sum(len(o.token_ids) for outputs in results for o in outputs)
         prompt_tokens = sum(len(ids) for ids in p.prompts)
         return {"id": rid, "object": "chat.completion" if kind == "chat" else "text_completion",
                 "created": int(time.time()), "model": model_name, "choices": choices,
@@ -295,6 +305,15 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
             await agen.aclose()      # aborts what is unfinished (a client that went away)
 
     return app
+
+
+def beam_outputs(out) -> list[CompletionOutput]:
+    """A BeamSearchOutput's hypotheses as completion outputs (index = rank); one "error"
+    output where it failed."""
+    if out.error is not None:
+        return [CompletionOutput(0, "", [], "error", error=out.error)]
+    return [CompletionOutput(i, s.text, s.token_ids, s.finish_reason, s.stop_reason,
+                             cumulative_logprob=s.cum_logprob) for i, s in enumerate(out.sequences)]
 
 
 def _may_call(text: str) -> bool:

@@ -2,8 +2,10 @@
 token-identical beams and scores, shared copy-on-write KV blocks, constrained beams."""
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import time
 
 import jsonschema
 import numpy as np
@@ -11,7 +13,8 @@ import pytest
 import torch
 from oracles import PROMPTS, FakeConstraint, FakeMatcher
 
-from structgen.engine import BeamSearchParams
+from structgen.engine import BeamSearchParams, SamplingParams
+from structgen.engine.async_engine import AsyncEngine, RequestError
 
 EOS = 2
 
@@ -23,7 +26,9 @@ def hf(smol_folder):
 
 
 def hf_beams(hf, tokenizer, prompt, p: BeamSearchParams, processors=()):
-    """transformers' beams for one prompt, best first: [(output ids up to EOS, score)]."""
+    """transformers' beams for one prompt, best first: [(output ids up to EOS, score)];
+    `p.stop` as its `stop_strings` (a beam it stops is padded with EOS: its length is
+    that of its beam indices)."""
     from transformers import LogitsProcessorList
     ids = tokenizer(prompt, return_tensors="pt").input_ids
     with torch.inference_mode():
@@ -32,10 +37,14 @@ def hf_beams(hf, tokenizer, prompt, p: BeamSearchParams, processors=()):
                         length_penalty=p.length_penalty, early_stopping=p.early_stopping,
                         eos_token_id=None if p.ignore_eos else EOS, pad_token_id=EOS,
                         logits_processor=LogitsProcessorList(processors),
+                        stop_strings=list(p.stop) or None, tokenizer=tokenizer,
                         output_scores=True, return_dict_in_generate=True)
+    lengths = (g.beam_indices >= 0).sum(dim=1).tolist()
     out = []
-    for row, score in zip(g.sequences[:, ids.shape[1]:].tolist(), g.sequences_scores.tolist()):
-        if not p.ignore_eos and EOS in row:
+    for row, n, score in zip(g.sequences[:, ids.shape[1]:].tolist(), lengths, g.sequences_scores.tolist()):
+        if p.stop:
+            row = row[:n]
+        elif not p.ignore_eos and EOS in row:
             row = row[:row.index(EOS) + 1]
         out.append((row, score))
     return out
@@ -47,13 +56,21 @@ def assert_all_free(engine):
     assert not engine.scheduler.running and not engine.scheduler.waiting
 
 
-def assert_same_beams(out, ref, tokenizer):
+def assert_same_beams(out, ref, tokenizer, stop=(), include_stop=False):
+    """Same tokens and scores as transformers' `ref`; each text is the decoded tokens, cut
+    at the first stop string's first occurrence (Python's str.find)."""
     assert out.error is None
     assert [s.token_ids for s in out.sequences] == [ids for ids, _ in ref]
     for s, (ids, score) in zip(out.sequences, ref):
         assert s.score == pytest.approx(score, abs=1e-3)
         assert s.cum_logprob == pytest.approx(sum(s.logprobs), abs=1e-3)
-        assert s.text == tokenizer.decode(ids, skip_special_tokens=True)
+        text = tokenizer.decode(ids, skip_special_tokens=True)
+        hits = sorted((text.find(x), x) for x in stop if x in text)
+        if hits:
+            (i, x), = hits[:1]
+            assert (s.text, s.finish_reason, s.stop_reason) == (text[:i + len(x) * include_stop], "stop", x)
+        else:
+            assert s.text == text and s.stop_reason in (None, EOS)
     assert [s.score for s in out.sequences] == sorted((s.score for s in out.sequences), reverse=True)
 
 
@@ -232,6 +249,62 @@ def test_matcher_without_copy_is_replayed(llm):
         assert set(s.token_ids[:3]) <= set(allowed) and s.token_ids[3:] == [EOS]
 
 
+# Stop strings that end beams mid-way ("6," after " 5, " and after " 5, and "; "." after
+# " Paris"; a newline as the first token), one run with the stop string kept.
+STOP_CASES = [
+    (1, BeamSearchParams(4, max_tokens=8, stop=[" 7", "6,"])),
+    (0, BeamSearchParams(3, max_tokens=8, stop=".", include_stop_str_in_output=True)),
+    (2, BeamSearchParams(2, max_tokens=4, stop=["\n", "sea"], length_penalty=0.5)),
+]
+
+
+def test_stop_strings_match_transformers_stop_strings(llm, hf):
+    """A candidate whose text then holds a stop string is a finished hypothesis, as with
+    transformers' `generate(num_beams=..., stop_strings=...)`: the same tokens and scores;
+    the text is the decoded tokens cut at the stop string (kept with
+    include_stop_str_in_output)."""
+    prompts = [PROMPTS[i] for i, _ in STOP_CASES]
+    outs = llm.beam_search(prompts, [p for _, p in STOP_CASES])
+    assert_all_free(llm)
+    stopped = 0
+    for out, prompt, (_, p) in zip(outs, prompts, STOP_CASES):
+        assert_same_beams(out, hf_beams(hf, llm.tokenizer, prompt, p), llm.tokenizer, p.stop,
+                          p.include_stop_str_in_output)
+        stopped += sum(s.stop_reason in p.stop for s in out.sequences)
+    assert stopped >= 3          # (the cases do end beams at stop strings)
+
+
+def test_a_candidate_past_the_best_k_that_stops_is_not_kept(llm):
+    """Stop strings are checked on every candidate that could become a beam, not only on
+    the best k (transformers checks its stopping criteria on all 2k): with one beam and
+    the two likeliest first tokens as stop strings, the first is the only hypothesis and
+    the second is never kept, so the search ends after the prompt's forward, even where
+    early_stopping="never" would go on for a running beam."""
+    prompt = PROMPTS[0]
+    top = llm.generate(prompt, SamplingParams(max_tokens=1, logprobs=2))[0].logprobs[0]
+    (t1, lp1), (t2, lp2) = sorted(top.items(), key=lambda kv: -kv[1])[:2]
+    first, second = llm.tokenizer.decode([t1]), llm.tokenizer.decode([t2])
+    assert first.strip() and second.strip() and first not in second and second not in first
+    p = BeamSearchParams(1, max_tokens=4, length_penalty=2.0, early_stopping="never", stop=[first, second])
+    assert lp2 / p.max_tokens ** p.length_penalty > lp1     # (a running second beam could still win)
+    steps = llm.stats["steps"]
+    out = llm.beam_search(prompt, p)[0]
+    assert llm.stats["steps"] - steps == 1
+    assert [(s.text, s.stop_reason, len(s.token_ids)) for s in out.sequences] == [("", first, 1)]
+    assert_all_free(llm)
+
+
+def test_stop_string_params_are_checked():
+    assert BeamSearchParams(2, max_tokens=4, stop="x").stop == ("x",)
+    assert BeamSearchParams(2, max_tokens=4, stop=["a", "b"]).stop == ("a", "b")
+    with pytest.raises(ValueError, match=r"BeamSearchParams\.stop\[1\] must be a non-empty string"):
+        BeamSearchParams(2, max_tokens=4, stop=["a", ""])
+    with pytest.raises(ValueError, match=r"BeamSearchParams\.stop must be a string or a list"):
+        BeamSearchParams(2, max_tokens=4, stop=3)
+    with pytest.raises(ValueError, match=r"BeamSearchParams\.include_stop_str_in_output must be a bool"):
+        BeamSearchParams(2, max_tokens=4, include_stop_str_in_output="yes")
+
+
 def test_beam_search_errors(llm):
     with pytest.raises(ValueError, match="beam_width"):
         BeamSearchParams(0, max_tokens=4)
@@ -268,6 +341,69 @@ def test_beam_search_errors(llm):
     assert "the constraint's mask failed: KeyError" in a.error and not a.sequences
     assert b.error == "RuntimeError: the constraint left no valid continuation" and not b.sequences
     assert c.error is None and len(c.sequences) == 2
+    assert_all_free(llm)
+
+
+def assert_equal_beams(out, ref):
+    assert out.error is None and ref.error is None
+    assert [s.token_ids for s in out.sequences] == [s.token_ids for s in ref.sequences]
+    assert [s.text for s in out.sequences] == [s.text for s in ref.sequences]
+    assert [s.score for s in out.sequences] == pytest.approx([s.score for s in ref.sequences], abs=1e-4)
+
+
+def test_beam_search_through_async_engine_beside_other_requests(llm):
+    """AsyncEngine.beam_search (and LLM.beam_search routed through the engine) gives the
+    beams of LLM.beam_search run alone, while a plain request streams beside them with the
+    tokens it has alone; an abort frees the beams' blocks; a request that cannot run fails
+    alone; every block is free at the end."""
+    p, q = BeamSearchParams(4, max_tokens=8, stop=["6,"]), BeamSearchParams(3, max_tokens=6)
+    alone = llm.beam_search([PROMPTS[1], PROMPTS[0]], [p, q])
+    plain = SamplingParams(max_tokens=12)
+    plain_alone = llm.generate(PROMPTS[2], plain)[0].token_ids
+    eng = AsyncEngine(llm, compile_processes=False)
+    try:
+        stream = eng.add_request(PROMPTS[2], plain)
+
+        async def both():
+            return await asyncio.gather(eng.beam_search(PROMPTS[1], p), eng.beam_search(PROMPTS[0], q))
+
+        for out, ref in zip(asyncio.run(both()), alone):
+            assert_equal_beams(out, ref)
+        assert stream.result().token_ids == plain_alone
+        bad, good = llm.beam_search([[], PROMPTS[0]], q)                     # (through the engine)
+        assert bad.error == "empty prompt" and not bad.sequences
+        assert_equal_beams(good, alone[1])
+
+        long = eng.add_beam_search(PROMPTS[3], BeamSearchParams(2, max_tokens=400, ignore_eos=True))
+        deadline = time.monotonic() + 30
+        while eng.num_running == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        long.abort()
+        assert long.result(timeout=30).error == "aborted"
+        with pytest.raises(RequestError, match="empty prompt"):
+            eng.add_beam_search([], p).result(timeout=30)
+        with pytest.raises(ValueError, match="max_num_seqs"):
+            eng.add_beam_search("Hi", BeamSearchParams(16, max_tokens=4))
+
+        # A beam step whose forward raises fails its beam request; the plain one goes on.
+        poison = llm.tokenizer("Poisoned prompt").input_ids
+        forward = llm.runner.forward_logits
+
+        def failing(batch):
+            if any(seq.token_ids[:len(poison)] == poison for seq, _ in batch):
+                raise RuntimeError("boom")
+            return forward(batch)
+
+        llm.runner.forward_logits = failing
+        try:
+            stream = eng.add_request(PROMPTS[2], plain)
+            failed = eng.add_beam_search(poison, q)
+            assert failed.result(timeout=60).error == "engine step failed: RuntimeError: boom"
+            assert stream.result(timeout=60).token_ids == plain_alone
+        finally:
+            del llm.runner.forward_logits
+    finally:
+        eng.close()
     assert_all_free(llm)
 
 

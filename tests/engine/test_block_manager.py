@@ -167,3 +167,23 @@ def test_copy_on_write_counts_against_free_blocks():
     assert bm.allocate(forks[0], 1) and bm.allocate(forks[1], 1)
     assert bm.num_free_blocks == 0 and not bm.allocate(forks[2], 1)   # no block left to copy into
     assert forks[2].block_table == a.block_table
+
+
+def test_a_sequence_waits_while_another_scheduler_holds_blocks():
+    """Two schedulers on one block manager (an AsyncEngine's plain and beam requests): a
+    sequence that fits in the cache but not beside the other's blocks waits for them; it
+    fails as too large only where the cache is empty."""
+    cfg = EngineConfig(max_num_seqs=4, block_size=4, max_num_batched_tokens=64)
+    bm = BlockManager(4, 4)
+    mine, other = Scheduler(cfg, bm), Scheduler(cfg, bm)
+    holder, fits, big = seq(0, range(8)), seq(1, range(100, 112)), seq(2, range(20))   # 2, 3 and 5 blocks
+    other.add(holder)
+    assert other.schedule() == [(holder, 8)]
+    mine.add(fits)
+    assert mine.schedule() == [] and not mine.failed and list(mine.waiting) == [fits]
+    other.finish(holder)
+    assert mine.schedule() == [(fits, 12)]
+    mine.finish(fits)
+    mine.add(big)
+    assert mine.schedule() == [] and mine.failed == [big] and "does not fit" in big.error
+    assert bm.num_free_blocks == 4

@@ -8,7 +8,7 @@ import time
 import pytest
 from oracles import PROMPTS
 
-from structgen.engine import LLM, SamplingParams
+from structgen.engine import LLM, BeamSearchParams, SamplingParams
 from structgen.engine.async_engine import AsyncEngine, RequestError
 from structgen.engine.replicas import Replicas, Router, RouterOptions
 
@@ -101,6 +101,16 @@ def test_abort_stays_with_its_replica(reps):
         assert all(not t.finished for t in streams[k + 1:])            # the other one runs on
     reps.abort("no-such-request")       # unknown: nothing happens anywhere
     assert reps.replica_of(streams[0].request_id) is None
+
+
+def test_beam_search_is_routed_and_equals_one_engine(reps, single):
+    p = BeamSearchParams(2, max_tokens=4, stop=["x"])
+    streams = [reps.add_beam_search(prompt, p) for prompt in PROMPTS[:2]]
+    assert {replica(reps, s) for s in streams} == {0, 1}          # (least loaded: one each)
+    for prompt, s in zip(PROMPTS[:2], streams):
+        want = single.beam_search(prompt, p)[0]
+        assert [b.token_ids for b in s.result(timeout=60).sequences] == [b.token_ids for b in want.sequences]
+    wait_idle(reps)
 
 
 def test_request_ids_are_unique_across_replicas(reps):

@@ -19,9 +19,9 @@ import uvicorn
 from compile_hooks import GATE, boot_workers, gated
 from oracles import ExclusiveUse, in_threads
 
-from structgen.engine import LLM, SamplingParams
+from structgen.engine import LLM, BeamSearchParams, SamplingParams
 from structgen.engine.async_engine import AsyncEngine
-from structgen.engine.openai_protocol import TOOL_CALL_BEGIN, TOOL_CALL_END, constraint_of, tool_calls_of
+from structgen.engine.openai_protocol import FINISH, TOOL_CALL_BEGIN, TOOL_CALL_END, constraint_of, tool_calls_of
 from structgen.engine.server import build_app
 from structgen.fsm import ConstraintError, RegexError
 
@@ -530,3 +530,56 @@ def test_tool_tags_split_and_streamable():
     assert [syntax_of_template(t) for t in (llama, qwen, None)] == [LLAMA3, HERMES, HERMES]
     content, calls = ToolTags(LLAMA3, ("f",)).split('ok {"name": "f", "parameters": {"a": [1, 2]}}')
     assert content == "ok " and json.loads(calls[0]["function"]["arguments"]) == {"a": [1, 2]}
+
+
+def test_beam_search_completions_equal_engine_beams_beside_a_plain_request(server):
+    """`use_beam_search` on /v1/completions through the openai client: the n beams, best
+    first, as choices, equal to LLM.beam_search's (through the engine) for the same prompt
+    and params; guided by structured_outputs too (every beam matches, as `re` checks); a
+    plain request sent at the same time gives the text it gives alone."""
+    prompt, plain_prompt = "1, 2, 3, 4,", "The capital of France is"
+    cases = [({"n": 3, "max_tokens": 8, "stop": ["6,"], "length_penalty": 0.5, "early_stopping": "never"},
+              BeamSearchParams(3, max_tokens=8, stop=["6,"], length_penalty=0.5, early_stopping="never")),
+             ({"n": 2, "max_tokens": 8, "structured_outputs": {"regex": " [0-9], [0-9]"}},
+              BeamSearchParams(2, max_tokens=8, constraint=("regex", " [0-9], [0-9]")))]
+    plain_alone = server.client.completions.create(model=MODEL, prompt=plain_prompt, max_tokens=12,
+                                                   temperature=0).choices[0].text
+    got = {}
+
+    def work(i):
+        if i == len(cases):
+            got[i] = server.client.completions.create(model=MODEL, prompt=plain_prompt, max_tokens=12,
+                                                      temperature=0).choices[0].text
+        else:
+            body, _ = cases[i]
+            got[i] = server.client.completions.create(model=MODEL, prompt=prompt,
+                                                      extra_body={"use_beam_search": True, **body})
+
+    assert in_threads(work, len(cases) + 1) == []
+    assert got[len(cases)] == plain_alone
+    for i, (body, params) in enumerate(cases):
+        want = server.llm.beam_search(prompt, params)[0]
+        r = got[i]
+        assert [c.index for c in r.choices] == list(range(params.beam_width)) == list(range(len(want.sequences)))
+        assert [c.text for c in r.choices] == [s.text for s in want.sequences]
+        assert [c.finish_reason for c in r.choices] == [FINISH[s.finish_reason] for s in want.sequences]
+        assert r.usage.completion_tokens == sum(len(s.token_ids) for s in want.sequences)
+        if "structured_outputs" in body:
+            assert all(re.fullmatch(" [0-9], [0-9]", c.text) for c in r.choices)
+    assert wait_idle(server.llm)
+
+
+@pytest.mark.parametrize("extra, param", [
+    ({"use_beam_search": True, "n": 0}, "n"),
+    ({"use_beam_search": True, "n": 2, "stream": True}, "stream"),
+    ({"use_beam_search": True, "temperature": 0.7}, "temperature"),
+    ({"use_beam_search": True, "logprobs": 1}, "logprobs"),
+    ({"use_beam_search": True, "early_stopping": "sometimes"}, "early_stopping"),
+    ({"use_beam_search": True, "length_penalty": "x"}, "length_penalty"),
+    ({"length_penalty": 2.0}, "length_penalty"),
+    ({"use_beam_search": "yes"}, "use_beam_search"),
+])
+def test_bad_beam_search_params_are_400_naming_the_field(server, extra, param):
+    r = post(server, {"model": MODEL, "prompt": "Hi", "max_tokens": 4, **extra}, path="/v1/completions")
+    assert r.status_code == 400 and r.json()["error"]["param"] == param, r.text
+    assert f"'{param}'" in error_message(r)
