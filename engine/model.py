@@ -148,8 +148,11 @@ class Linear(nn.Linear):
     faster than the packed path, the more so with the weight stored column-major (the
     same values, its transpose contiguous: `pack(column_major=True)`), which turns the
     product into a sum of weight rows scaled by the input (docs/engine.md, "The model").
+    So do `SGEMM_ROWS` rows or more (a prefill chunk): compute-bound, where MKL's sgemm
+    beats the packed path.
     """
     packed = None
+    SGEMM_ROWS = 128
 
     def pack(self, column_major: bool = True) -> None:
         """(Re)build the packed copy from `weight`, and with `column_major` re-store
@@ -160,7 +163,8 @@ class Linear(nn.Linear):
             self.weight = nn.Parameter(w.t().contiguous().t(), requires_grad=self.weight.requires_grad)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.packed is None or x.shape[0] == 1:
+        rows = x.shape[0]
+        if self.packed is None or rows == 1 or rows >= self.SGEMM_ROWS:
             return F.linear(x, self.weight, self.bias)
         return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
 

@@ -144,9 +144,9 @@ def test_triton_backend_greedy_matches_transformers(tiny, smol_folder, padded):
 
 def test_projections_match_unfused_transformers_weights(tiny):
     """Each fused projection (q/k/v, gate/up), packed and stored column-major on CPU, gives
-    transformers' separate projections side by side, for one row (the F.linear path) and
-    several (the packed path)."""
-    from structgen.engine.model import onednn_available
+    transformers' separate projections side by side, for one row and for a prefill's
+    `SGEMM_ROWS` (the F.linear path) and for a few (the packed path)."""
+    from structgen.engine.model import Linear, onednn_available
     _, hf, folder = tiny
     model = load_model(folder)
     g = torch.Generator().manual_seed(2)
@@ -160,7 +160,7 @@ def test_projections_match_unfused_transformers_weights(tiny):
                 assert (proj.packed is not None) == column_major
                 if column_major:
                     assert proj.weight.stride() == (1, proj.weight.shape[0])
-                for n in (1, 5):
+                for n in (1, 5, Linear.SGEMM_ROWS):
                     x = torch.randn(n, proj.weight.shape[1], generator=g)
                     torch.testing.assert_close(proj(x), torch.cat([p(x) for p in parts], dim=-1),
                                                atol=1e-5, rtol=1e-5)
