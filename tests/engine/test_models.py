@@ -165,3 +165,23 @@ def test_projections_match_unfused_transformers_weights(tiny):
                     torch.testing.assert_close(proj(x), torch.cat([p(x) for p in parts], dim=-1),
                                                atol=1e-5, rtol=1e-5)
         assert model.lm_head.weight.is_contiguous()   # the embedding's rows stay rows
+
+
+@pytest.mark.parametrize("rows", [1, 3, 421])
+def test_norm_and_rope_equal_transformers_bit_for_bit(rows):
+    """RMSNorm and rope, written with fewer temporaries than transformers, give its bits."""
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm, rotate_half
+
+    from structgen.engine.model import RMSNorm, apply_rope
+    g = torch.Generator().manual_seed(rows)
+    x = torch.randn(rows, 576, generator=g) * 4
+    ours, theirs = RMSNorm(576, 1e-5), LlamaRMSNorm(576, eps=1e-5)
+    with torch.no_grad():
+        ours.weight.copy_(torch.randn(576, generator=g))
+        theirs.weight.copy_(ours.weight)
+        assert torch.equal(ours(x), theirs(x))
+    qk = torch.randn(rows, 15, 64, generator=g)[:, :12]        # q and k heads, strided as in qkv
+    angles = torch.rand(rows, 1, 32, generator=g) * 100
+    cos, sin = torch.cat([angles, angles], -1).cos(), torch.cat([angles, angles], -1).sin()
+    signed_sin = torch.cat([-sin[..., :32], sin[..., 32:]], -1)
+    assert torch.equal(apply_rope(qk, cos, signed_sin), qk * cos + rotate_half(qk) * sin)
