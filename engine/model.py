@@ -138,10 +138,10 @@ class Linear(nn.Linear):
     """nn.Linear that, once `pack()`ed on CPU, multiplies by a oneDNN pre-packed copy
     of its weight. At decode batch sizes MKL's sgemm (what F.linear uses) streams the
     weight far below memory bandwidth; the packed oneDNN path does not, the LM head
-    gaining most. Still fp32 throughout; only the summation order
-    differs (as it does between batch sizes in sgemm), and each output row no longer
-    depends on the other rows of the batch (of two or more rows: see below). The packed
-    copy costs the weight's size again in memory. No better at 8-64 rows: packing for a
+    gaining most. Still fp32 throughout; only the summation order differs (as it does
+    between batch sizes in sgemm), and each output row no longer depends on the other
+    rows of the batch (of 2 to SGEMM_ROWS - 1 rows: see below). The packed copy costs
+    the weight's size again in memory. No better at 8-64 rows: packing for a
     given batch size, MKL's packed sgemm, or splitting the LM head into column chunks.
 
     A single row (batch-1 decode) still goes to F.linear: there MKL streams the weight
@@ -241,8 +241,9 @@ class MLP(nn.Module):
 
     def forward(self, x):
         gate, up = self.gate_up_proj(x).split(self.intermediate, dim=-1)
-        # In place: the activation is this step's own; one [T, intermediate] buffer fewer.
-        return self.shard.all_reduce(self.down_proj(F.silu(gate).mul_(up)))
+        # In place, into the projection's own output: no new [T, intermediate] buffer (the
+        # down projection takes the strided half as it is).
+        return self.shard.all_reduce(self.down_proj(F.silu(gate, inplace=True).mul_(up)))
 
 
 class DecoderLayer(nn.Module):
