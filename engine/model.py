@@ -138,18 +138,21 @@ class Linear(nn.Linear):
     """nn.Linear that, once `pack()`ed on CPU, multiplies by a oneDNN pre-packed copy
     of its weight. At decode batch sizes MKL's sgemm (what F.linear uses) streams the
     weight far below memory bandwidth; the packed oneDNN path does not, the LM head
-    gaining most. Still fp32 throughout; only the summation order
-    differs (as it does between batch sizes in sgemm), and each output row no longer
-    depends on the other rows of the batch (of two or more rows: see below). The packed
-    copy costs the weight's size again in memory. No better at 8-64 rows: packing for a
+    gaining most. Still fp32 throughout; only the summation order differs (as it does
+    between batch sizes in sgemm), and each output row no longer depends on the other
+    rows of the batch (of 2 to SGEMM_ROWS - 1 rows: see below). The packed copy costs
+    the weight's size again in memory. No better at 8-64 rows: packing for a
     given batch size, MKL's packed sgemm, or splitting the LM head into column chunks.
 
     A single row (batch-1 decode) still goes to F.linear: there MKL streams the weight
     faster than the packed path, the more so with the weight stored column-major (the
     same values, its transpose contiguous: `pack(column_major=True)`), which turns the
     product into a sum of weight rows scaled by the input (docs/engine.md, "The model").
+    So do `SGEMM_ROWS` rows or more (a prefill chunk): compute-bound, where MKL's sgemm
+    beats the packed path.
     """
     packed = None
+    SGEMM_ROWS = 128
 
     def pack(self, column_major: bool = True) -> None:
         """(Re)build the packed copy from `weight`, and with `column_major` re-store
@@ -160,7 +163,8 @@ class Linear(nn.Linear):
             self.weight = nn.Parameter(w.t().contiguous().t(), requires_grad=self.weight.requires_grad)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.packed is None or x.shape[0] == 1:
+        rows = x.shape[0]
+        if self.packed is None or rows == 1 or rows >= self.SGEMM_ROWS:
             return F.linear(x, self.weight, self.bias)
         return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
 
@@ -173,10 +177,11 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dtype == torch.float32:
-            # One fused call instead of six kernels, bit-identical to the lines below in
-            # fp32 (the engine tests compare tokens with transformers). Not for half
-            # types: transformers rounds to x's dtype before the weight, F.rms_norm after.
-            return F.rms_norm(x, self.weight.shape, self.weight, self.eps)
+            # The lines below with two temporaries instead of five (pow(2) is x * x, and
+            # w * y == y * w): the same bits. On CPU F.rms_norm (not fused there) and the
+            # out-of-place lines take ~3x longer on a prefill: each fresh buffer is new pages.
+            inv = torch.mul(x, x).mean(-1, keepdim=True).add_(self.eps).rsqrt_()
+            return torch.mul(x, inv).mul_(self.weight)
         dtype = x.dtype
         x = x.float()
         x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
@@ -186,8 +191,8 @@ class RMSNorm(nn.Module):
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
     """transformers' `x * cos + rotate_half(x) * sin`, bit for bit, in four kernels:
     rotate_half(x) = [-x2, x1] and roll(x) = [x2, x1], so the sign lives in
-    signed_sin = [-sin, sin] (negation is exact)."""
-    return x * cos + torch.roll(x, x.shape[-1] // 2, dims=-1) * signed_sin
+    signed_sin = [-sin, sin] (negation is exact). Two temporaries, not four (see RMSNorm)."""
+    return torch.mul(x, cos).add_(torch.roll(x, x.shape[-1] // 2, dims=-1).mul_(signed_sin))
 
 
 class Attention(nn.Module):
@@ -236,8 +241,9 @@ class MLP(nn.Module):
 
     def forward(self, x):
         gate, up = self.gate_up_proj(x).split(self.intermediate, dim=-1)
-        # In place: the activation is this step's own; one [T, intermediate] buffer fewer.
-        return self.shard.all_reduce(self.down_proj(F.silu(gate).mul_(up)))
+        # In place, into the projection's own output: no new [T, intermediate] buffer (the
+        # down projection takes the strided half as it is).
+        return self.shard.all_reduce(self.down_proj(F.silu(gate, inplace=True).mul_(up)))
 
 
 class DecoderLayer(nn.Module):

@@ -54,6 +54,18 @@ def test_greedy_matches_transformers(llm, reference, config):
         assert engine.scheduler.num_preemptions > 0
 
 
+def test_long_prompt_greedy_matches_transformers(llm, hf):
+    """A prompt of more than `Linear.SGEMM_ROWS` tokens in one chunk: its projections take
+    the sgemm path, which rounds differently from the packed one."""
+    from oracles import LONG
+
+    from structgen.engine.model import Linear
+    prompt = LONG * 4 + "Question: which is the longest river in Europe?\nAnswer:"
+    assert len(llm.tokenizer(prompt).input_ids) > Linear.SGEMM_ROWS
+    engine = llm.with_config(enable_prefix_caching=False)     # the whole prompt in one chunk
+    assert [o.token_ids for o in run(engine, [prompt])] == hf_greedy(hf, llm.tokenizer, [prompt], MAX_NEW)
+
+
 def test_prefix_cache_hits_and_survives_between_calls(llm, reference):
     engine = llm.with_config(block_size=8)
     first = run(engine, PROMPTS[:4])

@@ -144,9 +144,9 @@ def test_triton_backend_greedy_matches_transformers(tiny, smol_folder, padded):
 
 def test_projections_match_unfused_transformers_weights(tiny):
     """Each fused projection (q/k/v, gate/up), packed and stored column-major on CPU, gives
-    transformers' separate projections side by side, for one row (the F.linear path) and
-    several (the packed path)."""
-    from structgen.engine.model import onednn_available
+    transformers' separate projections side by side, for one row and for a prefill's
+    `SGEMM_ROWS` (the F.linear path) and for a few (the packed path)."""
+    from structgen.engine.model import Linear, onednn_available
     _, hf, folder = tiny
     model = load_model(folder)
     g = torch.Generator().manual_seed(2)
@@ -160,8 +160,28 @@ def test_projections_match_unfused_transformers_weights(tiny):
                 assert (proj.packed is not None) == column_major
                 if column_major:
                     assert proj.weight.stride() == (1, proj.weight.shape[0])
-                for n in (1, 5):
+                for n in (1, 5, Linear.SGEMM_ROWS):
                     x = torch.randn(n, proj.weight.shape[1], generator=g)
                     torch.testing.assert_close(proj(x), torch.cat([p(x) for p in parts], dim=-1),
                                                atol=1e-5, rtol=1e-5)
         assert model.lm_head.weight.is_contiguous()   # the embedding's rows stay rows
+
+
+@pytest.mark.parametrize("rows", [1, 3, 421])
+def test_norm_and_rope_equal_transformers_bit_for_bit(rows):
+    """RMSNorm and rope, written with fewer temporaries than transformers, give its bits."""
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm, rotate_half
+
+    from structgen.engine.model import RMSNorm, apply_rope
+    g = torch.Generator().manual_seed(rows)
+    x = torch.randn(rows, 576, generator=g) * 4
+    ours, theirs = RMSNorm(576, 1e-5), LlamaRMSNorm(576, eps=1e-5)
+    with torch.no_grad():
+        ours.weight.copy_(torch.randn(576, generator=g))
+        theirs.weight.copy_(ours.weight)
+        assert torch.equal(ours(x), theirs(x))
+    qk = torch.randn(rows, 15, 64, generator=g)[:, :12]        # q and k heads, strided as in qkv
+    angles = torch.rand(rows, 1, 32, generator=g) * 100
+    cos, sin = torch.cat([angles, angles], -1).cos(), torch.cat([angles, angles], -1).sin()
+    signed_sin = torch.cat([-sin[..., :32], sin[..., 32:]], -1)
+    assert torch.equal(apply_rope(qk, cos, signed_sin), qk * cos + rotate_half(qk) * sin)
