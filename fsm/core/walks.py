@@ -91,7 +91,8 @@ def native_walk(dfa: LazyDFA, trie: TokenTrie, seeds, seed_states, flags: np.nda
                 dfa.fill(u, (c,))
             else:
                 dfa.expand(u)  # (its row)
-            _computed(dfa, [u], [c])
+            if dfa.table[u, c] == UNKNOWN:
+                _computed(dfa, [u], [c])
     if len(flags) > 1 and len(trie.dup_ids):  # tokens with another's bytes live with it
         flags[trie.dup_ids] = flags.take(trie.token_of_node.take(trie.dup_nodes))
     return (out_n[:n_out].copy(), out_s[:n_out].copy()) if nodes else None
