@@ -1,4 +1,5 @@
 """Regexes (Python `re` syntax) as byte-level terms and as constraints: compile_regex."""
+from . import prepare  # noqa: F401 (registers the per-vocabulary tables: Vocabulary.prepare)
 from .compile import RegexOptions, compile_choice, compile_regex
 from .syntax import regex_to_term
 
