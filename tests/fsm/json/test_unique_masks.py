@@ -201,10 +201,9 @@ def _repeats(text: str, unique_at, max_length=None, integers=False, listed=None,
     ending in JSON (up to two more characters) is an earlier item; an object item
     whose every ending is one, as `cornered(before, raw)` tells (_pairs_cornered,
     _caps_cornered)."""
-    if any(len(set(s)) < len(s) for s in _items(text, unique_at)):
+    cut: list = []  # (one read: the items found do not depend on whether cuts are collected)
+    if any(len(set(s)) < len(s) for s in _items(text, unique_at, cut)):
         return True
-    cut: list = []
-    _items(text, unique_at, cut)
     if not cut:
         return False
     before, raw, kind = cut[0]
