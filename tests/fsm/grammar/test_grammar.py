@@ -210,14 +210,7 @@ def test_masks_equal_brute_force(name):
     _check_masks(name, grammar_vocab(name))
 
 
-# (CI time: sql, the costliest grammar, is slow-only in the two variants below; its masks
-# stay checked by test_masks_equal_brute_force, its keywords' walks by
-# test_keyword_positions_walk_on_from_the_shared_boundary, and toy's keywords and loops
-# by both variants)
-SQL_SLOW = [pytest.param(n, marks=pytest.mark.slow) if n == "sql" else n for n in sorted(GRAMMARS)]
-
-
-@pytest.mark.parametrize("name", SQL_SLOW)
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
 def test_masks_equal_brute_force_numpy_walks_and_duplicate_tokens(name, monkeypatch):
     """The same with every trie level walked by numpy (small vocabularies are otherwise
     walked node by node, as the deep levels of real ones; the tokens past a keyword by
@@ -232,7 +225,7 @@ def test_masks_equal_brute_force_numpy_walks_and_duplicate_tokens(name, monkeypa
     _check_masks(name, small_vocab(toks))
 
 
-@pytest.mark.parametrize("name", ["arith", "json", pytest.param("toy", marks=pytest.mark.slow)])  # (CI time)
+@pytest.mark.parametrize("name", ["arith", "json", "toy"])
 def test_masks_equal_brute_force_deep_nesting(name):
     """The same along walks that go deep (opening brackets preferred): stacks of
     different depths with the same top states share their outcomes
@@ -243,7 +236,7 @@ def test_masks_equal_brute_force_deep_nesting(name):
     _check_masks(name, small_vocab(toks), walks=2, steps=24, prefer=openers)
 
 
-@pytest.mark.parametrize("name", SQL_SLOW)
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
 def test_masks_equal_brute_force_loop_walks(name, monkeypatch):
     """The same with every walk that can take the loop-state shortcut taking it
     (LexerWalker.loop_walk: tokens that stay in one looping lexer state are decided
