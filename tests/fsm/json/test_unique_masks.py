@@ -9,6 +9,7 @@ import json
 import random
 import re
 from decimal import Decimal
+from json.decoder import scanstring
 
 import numpy as np
 import pytest
@@ -65,6 +66,9 @@ def _frozen(v):
     return ("n", v) if isinstance(v, Decimal) else ("c", repr(v))
 
 
+_STRING_BODY = re.compile(r'(?:[^"\\]|\\.)*"', re.S)  # (a string's characters and escapes, then its quote)
+
+
 def _items(text: str, unique_at, unfinished=None):
     """The finished string, number and list items of the arrays at paths where
     `unique_at(path)`, in a JSON text cut anywhere (recursive descent: independent of
@@ -81,18 +85,13 @@ def _items(text: str, unique_at, unfinished=None):
 
     def string():  # -> the decoded string, or None where the text ends inside it
         nonlocal i
-        j = i + 1
-        while j < len(text):
-            if text[j] == "\\":
-                j += 2
-                continue
-            if text[j] == '"':
-                s = json.loads(text[i:j + 1])
-                i = j + 1
-                return s
-            j += 1
-        i = len(text)
-        return None
+        body = _STRING_BODY.match(text, i + 1)  # (to its closing quote: escapes read past)
+        if body is None:
+            i = len(text)
+            return None
+        s = scanstring(text, i + 1)[0]  # (json.loads' own reader of a string, strict)
+        i = body.end()
+        return s
 
     def value(path):
         nonlocal i
