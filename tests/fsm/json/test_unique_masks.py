@@ -379,10 +379,7 @@ def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6,
     (STRINGS, lambda p: p == (), "", None),
     (TAGGED, lambda p: p == ("tags",), '{"tags":[', None),
     (VARIANTS, lambda p: len(p) == 1 and (p[0] == "labels" or p[0].startswith("x-")), '{"kind":"b","x-a":[', None),
-    # (CI time: SHORT_TREE and NUM_TREE walk TREE's nesting, compiled alike, and STRINGS,
-    # TAGGED and VARIANTS its unbounded strings)
-    pytest.param(TREE, lambda p: p and p[-1] == "tags", '{"tags":["a"],"kids":[{"tags":[', None,
-                 marks=pytest.mark.slow),
+    (TREE, lambda p: p and p[-1] == "tags", '{"tags":["a"],"kids":[{"tags":[', None),
     (SHORT, lambda p: p == (), "", 2),
     (SHORT_TREE, lambda p: p and p[-1] == "tags", '{"tags":["a"],"kids":[{"tags":[', 2),  # (the grammar path)
     (OPEN_THEN_SHORT, lambda p: p == (), "", 2),  # (a bounded slot after an open one: still bounded)
@@ -398,9 +395,7 @@ def test_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab, schema, uniq
     (NATURALS, lambda p: p == (), "[", "integer", "compact"),
     (POSITIVE, lambda p: p == (), "[", "number", "flexible"),
     (NUMS, lambda p: p == (), "[", "number", "compact"),
-    # (CI time: strings beside integers are test_tokens_of_several_items' items, walked and
-    # checked at exact cases; a unique array under a key is TAGGED's and NUM_TREE's)
-    pytest.param(PORTS, lambda p: p == ("expose",), '{"expose":[', "integer", "compact", marks=pytest.mark.slow),
+    (PORTS, lambda p: p == ("expose",), '{"expose":[', "integer", "compact"),
     (TUPLE_NUMS, lambda p: p == (), '["a",', "integer", "flexible"),
     (NUM_TREE, lambda p: p and p[-1] == "tags", '{"tags":[1],"kids":[{"tags":[', "integer", "compact"),  # (grammar)
 ])
@@ -442,11 +437,8 @@ def test_object_masks_drop_exactly_the_repeats(smol_tokenizer, smol_vocab):
 
 @pytest.mark.parametrize("schema, start, whitespace", [
     (ANY, "[true,", "compact"),
-    # (CI time: ANY compact above walks the same items; the flexible whitespace is walked by
-    # the INTS, POSITIVE, TUPLE_NUMS, LISTED, COUNTED and closed-object cases)
-    pytest.param(ANY, "[null, [1], ", "flexible", marks=pytest.mark.slow),
-    # (CI time: test_literal_repeat_beginning checks FLAGS_FIRST's masks at its exact cases)
-    pytest.param(FLAGS_FIRST, "[false,", "compact", marks=pytest.mark.slow),
+    (ANY, "[null, [1], ", "flexible"),
+    (FLAGS_FIRST, "[false,", "compact"),
     (MIXED, "[", "compact"),
     (NARROWED_LITERALS, "[true,", "compact"),
 ])
