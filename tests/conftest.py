@@ -18,6 +18,12 @@ from oracles import mistral_data
 
 from structgen import fsm
 
+# One thread by default: on a shared 2-core machine, two OpenMP threads per process
+# oversubscribe the cores and every op waits at barriers (measured 7x slower here). Set
+# here, not in tests/engine/conftest.py, so that a run of one folder (tests/guided,
+# tests/kernels) has the thread count of the whole suite, which collects engine's first.
+torch.set_num_threads(int(os.environ.get("STRUCTGEN_TEST_THREADS", "1")))
+
 
 def pytest_addoption(parser):
     parser.addoption("--runslow", action="store_true", help="also run tests marked slow")

@@ -135,6 +135,24 @@ def random_walks(cs, n=150, max_len=300, seed=0):
     return out, dfa
 
 
+_TOKEN_CLASSES: dict = {}
+
+
+def token_classes(vocab, leads: tuple) -> tuple:
+    """(Whether each token id below vocab.size is an EOS, whether its bytes begin with one of
+    `leads`): boolean arrays for random walks that pick from tens of thousands of allowed
+    tokens a step (`allowed[is_eos[allowed]]`: those tokens, in order). Kept per vocabulary."""
+    import numpy as np
+    key = (id(vocab), leads)
+    hit = _TOKEN_CLASSES.get(key)
+    if hit is None or hit[0] is not vocab:   # (the vocabulary is held: its id is not reused)
+        data = vocab.token_bytes[:vocab.size]
+        is_eos = np.isin(np.arange(vocab.size), list(vocab.eos_ids))
+        is_lead = np.array([(b or b"")[:1] in leads for b in data], dtype=bool)
+        hit = _TOKEN_CLASSES[key] = (vocab, is_eos, is_lead)
+    return hit[1], hit[2]
+
+
 @pytest.mark.slow
 def token_walks(auto, vocab, check, seed, n=12, steps=400, closing=(b"}", b'"'), p_close=0.5,
                  p_eos=0.7) -> int:
@@ -144,18 +162,19 @@ def token_walks(auto, vocab, check, seed, n=12, steps=400, closing=(b"}", b'"'),
     every walk that ends, which holds no key twice in one object; returns how many ended."""
     import numpy as np
     rng, row, data, done = np.random.default_rng(seed), np.zeros(vocab.num_words, dtype=np.int32), vocab.token_bytes, 0
+    is_eos, is_closer = token_classes(vocab, tuple(closing))
     for _ in range(n):
         m, out = auto.matcher(), []
         for _ in range(steps):
             m.fill_next_token_bitmask(row)
             allowed = np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")[: vocab.size])
             assert len(allowed)
-            eos = [t for t in allowed if t in vocab.eos_ids]
-            if eos and rng.random() < p_eos:
+            eos = allowed[is_eos[allowed]]
+            if len(eos) and rng.random() < p_eos:
                 assert m.accept_token(int(eos[0]))
                 break
-            closers = [t for t in allowed if (data[t] or b"")[:1] in closing]
-            t = int(rng.choice(closers if closers and rng.random() < p_close else allowed))
+            closers = allowed[is_closer[allowed]]
+            t = int(rng.choice(closers if len(closers) and rng.random() < p_close else allowed))
             assert m.accept_token(t)
             if t in vocab.eos_ids:
                 break

@@ -36,7 +36,10 @@ def run(engine, prompts=PROMPTS, **kw):
 
 @pytest.mark.parametrize("config", [
     {},                                                     # defaults: prefix cache + chunked prefill
-    {"enable_prefix_caching": False},
+    # (slow: CI time; the engine without a prefix cache stays checked against transformers by
+    # test_beam_search's test_beams_share_prompt_blocks_copy_on_write, and against decoding
+    # with it by test_speculative_draft's small-chunks case)
+    pytest.param({"enable_prefix_caching": False}, marks=pytest.mark.slow),
     {"enable_chunked_prefill": False},
     {"max_num_batched_tokens": 24, "block_size": 4},        # prompts split over many chunks
     {"num_kv_blocks": 10, "block_size": 8, "max_num_batched_tokens": 64},  # forced preemption

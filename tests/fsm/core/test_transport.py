@@ -12,6 +12,7 @@ import json_suite
 import jsonschema
 import numpy as np
 import pytest
+from oracles import token_classes
 
 from structgen import fsm
 from structgen.fsm.core import transport
@@ -50,6 +51,7 @@ def lockstep(a, b, vocab, seed, steps=80):
     """Walk matchers of a and b together, the same random tokens (closers preferred so that
     walks end); every mask, step, forced run and end must agree. The text if it ended."""
     rng = np.random.default_rng(seed)
+    is_eos, is_closer = token_classes(vocab, (b"}", b"]", b'"', b")"))
     ma, mb = a.matcher(), b.matcher()
     ra, rb = np.zeros(vocab.num_words, np.int32), np.zeros(vocab.num_words, np.int32)
     out = []
@@ -60,13 +62,12 @@ def lockstep(a, b, vocab, seed, steps=80):
         assert ma.forced_tokens(8) == mb.forced_tokens(8)
         assert ma.is_accepting() == mb.is_accepting()
         allowed = np.flatnonzero(np.unpackbits(ra.view(np.uint8), bitorder="little")[: vocab.size])
-        eos = [t for t in allowed if t in vocab.eos_ids]
-        words = [t for t in allowed if t not in vocab.eos_ids]
-        if eos and (not words or rng.random() < 0.3):
+        eos, words = allowed[is_eos[allowed]], allowed[~is_eos[allowed]]   # (in order)
+        if len(eos) and (not len(words) or rng.random() < 0.3):
             assert ma.accept_token(int(eos[0])) and mb.accept_token(int(eos[0]))
             return b"".join(vocab.token_bytes[t] for t in out).decode()
-        closers = [t for t in words if (vocab.token_bytes[t] or b"")[:1] in (b"}", b"]", b'"', b")")]
-        t = int(rng.choice(closers if closers and rng.random() < 0.4 else words))
+        closers = words[is_closer[words]]
+        t = int(rng.choice(closers if len(closers) and rng.random() < 0.4 else words))
         assert ma.accept_token(t) and mb.accept_token(t)
         out.append(t)
     return None

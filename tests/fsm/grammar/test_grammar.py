@@ -63,6 +63,7 @@ class Oracle:
         self._accepts = {}
         root = self.lalr.parse_interactive("")
         self.root = self._key(root)
+        self._configs = {"": {(self.root, None, "")}}  # (configs by text: see configs)
 
     def _key(self, ip):
         k = tuple(ip.parser_state.state_stack)
@@ -120,11 +121,23 @@ class Oracle:
         return out
 
     def configs(self, text: str):
-        c = {(self.root, None, "")}
-        for ch in text:
-            c = self.step(c, ch)
-            if not c:
-                break
+        """The configurations after `text` (empty: not a prefix), stepped character by
+        character from those of its longest prefix already stepped: a brute-force mask asks
+        for prefix + token over the whole vocabulary, and steps are a pure function of the
+        text. (The sets returned are shared: callers only read them.)"""
+        memo = self._configs
+        if len(memo) > 200_000:  # (a bound on memory; a cleared entry is stepped again)
+            root = memo[""]
+            memo.clear()
+            memo[""] = root
+        i = len(text)
+        while text[:i] not in memo:
+            i -= 1
+        c = memo[text[:i]]
+        for j in range(i, len(text)):
+            if c:
+                c = self.step(c, text[j])
+            memo[text[:j + 1]] = c
         return c
 
     def is_prefix(self, data: bytes) -> bool:

@@ -9,6 +9,7 @@ import json
 import random
 import re
 from decimal import Decimal
+from json.decoder import scanstring
 
 import numpy as np
 import pytest
@@ -65,6 +66,9 @@ def _frozen(v):
     return ("n", v) if isinstance(v, Decimal) else ("c", repr(v))
 
 
+_STRING_BODY = re.compile(r'(?:[^"\\]|\\.)*"', re.S)  # (a string's characters and escapes, then its quote)
+
+
 def _items(text: str, unique_at, unfinished=None):
     """The finished string, number and list items of the arrays at paths where
     `unique_at(path)`, in a JSON text cut anywhere (recursive descent: independent of
@@ -81,18 +85,13 @@ def _items(text: str, unique_at, unfinished=None):
 
     def string():  # -> the decoded string, or None where the text ends inside it
         nonlocal i
-        j = i + 1
-        while j < len(text):
-            if text[j] == "\\":
-                j += 2
-                continue
-            if text[j] == '"':
-                s = json.loads(text[i:j + 1])
-                i = j + 1
-                return s
-            j += 1
-        i = len(text)
-        return None
+        body = _STRING_BODY.match(text, i + 1)  # (to its closing quote: escapes read past)
+        if body is None:
+            i = len(text)
+            return None
+        s = scanstring(text, i + 1)[0]  # (json.loads' own reader of a string, strict)
+        i = body.end()
+        return s
 
     def value(path):
         nonlocal i
@@ -201,10 +200,9 @@ def _repeats(text: str, unique_at, max_length=None, integers=False, listed=None,
     ending in JSON (up to two more characters) is an earlier item; an object item
     whose every ending is one, as `cornered(before, raw)` tells (_pairs_cornered,
     _caps_cornered)."""
-    if any(len(set(s)) < len(s) for s in _items(text, unique_at)):
+    cut: list = []  # (one read: the items found do not depend on whether cuts are collected)
+    if any(len(set(s)) < len(s) for s in _items(text, unique_at, cut)):
         return True
-    cut: list = []
-    _items(text, unique_at, cut)
     if not cut:
         return False
     before, raw, kind = cut[0]
@@ -292,6 +290,21 @@ def _compact(raw: str) -> str:
                    for part in re.findall(r'"(?:[^"\\]|\\.)*(?:"|\\?$)|[^"]+', raw))
 
 
+_FLAGS: dict = {}
+
+
+def _token_flags(vocab) -> tuple:
+    """Per token id below vocab.size: (has "[", has a quote, is led by a comma, is more than
+    whitespace), boolean arrays kept per vocabulary (held: its id is not reused)."""
+    hit = _FLAGS.get(id(vocab))
+    if hit is None or hit[0] is not vocab:
+        data = vocab.token_bytes[:vocab.size]
+        hit = _FLAGS[id(vocab)] = (vocab, *(np.array([bool(f(b)) for b in data], dtype=bool) for f in (
+            lambda b: b and b"[" in b, lambda b: b and b'"' in b, lambda b: (b or b"")[:1] == b",",
+            lambda b: (b or b"x").strip())))
+    return hit[1:]
+
+
 def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6, max_length=None, numbers=None,
                 listed=None, cornered=None):
     """A random token walk; at each step the unique mask must be the automaton's mask less
@@ -307,8 +320,7 @@ def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6,
     plain = TokenMatcher(auto)
     row, base = np.zeros(vocab.num_words, dtype=np.int32), np.zeros(vocab.num_words, dtype=np.int32)
     data = vocab.token_bytes
-    quoted = [t for t, b in enumerate(data) if b and b'"' in b]
-    quoted_set = set(quoted)
+    quoted = np.flatnonzero(_token_flags(vocab)[1]).tolist()  # (the tokens with a quote, in order)
     text, dropped, echo = b"".join(data[t] for t in start), 0, None
     for _ in range(steps):
         m.fill_next_token_bitmask(row)
@@ -348,10 +360,13 @@ def _walk_masks(auto, vocab, unique_at, rng, start=(), steps=40, quote_bias=0.6,
             echo = echo[len(data[t]):] or None
         else:
             echo = None
-            opening = [t for t in ids.tolist() if data[t] and b"[" in data[t]] if rng.random() < 0.3 else []
-            closing = [t for t in ids.tolist() if t in quoted_set or (numbers and (data[t] or b"")[:1] == b",")] \
+            # (the allowed tokens with "[", with a quote or led by a comma, of more than
+            # whitespace: in order, by per-token flags, not by scans of every allowed token)
+            has_open, has_quote, comma_led, solid_bytes = _token_flags(vocab)
+            opening = ids[has_open[ids]].tolist() if rng.random() < 0.3 else []
+            closing = ids[has_quote[ids] | (comma_led[ids] & bool(numbers))].tolist() \
                 if rng.random() < quote_bias else []
-            solid = [t for t in ids.tolist() if (data[t] or b"x").strip()] if rng.random() < 0.9 else []
+            solid = ids[solid_bytes[ids]].tolist() if rng.random() < 0.9 else []
             t = rng.choice(opening or closing or solid) if opening or closing or solid else int(rng.choice(ids))
         assert m.accept_token(t)
         if m.is_terminated():
