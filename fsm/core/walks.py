@@ -9,6 +9,8 @@ cell: they stop at the UNKNOWN ones and report them, `fill_cells` computes those
 and the walk resumes where it stopped."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .dfa import DEAD, UNKNOWN, LazyDFA
@@ -17,6 +19,8 @@ from .vocabulary import PREPARERS, TokenColumns, TokenTrie
 try:
     from . import walks_c as native
 except ImportError:  # (no compiler at install: the numpy walks)
+    native = None
+if os.environ.get("STRUCTGEN_WALKS") == "numpy":  # (the numpy walks on request: to compare, or to rule C out)
     native = None
 
 
