@@ -26,8 +26,9 @@ _DOCUMENT = (b'{"s":"', b'{"s":"x', b'{"s":"x"', b'{"s":"x","i":', b'{"s":"x","i
 
 
 # a value of each, every byte of which is masked
-FORMATS = {"date-time": "2024-01-02T03:04:05Z", "date": "2024-01-02", "email": "ada.lovelace@example.org",
-           "uri": "https://example.org/a/b?c=1#d", "uuid": "123e4567-e89b-12d3-a456-426614174000"}
+# (not date-time: with it, SmolLM2's load grew by 0.25 s, eight times the four below together)
+FORMATS = {"date": "2024-01-02", "email": "ada.lovelace@example.org", "uri": "https://example.org/a/b?c=1#d",
+           "uuid": "123e4567-e89b-12d3-a456-426614174000"}
 
 
 def prepare_vocabulary(vocab) -> None:
