@@ -5,9 +5,9 @@ The draft model keeps its own paged KV cache and block manager (no prefix cachin
 `speculative_config["num_kv_blocks"]` blocks of `block_size` tokens, by default as many as
 the target's cache: the draft then holds at most as many tokens as the target, so its
 memory is the target's KV memory scaled by the draft's (layers x KV heads x head dim) over
-the target's. A sequence whose shadow cannot get blocks is not drafted for that step. Each sequence has a shadow `Sequence`
-in it: the tokens whose KV the draft holds. Each step, for the sequences the speculator
-picks:
+the target's. A sequence whose shadow cannot get blocks is not drafted for that step.
+Each sequence has a shadow `Sequence` in it: the tokens whose KV the draft holds. Each
+step, for the sequences the speculator picks:
 
 1. catch-up: the tokens the draft has not seen (the prompt on the first step, then the
    accepted drafts, the token sampled after them and forced tokens) run in one batched
