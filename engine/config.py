@@ -16,7 +16,8 @@ class SpeculativeConfig:
     it (one of the two bounds alone sets both; neither: 5, as vLLM). `method="draft_model"`
     drafts with a smaller model of the same vocabulary, `model` (a folder, a .gguf file or
     "smollm2"; see engine/draft_model.py): it proposes `num_speculative_tokens` tokens per
-    step, autoregressively, from its own KV cache.
+    step, autoregressively, from its own KV cache, of `num_kv_blocks` blocks (default: as
+    many as the target's; named like EngineConfig.num_kv_blocks).
 
     >>> SpeculativeConfig.from_dict({"method": "ngram", "num_speculative_tokens": 4,
     ...                              "prompt_lookup_max": 3}).prompt_lookup_min
@@ -27,6 +28,7 @@ class SpeculativeConfig:
     prompt_lookup_max: int | None = None
     prompt_lookup_min: int | None = None
     model: str | None = None            # draft_model only: the draft model's folder / .gguf
+    num_kv_blocks: int | None = None    # draft_model only: its KV cache's blocks (None: the target's)
 
     @classmethod
     def from_dict(cls, d: dict) -> SpeculativeConfig:
@@ -50,9 +52,12 @@ class SpeculativeConfig:
             for key in ("prompt_lookup_max", "prompt_lookup_min"):
                 if getattr(self, key) is not None:
                     raise ValueError(f"speculative_config.{key} is for method='ngram', not 'draft_model'")
+            if self.num_kv_blocks is not None:     # (the lower bound needs max_model_len: LLM checks it)
+                _positive("num_kv_blocks", self.num_kv_blocks)
             return
-        if self.model is not None:
-            raise ValueError("speculative_config.model is for method='draft_model', not 'ngram'")
+        for key in ("model", "num_kv_blocks"):
+            if getattr(self, key) is not None:
+                raise ValueError(f"speculative_config.{key} is for method='draft_model', not 'ngram'")
         if self.prompt_lookup_max is None and self.prompt_lookup_min is None:
             self.prompt_lookup_max = self.prompt_lookup_min = 5
         elif self.prompt_lookup_min is None:

@@ -2,15 +2,18 @@
 "draft_model", "model": ...}`), for speculative.Speculator to verify.
 
 The draft model keeps its own paged KV cache and block manager (no prefix caching), with
-as many blocks of `block_size` tokens as the target's cache: the draft holds at most as
-many tokens as the target, so its memory is the target's KV memory scaled by the draft's
-(layers x KV heads x head dim) over the target's. Each sequence has a shadow `Sequence`
-in it: the tokens whose KV the draft holds. Each step, for the sequences the speculator
-picks:
+`speculative_config["num_kv_blocks"]` blocks of `block_size` tokens, by default as many as
+the target's cache: the draft then holds at most as many tokens as the target, so its
+memory is the target's KV memory scaled by the draft's (layers x KV heads x head dim) over
+the target's. A sequence whose shadow cannot get blocks is not drafted for that step.
+Each sequence has a shadow `Sequence` in it: the tokens whose KV the draft holds. Each
+step, for the sequences the speculator picks:
 
 1. catch-up: the tokens the draft has not seen (the prompt on the first step, then the
    accepted drafts, the token sampled after them and forced tokens) run in one batched
-   forward, and its logits at the last one propose the first draft;
+   forward of at most the engine's `max_num_batched_tokens` (shortest catch-ups first; a
+   longer one, a prompt, gets a chunk of what is left, over several steps, and drafts
+   once caught up), and its logits at the last one propose the first draft;
 2. the next drafts, one batched forward each (up to `num_speculative_tokens - 1`).
 
 At each draft position the request's matcher masks the draft logits (drafts are always
@@ -76,7 +79,7 @@ class DraftModel:
 
     def __init__(self, model, target_name, target_cfg: ModelConfig, target_tok, *, num_blocks: int,
                  block_size: int, device, dtype, seed: int, attention: str | None, max_batch: int,
-                 max_model_len: int):
+                 max_model_len: int, max_num_batched_tokens: int):
         self.folder = resolve_model(model)
         self.config = ModelConfig.from_folder(self.folder)
         draft_tok = None
@@ -97,6 +100,8 @@ class DraftModel:
         self.runner = ModelRunner(self.model, num_blocks, block_size, device, dtype, seed=seed,
                                   attention=attention, max_batch=max_batch, max_model_len=max_model_len,
                                   cuda_graphs=False)
+        # The catch-up forward's token budget: the engine's own, as chunked prefill.
+        self.max_num_batched_tokens = max_num_batched_tokens
         self.shadows: dict[int, tuple[Sequence, Sequence]] = {}   # seq_id -> (sequence, shadow)
         self.verified: dict[int, int] = {}     # seq_id -> shadow tokens known equal to the sequence's
 
@@ -160,14 +165,26 @@ class DraftModel:
     def _propose(self, wanted, ends, mask_words: int) -> dict[Sequence, Proposal]:
         bm = self.block_manager
         live: list[tuple[Sequence, Sequence, int]] = []     # (seq, shadow, room)
+        behind: list[Sequence] = []                          # catching up on a chunk only
         feed: list[tuple[Sequence, int]] = []
-        for seq, room in wanted:
-            shadow = self._shadow(seq)
+        budget = self.max_num_batched_tokens
+        shadows = [(seq, room, self._shadow(seq)) for seq, room in wanted]
+        # Shortest catch-ups first: the decodes keep drafting while a long prompt catches up.
+        for seq, room, shadow in sorted(shadows, key=lambda e: e[0].num_tokens - e[2].num_computed_tokens):
             n = seq.num_tokens - shadow.num_computed_tokens    # catch-up, >= 1
+            if budget <= 0:
+                break
+            if n > budget:                     # a chunk of it; drafts once it has caught up
+                if bm.allocate(shadow, budget):
+                    behind.append(seq)
+                    feed.append((shadow, budget))
+                    budget = 0
+                continue
             if not bm.allocate(shadow, n + room - 1):
                 continue                       # the draft cache is full: no drafts this step
             live.append((seq, shadow, room))
             feed.append((shadow, n))
+            budget -= n
         out = {seq: Proposal([], np.empty((room + 1, mask_words), np.int32) if seq.matcher is not None
                              else None) for seq, _, room in live}
         q: dict[Sequence, list[torch.Tensor]] = {seq: [] for seq, _, _ in live}
@@ -202,7 +219,7 @@ class DraftModel:
                     p.probs = torch.stack(q[seq])
                 bm.free_tail(shadow, shadow.num_computed_tokens)
         except BaseException:
-            for seq, _, _ in live:              # start again from scratch next time
+            for seq in [seq for seq, _, _ in live] + behind:     # start again from scratch next time
                 self.release(seq)
             raise
         finally:

@@ -187,15 +187,24 @@ class LLM:
 
     def _draft_model(self, num_blocks: int):
         """The draft model of speculative_config.method="draft_model" (engine/draft_model.py):
-        its own cache of as many blocks as the target's."""
+        its own cache of speculative_config.num_kv_blocks blocks, or as many as the target's."""
         spec, cfg = self.config.speculative_config, self.config
         if spec.method != "draft_model":
             return None
+        if spec.num_kv_blocks is not None:
+            # A smaller draft cache only skips drafting when full, but one sequence of
+            # max_model_len must fit, or it could never be drafted for.
+            need = -(-self.max_model_len // cfg.block_size)
+            if spec.num_kv_blocks < need:
+                raise ValueError(f"speculative_config.num_kv_blocks={spec.num_kv_blocks} must be an integer "
+                                 f">= {need}: the blocks of {cfg.block_size} tokens one sequence of "
+                                 f"max_model_len={self.max_model_len} needs in the draft cache")
+            num_blocks = spec.num_kv_blocks
         from .draft_model import DraftModel
         return DraftModel(spec.model, self.folder, self.model_config, self.tokenizer, num_blocks=num_blocks,
                           block_size=cfg.block_size, device=self.device, dtype=self.dtype, seed=cfg.seed,
                           attention=cfg.attention_backend, max_batch=min(cfg.max_num_seqs, 512),
-                          max_model_len=self.max_model_len)
+                          max_model_len=self.max_model_len, max_num_batched_tokens=cfg.max_num_batched_tokens)
 
     def _num_kv_blocks(self) -> int:
         cfg, m = self.config, self.model_config

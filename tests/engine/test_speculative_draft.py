@@ -288,3 +288,58 @@ def test_no_drafts_for_a_chunk_writing_a_block_another_sequence_matched_this_ste
     assert bm.allocate(b2, 10)
     assert sp._room(b2, 10) == 4                               # not shared: drafts as usual
     assert bm.allocate(a, 7) and bm.pop_copies()               # the copy the guard avoids
+
+
+# -- the draft's cache size and its chunked catch-up -------------------------------------------
+def test_a_draft_cache_for_about_one_sequence_skips_drafting_but_not_output(target, reference, other_draft):
+    """speculative_config.num_kv_blocks=8 at max_model_len=64 (block 8): one sequence's worth.
+    Sequences whose shadow gets no blocks decode without drafts, nothing fails, the output is
+    the same, and every block of both caches is free at the end."""
+    engine = checked(target.with_config(speculative_config={**spec(other_draft), "num_kv_blocks": 8},
+                                        max_model_len=64))
+    dm = engine.speculator.draft_model
+    assert dm.block_manager.num_blocks == 8 < engine.block_manager.num_blocks
+    refused = []
+    real = dm.block_manager.allocate
+
+    def allocate(seq, n):
+        ok = real(seq, n)
+        refused.append(not ok)
+        return ok
+    dm.block_manager.allocate = allocate
+    outs = generate(engine, PROMPTS, params())
+    assert [o.token_ids for o in outs] == reference
+    assert any(refused) and engine.speculator.stats["draft_tokens"] > 0      # both: skipped and drafted
+
+
+def test_the_draft_cache_size_is_checked_at_start_up(target, other_draft):
+    with pytest.raises(ValueError, match=r"speculative_config.num_kv_blocks=7 must be an integer >= 8: the "
+                                         r"blocks of 8 tokens one sequence of max_model_len=64 needs"):
+        target.with_config(speculative_config={**spec(other_draft), "num_kv_blocks": 7}, max_model_len=64)
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match=r"speculative_config.num_kv_blocks must be an integer >= 1"):
+            target.with_config(speculative_config={**spec(other_draft), "num_kv_blocks": bad})
+    with pytest.raises(ValueError, match=r"speculative_config.num_kv_blocks is for method='draft_model'"):
+        target.with_config(speculative_config={"method": "ngram", "num_speculative_tokens": 2,
+                                               "num_kv_blocks": 16})
+
+
+def test_the_first_catch_up_is_chunked_by_the_token_budget(target, reference, other_draft):
+    """max_num_batched_tokens=12, prompts longer than that: no draft forward over 12 tokens, a
+    prompt's catch-up is split over steps, and the output is the same."""
+    budget = 12
+    assert max(len(target.tokenizer(p).input_ids) for p in PROMPTS) > budget
+    engine = checked(target.with_config(speculative_config=spec(other_draft), max_num_batched_tokens=budget))
+    dm = engine.speculator.draft_model
+    sizes, chunked = [], []
+    real = dm.runner.forward_logits
+
+    def forward_logits(batch):
+        sizes.append(sum(n for _, n in batch))
+        chunked.extend(s.num_computed_tokens + n < s.num_tokens for s, n in batch)
+        return real(batch)
+    dm.runner.forward_logits = forward_logits
+    outs = generate(engine, PROMPTS, params())
+    assert [o.token_ids for o in outs] == reference
+    assert max(sizes) <= budget and any(chunked)
+    assert engine.speculator.stats["draft_tokens"] > 0
