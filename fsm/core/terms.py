@@ -214,6 +214,17 @@ def _children(t: Term) -> tuple:
     return t.args[:1] if t.kind == REPEAT else t.args if t.kind in (CONCAT, ALT, AND, NOT) else ()
 
 
+def save_first_rows() -> None:
+    """Save the first row of every lazy program that has none saved yet, each derived in a
+    builder of its own (TermBuilder._lazy_row saves it on first use otherwise): what a
+    preparer calls at load, so that a document's first step into a program (an email, an
+    open object's free value) does not export its row."""
+    tb = TermBuilder()
+    for name, prog in list(LAZY_PROGRAMS.items()):
+        if name not in _LAZY_ROWS:
+            tb.row(tb.lazy(name, prog))
+
+
 class TermBuilder:
     """Creates interned terms. One builder per compiled constraint (not thread-safe
     by itself: callers that share one hold their own lock)."""

@@ -15,14 +15,16 @@ one value each. Other formats are built on first use: each costs about as much a
 """
 from __future__ import annotations
 
+from ..core.terms import save_first_rows
 from ..core.vocabulary import PREPARERS
 from .schema import build_automaton
 
 _SCHEMA = {"type": "object", "properties": {"s": {"type": "string"}, "i": {"type": "integer"},
                                             "n": {"type": "number"}, "b": {"type": "boolean"}}}
-# the states masked: inside a string, then after its end; in an integer; in a number
+# the states masked: inside a string, then after its end; in an integer; in a number; in
+# another key's value (the free values' program)
 _DOCUMENT = (b'{"s":"', b'{"s":"x', b'{"s":"x"', b'{"s":"x","i":', b'{"s":"x","i":1', b'{"s":"x","n":',
-             b'{"s":"x","n":1', b'{"s":"x","n":1.5', b'{"s":"x","b":')
+             b'{"s":"x","n":1', b'{"s":"x","n":1.5', b'{"s":"x","b":', b'{"s":"x","other":', b'{"s":"x","other":"')
 
 
 # a value of each, every byte of which is masked
@@ -39,13 +41,14 @@ def prepare_vocabulary(vocab) -> None:
         s = auto.dfa.walk(auto.start, prefix)
         if s:
             auto.mask(s)
-    for name, value in FORMATS.items():
-        auto = build_automaton({"type": "string", "format": name}, vocab)
-        text = b'"' + value.encode() + b'"'
-        for i in range(len(text)):
+    for name, value in FORMATS.items():  # (in an object, as schemas have them: a lazy term there)
+        auto = build_automaton({"type": "object", "properties": {"v": {"type": "string", "format": name}}}, vocab)
+        text = b'{"v":"' + value.encode() + b'"'
+        for i in range(5, len(text)):
             s = auto.dfa.walk(auto.start, text[:i])
             if s:
                 auto.mask(s)
+    save_first_rows()  # (of the programs built above: the formats' own parts, the free values')
 
 
 PREPARERS.append(prepare_vocabulary)
