@@ -90,13 +90,9 @@ def native_walk(dfa: LazyDFA, trie: TokenTrie, seeds, seed_states, flags: np.nda
                                    n_out)
             if p == end:
                 break
-            u, c = int(stack[depth[p]]), int(byte[p])  # the UNKNOWN cell that stopped it
-            if dfa.sparse:
-                dfa.fill(u, (c,))
-            else:
-                dfa.expand(u)  # (its row)
-            if dfa.table[u, c] == UNKNOWN:
-                _computed(dfa, [u], [c])
+            cell = stack[depth[p]:depth[p] + 1], byte[p:p + 1]  # the UNKNOWN cell that stopped it
+            fill_cells(dfa, *cell)
+            _computed(dfa, *cell)
     if len(flags) > 1 and len(trie.dup_ids):  # tokens with another's bytes live with it
         flags[trie.dup_ids] = flags.take(trie.token_of_node.take(trie.dup_nodes))
     return (out_n[:n_out].copy(), out_s[:n_out].copy()) if nodes else None
@@ -105,7 +101,7 @@ def native_walk(dfa: LazyDFA, trie: TokenTrie, seeds, seed_states, flags: np.nda
 def _computed(dfa: LazyDFA, states, bytes_) -> None:
     """Raise unless the cells the C walk stopped at are computed now: the walk would
     stop there again, for ever."""
-    if (dfa.table.reshape(-1).take(np.asarray(states, dtype=np.intp) * 256 + bytes_) == UNKNOWN).any():
+    if (dfa.table.reshape(-1).take(states.astype(np.intp) * 256 + bytes_) == UNKNOWN).any():
         raise RuntimeError("a DFA cell the walk needs was not computed (LazyDFA.fill)")
 
 

@@ -19,6 +19,7 @@ from bisect import bisect_left
 
 import numpy as np
 
+from ..core.dfa import fold
 from ..core.matcher import TokenMatcher
 from ..core.terms import ALT, AND, BYTES, CONCAT, EMPTY, NOTHING, REPEAT, STR, Term
 from ..core.vocabulary import ascending_set
@@ -431,29 +432,24 @@ def longest_text(t: Term, memo: dict | None = None) -> int | None:
     where none is known (a star, a complement, a lazy program). An object's keys under
     `^.{1,256}$` (vercel's headers) are that many characters: finitely many, known
     without walking the thousands of DFA states that key_language would."""
-    memo = {} if memo is None else memo
-    got = memo.get(t.id, memo)
-    if got is not memo:
-        return got
-    k, args = t.kind, t.args
+    return fold(t, {} if memo is None else memo, _longest_of)
+
+
+def _longest_of(x: Term, kids: list) -> int | None:
+    k = x.kind
     if k in (NOTHING, EMPTY):
-        n = 0
-    elif k == BYTES:
-        n = 1
-    elif k == STR:
-        n = len(args[0])
-    elif k in (CONCAT, ALT):
-        parts = [longest_text(a, memo) for a in args]
-        n = None if None in parts else (sum(parts) if k == CONCAT else max(parts, default=0))
-    elif k == REPEAT:
-        x = longest_text(args[0], memo)
-        n = None if x is None or args[2] is None else x * args[2]
-    elif k == AND:  # (the tightest of its parts' known bounds)
-        n = min((b for a in args if (b := longest_text(a, memo)) is not None), default=None)
-    else:
-        n = None
-    memo[t.id] = n
-    return n
+        return 0
+    if k == BYTES:
+        return 1
+    if k == STR:
+        return len(x.args[0])
+    if k in (CONCAT, ALT):
+        return None if None in kids else (sum(kids) if k == CONCAT else max(kids, default=0))
+    if k == REPEAT:
+        return None if kids[0] is None or x.args[2] is None else kids[0] * x.args[2]
+    if k == AND:  # (the tightest of its parts' known bounds)
+        return min((n for n in kids if n is not None), default=None)
+    return None
 
 
 def key_language(dfa) -> tuple[bool, bool]:
