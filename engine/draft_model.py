@@ -5,7 +5,8 @@ The draft model keeps its own paged KV cache and block manager (no prefix cachin
 `speculative_config["num_kv_blocks"]` blocks of `block_size` tokens, by default as many as
 the target's cache: the draft then holds at most as many tokens as the target, so its
 memory is the target's KV memory scaled by the draft's (layers x KV heads x head dim) over
-the target's. A sequence whose shadow cannot get blocks is not drafted for that step.
+the target's. A sequence whose shadow cannot get blocks is not drafted for that step; when
+the cache cannot hold a shadow for every sequence, shadows take turns (`_rotate`).
 Each sequence has a shadow `Sequence` in it: the tokens whose KV the draft holds. Each
 step, for the sequences the speculator picks:
 
@@ -44,6 +45,14 @@ from .sequence import Sequence, SequenceStatus
 
 
 @dataclass
+class Turn:
+    """A shadow's standing in the draft cache, in draft rounds (calls of `propose`)."""
+    waited: int = 0                  # rounds in a row it was wanted and not fed
+    since: int | None = None         # the round its shadow got blocks (None: it has none yet)
+    drafted: int = 0                 # rounds it drafted since
+
+
+@dataclass
 class Proposal:
     """One sequence's drafts, its bitmasks before each draft and after the last (with a
     matcher), and the distributions the drafts were drawn from (sampled requests)."""
@@ -77,6 +86,10 @@ def check_same_vocabulary(target_name, target_cfg: ModelConfig, target_tok,
 class DraftModel:
     """A draft model, its KV cache and each drafting sequence's shadow in it."""
 
+    # Rounds a sequence waits for draft blocks before it may take them from shadows that
+    # have drafted as many rounds (docs/engine.md, "With a draft model": Its cache).
+    ROTATE_AFTER = 4
+
     def __init__(self, model, target_name, target_cfg: ModelConfig, target_tok, *, num_blocks: int,
                  block_size: int, device, dtype, seed: int, attention: str | None, max_batch: int,
                  max_model_len: int, max_num_batched_tokens: int):
@@ -104,12 +117,15 @@ class DraftModel:
         self.max_num_batched_tokens = max_num_batched_tokens
         self.shadows: dict[int, tuple[Sequence, Sequence]] = {}   # seq_id -> (sequence, shadow)
         self.verified: dict[int, int] = {}     # seq_id -> shadow tokens known equal to the sequence's
+        self.turns: dict[int, Turn] = {}       # seq_id -> its turn in the cache
+        self.rounds = 0
 
     # -- the shadows' lifetime ------------------------------------------------------------------
     def release(self, seq: Sequence) -> None:
         """Free `seq`'s draft cache (it finished, or was aborted or preempted)."""
         entry = self.shadows.pop(seq.seq_id, None)
         self.verified.pop(seq.seq_id, None)
+        self.turns.pop(seq.seq_id, None)
         if entry is not None:
             self.block_manager.free_sequence(entry[1])
 
@@ -130,6 +146,7 @@ class DraftModel:
             shadow = Sequence(seq.seq_id, seq.request_id, 0, [], 0, seq.params)
             self.shadows[seq.seq_id] = (seq, shadow)
             self.verified[seq.seq_id] = 0
+            self.turns[seq.seq_id] = Turn()
         shadow = self.shadows[seq.seq_id][1]
         # The sequence only grows by appending, so its first `verified` tokens are still the
         # shadow's; past them the shadow holds drafts, equal to seq's tokens until the first rejected.
@@ -168,9 +185,15 @@ class DraftModel:
         behind: list[Sequence] = []                          # catching up on a chunk only
         feed: list[tuple[Sequence, int]] = []
         budget = self.max_num_batched_tokens
+        self.rounds += 1
         shadows = [(seq, room, self._shadow(seq)) for seq, room in wanted]
-        # Shortest catch-ups first: the decodes keep drafting while a long prompt catches up.
-        for seq, room, shadow in sorted(shadows, key=lambda e: e[0].num_tokens - e[2].num_computed_tokens):
+        first = self._rotate(shadows)
+        if first is not None:                  # shadows were evicted: start those again
+            shadows = [(seq, room, self._shadow(seq)) for seq, room in wanted]
+        # Shortest catch-ups first: the decodes keep drafting while a long prompt catches up
+        # (a sequence given its turn by _rotate goes first, to take the blocks freed for it).
+        for seq, room, shadow in sorted(shadows, key=lambda e: (e[0] is not first,
+                                                                e[0].num_tokens - e[2].num_computed_tokens)):
             n = seq.num_tokens - shadow.num_computed_tokens    # catch-up, >= 1
             if budget <= 0:
                 break
@@ -185,6 +208,7 @@ class DraftModel:
             live.append((seq, shadow, room))
             feed.append((shadow, n))
             budget -= n
+        self._count_turns(shadows, live, behind)
         out = {seq: Proposal([], np.empty((room + 1, mask_words), np.int32) if seq.matcher is not None
                              else None) for seq, _, room in live}
         q: dict[Sequence, list[torch.Tensor]] = {seq: [] for seq, _, _ in live}
@@ -227,6 +251,50 @@ class DraftModel:
                 if seq.matcher is not None and out[seq].tokens:
                     seq.matcher.rollback(len(out[seq].tokens))
         return out
+
+    def _rotate(self, shadows: list[tuple[Sequence, int, Sequence]]) -> Sequence | None:
+        """Turns in a draft cache too small for every shadow. A sequence that has waited
+        ROTATE_AFTER rounds (the longest first) takes the blocks of its catch-up (the chunk
+        the budget allows, and its drafts' slots) from the shadows that have had their turn
+        (drafted ROTATE_AFTER rounds, or themselves waited as long while holding blocks),
+        the longest-held first; an evicted shadow is rebuilt by the catch-up forward when
+        its turn comes again. Nothing is evicted where that would not free enough. Returns
+        the sequence to seat first this round, or None."""
+        bm, turns, budget = self.block_manager, self.turns, self.max_num_batched_tokens
+        due = sorted((e for e in shadows if turns[e[0].seq_id].waited >= self.ROTATE_AFTER),
+                     key=lambda e: -turns[e[0].seq_id].waited)
+        held = sorted((t.since, sid) for sid, t in turns.items() if t.since is not None
+                      and self.shadows[sid][1].block_table
+                      and max(t.drafted, t.waited) >= self.ROTATE_AFTER)
+        for seq, room, shadow in due:
+            n = seq.num_tokens - shadow.num_computed_tokens
+            need = bm.blocks_needed(shadow, n + room - 1 if n <= budget else budget) - bm.num_free_blocks
+            victims = []
+            for _, sid in held:
+                if need <= 0:
+                    break
+                if sid != seq.seq_id:
+                    victims.append(self.shadows[sid][0])
+                    need -= len(self.shadows[sid][1].block_table)
+            if need <= 0:
+                for victim in victims:
+                    self.release(victim)
+                return seq
+        return None
+
+    def _count_turns(self, shadows, live, behind) -> None:
+        """After seating: who drafts this round, who is catching up, who waits."""
+        fed = {id(seq) for seq, _, _ in live} | {id(seq) for seq in behind}
+        drafting = {id(seq) for seq, _, _ in live}
+        for seq, _, _ in shadows:
+            turn = self.turns[seq.seq_id]
+            if id(seq) not in fed:
+                turn.waited += 1
+                continue
+            turn.waited = 0
+            if turn.since is None:
+                turn.since = self.rounds
+            turn.drafted += int(id(seq) in drafting)
 
     def _choose(self, logits: torch.Tensor, seqs: list[Sequence], proposals: list[Proposal]):
         """Each row's draft: the constraint's mask (kept in the proposal), then the argmax or a

@@ -23,15 +23,18 @@ from .tool_tags import (
 
 _COMMON = {"model", "temperature", "top_p", "top_k", "min_p", "max_tokens", "n", "stop", "seed",
            "presence_penalty", "frequency_penalty", "repetition_penalty", "stream", "stream_options",
-           "user", "min_tokens", "ignore_eos", "stop_token_ids", "structured_outputs", "response_format"}
+           "user", "min_tokens", "ignore_eos", "stop_token_ids", "structured_outputs", "response_format",
+           "use_beam_search", "length_penalty", "early_stopping"}
 CHAT_FIELDS = _COMMON | {"messages", "max_completion_tokens", "logprobs", "top_logprobs", "tools",
                          "tool_choice", "parallel_tool_calls"}
-COMPLETION_FIELDS = _COMMON | {"prompt", "logprobs"} | {"use_beam_search", "length_penalty", "early_stopping"}
+COMPLETION_FIELDS = _COMMON | {"prompt", "logprobs"}
 # Sampling fields that beam search (which ranks beams by the model's raw logprobs) refuses,
-# unless at a value that changes nothing: (allowed values).
+# unless at a value that changes nothing: (allowed values). Beams keep no top alternatives,
+# so logprobs are refused (chat's `logprobs: false` asks for none).
 NOT_WITH_BEAMS = {"temperature": (0, 1), "top_p": (1,), "top_k": (0, -1), "min_p": (0,), "seed": (),
                   "presence_penalty": (0,), "frequency_penalty": (0,), "repetition_penalty": (1,),
-                  "min_tokens": (0,), "stop_token_ids": (), "logprobs": (), "stream_options": ()}
+                  "min_tokens": (0,), "stop_token_ids": (), "logprobs": (False,), "top_logprobs": (),
+                  "stream_options": ()}
 # Known OpenAI fields that this server does not implement: a 400 that says so.
 UNSUPPORTED = {"logit_bias", "echo", "suffix", "best_of", "functions", "function_call", "audio",
                "modalities", "prediction", "service_tier", "reasoning_effort", "web_search_options"}
@@ -154,8 +157,9 @@ def beam_search_params(body: dict, prompt_len: int, max_model_len: int, max_n: i
                        param="stream")
     for key, neutral in NOT_WITH_BEAMS.items():
         v = body.get(key)
-        if v is not None and not (not isinstance(v, bool) and v in neutral):
-            allowed = f" (only {' or '.join(map(str, neutral))})" if neutral else ""
+        # (a bool is neutral only where listed as one: `true` is not temperature 1)
+        if v is not None and not any(v == x and isinstance(v, bool) == isinstance(x, bool) for x in neutral):
+            allowed = f" (only {' or '.join(map(json.dumps, neutral))})" if neutral else ""
             raise APIError(f"'{key}' is not supported with use_beam_search{allowed}: beams are ranked by the "
                            "model's raw logprobs", param=key)
     early = body.get("early_stopping", False)

@@ -131,6 +131,9 @@ def build_app(engine: AsyncEngine, model_name: str, max_body_bytes: int = DEFAUL
         messages = chat_messages(body.get("messages"))
         text = render_chat(messages, body.get("tools"))
         ids = check_prompt(list(tok(text, add_special_tokens=False).input_ids))
+        beams = beam_search_params(body, len(ids), llm.max_model_len, llm.config.max_num_seqs, constraint)
+        if beams is not None:
+            return await respond(request, "chat", Parsed([ids], beams, tool_mode=tool_mode))
         k = _number(body, "top_logprobs", 0, 0, 20, integer=True)
         want = _bool(body, "logprobs")
         params = sampling_params(body, len(ids), llm.max_model_len, llm.config.max_num_seqs,

@@ -190,3 +190,60 @@ def test_norm_and_rope_equal_transformers_bit_for_bit(rows):
     cos, sin = torch.cat([angles, angles], -1).cos(), torch.cat([angles, angles], -1).sin()
     signed_sin = torch.cat([-sin[..., :32], sin[..., 32:]], -1)
     assert torch.equal(apply_rope(qk, cos, signed_sin), qk * cos + rotate_half(qk) * sin)
+
+
+@pytest.mark.parametrize("kind", ["qwen2", "llama-all-bias"])
+def test_nonzero_biases_match_transformers_in_prefill_and_decode(kind, tmp_path):
+    """transformers initialises biases to zero, so the tests above cannot see a bias that is
+    dropped. Here every bias (Qwen2: q/k/v; Llama with attention_bias and mlp_bias: also
+    o_proj, gate/up and down) is random and nonzero, and the engine's logits are compared
+    with transformers' for a prefill of more than `SGEMM_ROWS` tokens (the F.linear path),
+    a short prefill (the packed path), one-row decodes (F.linear on the column-major
+    weight) and two-row decodes (the packed path)."""
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    from structgen.engine.model import Linear
+    config = (make_config("qwen2") if kind == "qwen2" else
+              LlamaConfig(**COMMON, attention_bias=True, mlp_bias=True, tie_word_embeddings=False))
+    torch.manual_seed(0)
+    hf = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    biases = {name: p for name, p in hf.named_parameters() if name.endswith(".bias")}
+    assert len(biases) == config.num_hidden_layers * (3 if kind == "qwen2" else 7)
+    with torch.no_grad():
+        for p in biases.values():
+            p.copy_(torch.randn(p.shape) * 0.5)
+    hf.save_pretrained(tmp_path)
+    model = load_model(tmp_path)
+    assert model.config.qkv_bias and model.config.o_bias == model.config.mlp_bias == (kind != "qwen2")
+    bs, n_long = 16, Linear.SGEMM_ROWS + 12
+    runner = ModelRunner(model, num_blocks=24, block_size=bs, device="cpu", dtype=torch.float32)
+    bm = BlockManager(24, bs)
+    g = torch.Generator().manual_seed(3)
+    full = [torch.randint(0, 320, (n_long + 6,), generator=g).tolist(),
+            torch.randint(0, 320, (9 + 6,), generator=g).tolist()]
+    with torch.inference_mode():
+        ref = [hf(torch.tensor([t])).logits[0] for t in full]
+    a, b = (Sequence(i, i, 0, full[i][:n], n, SamplingParams()) for i, n in enumerate((n_long, 9)))
+    checked = []
+
+    def step(plan):
+        for s, n in plan:
+            assert bm.allocate(s, n)
+        logits, done = runner.forward_logits(plan)
+        for row, s in zip(logits, done):
+            torch.testing.assert_close(row, ref[s.seq_id][s.num_tokens - 1], atol=2e-4, rtol=1e-4)
+            checked.append((s.seq_id, len(plan)))
+
+    step([(a, n_long)])                           # rows >= SGEMM_ROWS: the sgemm prefill
+    step([(b, 9)])                                # a few rows: the packed path
+    for i in range(6):
+        a.token_ids.append(full[0][a.num_tokens])
+        if i < 3:
+            step([(a, 1)])                        # one row
+        else:
+            b.token_ids.append(full[1][b.num_tokens])
+            step([(a, 1), (b, 1)])                # two rows
+    assert sorted(checked) == sorted([(0, 1), (1, 1)] + [(0, 1)] * 3 + [(0, 2), (1, 2)] * 3)
+    bm.free_sequence(a)
+    bm.free_sequence(b)
+    assert bm.num_free_blocks == 24

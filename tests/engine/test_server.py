@@ -583,3 +583,83 @@ def test_bad_beam_search_params_are_400_naming_the_field(server, extra, param):
     r = post(server, {"model": MODEL, "prompt": "Hi", "max_tokens": 4, **extra}, path="/v1/completions")
     assert r.status_code == 400 and r.json()["error"]["param"] == param, r.text
     assert f"'{param}'" in error_message(r)
+
+
+ANSWER = {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Lyon", "Nice"]}},
+          "required": ["city"], "additionalProperties": False}
+
+
+def templated(server, messages) -> list[int]:
+    """The chat prompt's ids, rendered with the tokenizer's own template."""
+    tok = server.llm.tokenizer
+    return tok(tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True),
+               add_special_tokens=False).input_ids
+
+
+def test_beam_search_chat_equals_engine_beams_on_the_templated_prompt(server):
+    """`use_beam_search` on /v1/chat/completions through the openai client: the n beams of
+    the chat-templated prompt (rendered here with the tokenizer's own template), best first,
+    token-identical to LLM.beam_search's; `logprobs: false` changes nothing; usage counts
+    the templated prompt once and every beam's tokens."""
+    tok = server.llm.tokenizer
+    ids = templated(server, MESSAGES)
+    params = BeamSearchParams(3, max_tokens=10, length_penalty=0.5, early_stopping="never")
+    want = server.llm.beam_search(ids, params)[0]
+    r = server.client.chat.completions.create(
+        model=MODEL, messages=MESSAGES, n=3, max_completion_tokens=10, logprobs=False,
+        extra_body={"use_beam_search": True, "length_penalty": 0.5, "early_stopping": "never"})
+    assert len(want.sequences) == 3
+    assert [c.index for c in r.choices] == [0, 1, 2]
+    assert [c.message.content for c in r.choices] == [s.text for s in want.sequences]
+    assert [tok(c.message.content, add_special_tokens=False).input_ids for c in r.choices] \
+        == [tok(s.text, add_special_tokens=False).input_ids for s in want.sequences]
+    assert [c.finish_reason for c in r.choices] == [FINISH[s.finish_reason] for s in want.sequences]
+    assert [s.score for s in want.sequences] == sorted((s.score for s in want.sequences), reverse=True)
+    assert all(c.logprobs is None and c.message.role == "assistant" for c in r.choices)
+    assert r.usage.prompt_tokens == len(ids)
+    assert r.usage.completion_tokens == sum(len(s.token_ids) for s in want.sequences)
+    assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
+    assert wait_idle(server.llm)
+
+
+def test_beam_search_chat_every_beam_obeys_the_schema_or_the_tools(server):
+    """With response_format json_schema every returned beam parses and validates
+    (jsonschema), and equals the engine's own constrained beams; with tool_choice
+    "required" every choice is a parsed tool call whose arguments validate."""
+    rf = {"type": "json_schema", "json_schema": {"name": "answer", "schema": ANSWER}}
+    r = server.client.chat.completions.create(
+        model=MODEL, messages=MESSAGES, n=3, max_tokens=24, response_format=rf,
+        extra_body={"use_beam_search": True})
+    assert len(r.choices) == 3 and [c.index for c in r.choices] == [0, 1, 2]
+    for c in r.choices:
+        jsonschema.validate(json.loads(c.message.content), ANSWER)
+        assert c.finish_reason == "stop"
+    want = server.llm.beam_search(templated(server, MESSAGES), BeamSearchParams(3, max_tokens=24,
+                                                                                constraint=("json", ANSWER)))[0]
+    assert [c.message.content for c in r.choices] == [s.text for s in want.sequences]
+    r = server.client.chat.completions.create(
+        model=MODEL, messages=TEXT_PROMPT, n=2, max_tokens=48, tools=TOOLS, tool_choice="required",
+        extra_body={"use_beam_search": True})
+    assert len(r.choices) == 2
+    for c in r.choices:
+        assert c.finish_reason == "tool_calls" and c.message.content is None
+        (call,) = c.message.tool_calls
+        jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
+    assert wait_idle(server.llm)
+
+
+@pytest.mark.parametrize("extra, param", [
+    ({"use_beam_search": True, "n": 2, "stream": True}, "stream"),
+    ({"use_beam_search": True, "temperature": 0.7}, "temperature"),
+    ({"use_beam_search": True, "temperature": True}, "temperature"),
+    ({"use_beam_search": True, "logprobs": True}, "logprobs"),
+    ({"use_beam_search": True, "top_logprobs": 2}, "top_logprobs"),
+    ({"use_beam_search": True, "early_stopping": "sometimes"}, "early_stopping"),
+    ({"use_beam_search": True, "n": 65}, "n"),
+    ({"early_stopping": True}, "early_stopping"),
+])
+def test_bad_chat_beam_search_params_are_400_naming_the_field(server, extra, param):
+    with pytest.raises(openai.BadRequestError) as e:
+        server.client.chat.completions.create(model=MODEL, messages=MESSAGES, max_tokens=4, extra_body=extra)
+    assert e.value.status_code == 400 and e.value.body["param"] == param, e.value.body
+    assert f"'{param}'" in e.value.body["message"]

@@ -343,3 +343,35 @@ def test_the_first_catch_up_is_chunked_by_the_token_budget(target, reference, ot
     assert [o.token_ids for o in outs] == reference
     assert max(sizes) <= budget and any(chunked)
     assert engine.speculator.stats["draft_tokens"] > 0
+
+
+def test_a_draft_cache_too_small_for_the_batch_lets_every_sequence_draft_in_turn(target, other_draft):
+    """speculative_config.num_kv_blocks=8 at max_model_len=64 (block 8) holds the shadows
+    of two or three of six sequences at first and one at the end. The shadows take turns
+    (DraftModel.ROTATE_AFTER): a spy on the proposals sees every sequence draft at some
+    point and the cache never stuck (shadows holding blocks that none of them can grow
+    into); the greedy output stays token-identical to decoding without speculation, and
+    every block of both caches is free at the end."""
+    prompts = PROMPTS + ["Seven swans swam south, singing softly."]
+    ps = [SamplingParams(max_tokens=40, ignore_eos=True)] * len(prompts)
+    want = [o.token_ids for o in generate(target, prompts, ps)]
+    engine = checked(target.with_config(speculative_config={**spec(other_draft), "num_kv_blocks": 8},
+                                        max_model_len=64))
+    dm = engine.speculator.draft_model
+    drafted, rounds = set(), []
+    real = dm.propose
+
+    def propose(wanted, ends, mask_words):
+        proposals, faults = real(wanted, ends, mask_words)
+        got = {seq.request_id for seq, p in proposals.items() if p.tokens}
+        drafted.update(got)
+        rounds.append((len(wanted), len(got)))
+        return proposals, faults
+    dm.propose = propose
+    outs = generate(engine, prompts, ps)
+    assert [o.token_ids for o in outs] == want
+    assert any(n > d for n, d in rounds)                     # the cache was too small for all
+    assert max(d for _, d in rounds) < len(prompts)          # never all at once
+    assert drafted == {o.request_id for o in outs}, rounds
+    idle = "".join("." if d == 0 else "d" for _, d in rounds)  # shadows stuck: rounds without drafts
+    assert "." * (dm.ROTATE_AFTER + 1) not in idle, idle
