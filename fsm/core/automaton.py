@@ -459,8 +459,8 @@ class TokenAutomaton(Constraint):
         runs_key = np.packbits(cls).tobytes() + np.packbits(dead).tobytes()
         if some:  # which characters, too
             runs_key = (runs_key, item_key)
-        entry = cols.memo(("run", runs_key), lambda: self._run_lists(cls, other | follow, item if some else None,
-                                                                    item_key))
+        checked = (item, some) if some else None
+        entry = cols.memo(("run", runs_key), lambda: self._run_lists(cls, other | follow, checked, item_key))
         if entry is None:
             return None
         ids, counts, pos, packed = entry
@@ -532,14 +532,14 @@ class TokenAutomaton(Constraint):
         cols = self.vocab.columns if cols is None else cols
         return walk_from(self.dfa, s, cols, self.vocab.token_bytes if data is None else data, pos)
 
-    def _run_lists(self, cls: np.ndarray, stops: np.ndarray, item: Term | None, item_key) -> tuple | None:
+    def _run_lists(self, cls: np.ndarray, stops: np.ndarray, item: tuple | None, item_key) -> tuple | None:
         """_run_words' lists: the ids of the tokens of the class's characters with their
         character counts, ascending (`_class_tokens`), and the positions of the tokens to
         walk, those with a byte of `stops` (the bytes that start R or a longer member of
         x: any other byte outside the class is dead); None when too many are to walk (a
         narrow class, `\\+?`, before a wide follow: the trie walk is cheaper). `item`:
-        the class, when its non-ASCII members are checked one by one (`item_key`: the
-        key of its members, _char_class_entry)."""
+        (the class, char_class's `some`), when its non-ASCII members are checked one by
+        one (`item_key`: the key of its members, _char_class_entry)."""
         cols = self.vocab.columns
         rest = cols.with_bytes(stops, _NO_BYTES, 4 * RUN_MAX_WALKED)  # (from the lists of tokens by byte)
         if rest is None or len(rest) > RUN_MAX_WALKED:
@@ -548,21 +548,40 @@ class TokenAutomaton(Constraint):
         ids, counts, packed = cols.memo(key, lambda: self._class_tokens(cls, item))
         return ids, counts, rest.astype(np.int32), packed
 
-    def _class_tokens(self, cls: np.ndarray, item: Term | None) -> tuple:
+    def _class_tokens(self, cls: np.ndarray, item: tuple | None) -> tuple:
         """(ids, character counts, {}) of the tokens made of the class's characters, by
         count ascending, and a dict for _run_words' packed bitmasks of the first k ids.
-        Once per vocabulary and class, whatever follows the run. `item`: the class,
-        when it takes some non-ASCII characters but not all: the tokens with such bytes
-        walk item* byte column by byte column (most die at their first character)."""
+        Once per vocabulary and class, whatever follows the run. `item`: (the class,
+        char_class's `some`), when it takes some non-ASCII characters but not all: the
+        tokens with such bytes are checked by `_high_members`."""
         cols = self.vocab.columns
         inside = made_of(cols, cls) & cols.utf8
         if item is not None:
             pos = np.flatnonzero(inside & (cols.high != 0))
-            inside[pos] = False
-            tb = self.dfa.source.tb
-            inside[walk_from(LazyDFA(TermSource(tb), tb.star(item)), None, cols, self.vocab.token_bytes, pos)] = True
+            inside[pos] = self._high_members(*item, pos)
         pos = cols.by_chars.compress(inside.take(cols.by_chars))  # by character count
         return cols.order.take(pos).astype(np.int32), cols.chars.take(pos), {}
+
+    def _high_members(self, item: Term, some: tuple, pos: np.ndarray) -> np.ndarray:
+        """Whether each token at TokenColumns positions `pos` (ascending, each with a byte
+        past ASCII) has only non-ASCII characters of class `item` (`some`: those
+        characters, char_class), the last maybe cut short, whatever its ASCII bytes
+        (made_of tests those). The tokens walk (item | ASCII)* byte column by byte column
+        (most die at their first character); the verdicts are kept per vocabulary and
+        `some`, so classes with the same non-ASCII members (`\\w`, `[\\w.]`, `[\\w-]`)
+        walk each token once between them. (Each verdict goes from unknown to final in one
+        store: a concurrent reader walks an unknown token itself.)"""
+        cols = self.vocab.columns
+        known = cols.memo(("high members", some), lambda: np.zeros(len(cols.order), dtype=np.int8))
+        todo = pos.compress(known.take(pos) == 0)
+        if len(todo):
+            tb = self.dfa.source.tb
+            chars = tb.star(tb.alt((item, tb.byte_range(0, 0x7F))))
+            alive = walk_from(LazyDFA(TermSource(tb), chars), None, cols, self.vocab.token_bytes, todo)
+            verdict = np.full(len(todo), -1, dtype=np.int8)
+            verdict[np.searchsorted(todo, alive)] = 1
+            known[todo] = verdict
+        return known.take(pos) == 1
 
     def _chain_words(self, s: int) -> np.ndarray | None:
         """The live tokens (a packed bitmask) of a state that a wide byte class L moves

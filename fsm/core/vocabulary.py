@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from . import vocab_cache
-from .terms import freeze_long_lived
+from .terms import freeze_long_lived, paused_gc
 
 _BYTE_FALLBACK = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
 
@@ -221,8 +221,9 @@ class Vocabulary:
                                  meta or {"eos_ids": list(self.eos_ids), "size": self.size})
         trie = self.trie
         _ = self.columns, trie.lists, trie.below, trie.node_of_token
-        for prepare in PREPARERS:
-            prepare(self)
+        with paused_gc():  # (a collection would scan the tokenizer's objects, not yet frozen)
+            for prepare in PREPARERS:
+                prepare(self)
         freeze_long_lived()  # (what is loaded by now lives as long as the process)
         return self
 

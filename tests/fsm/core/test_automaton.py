@@ -383,6 +383,49 @@ def test_made_of_near_a_kept_class_equals_brute_force(vocab_name, request):
     assert near[0] is None and near[1] is not None and near[2] is not None, "the path under test"
 
 
+@pytest.mark.parametrize("vocab_name", ["smol_vocab", "tekken_vocab"])
+def test_classes_with_the_same_non_ascii_members_share_their_verdicts(vocab_name, request):
+    """Classes with the same non-ASCII members (\\w, [\\w.], [\\w.-]) keep one verdict per
+    token with a byte past ASCII (_high_members): a later class walks only the tokens no
+    earlier one did, and every run's mask equals token-by-token walks."""
+    from structgen.fsm.core import automaton
+    vocab = request.getfixturevalue(vocab_name)
+    cols = vocab.columns
+    kept = dict(cols.walks), cols.walk_bytes[0]  # (the session's vocabulary: put back after)
+    cols.walks.clear()
+    cols.walk_bytes[0] = 0
+    asked, walked = [], []
+    real_high, real_walk = automaton.TokenAutomaton._high_members, automaton.walk_from
+
+    def high(self, item, some, pos):
+        asked.append(len(pos))
+        walked.append(0)
+        automaton.walk_from = walk  # (the walks of this call only: not those of the run's other tokens)
+        try:
+            return real_high(self, item, some, pos)
+        finally:
+            automaton.walk_from = real_walk
+
+    def walk(dfa, s, c, data, pos):
+        walked[-1] += len(pos)
+        return real_walk(dfa, s, c, data, pos)
+    try:
+        automaton.TokenAutomaton._high_members = high
+        for i, pattern in enumerate([r"\w+!", r"[\w.]+!", r"[\w.-]+!"]):
+            a = fsm.compile_regex(pattern, vocab, max_states=10**5 + 30 + i)  # (a fresh automaton)
+            asked_before = len(asked)
+            assert a._run_words(a.start, a.dfa.keys[a.start]) is not None, pattern  # (the path under test)
+            assert len(asked) == asked_before + 1, pattern
+            assert set(a.allowed_tokens(a.start).tolist()) == live_tokens_brute_force(a, a.start), pattern
+    finally:
+        automaton.TokenAutomaton._high_members, automaton.walk_from = real_high, real_walk
+        cols.walks.clear()
+        cols.walks.update(kept[0])
+        cols.walk_bytes[0] = kept[1]
+    assert asked[0] == walked[0] > 0  # \w walks all of its tokens with a byte past ASCII
+    assert asked[1] > walked[1] and asked[2] > walked[2]  # the others only those with . or -
+
+
 def test_prefix_words_equal_packing_from_scratch():
     """A run's packed bitmask per bound (prefix_words) is made from the nearest bound kept,
     setting or clearing the bits of the ids between: equal to packing ids[:k] afresh, along
