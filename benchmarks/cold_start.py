@@ -48,6 +48,11 @@ CASES = {
         "paid": {"type": "boolean"}}, "required": ["id", "items", "paid"]},
         '{"id":"INV-0042","items":[{"sku":"A-1","qty":2,"price":9.5},{"sku":"B-7","qty":1,"price":120}],'
         '"paid":false}'),
+    "event": ("json", {"type": "object", "properties": {
+        "id": {"type": "string", "format": "uuid"}, "at": {"type": "string", "format": "date-time"},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 20}, "maxItems": 5}},
+        "required": ["id", "at"]},
+        '{"id":"123e4567-e89b-12d3-a456-426614174000","at":"2024-05-06T07:08:09Z","tags":["a","bc"]}'),
 }
 
 
