@@ -307,13 +307,19 @@ class CausalLM(nn.Module):
     @torch.inference_mode()
     def pack_linears(self) -> None:
         """Pre-pack every projection and the LM head for oneDNN (CPU only; else a no-op).
-        The projections' weights are stored column-major for single-row products; the LM
-        head's stay as they are (tied to the embedding, whose rows are looked up)."""
+        Weights with at least as many outputs as inputs (q/k/v, o, gate/up, the LM head)
+        are stored column-major for single-row products, which stream them faster so; the
+        down projection's stay row-major, faster so (docs/engine.md, "The model"). A tied
+        embedding shares the LM head's column-major weight: looking up a token's row then
+        reads strided memory, a few microseconds per token."""
         if not onednn_available(self.lm_head.weight):
             return
+        tied = self.lm_head.weight is self.embed_tokens.weight
         for m in self.modules():
             if isinstance(m, Linear):
-                m.pack(column_major=m is not self.lm_head)
+                m.pack(column_major=m.out_features >= m.in_features)
+        if tied:
+            self.embed_tokens.weight = self.lm_head.weight
 
 
 def _shard_weight(name: str, tensor: torch.Tensor, shard: Shard) -> torch.Tensor:
