@@ -322,6 +322,8 @@ class ModelRunner:
               row_ids: list[int]) -> torch.Tensor:
         """One token per row; if the batched draw raises, each row is drawn alone to find the
         one at fault (the logits are unchanged by then), recorded under its id in row_ids."""
+        if all(s.params.greedy for s in seqs):    # no sampling settings to build (batch-1 greedy)
+            return logits.argmax(dim=-1)
         try:
             return sample(logits, self.sampling_batch(seqs, logits), self.generator)
         except Exception:  # noqa: BLE001
