@@ -21,8 +21,7 @@ from ..kernels import reference
 from .attention import AttentionMetadata, attention_backend
 from .cuda_graphs import DecodeGraphs
 from .model import CausalLM
-from .sampler import (SamplingBatch, apply_penalties, greedy_tokens, probabilities, rejection_sample,
-                      sample)
+from .sampler import SamplingBatch, apply_penalties, greedy_tokens, probabilities, rejection_sample, sample
 from .sequence import Sequence
 
 
