@@ -92,9 +92,9 @@ def exponential_race(probs: torch.Tensor, generators: list | None,
 
 def greedy_tokens(logits: torch.Tensor) -> torch.Tensor:
     """Each row's argmax (the first maximum; a NaN counts as the maximum), int64 [B]. On CPU
-    through numpy, whose argmax over a vocabulary takes a small fraction of torch's."""
-    if logits.device.type == "cpu":
-        return torch.from_numpy(logits.numpy().argmax(axis=-1))
+    in fp32 through numpy, whose argmax over a vocabulary takes a small fraction of torch's."""
+    if logits.device.type == "cpu" and logits.dtype == torch.float32:
+        return torch.from_numpy(logits.detach().numpy().argmax(axis=-1))
     return logits.argmax(dim=-1)
 
 

@@ -56,6 +56,8 @@ def test_greedy_tokens_match_torch_argmax():
             ours = greedy_tokens(rows)
             assert ours.dtype == torch.int64
             assert torch.equal(ours, rows.argmax(dim=-1))
+    half = logits[:2].to(torch.bfloat16).requires_grad_()     # torch's own argmax there
+    assert torch.equal(greedy_tokens(half), half.argmax(dim=-1))
 
 
 @pytest.fixture(scope="module")
