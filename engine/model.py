@@ -185,9 +185,12 @@ class RMSNorm(nn.Module):
             # The lines below with two temporaries instead of five (pow(2) is x * x, and
             # w * y == y * w): the same bits. On CPU F.rms_norm (not fused there) and the
             # out-of-place lines take ~3x longer on a prefill: each fresh buffer is new pages.
-            # The mean is the sum divided in place, which is how CPU torch computes it, minus
-            # the divisor's conversion to a tensor: the same bits, a little less per call.
-            inv = torch.mul(x, x).sum(-1, keepdim=True).div_(x.shape[-1]).add_(self.eps).rsqrt_()
+            # On CPU the mean is the sum divided in place, which is how CPU torch computes it,
+            # minus the divisor's conversion to a tensor: the same bits, a little less per
+            # call. (CUDA's mean multiplies by 1/n instead: it keeps mean.)
+            sq = torch.mul(x, x)
+            inv = sq.mean(-1, keepdim=True) if x.is_cuda else sq.sum(-1, keepdim=True).div_(x.shape[-1])
+            inv = inv.add_(self.eps).rsqrt_()
             return torch.mul(x, inv).mul_(self.weight)
         dtype = x.dtype
         x = x.float()
@@ -324,8 +327,8 @@ class CausalLM(nn.Module):
     def pack_linears(self) -> None:
         """Pre-pack every projection and the LM head for oneDNN (CPU only; else a no-op).
         Weights with at least as many outputs as inputs (q/k/v, o, gate/up, the LM head)
-        are stored column-major for single-row products, which stream them faster so; the
-        down projection's stay row-major, faster so (docs/engine.md, "The model"). A tied
+        are stored column-major, the down projection's row-major: the layouts whose one-row
+        products stream each fastest (docs/engine.md, "The model"). A tied
         embedding shares the LM head's column-major weight: looking up a token's row then
         reads strided memory, a few microseconds per token."""
         if not onednn_available(self.lm_head.weight):
