@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..kernels import reference
 from ..kernels.metadata import AttentionMetadata
 
 BACKENDS = ("torch", "triton")
@@ -33,12 +34,26 @@ def attention_backend(device, name: str | None = None) -> AttentionBackend:
     if name is None:
         name = "triton" if torch.device(device).type == "cuda" else "torch"
     if name == "torch":
-        from ..kernels import reference as impl
-    elif name == "triton":
-        from .. import kernels as impl
-    else:
-        raise ValueError(f"attention_backend: unknown backend {name!r}; choose one of {BACKENDS}")
-    return AttentionBackend(name, impl.store_kv_cache, impl.paged_attention)
+        store = store_kv_cache_cpu if torch.device(device).type == "cpu" else reference.store_kv_cache
+        return AttentionBackend(name, store, reference.paged_attention)
+    if name == "triton":
+        from .. import kernels
+        return AttentionBackend(name, kernels.store_kv_cache, kernels.paged_attention)
+    raise ValueError(f"attention_backend: unknown backend {name!r}; choose one of {BACKENDS}")
 
 
-__all__ = ["AttentionBackend", "AttentionMetadata", "BACKENDS", "attention_backend"]
+def store_kv_cache_cpu(key: torch.Tensor, value: torch.Tensor, k_cache: torch.Tensor,
+                       v_cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
+    """The torch reference's `store_kv_cache`, with a lone token (batch-1 decoding) copied
+    straight into its slot: no index tensor, no check of the whole mapping. CPU tensors
+    only: reading the slot is free there, a device sync elsewhere."""
+    if key.shape[0] != 1:
+        return reference.store_kv_cache(key, value, k_cache, v_cache, slot_mapping)
+    slot = int(slot_mapping)
+    if slot >= 0:                       # -1: do not store
+        k_cache.view(-1, key.shape[1], key.shape[2])[slot] = key[0]
+        v_cache.view(-1, key.shape[1], key.shape[2])[slot] = value[0]
+
+
+__all__ = ["AttentionBackend", "AttentionMetadata", "BACKENDS", "attention_backend",
+           "store_kv_cache_cpu"]

@@ -168,6 +168,11 @@ class Linear(nn.Linear):
             return F.linear(x, self.weight, self.bias)
         return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
 
+    # Called straight through to forward, skipping nn.Module.__call__'s hook machinery,
+    # which a decode step pays hundreds of times (docs/engine.md, "The model"). No hooks
+    # are ever registered on these modules; the same line ends each class below.
+    __call__ = forward
+
 
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float):
@@ -180,12 +185,19 @@ class RMSNorm(nn.Module):
             # The lines below with two temporaries instead of five (pow(2) is x * x, and
             # w * y == y * w): the same bits. On CPU F.rms_norm (not fused there) and the
             # out-of-place lines take ~3x longer on a prefill: each fresh buffer is new pages.
-            inv = torch.mul(x, x).mean(-1, keepdim=True).add_(self.eps).rsqrt_()
+            # On CPU the mean is the sum divided in place, which is how CPU torch computes it,
+            # minus the divisor's conversion to a tensor: the same bits, a little less per
+            # call. (CUDA's mean multiplies by 1/n instead: it keeps mean.)
+            sq = torch.mul(x, x)
+            inv = sq.mean(-1, keepdim=True) if x.is_cuda else sq.sum(-1, keepdim=True).div_(x.shape[-1])
+            inv = inv.add_(self.eps).rsqrt_()
             return torch.mul(x, inv).mul_(self.weight)
         dtype = x.dtype
         x = x.float()
         x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * x.to(dtype)
+
+    __call__ = forward
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
@@ -228,6 +240,8 @@ class Attention(nn.Module):
                                          self.sliding_window)
         return self.shard.all_reduce(self.o_proj(o.reshape(T, self.q_size)))
 
+    __call__ = forward
+
 
 class MLP(nn.Module):
     """gate/up column-parallel, down row-parallel (parallel.py)."""
@@ -240,10 +254,13 @@ class MLP(nn.Module):
         self.down_proj = Linear(self.intermediate, cfg.hidden_size, bias=cfg.mlp_bias)
 
     def forward(self, x):
-        gate, up = self.gate_up_proj(x).split(self.intermediate, dim=-1)
+        gate_up = self.gate_up_proj(x)
+        gate, up = gate_up[:, :self.intermediate], gate_up[:, self.intermediate:]
         # In place, into the projection's own output: no new [T, intermediate] buffer (the
         # down projection takes the strided half as it is).
         return self.shard.all_reduce(self.down_proj(F.silu(gate, inplace=True).mul_(up)))
+
+    __call__ = forward
 
 
 class DecoderLayer(nn.Module):
@@ -259,6 +276,8 @@ class DecoderLayer(nn.Module):
         # no new [T, hidden] buffer per add.
         h = self.self_attn(self.input_layernorm(h), cos, signed_sin, meta).add_(h)
         return self.mlp(self.post_attention_layernorm(h)).add_(h)
+
+    __call__ = forward
 
 
 class CausalLM(nn.Module):
@@ -307,13 +326,19 @@ class CausalLM(nn.Module):
     @torch.inference_mode()
     def pack_linears(self) -> None:
         """Pre-pack every projection and the LM head for oneDNN (CPU only; else a no-op).
-        The projections' weights are stored column-major for single-row products; the LM
-        head's stay as they are (tied to the embedding, whose rows are looked up)."""
+        Weights with at least as many outputs as inputs (q/k/v, o, gate/up, the LM head)
+        are stored column-major, the down projection's row-major: the layouts whose one-row
+        products stream each fastest (docs/engine.md, "The model"). A tied
+        embedding shares the LM head's column-major weight: looking up a token's row then
+        reads strided memory, a few microseconds per token."""
         if not onednn_available(self.lm_head.weight):
             return
+        tied = self.lm_head.weight is self.embed_tokens.weight
         for m in self.modules():
             if isinstance(m, Linear):
-                m.pack(column_major=m is not self.lm_head)
+                m.pack(column_major=m.out_features >= m.in_features)
+        if tied:
+            self.embed_tokens.weight = self.lm_head.weight
 
 
 def _shard_weight(name: str, tensor: torch.Tensor, shard: Shard) -> torch.Tensor:

@@ -21,7 +21,7 @@ from ..kernels import reference
 from .attention import AttentionMetadata, attention_backend
 from .cuda_graphs import DecodeGraphs
 from .model import CausalLM
-from .sampler import SamplingBatch, apply_penalties, probabilities, rejection_sample, sample
+from .sampler import SamplingBatch, apply_penalties, greedy_tokens, probabilities, rejection_sample, sample
 from .sequence import Sequence
 
 
@@ -322,6 +322,8 @@ class ModelRunner:
               row_ids: list[int]) -> torch.Tensor:
         """One token per row; if the batched draw raises, each row is drawn alone to find the
         one at fault (the logits are unchanged by then), recorded under its id in row_ids."""
+        if all(s.params.greedy for s in seqs):    # no sampling settings to build
+            return greedy_tokens(logits)
         try:
             return sample(logits, self.sampling_batch(seqs, logits), self.generator)
         except Exception:  # noqa: BLE001

@@ -90,10 +90,18 @@ def exponential_race(probs: torch.Tensor, generators: list | None,
     return (probs / noise.clamp_min_(1e-20)).argmax(dim=-1)
 
 
+def greedy_tokens(logits: torch.Tensor) -> torch.Tensor:
+    """Each row's argmax (the first maximum; a NaN counts as the maximum), int64 [B]. On CPU
+    in fp32 through numpy, whose argmax over a vocabulary takes a small fraction of torch's."""
+    if logits.device.type == "cpu" and logits.dtype == torch.float32:
+        return torch.from_numpy(logits.detach().numpy().argmax(axis=-1))
+    return logits.argmax(dim=-1)
+
+
 def sample(logits: torch.Tensor, batch: SamplingBatch,
            default_generator: torch.Generator | None = None) -> torch.Tensor:
     """Sample one token per row from processed logits (fp32). Returns int64 [B]."""
-    greedy = logits.argmax(dim=-1)
+    greedy = greedy_tokens(logits)
     if batch.all_greedy:
         return greedy
     sampled = exponential_race(probabilities(logits, batch), batch.generators, default_generator)

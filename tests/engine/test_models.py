@@ -148,9 +148,10 @@ def test_triton_backend_greedy_matches_transformers(tiny, smol_folder, padded):
 
 
 def test_projections_match_unfused_transformers_weights(tiny):
-    """Each fused projection (q/k/v, gate/up), packed and stored column-major on CPU, gives
-    transformers' separate projections side by side, for one row and for a prefill's
-    `SGEMM_ROWS` (the F.linear path) and for a few (the packed path)."""
+    """Each fused projection (q/k/v, gate/up), packed and stored column-major on CPU (the
+    down projection row-major), gives transformers' separate projections side by side, for
+    one row and for a prefill's `SGEMM_ROWS` (the F.linear path) and for a few (the packed
+    path); so does the LM head, stored column-major, and a tied embedding shares it."""
     from structgen.engine.model import Linear, onednn_available
     _, hf, folder = tiny
     model = load_model(folder)
@@ -164,12 +165,21 @@ def test_projections_match_unfused_transformers_weights(tiny):
                                 (ours.self_attn.o_proj, (a.o_proj,)), (ours.mlp.down_proj, (m.down_proj,))):
                 assert (proj.packed is not None) == column_major
                 if column_major:
-                    assert proj.weight.stride() == (1, proj.weight.shape[0])
+                    rows_out = proj is not ours.mlp.down_proj
+                    assert proj.weight.stride() == ((1, proj.weight.shape[0]) if rows_out
+                                                    else (proj.weight.shape[1], 1))
                 for n in (1, 5, Linear.SGEMM_ROWS):
                     x = torch.randn(n, proj.weight.shape[1], generator=g)
                     torch.testing.assert_close(proj(x), torch.cat([p(x) for p in parts], dim=-1),
                                                atol=1e-5, rtol=1e-5)
-        assert model.lm_head.weight.is_contiguous()   # the embedding's rows stay rows
+        head = model.lm_head
+        if column_major:
+            assert head.weight.stride() == (1, head.weight.shape[0])
+        for n in (1, 5, Linear.SGEMM_ROWS):
+            x = torch.randn(n, head.weight.shape[1], generator=g)
+            torch.testing.assert_close(head(x), hf.lm_head(x), atol=1e-5, rtol=1e-5)
+        ids = torch.tensor([0, 5, 319, 5])
+        assert torch.equal(model.embed_tokens(ids), hf.model.embed_tokens(ids))
 
 
 @pytest.mark.parametrize("rows", [1, 3, 421])
