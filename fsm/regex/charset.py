@@ -93,7 +93,10 @@ def to_term(tb: TermBuilder, ranges: Ranges) -> Term:
                 tb.concat(tb.byte_range(lo, hi), tb.empty if tail is None else build(tail))
                 for lo, hi, tail in spec)
         return t
-    return build(_utf8_trie(tuple(ranges)))
+    ranges = tuple(ranges)
+    t = build(_utf8_trie(ranges))
+    tb.char_ranges.setdefault(t.id, ranges)
+    return t
 
 
 @functools.lru_cache(maxsize=1024)

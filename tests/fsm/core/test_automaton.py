@@ -426,6 +426,30 @@ def test_classes_with_the_same_non_ascii_members_share_their_verdicts(vocab_name
     assert asked[1] > walked[1] and asked[2] > walked[2]  # the others only those with . or -
 
 
+def test_char_classes_are_read_once_per_process_by_their_code_points():
+    """A class charset.to_term built (`\\d`, `\\w`, a Latin-1 range) is read once per process,
+    by its code points (TermBuilder.char_ranges): a second builder's term of the same class
+    gets the first reading, which equals a reading of its own."""
+    from structgen.fsm.core import automaton
+    from structgen.fsm.regex import charset
+    for cls in [r"\d", r"\w", "[à-ÿa-c]", "[a-z]", r"[^\s]"]:
+        terms = []
+        for _ in range(2):
+            tb = TermBuilder()
+            t = regex_to_term(tb, cls)
+            assert t.id in tb.char_ranges, cls  # (the path under test)
+            terms.append((tb, t))
+        (tb1, t1), (tb2, t2) = terms
+        first = automaton.char_class(tb1, t1)
+        assert automaton.char_class(tb2, t2) is first, cls
+        own = automaton._read_char_class(tb2, t2)
+        assert (first is None) == (own is None), cls
+        if own is not None:
+            assert np.array_equal(first[0], own[0]) and np.array_equal(first[1], own[1]), cls
+            assert first[2] == own[2], cls
+        assert charset.to_term(tb2, tb2.char_ranges[t2.id]) is t2, cls
+
+
 def test_prefix_words_equal_packing_from_scratch():
     """A run's packed bitmask per bound (prefix_words) is made from the nearest bound kept,
     setting or clearing the bits of the ids between: equal to packing ids[:k] afresh, along
