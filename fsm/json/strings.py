@@ -142,6 +142,9 @@ class StringTerms:
                 t = tb.alt(tb.byte_range(lo, hi) for lo, hi in ranges)
             else:
                 t = tb.alt(self._encoded(ranges))
+                # (its structure is a function of the code points: what masks read off it is
+                # kept by them, apart from charset.to_term's raw classes)
+                tb.char_ranges.setdefault(t.id, ("json", ranges))
             self._chars[ranges] = t
             self.char_ids.add(t.id)
         return t

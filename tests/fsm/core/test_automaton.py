@@ -450,6 +450,30 @@ def test_char_classes_are_read_once_per_process_by_their_code_points():
         assert charset.to_term(tb2, tb2.char_ranges[t2.id]) is t2, cls
 
 
+def test_json_string_classes_are_read_once_per_process_by_their_code_points():
+    """So too a JSON string's class (StringTerms.char: escapes beside the raw characters),
+    under a key of its own (a raw class of the same code points is another term)."""
+    from structgen.fsm.core import automaton
+    from structgen.fsm.json.strings import StringTerms
+    from structgen.fsm.regex import charset
+    for ranges in [((0x20, 0x21), (0x23, 0x10FFFF)), ((0x30, 0x39), (0xE0, 0xFF)), ((0x0A, 0x0A), (0x41, 0x5A))]:
+        tb = TermBuilder()  # (the raw class of these code points, read first)
+        automaton.char_class(tb, charset.to_term(tb, charset.normalize(ranges)))
+        got = []
+        for _ in range(2):
+            tb = TermBuilder()
+            t = StringTerms(tb).char(ranges)
+            assert tb.char_ranges.get(t.id) == ("json", charset.normalize(ranges)), ranges  # (the path under test)
+            got.append((tb, t, automaton.char_class(tb, t)))
+        (_, _, first), (tb2, t2, second) = got
+        assert second is first, ranges
+        own = automaton._read_char_class(tb2, t2)
+        assert (first is None) == (own is None), ranges
+        if own is not None:
+            assert np.array_equal(first[0], own[0]) and np.array_equal(first[1], own[1]), ranges
+            assert first[2] == own[2], ranges
+
+
 def test_prefix_words_equal_packing_from_scratch():
     """A run's packed bitmask per bound (prefix_words) is made from the nearest bound kept,
     setting or clearing the bits of the ids between: equal to packing ids[:k] afresh, along
