@@ -263,6 +263,8 @@ class DraftModel:
         bm, turns, budget = self.block_manager, self.turns, self.max_num_batched_tokens
         due = sorted((e for e in shadows if turns[e[0].seq_id].waited >= self.ROTATE_AFTER),
                      key=lambda e: -turns[e[0].seq_id].waited)
+        if not due:  # (the usual round: no shadow list sorted)
+            return None
         held = sorted((t.since, sid) for sid, t in turns.items() if t.since is not None
                       and self.shadows[sid][1].block_table
                       and max(t.drafted, t.waited) >= self.ROTATE_AFTER)

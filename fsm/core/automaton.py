@@ -873,29 +873,25 @@ def char_class(tb: TermBuilder, x: Term) -> tuple | None:
     continuations as nested (start, end, rest) segments), else False. None when a non-ASCII member is not one
     well-formed character, or no member is one byte. A LAZY class (a JSON string's
     character) is read once per process: its UTF-8 check walks about a hundred rows; so is
-    a class charset.to_term built, by its code points."""
+    a class whose builder recorded its code points (TermBuilder.char_ranges), which each
+    compile builds anew."""
     if x.kind == LAZY and x.args[0] not in tb.members:  # (a cyclic one may be one compile's: a
         # recursive schema's rule, fsm/json/recursive.py's lazy_recursion)
-        r = _LAZY_CHAR_CLASSES.get(x.args[0], False)
-        if r is False:
-            r = _LAZY_CHAR_CLASSES[x.args[0]] = _read_char_class(tb, x)
-        return r
-    ranges = tb.char_ranges.get(x.id)
-    if ranges is not None:  # (a Unicode class's read walks ~100 rows: each compile's own term)
-        r = _RANGES_CHAR_CLASSES.get(ranges, False)
-        if r is False:
-            r = _read_char_class(tb, x)
-            if len(_RANGES_CHAR_CLASSES) < RANGES_CHAR_CLASSES_MAX:
-                _RANGES_CHAR_CLASSES[ranges] = r
-        return r
-    return _read_char_class(tb, x)
+        key = x.args[0]
+    elif (key := tb.char_ranges.get(x.id)) is None:
+        return _read_char_class(tb, x)
+    r = _CHAR_CLASSES.get(key, False)
+    if r is False:
+        r = _read_char_class(tb, x)
+        if len(_CHAR_CLASSES) < CHAR_CLASSES_MAX:
+            _CHAR_CLASSES[key] = r
+    return r
 
 
-_LAZY_CHAR_CLASSES: dict[str, tuple | None] = {}  # LAZY name -> char_class (read-only arrays)
-# charset.to_term's classes by their code points (TermBuilder.char_ranges) -> char_class: as
+# char_class by a LAZY class's name or a class's recorded code points (read-only arrays): as
 # many as a process's patterns hold, up to a bound (a server compiling users' regexes)
-_RANGES_CHAR_CLASSES: dict[tuple, tuple | None] = {}
-RANGES_CHAR_CLASSES_MAX = 4096
+_CHAR_CLASSES: dict[str | tuple, tuple | None] = {}
+CHAR_CLASSES_MAX = 4096
 
 
 def _read_char_class(tb: TermBuilder, x: Term) -> tuple | None:

@@ -250,9 +250,9 @@ class TermBuilder:
         # string's), where every A this builder intersects with x{lo,hi} is made of them
         # (dfa.char_bound)
         self.char_items: set[int] = set()
-        # term id -> the code points (charset ranges) of a class term charset.to_term built:
-        # its structure is a function of them, so what masks read off it is kept by them
-        # across builders (automaton.char_class)
+        # term id -> a key of a class term's code points (charset.to_term's ranges; a JSON
+        # string's class, ("json", ranges)): its structure is a function of them, so what
+        # masks read off it is kept by them across builders (automaton.char_class)
         self.char_ranges: dict[int, tuple] = {}
         self._first: dict[int, int] = {}  # term id -> first(term)
         self._derived: dict[tuple, Term] = {}  # (term id, byte) -> derive(term, byte)
